@@ -1,0 +1,44 @@
+// gerbil: run large language models on the GPU through WebGPU. See README.md.
+#include <algorithm>
+#include <cstdio>
+
+#include "command.h"
+#include "gerbil/error.h"
+
+namespace gerbil::cli {
+
+std::vector<Command>& registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+
+}  // namespace gerbil::cli
+
+int main(int argc, char** argv) {
+  using namespace gerbil::cli;
+  CLI::App app{"gerbil: large language models on any GPU through WebGPU", "gerbil"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("gerbil 0.1.0"));
+  auto& commands = registry();
+  std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  std::function<int()> action;
+  for (auto& command : commands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.help);
+    auto run = command.setup(*sub);
+    sub->callback([&action, run] { action = run; });
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    return action();
+  } catch (const gerbil::Error& e) {
+    std::fprintf(stderr, "gerbil: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gerbil: internal error: %s\n", e.what());
+    return 2;
+  }
+}
