@@ -28,5 +28,5 @@ struct Registrar {
 
 #define GERBIL_CONCAT_INNER(a, b) a##b
 #define GERBIL_CONCAT(a, b) GERBIL_CONCAT_INNER(a, b)
-#define GERBIL_COMMAND(name, help, setup) \
-  static ::gerbil::cli::Registrar GERBIL_CONCAT(gerbil_command_, __LINE__)({name, help, setup})
+#define GERBIL_COMMAND(name, help, ...) \
+  static ::gerbil::cli::Registrar GERBIL_CONCAT(gerbil_command_, __LINE__)({name, help, __VA_ARGS__})

@@ -1,0 +1,231 @@
+// A thin, honest layer over Dawn's WebGPU C API: one Device (adapter choice, limits, features, error
+// reporting), labelled buffers with upload and read-back, a pipeline cache, bind groups, and a Recorder
+// that puts many dispatches into one compute pass and one submit.
+//
+// Every WebGPU error becomes a gerbil::Error: object creation runs inside error scopes, and errors that
+// surface later (an invalid command buffer at submit, device loss) are collected by the device's
+// callbacks and thrown by the next check_errors(), which submit() and every read-back call.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/handle.h"
+#include "gpu/webgpu_abi.h"
+
+namespace gerbil::gpu {
+
+using InstanceHandle = Handle<WGPUInstance, wgpuInstanceRelease>;
+using AdapterHandle = Handle<WGPUAdapter, wgpuAdapterRelease>;
+using DeviceHandle = Handle<WGPUDevice, wgpuDeviceRelease>;
+using QueueHandle = Handle<WGPUQueue, wgpuQueueRelease>;
+using BufferHandle = Handle<WGPUBuffer, wgpuBufferRelease>;
+using PipelineHandle = Handle<WGPUComputePipeline, wgpuComputePipelineRelease>;
+using BindGroupLayoutHandle = Handle<WGPUBindGroupLayout, wgpuBindGroupLayoutRelease>;
+using BindGroupHandle = Handle<WGPUBindGroup, wgpuBindGroupRelease>;
+using QuerySetHandle = Handle<WGPUQuerySet, wgpuQuerySetRelease>;
+
+struct AdapterInfo {
+  std::string vendor;
+  std::string architecture;
+  std::string device;
+  std::string description;
+  std::string backend;       // "Vulkan", "Metal", "D3D12", ...
+  std::string adapter_type;  // "discrete GPU", "integrated GPU", "CPU", "unknown"
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t subgroup_min_size = 0;
+  uint32_t subgroup_max_size = 0;
+
+  std::string summary() const;  // one line: device, vendor, backend, type
+};
+
+// The optional features gerbil uses, as enabled on the device.
+struct Features {
+  bool shader_f16 = false;
+  bool subgroups = false;
+  bool timestamp_query = false;
+  bool subgroup_matrix = false;  // chromium-experimental-subgroup-matrix (reported, not requested)
+};
+
+struct DeviceOptions {
+  // Case-insensitive substring of the adapter's vendor/device/description/backend. Empty: the
+  // GERBIL_ADAPTER environment variable, else the first adapter (high-performance first).
+  std::string adapter;
+  bool allow_shader_f16 = true;  // false forces the f16 fallback paths, for tests on adapters that have it
+  std::vector<std::string> enable_toggles;   // Dawn toggles, e.g. "skip_validation"
+  std::vector<std::string> disable_toggles;  // e.g. "lazy_clear_resource_on_first_use"
+};
+
+// Lists every adapter Dawn offers (one line each), for error messages and `gerbil info --all`.
+std::vector<AdapterInfo> list_adapters();
+
+enum class BufferKind { Storage, Uniform, Readback, QueryResolve };
+
+class Device;
+
+// A GPU buffer. Sizes are padded to a multiple of 4 bytes (WebGPU copy granularity); size() is the
+// requested size. Owned by the caller; the device must outlive it.
+class Buffer {
+ public:
+  Buffer() = default;
+  WGPUBuffer get() const { return handle_.get(); }
+  uint64_t size() const { return size_; }
+  const std::string& label() const { return label_; }
+  BufferKind kind() const { return kind_; }
+  bool destroyed() const { return destroyed_; }
+  explicit operator bool() const { return static_cast<bool>(handle_); }
+  // Frees the GPU memory now; later use is an error naming the buffer.
+  void destroy();
+
+ private:
+  friend class Device;
+  BufferHandle handle_;
+  uint64_t size_ = 0;
+  std::string label_;
+  BufferKind kind_ = BufferKind::Storage;
+  bool destroyed_ = false;
+};
+
+// A range of a buffer bound to one binding slot.
+struct BufferBinding {
+  const Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = WGPU_WHOLE_SIZE;  // whole buffer from offset
+};
+
+using Constants = std::vector<std::pair<std::string, double>>;  // WGSL `override` values
+
+class Pipeline {
+ public:
+  WGPUComputePipeline get() const { return handle_.get(); }
+  WGPUBindGroupLayout layout() const { return layout_.get(); }
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class Device;
+  PipelineHandle handle_;
+  BindGroupLayoutHandle layout_;
+  std::string name_;
+};
+
+class BindGroup {
+ public:
+  WGPUBindGroup get() const { return handle_.get(); }
+
+ private:
+  friend class Device;
+  BindGroupHandle handle_;
+};
+
+struct Grid {
+  uint32_t x = 1, y = 1, z = 1;
+  bool operator==(const Grid&) const = default;
+};
+
+class Device {
+ public:
+  explicit Device(const DeviceOptions& options = {});
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const AdapterInfo& adapter() const { return adapter_info_; }
+  const WGPULimits& limits() const { return limits_; }
+  const Features& features() const { return features_; }
+  WGPUDevice get() const { return device_.get(); }
+  WGPUQueue queue() const { return queue_.get(); }
+
+  Buffer create_buffer(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
+  // Upload: bytes are written at offset (padded with zeros to a multiple of 4).
+  void write(const Buffer& buffer, std::span<const std::byte> bytes, uint64_t offset = 0);
+  template <typename T>
+  void write(const Buffer& buffer, std::span<const T> values, uint64_t offset = 0) {
+    write(buffer, std::as_bytes(values), offset);
+  }
+  template <typename T>
+  Buffer upload(std::string label, std::span<const T> values, BufferKind kind = BufferKind::Storage) {
+    Buffer buffer = create_buffer(std::move(label), values.size_bytes(), kind);
+    write(buffer, values);
+    return buffer;
+  }
+  // Read-back: waits for all submitted work, then copies `size` bytes from `offset`.
+  std::vector<std::byte> read(const Buffer& buffer, uint64_t offset = 0, std::optional<uint64_t> size = {});
+  template <typename T>
+  std::vector<T> read_as(const Buffer& buffer, uint64_t offset = 0, std::optional<uint64_t> count = {}) {
+    std::optional<uint64_t> bytes;
+    if (count) bytes = *count * sizeof(T);
+    auto raw = read(buffer, offset, bytes);
+    std::vector<T> out(raw.size() / sizeof(T));
+    std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
+    return out;
+  }
+
+  // Compiles (once per name and constants) a compute pipeline from WGSL with entry point `main`.
+  const Pipeline& pipeline(const std::string& name, std::string_view wgsl, const Constants& constants = {});
+  BindGroup bind(const Pipeline& pipeline, std::span<const BufferBinding> bindings);
+
+  void submit(WGPUCommandBuffer commands);
+  void wait_idle();  // waits for every submitted command buffer to finish
+  // Throws the first WebGPU error reported since the last check (validation, out-of-memory, device loss).
+  void check_errors();
+
+  // Waits on a future created with WGPUCallbackMode_WaitAnyOnly.
+  void wait(WGPUFuture future);
+
+ private:
+  friend struct DeviceCallbacks;
+  template <typename Fn>
+  void scoped(const std::string& what, Fn&& create);  // runs `create` inside error scopes
+
+  InstanceHandle instance_;
+  AdapterHandle adapter_;
+  DeviceHandle device_;
+  QueueHandle queue_;
+  AdapterInfo adapter_info_;
+  WGPULimits limits_{};
+  Features features_;
+  std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+
+  std::mutex errors_mutex_;
+  std::vector<std::string> errors_;
+  bool lost_ = false;
+};
+
+// Records dispatches into one command encoder. All consecutive dispatches share one compute pass (WebGPU
+// inserts the barriers between them); a copy closes the pass. submit() finishes and submits the lot.
+class Recorder {
+ public:
+  explicit Recorder(Device& device, std::string label = "gerbil");
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  void dispatch(const Pipeline& pipeline, const BindGroup& bind_group, Grid grid);
+  void copy(const Buffer& source, uint64_t source_offset, const Buffer& destination, uint64_t destination_offset,
+            uint64_t size);
+  // Timestamps around the next dispatch (for profiling): the dispatch gets its own pass whose
+  // begin/end times land at query indices `begin` and `begin + 1`.
+  void dispatch_timed(const Pipeline& pipeline, const BindGroup& bind_group, Grid grid, WGPUQuerySet queries,
+                      uint32_t begin);
+  void resolve(WGPUQuerySet queries, uint32_t count, const Buffer& destination);
+  void submit();
+  size_t dispatch_count() const { return dispatches_; }
+
+ private:
+  void end_pass();
+  Device& device_;
+  std::string label_;
+  WGPUCommandEncoder encoder_ = nullptr;
+  WGPUComputePassEncoder pass_ = nullptr;
+  size_t dispatches_ = 0;
+};
+
+}  // namespace gerbil::gpu

@@ -1,0 +1,67 @@
+#include "kernels/dispatch.h"
+
+#include "gerbil/error.h"
+#include "kernels/wgsl_sources.h"
+
+namespace gerbil::kernels {
+
+Grid fold(uint64_t workgroups, uint32_t max_per_dimension) {
+  if (workgroups <= max_per_dimension) return {static_cast<uint32_t>(std::max<uint64_t>(workgroups, 1)), 1, 1};
+  uint64_t y = ceil_div(workgroups, max_per_dimension);
+  if (y > max_per_dimension) fail("dispatch of {} workgroups is too large even when folded", workgroups);
+  return {max_per_dimension, static_cast<uint32_t>(y), 1};
+}
+
+std::string_view wgsl(std::string_view name) {
+  const auto& sources = wgsl_sources();
+  auto found = sources.find(name);
+  if (found == sources.end()) fail("no WGSL kernel named '{}' is built in", name);
+  return found->second;
+}
+
+const gpu::Pipeline& pipeline(gpu::Device& device, std::string_view name, const gpu::Constants& constants) {
+  return device.pipeline(std::string(name), wgsl(name), constants);
+}
+
+Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes, std::span<const Operand> operands,
+                 std::span<const std::byte> params, Grid grid, const gpu::Constants& constants) {
+  for (const Operand& operand : operands) {
+    const gpu::Buffer* buffer = operand.binding.buffer;
+    if (!buffer || !*buffer) fail("kernel '{}' ({}): operand '{}' has no buffer", kernel, shapes, operand.name);
+    uint64_t available = operand.binding.size == WGPU_WHOLE_SIZE
+                             ? buffer->size() - std::min(buffer->size(), operand.binding.offset)
+                             : operand.binding.size;
+    uint64_t needed = operand.elements * operand.element_bytes;
+    if (operand.elements == 0) fail("kernel '{}' ({}): operand '{}' is empty", kernel, shapes, operand.name);
+    if (needed > available)
+      fail("kernel '{}' ({}): operand '{}' needs {} elements ({} bytes) but buffer '{}' provides {} bytes", kernel,
+           shapes, operand.name, operand.elements, needed, buffer->label(), available);
+    if (operand.binding.offset + available > buffer->size() + 3)
+      fail("kernel '{}' ({}): operand '{}' range [{}, +{}) lies outside buffer '{}' of {} bytes", kernel, shapes,
+           operand.name, operand.binding.offset, available, buffer->label(), buffer->size());
+  }
+  Dispatch dispatch;
+  dispatch.kernel = kernel;
+  dispatch.shapes = std::move(shapes);
+  dispatch.pipeline = &pipeline(device, kernel, constants);
+  dispatch.grid = grid;
+  // Uniform buffers are bound in 16-byte units.
+  std::vector<std::byte> padded((params.size() + 15) / 16 * 16);
+  std::copy(params.begin(), params.end(), padded.begin());
+  dispatch.params = device.create_buffer(std::string(kernel) + " params", padded.size(), gpu::BufferKind::Uniform);
+  device.write<std::byte>(dispatch.params, padded);
+
+  std::vector<BufferBinding> bindings;
+  for (const Operand& operand : operands) bindings.push_back(operand.binding);
+  bindings.push_back({&dispatch.params});
+  dispatch.bind_group = device.bind(*dispatch.pipeline, bindings);
+  return dispatch;
+}
+
+void run(gpu::Device& device, const Dispatch& dispatch) {
+  gpu::Recorder recorder(device, dispatch.kernel);
+  dispatch.record(recorder);
+  recorder.submit();
+}
+
+}  // namespace gerbil::kernels

@@ -1,0 +1,67 @@
+// What every kernel dispatcher shares: compiling an embedded WGSL kernel, checking that the bound
+// buffers are large enough for the shapes, and packaging pipeline + bind group + grid + uniform params
+// into a Dispatch that can be recorded any number of times (a graph prepares its dispatches once).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/device.h"
+
+namespace gerbil::kernels {
+
+using gpu::BufferBinding;
+using gpu::Grid;
+
+constexpr uint32_t kWorkgroupSize = 256;  // threads per workgroup of the 1-D and row kernels
+
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Folds a 1-D workgroup count into (x, y) so neither exceeds the per-dimension limit; shaders recover
+// the linear index as wid.x + wid.y * num_workgroups.x and skip indices past the end.
+Grid fold(uint64_t workgroups, uint32_t max_per_dimension = 65535);
+
+// The embedded WGSL source of kernel `name`; throws if there is none.
+std::string_view wgsl(std::string_view name);
+const gpu::Pipeline& pipeline(gpu::Device& device, std::string_view name, const gpu::Constants& constants = {});
+
+// A recordable dispatch of one kernel with its bindings and parameters.
+struct Dispatch {
+  std::string kernel;
+  std::string shapes;  // human-readable, e.g. "M=1 K=896 N=151936"
+  const gpu::Pipeline* pipeline = nullptr;
+  gpu::BindGroup bind_group;
+  Grid grid;
+  gpu::Buffer params;  // the kernel's uniform struct
+
+  void record(gpu::Recorder& recorder) const { recorder.dispatch(*pipeline, bind_group, grid); }
+};
+
+// One storage binding and the number of elements (of `element_bytes` each) the kernel will touch.
+struct Operand {
+  std::string_view name;
+  BufferBinding binding;
+  uint64_t elements;
+  uint32_t element_bytes = 4;
+};
+
+// Checks every operand against its buffer range, uploads `params` as the uniform struct (bound after
+// the storage bindings, as every kernel's layout has it) and creates the bind group.
+Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes, std::span<const Operand> operands,
+                 std::span<const std::byte> params, Grid grid, const gpu::Constants& constants = {});
+
+template <typename Params>
+Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes,
+                 std::initializer_list<Operand> operands, const Params& params, Grid grid,
+                 const gpu::Constants& constants = {}) {
+  return prepare(device, kernel, std::move(shapes), std::span<const Operand>(operands.begin(), operands.size()),
+                 std::as_bytes(std::span<const Params>(&params, 1)), grid, constants);
+}
+
+// Records and submits one dispatch (tests, selftest, one-off work).
+void run(gpu::Device& device, const Dispatch& dispatch);
+
+}  // namespace gerbil::kernels
