@@ -1,64 +1,15 @@
 #include "kernels/selftest.h"
 
-#include <cmath>
-#include <deque>
-#include <limits>
 
 #include "gerbil/error.h"
+#include "kernels/check_support.h"
 #include "kernels/seed.h"
 #include "reference/reference.h"
 
 namespace gerbil::kernels {
 namespace {
 
-std::vector<float> random_floats(Rng& rng, size_t n, float lo = -1.f, float hi = 1.f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> values(n);
-  for (float& v : values) v = dist(rng);
-  return values;
-}
-
-std::vector<uint32_t> random_ints(Rng& rng, size_t n, uint32_t below) {
-  std::uniform_int_distribution<uint32_t> dist(0, below - 1);
-  std::vector<uint32_t> values(n);
-  for (uint32_t& v : values) v = dist(rng);
-  return values;
-}
-
-std::vector<double> widen(const std::vector<float>& values) { return {values.begin(), values.end()}; }
-
-double relative_error(const std::vector<float>& gpu, const std::vector<double>& ref) {
-  if (gpu.size() != ref.size()) return std::numeric_limits<double>::quiet_NaN();
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double d = static_cast<double>(gpu[i]) - ref[i];
-    if (std::isnan(gpu[i])) return std::numeric_limits<double>::quiet_NaN();
-    diff += d * d;
-    norm += ref[i] * ref[i];
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-// Test buffers: inputs uploaded from host data, outputs filled with NaN so unwritten elements show.
-struct Buffers {
-  gpu::Device& device;
-  std::deque<gpu::Buffer> owned;  // a deque: references stay valid as buffers are added
-
-  template <typename T>
-  const gpu::Buffer& input(const char* name, const std::vector<T>& values) {
-    owned.push_back(device.upload(name, std::span<const T>(values)));
-    return owned.back();
-  }
-  const gpu::Buffer& poisoned(const char* name, size_t n) {
-    return input(name, std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()));
-  }
-  std::vector<float> read(const gpu::Buffer& buffer, size_t n) { return device.read_as<float>(buffer, 0, n); }
-};
-
-CaseResult result(const std::string& kernel, std::string shape, const std::vector<float>& gpu,
-                  const std::vector<double>& ref, double bound) {
-  return {kernel, std::move(shape), relative_error(gpu, ref), bound};
-}
+using namespace check;
 
 // --- the checks ---------------------------------------------------------------------------------------
 
@@ -68,16 +19,6 @@ struct Int4Shape { uint32_t M, K, N, group; };
 struct RowShape { uint32_t T, D; };
 struct RopeShape { uint32_t T, q_heads, kv_heads, head_dim; float base; uint32_t offset; };
 struct AttentionShape { uint32_t T, S, q_heads, kv_heads, head_dim, offset; };
-
-template <typename Shape>
-KernelCheck make_check(std::string kernel, double bound, std::string why, std::vector<Shape> shapes,
-                       std::function<std::string(const Shape&)> describe,
-                       std::function<CaseResult(gpu::Device&, Rng&, const Shape&)> run) {
-  KernelCheck check{std::move(kernel), bound, std::move(why), {}, {}};
-  for (auto& shape : shapes) check.shapes.push_back(describe(shape));
-  check.run = [shapes, run](gpu::Device& device, Rng& rng, size_t index) { return run(device, rng, shapes[index]); };
-  return check;
-}
 
 KernelCheck embedding_check(bool quick) {
   std::vector<EmbeddingShape> shapes = {{1, 64, 50}, {7, 33, 100}, {50, 896, 300}};
@@ -306,7 +247,7 @@ constexpr const char* kExpWhy = "exp per element, which Vulkan allows 3 + 2|x| u
 }  // namespace
 
 std::vector<KernelCheck> kernel_checks(bool quick) {
-  return {
+  std::vector<KernelCheck> checks = {
       embedding_check(quick),
       matmul_check(quick),
       matmul_int4_check(quick),
@@ -320,6 +261,8 @@ std::vector<KernelCheck> kernel_checks(bool quick) {
       binary_check("add", add, reference::add, quick),
       binary_check("mul", mul, reference::mul, quick),
   };
+  for (auto& check : model_kernel_checks(quick)) checks.push_back(std::move(check));
+  return checks;
 }
 
 std::vector<CaseResult> run_check(gpu::Device& device, const KernelCheck& check, uint64_t seed) {

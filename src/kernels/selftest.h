@@ -35,6 +35,8 @@ struct KernelCheck {
 
 // Every kernel check, seed kernels first. `quick` drops the largest shapes.
 std::vector<KernelCheck> kernel_checks(bool quick = false);
+// The checks of the model kernels (kernels/model.h), defined in model_checks.cpp.
+std::vector<KernelCheck> model_kernel_checks(bool quick);
 
 // Runs one check over all its shapes.
 std::vector<CaseResult> run_check(gpu::Device& device, const KernelCheck& check, uint64_t seed);

@@ -1,0 +1,45 @@
+// Picks the next token from a row of logits: greedy, or temperature / top-k / top-p / min-p sampling,
+// after repetition, presence and frequency penalties over the tokens seen so far. Seeded: the same
+// seed, logits and history give the same token.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace gerbil {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // <= 0: greedy (argmax)
+  int32_t top_k = 0;         // 0: off
+  float top_p = 1.0f;        // 1: off
+  float min_p = 0.0f;        // 0: off; keeps tokens with p >= min_p * p(best)
+  float repetition_penalty = 1.0f;  // Hugging Face style: divides positive logits of seen tokens, multiplies negative
+  float presence_penalty = 0.0f;    // OpenAI style: subtracted once from the logit of every seen token
+  float frequency_penalty = 0.0f;   // OpenAI style: subtracted per occurrence
+  uint64_t seed = 0;                // 0: a fresh random seed
+
+  bool greedy() const { return temperature <= 0.0f; }
+  void validate() const;  // throws gerbil::Error naming the bad parameter
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // `logits` is scratch: it is modified. `history` is every token so far (prompt and generated).
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+  uint64_t seed() const { return seed_; }
+
+ private:
+  void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
+
+  SamplingParams params_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> candidates_;  // reused between calls
+};
+
+}  // namespace gerbil

@@ -1,0 +1,75 @@
+// A checked model folder (model/weights.h) uploaded in the form the kernels read: linear weights as
+// [out, in] rows in their checkpoint dtype (f32, or f16 / bf16 packed two per u32; never converted with
+// loss unless asked), q/k/v and gate/up concatenated into one fused projection each, GPT-2's Conv1D
+// weights transposed, norm weights and biases as f32 (Gemma's 1 + w folded in), GPTQ layers kept in
+// their int4 layout. Weights larger than the adapter's maxStorageBufferBindingSize are bound as row
+// blocks, never refused.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "kernels/dispatch.h"
+#include "kernels/model.h"
+#include "model/weights.h"
+
+namespace gerbil::graph {
+
+// How linear weights are stored on the GPU.
+enum class WeightPolicy {
+  Checkpoint,  // as in the checkpoint: f32 stays f32, f16 f16, bf16 bf16 (no precision lost)
+  F16,         // f32 and bf16 checkpoints converted to f16 (half the memory and bandwidth of f32)
+};
+
+// Rows [first_row, first_row + rows) of a weight, bound on their own.
+struct RowBlock {
+  uint32_t first_row = 0, rows = 0;
+  uint64_t byte_offset = 0, byte_size = 0;
+};
+
+struct GpuGptq {
+  gpu::Buffer qweight, qzeros, scales;  // I32 [K/8, N], I32 [G, N/8], f16 [G, N]
+  uint32_t group_size = 0;
+};
+
+// One linear layer y = x W^T + b with W [out, in].
+struct GpuLinear {
+  std::string name;
+  uint32_t in = 0, out = 0;
+  kernels::WeightType type = kernels::WeightType::F32;
+  std::shared_ptr<gpu::Buffer> weight;  // shared: a tied LM head is the embedding table
+  std::vector<RowBlock> blocks;
+  std::optional<gpu::Buffer> bias;  // f32 [out]
+  std::optional<GpuGptq> gptq;      // set instead of `weight` for GPTQ int4 layers
+};
+
+struct GpuNorm {
+  gpu::Buffer weight;             // f32 [dim], with Gemma's + 1 folded in
+  std::optional<gpu::Buffer> bias;  // LayerNorm only
+};
+
+struct GpuLayer {
+  GpuNorm attn_norm;
+  std::optional<GpuNorm> q_norm, k_norm, attn_post_norm, mlp_norm, mlp_post_norm;
+  GpuLinear qkv, o, up, down;  // up: [gate; up] rows for gated MLPs, the plain up projection otherwise
+};
+
+struct GpuWeights {
+  GpuLinear embed;  // the token table as a "linear" [vocab, hidden] so a tied LM head can share it
+  std::optional<gpu::Buffer> positions;  // learned position table [max_positions, hidden] f32 (GPT-2)
+  GpuNorm final_norm;
+  GpuLinear lm_head;
+  std::vector<GpuLayer> layers;
+  uint64_t bytes = 0;  // GPU bytes of all weights
+};
+
+GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPolicy policy);
+
+// Splits `rows` rows of `row_bytes` each into blocks that fit one storage binding; block starts are
+// multiples of 128 rows so their byte offsets meet the binding-offset alignment.
+std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes);
+
+}  // namespace gerbil::graph

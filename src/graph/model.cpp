@@ -1,0 +1,354 @@
+#include "graph/model.h"
+
+#include <cmath>
+#include <deque>
+#include <functional>
+
+#include "gerbil/error.h"
+#include "kernels/model.h"
+#include "kernels/seed.h"
+
+namespace gerbil::graph {
+namespace {
+
+using kernels::BufferBinding;
+using kernels::Dispatch;
+
+template <typename Params>
+std::span<const std::byte> bytes_of(const Params& params) {
+  return std::as_bytes(std::span<const Params>(&params, 1));
+}
+
+}  // namespace
+
+// Activation buffers (sized for the largest chunk), the KV cache and rotary tables: allocated once.
+struct Model::Buffers {
+  gpu::Buffer ids;
+  gpu::Buffer residual[2];  // the residual stream, ping-ponged: a kernel never reads and writes one buffer
+  gpu::Buffer normed, qkv, q, attn, branch, branch_normed, up, act, last, logits;
+  std::vector<gpu::Buffer> k_cache, v_cache;
+  std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
+  gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
+  uint32_t logit_rows = 0;            // rows `logits` holds
+};
+
+// One step's graph: the entries in recording order, and how to re-point them at a new position.
+struct Model::Step {
+  struct Copy {
+    const gpu::Buffer* source;
+    uint64_t source_offset;
+    const gpu::Buffer* destination;
+    uint64_t size;
+  };
+  struct Entry {
+    std::string label;
+    std::optional<Dispatch> dispatch;
+    std::optional<Copy> copy;
+  };
+  uint32_t tokens = 0;
+  uint32_t logit_rows = 0;
+  std::deque<Entry> entries;  // a deque: entries stay put while the graph grows
+  std::vector<std::function<void(uint32_t position)>> at_position;
+};
+
+namespace {
+
+// Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
+class StepBuilder {
+ public:
+  StepBuilder(gpu::Device& device, const ModelConfig& config, const GpuWeights& weights,
+              const Model::Buffers& buffers, uint32_t context, Model::Step& step)
+      : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
+        step_(step), T_(step.tokens) {}
+
+  void build(bool all_logits) {
+    embed();
+    int current = 0;
+    for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
+    logits(current, all_logits);
+  }
+
+ private:
+  Dispatch& add(std::string label, Dispatch dispatch) {
+    step_.entries.push_back({std::move(label), std::move(dispatch), std::nullopt});
+    return *step_.entries.back().dispatch;
+  }
+
+  // Re-writes a position-dependent dispatch's uniform at every step: `update` sets the fields.
+  template <typename Params>
+  void at_position(Dispatch& dispatch, Params params, std::function<void(Params&, uint32_t)> update) {
+    gpu::Device* device = &device_;
+    step_.at_position.push_back([device, buffer = &dispatch.params, params, update](uint32_t position) mutable {
+      update(params, position);
+      device->write(*buffer, bytes_of(params));
+    });
+  }
+
+  BufferBinding unused() const { return {&b_.unused}; }
+  uint32_t hidden() const { return uint32_t(config_.hidden_size); }
+
+  void embed() {
+    const GpuLinear& table = w_.embed;
+    float scale = arch_.embed_scale_sqrt_hidden ? std::sqrt(float(config_.hidden_size)) : 1.0f;
+    bool learned = w_.positions.has_value();
+    for (const RowBlock& block : table.blocks) {
+      kernels::EmbedParams p{T_, hidden(), block.first_row, block.rows, kernels::float_bits(scale), 0, learned ? 1u : 0u};
+      BufferBinding positions = learned ? BufferBinding{&*w_.positions} : unused();
+      Dispatch& d = add("embed", kernels::embed(device_, {&b_.ids}, {table.weight.get(), block.byte_offset, block.byte_size},
+                                                positions, {&b_.residual[0]}, p, table.type,
+                                                learned ? uint32_t(config_.max_position_embeddings) : 0));
+      if (learned)
+        at_position<kernels::EmbedParams>(d, p, [](auto& q, uint32_t position) { q.position_offset = position; });
+    }
+  }
+
+  void norm(const std::string& label, const GpuNorm& norm, const gpu::Buffer& in, const gpu::Buffer& out,
+            uint32_t rows) {
+    uint32_t eps = kernels::float_bits(float(config_.norm_eps));
+    if (arch_.norm == NormKind::LayerNorm)
+      add(label, kernels::layernorm(device_, {&in}, {&norm.weight}, {&*norm.bias}, {&out}, {rows, hidden(), eps}));
+    else
+      add(label, kernels::rmsnorm(device_, {&in}, {&norm.weight}, {&out}, {rows, hidden(), eps}));
+  }
+
+  // out[:, n] (+)= x W^T + b over M rows; `residual` (when given) is added, and must differ from `out`.
+  void linear(const std::string& label, const GpuLinear& L, const gpu::Buffer& x, uint32_t M,
+              const gpu::Buffer* residual, const gpu::Buffer& out) {
+    BufferBinding res = residual ? BufferBinding{residual} : unused();
+    uint32_t has_bias = L.bias ? 1 : 0, has_residual = residual ? 1 : 0;
+    if (L.gptq) {
+      kernels::LinearGptqParams p{M, L.in, L.out, L.out, 0, has_bias, has_residual, L.gptq->group_size};
+      add(label, kernels::linear_gptq(device_, {&x}, {&L.gptq->qweight}, {&L.gptq->qzeros}, {&L.gptq->scales},
+                                      L.bias ? BufferBinding{&*L.bias} : unused(), res, {&out}, p));
+      return;
+    }
+    for (const RowBlock& block : L.blocks) {
+      kernels::LinearParams p{M, L.in, block.rows, L.out, block.first_row, has_bias, has_residual};
+      BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
+      add(L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label,
+          kernels::linear(device_, {&x}, {L.weight.get(), block.byte_offset, block.byte_size}, bias, res, {&out}, p,
+                          L.type));
+    }
+  }
+
+  // One decoder block; returns which residual buffer holds its output.
+  int layer(int l, int current) {
+    const GpuLayer& L = w_.layers[size_t(l)];
+    auto label = [l](const char* what) { return fmt::format("layer {} {}", l, what); };
+    const gpu::Buffer& x = b_.residual[current];
+    const gpu::Buffer& next = b_.residual[1 - current];
+
+    norm(label("attn_norm"), L.attn_norm, x, b_.normed, T_);
+    attention(l, L, label);
+    if (arch_.parallel_block) {
+      // h = x + attn(ln(x)) + mlp(ln(x)): both branches read the same normed input.
+      linear(label("o"), L.o, b_.attn, T_, &x, next);
+      mlp(L, label, next, x);
+      return current;
+    }
+    if (L.attn_post_norm) {
+      linear(label("o"), L.o, b_.attn, T_, nullptr, b_.branch);
+      norm(label("attn_post_norm"), *L.attn_post_norm, b_.branch, b_.branch_normed, T_);
+      add(label("attn_residual"), kernels::add(device_, {&x}, {&b_.branch_normed}, {&next}, {T_ * hidden()}));
+    } else {
+      linear(label("o"), L.o, b_.attn, T_, &x, next);
+    }
+    norm(label("mlp_norm"), L.mlp_norm ? *L.mlp_norm : L.attn_norm, next, b_.normed, T_);
+    mlp(L, label, next, x);
+    return current;  // mlp wrote back into the buffer this block started from
+  }
+
+  void attention(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label) {
+    uint32_t heads = uint32_t(config_.num_heads), kv_heads = uint32_t(config_.num_kv_heads);
+    uint32_t head_dim = uint32_t(config_.head_dim);
+    linear(label("qkv"), L.qkv, b_.normed, T_, nullptr, b_.qkv);
+
+    bool sliding = config_.sliding(l);
+    bool rotary = arch_.positions == PositionKind::Rotary;
+    kernels::QkvRopeParams rp{T_, heads, kv_heads, head_dim, rotary ? uint32_t(config_.rotary_dim) : 0u, 0,
+                              L.q_norm ? 1u : 0u, kernels::float_bits(float(config_.norm_eps))};
+    Dispatch& split = add(label("qkv_rope_store"),
+                          kernels::qkv_rope_store(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
+                                                  L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(),
+                                                  rotary ? BufferBinding{&b_.inv_freq[sliding ? 1 : 0]} : unused(),
+                                                  {&b_.q}, {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]}, rp, context_));
+    at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
+
+    uint32_t window = sliding ? uint32_t(config_.sliding_window) : 0;
+    kernels::FlashAttentionParams ap{T_, T_, heads, kv_heads, head_dim, 0, window,
+                                     kernels::float_bits(float(config_.attention_scale))};
+    Dispatch& attend = add(label("attention"), kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]},
+                                                                        {&b_.v_cache[size_t(l)]}, {&b_.attn}, ap));
+    uint32_t T = T_;
+    at_position<kernels::FlashAttentionParams>(attend, ap, [T](auto& p, uint32_t position) {
+      p.position_offset = position;
+      p.S = position + T;
+    });
+  }
+
+  // The MLP branch from b_.normed; adds its output to `residual` into `out`.
+  void mlp(const GpuLayer& L, const std::function<std::string(const char*)>& label, const gpu::Buffer& residual,
+           const gpu::Buffer& out) {
+    uint32_t intermediate = uint32_t(config_.intermediate_size);
+    linear(label(arch_.gated_mlp() ? "gate_up" : "up"), L.up, b_.normed, T_, nullptr, b_.up);
+    if (arch_.gated_mlp()) {
+      uint32_t act = config_.activation == Activation::SiLU ? 0 : 1;
+      add(label("gated_act"), kernels::gated_act(device_, {&b_.up}, {&b_.act}, {T_, intermediate, act}));
+    } else {
+      add(label("gelu"), kernels::gelu(device_, {&b_.up}, {&b_.act}, {T_ * intermediate}));
+    }
+    if (L.mlp_post_norm) {
+      linear(label("down"), L.down, b_.act, T_, nullptr, b_.branch);
+      norm(label("mlp_post_norm"), *L.mlp_post_norm, b_.branch, b_.branch_normed, T_);
+      add(label("mlp_residual"), kernels::add(device_, {&residual}, {&b_.branch_normed}, {&out}, {T_ * hidden()}));
+    } else {
+      linear(label("down"), L.down, b_.act, T_, &residual, out);
+    }
+  }
+
+  void logits(int current, bool all_logits) {
+    const gpu::Buffer* source = &b_.residual[current];
+    uint32_t rows = all_logits ? T_ : 1;
+    if (!all_logits && T_ > 1) {
+      // Only the last position's logits are needed: normalise and project just that row.
+      uint64_t row_bytes = uint64_t(hidden()) * 4;
+      step_.entries.push_back({"last row", std::nullopt, Model::Step::Copy{source, (T_ - 1) * row_bytes, &b_.last, row_bytes}});
+      source = &b_.last;
+    }
+    norm("final_norm", w_.final_norm, *source, b_.normed, rows);
+    linear("lm_head", w_.lm_head, b_.normed, rows, nullptr, b_.logits);
+    step_.logit_rows = rows;
+  }
+
+  gpu::Device& device_;
+  const ModelConfig& config_;
+  const ArchitectureSpec& arch_;
+  const GpuWeights& w_;
+  const Model::Buffers& b_;
+  uint32_t context_;
+  Model::Step& step_;
+  uint32_t T_;
+};
+
+}  // namespace
+
+Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& options)
+    : device_(device), config_(files.config()), options_(options) {
+  uint32_t max_positions = uint32_t(config_.max_position_embeddings);
+  context_ = options.context ? options.context : std::min<uint32_t>(max_positions ? max_positions : 4096, 4096);
+  if (config_.arch->positions == PositionKind::Learned && context_ > max_positions)
+    fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
+  if (options_.max_chunk == 0) fail("max_chunk must be positive");
+  if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
+  weights_ = upload_weights(device, files, options.weights);
+
+  buffers_ = std::make_unique<Buffers>();
+  Buffers& b = *buffers_;
+  uint64_t chunk = std::min(options_.max_chunk, context_);
+  uint64_t H = uint64_t(config_.hidden_size), I = uint64_t(config_.intermediate_size);
+  uint64_t q_width = uint64_t(config_.num_heads) * uint64_t(config_.head_dim);
+  uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
+  uint64_t vocab = uint64_t(config_.vocab_size);
+  auto f32 = [&](const char* label, uint64_t elements) { return device_.create_buffer(label, elements * 4); };
+  b.ids = f32("token ids", chunk);
+  b.residual[0] = f32("residual a", chunk * H);
+  b.residual[1] = f32("residual b", chunk * H);
+  b.normed = f32("normed", chunk * H);
+  b.qkv = f32("qkv", chunk * (q_width + 2 * kv_width));
+  b.q = f32("q", chunk * q_width);
+  b.attn = f32("attention out", chunk * q_width);
+  b.branch = f32("branch", chunk * H);
+  b.branch_normed = f32("branch normed", chunk * H);
+  b.up = f32("up", chunk * I * (config_.arch->gated_mlp() ? 2 : 1));
+  b.act = f32("act", chunk * I);
+  b.last = f32("last row", H);
+  // All-position logits are kept to chunks whose logits fit one storage binding.
+  uint64_t max_rows = device_.limits().maxStorageBufferBindingSize / (vocab * 4);
+  b.logit_rows = uint32_t(std::max<uint64_t>(1, std::min(chunk, max_rows)));
+  b.logits = f32("logits", b.logit_rows * vocab);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    b.k_cache.push_back(device_.create_buffer(fmt::format("layer {} k cache", l), context_ * kv_width * 4));
+    b.v_cache.push_back(device_.create_buffer(fmt::format("layer {} v cache", l), context_ * kv_width * 4));
+  }
+  if (config_.arch->positions == PositionKind::Rotary) {
+    // Layer kinds differ in rotary base only for Gemma3; look up one layer of each kind.
+    for (bool sliding : {false, true}) {
+      int64_t layer = 0;
+      for (int64_t l = 0; l < config_.num_layers; ++l)
+        if (config_.sliding(l) == sliding) layer = l;
+      auto table = rope_inv_freq(config_, layer);
+      b.inv_freq.push_back(device_.upload(sliding ? "inv_freq sliding" : "inv_freq", std::span<const float>(table)));
+    }
+  }
+  b.unused = f32("unused", 4);
+}
+
+Model::~Model() = default;
+
+uint64_t Model::kv_cache_bytes() const {
+  return 2 * uint64_t(config_.num_layers) * context_ * uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim) * 4;
+}
+
+void Model::rewind(uint32_t position) {
+  if (position > position_) fail("cannot rewind the cache to {}: it holds {} tokens", position, position_);
+  position_ = position;
+}
+
+Model::Step& Model::step(uint32_t tokens, bool all_logits) {
+  auto key = std::make_pair(tokens, all_logits || tokens == 1);
+  if (auto found = steps_.find(key); found != steps_.end()) return *found->second;
+  if (steps_.size() >= 8) steps_.clear();  // prompts of many lengths: keep the cache of graphs small
+  auto step = std::make_unique<Step>();
+  step->tokens = tokens;
+  StepBuilder(device_, config_, weights_, *buffers_, context_, *step).build(key.second);
+  return *steps_.emplace(key, std::move(step)).first->second;
+}
+
+std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logits) {
+  if (tokens.empty()) fail("forward: no tokens");
+  for (size_t i = 0; i < tokens.size(); ++i) check_token_id(config_, tokens[i], fmt::format("token {}", i));
+  if (position_ + tokens.size() > context_)
+    fail("context full: {} tokens in the cache + {} new exceed the context of {} (--ctx)", position_, tokens.size(),
+         context_);
+  uint32_t chunk = std::min(options_.max_chunk, context_);
+  if (all_logits) chunk = std::min(chunk, buffers_->logit_rows);
+  std::vector<float> logits;
+  for (size_t start = 0; start < tokens.size(); start += chunk) {
+    auto piece = tokens.subspan(start, std::min<size_t>(chunk, tokens.size() - start));
+    bool last = start + piece.size() == tokens.size();
+    auto out = run_chunk(piece, all_logits);
+    if (all_logits || last) logits.insert(logits.end(), out.begin(), out.end());
+  }
+  return logits;
+}
+
+std::vector<float> Model::run_chunk(std::span<const int32_t> tokens, bool all_logits) {
+  Step& s = step(uint32_t(tokens.size()), all_logits);
+  std::vector<uint32_t> ids(tokens.begin(), tokens.end());
+  device_.write(buffers_->ids, std::span<const uint32_t>(ids));
+  for (auto& update : s.at_position) update(position_);
+  gpu::Recorder recorder(device_, "step");
+  for (const auto& entry : s.entries) {
+    if (entry.dispatch)
+      entry.dispatch->record(recorder);
+    else
+      recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination, 0, entry.copy->size);
+  }
+  recorder.submit();
+  position_ += uint32_t(tokens.size());
+  return device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
+}
+
+std::vector<StepEntry> Model::describe(uint32_t tokens, bool all_logits) {
+  Step& s = step(tokens, all_logits);
+  std::vector<StepEntry> out;
+  for (const auto& entry : s.entries) {
+    if (entry.dispatch)
+      out.push_back({entry.label, entry.dispatch->kernel, entry.dispatch->shapes, entry.dispatch->grid});
+    else
+      out.push_back({entry.label, "copy", fmt::format("{} bytes", entry.copy->size), {0, 0, 0}});
+  }
+  return out;
+}
+
+}  // namespace gerbil::graph

@@ -1,0 +1,78 @@
+// A model on the GPU: weights, a KV cache sized to the context, activation buffers allocated once, and
+// the forward graph of one step — the dispatches of a prefill of T tokens, or of a decode step (T = 1) —
+// built by one decoder-block builder from the architecture's description (model/architecture.h).
+//
+// A step is recorded into one command buffer; consecutive dispatches share one compute pass. Graphs are
+// built once per step shape and reused: between steps only the token ids and the position-dependent
+// uniforms (position offset, key count) are rewritten, so a decode step allocates nothing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/gpu_weights.h"
+#include "kernels/dispatch.h"
+#include "model/weights.h"
+
+namespace gerbil::graph {
+
+struct ModelOptions {
+  uint32_t context = 0;       // KV-cache capacity in tokens; 0: min(max_position_embeddings, 4096)
+  uint32_t max_chunk = 512;   // prompt tokens per prefill step (longer prompts run in chunks)
+  WeightPolicy weights = WeightPolicy::Checkpoint;
+};
+
+// One entry of a step's graph, for `gerbil graph`.
+struct StepEntry {
+  std::string label;   // "layer 3 qkv"
+  std::string kernel;  // "linear", or "copy"
+  std::string shapes;
+  gpu::Grid grid;
+};
+
+class Model {
+ public:
+  Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  uint32_t context() const { return context_; }
+  uint32_t position() const { return position_; }  // tokens in the KV cache
+  uint64_t weight_bytes() const { return weights_.bytes; }
+  uint64_t kv_cache_bytes() const;
+
+  void reset() { position_ = 0; }
+  // Rewinds the cache to `position` tokens (keeps what came before; e.g. a shared chat prefix).
+  void rewind(uint32_t position);
+
+  // Runs `tokens` at positions position()..position()+n-1 (prompt chunks of at most max_chunk) and returns
+  // the logits [rows, vocab] of every token (all_logits) or of the last one. Throws, changing nothing,
+  // if a token id is out of range or the tokens do not fit in the context.
+  std::vector<float> forward(std::span<const int32_t> tokens, bool all_logits = false);
+
+  // The dispatches of one step over `tokens` tokens (T = 1: a decode step).
+  std::vector<StepEntry> describe(uint32_t tokens, bool all_logits = false);
+
+  struct Buffers;  // activations, KV cache, rotary tables (defined in model.cpp)
+  struct Step;     // one step's recorded graph (defined in model.cpp)
+
+ private:
+  Step& step(uint32_t tokens, bool all_logits);
+  std::vector<float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
+
+  gpu::Device& device_;
+  ModelConfig config_;
+  ModelOptions options_;
+  uint32_t context_ = 0;
+  uint32_t position_ = 0;
+  GpuWeights weights_;
+  std::unique_ptr<Buffers> buffers_;
+  std::map<std::pair<uint32_t, bool>, std::unique_ptr<Step>> steps_;
+};
+
+}  // namespace gerbil::graph

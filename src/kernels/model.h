@@ -1,0 +1,104 @@
+// Kernels the model graphs need beyond the twelve seed kernels: they read Hugging Face weight layouts
+// directly ([out, in] rows, f32 / f16 / bf16 or GPTQ int4), fuse the steps that only move data
+// (QKV split + q/k norm + rotary + KV-cache store), and compute attention in parallel with an online
+// softmax, a sliding window and a configurable scale. Each has a float64 reference in
+// src/reference/model.h and a check in kernels::kernel_checks().
+//
+// Conventions shared by all of them: activations are f32, row-major; weights are bound as array<u32>
+// and decoded in the shader according to WeightType (f32 bit patterns, or two f16 / bf16 values per
+// u32 with the lower-indexed element in the low 16 bits, as they lie in a safetensors file).
+#pragma once
+
+#include "kernels/dispatch.h"
+
+namespace gerbil::kernels {
+
+enum class WeightType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+uint32_t weight_bytes(WeightType type);  // 4, 2, 2
+
+// embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
+// for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
+// are left untouched, so a table split into blocks is gathered by one dispatch per block.
+// Bindings: 0 ids [T] u32, 1 table [vocab_rows, D] (WeightType), 2 positions [*, D] f32 (bind any
+// buffer when unused), 3 out [T, D] f32, 4 params.
+struct EmbedParams {
+  uint32_t seq_len, hidden_size, vocab_offset, vocab_rows;
+  uint32_t scale_bits;       // f32 multiplier (Gemma: sqrt(hidden)); 1.0f otherwise
+  uint32_t position_offset;  // row of `positions` for t = 0
+  uint32_t use_positions;    // 1: add learned position embeddings (GPT-2)
+  uint32_t _pad = 0;
+};
+Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, BufferBinding positions,
+               BufferBinding out, const EmbedParams& p, WeightType type, uint32_t position_rows);
+
+// linear.wgsl: out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n])
+// for n in [0, N) — W is the row block [N, K] of a larger [*, K] weight; out has out_stride columns.
+// Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
+// 4 out [M, out_stride] f32, 5 params. Unused bias / residual: bind any buffer, flag 0.
+struct LinearParams {
+  uint32_t M, K, N;
+  uint32_t out_stride, out_col;
+  uint32_t has_bias, has_residual;
+  uint32_t _pad = 0;
+};
+Grid linear_grid(const LinearParams& p);
+Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type);
+
+// linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
+// W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
+// z[g, n] = bits 4*(n%8).. of qzeros[g, n/8]; scales are f16 pairs in u32 (element g*N + n).
+// Bindings: 0 x [M, K], 1 qweight [K/8, N] u32, 2 qzeros [K/G, N/8] u32, 3 scales [K/G, N] f16,
+// 4 bias [N] f32, 5 residual, 6 out, 7 params. Requires K % 8 == 0, K % G == 0, N % 8 == 0.
+struct LinearGptqParams {
+  uint32_t M, K, N;
+  uint32_t out_stride, out_col;
+  uint32_t has_bias, has_residual;
+  uint32_t group_size;
+};
+Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight, BufferBinding qzeros,
+                     BufferBinding scales, BufferBinding bias, BufferBinding residual, BufferBinding out,
+                     const LinearGptqParams& p);
+
+// gated_act.wgsl: out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], act = SiLU (0) or GELU-tanh (1).
+// Bindings: 0 gate_up [T, 2I], 1 out [T, I], 2 params.
+struct GatedActParams {
+  uint32_t seq_len, intermediate, activation, _pad = 0;
+};
+Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out, const GatedActParams& p);
+
+// qkv_rope_store.wgsl: splits the fused projection qkv [T, (Hq + 2 Hkv) * D] into heads; optionally
+// RMS-normalises each q and k head (weights q_norm [D], k_norm [D], eps); rotates the first
+// rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
+// (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
+// position_offset + t of the caches [capacity, Hkv * D].
+// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 params.
+// One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).
+struct QkvRopeParams {
+  uint32_t seq_len, num_q_heads, num_kv_heads, head_dim;
+  uint32_t rotary_dim;  // 0: no rotary (GPT-2); else even and <= head_dim
+  uint32_t position_offset;
+  uint32_t use_qk_norm;
+  uint32_t eps_bits;
+};
+Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
+                        BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
+                        const QkvRopeParams& p, uint32_t cache_capacity);
+
+// flash_attention.wgsl: causal GQA attention over the cache with an online softmax, K/V processed in
+// tiles; query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
+// (window 0: no window), scores scaled by `scale`. One workgroup per (t, q head).
+// Bindings: 0 Q [T, Hq * D], 1 K [S, Hkv * D], 2 V [S, Hkv * D], 3 out [T, Hq * D], 4 params.
+struct FlashAttentionParams {
+  uint32_t T, S, num_q_heads, num_kv_heads, head_dim, position_offset;
+  uint32_t window;
+  uint32_t scale_bits;
+};
+Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
+                         const FlashAttentionParams& p);
+
+static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 32 && sizeof(LinearGptqParams) == 32);
+static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
+
+}  // namespace gerbil::kernels

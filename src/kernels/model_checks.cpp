@@ -1,0 +1,415 @@
+// The checks of the model kernels (kernels/model.h) against their float64 references (reference/model.h).
+#include <bit>
+
+#include "gerbil/error.h"
+#include "kernels/check_support.h"
+#include "kernels/model.h"
+#include "kernels/seed.h"
+#include "reference/model.h"
+
+namespace gerbil::kernels {
+namespace {
+
+using namespace check;
+using reference::Activation;
+constexpr WeightType F32 = WeightType::F32, F16 = WeightType::F16, BF16 = WeightType::BF16;
+
+const char* type_name(WeightType type) { return type == F32 ? "f32" : type == F16 ? "f16" : "bf16"; }
+
+// --- test data ----------------------------------------------------------------------------------------
+
+// The f16 bits of v, which must be zero or a normal f16 number with at most 11 significant bits.
+uint16_t f16_bits(float v) {
+  uint32_t bits = std::bit_cast<uint32_t>(v);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  if ((bits & 0x7FFFFFFFu) == 0) return static_cast<uint16_t>(sign);
+  uint32_t exponent = ((bits >> 23) & 0xFFu) - 127 + 15;
+  return static_cast<uint16_t>(sign | exponent << 10 | ((bits >> 13) & 0x3FFu));
+}
+
+// Two 16-bit values per u32, the lower index in the low half, as in a safetensors file.
+std::vector<uint32_t> pack_halves(const std::vector<uint16_t>& halves) {
+  std::vector<uint32_t> words((halves.size() + 1) / 2, 0);
+  for (size_t i = 0; i < halves.size(); ++i) words[i / 2] |= uint32_t(halves[i]) << (16 * (i % 2));
+  return words;
+}
+
+// Values steps_lo / scale .. steps_hi / scale with integer steps: exact in f16 when scale = 2048 and
+// |steps| < 2048, exact in bf16 when scale = 256 and |steps| < 256.
+std::vector<float> grid_floats(Rng& rng, size_t n, int steps_lo, int steps_hi, float scale) {
+  std::uniform_int_distribution<int> dist(steps_lo, steps_hi);
+  std::vector<float> values(n);
+  for (float& v : values) v = float(dist(rng)) / scale;
+  return values;
+}
+
+// Random weights in [-1, 1] as uploaded (u32 words) and as the reference sees them. 16-bit weights are
+// drawn on a grid their type represents exactly, so both sides use the same numbers.
+struct Weights {
+  std::vector<uint32_t> words;
+  std::vector<double> values;
+};
+
+Weights random_weights(Rng& rng, size_t n, WeightType type) {
+  std::vector<float> values;
+  std::vector<uint32_t> words;
+  if (type == F32) {
+    values = random_floats(rng, n);
+    for (float v : values) words.push_back(std::bit_cast<uint32_t>(v));
+  } else {
+    std::vector<uint16_t> halves;
+    if (type == F16) {
+      values = grid_floats(rng, n, -2047, 2047, 2048.f);
+      for (float v : values) halves.push_back(f16_bits(v));
+    } else {
+      values = grid_floats(rng, n, -255, 255, 256.f);
+      for (float v : values) halves.push_back(static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16));
+    }
+    words = pack_halves(halves);
+  }
+  return {std::move(words), widen(values)};
+}
+
+std::vector<uint32_t> random_words(Rng& rng, size_t n) {
+  std::uniform_int_distribution<uint32_t> dist;
+  std::vector<uint32_t> words(n);
+  for (uint32_t& w : words) w = dist(rng);
+  return words;
+}
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// --- the checks ---------------------------------------------------------------------------------------
+
+struct EmbedShape {
+  uint32_t T, D, vocab, blocks;
+  WeightType type;
+  float scale;
+  bool positions;
+  uint32_t position_offset;
+  bool skip_last_block;  // its tokens must keep the values `out` had before
+};
+
+std::string describe_embed(const EmbedShape& s) {
+  return fmt::format("T={} D={} vocab={} blocks={}{} {} scale={} positions={}", s.T, s.D, s.vocab, s.blocks,
+                     s.skip_last_block ? " (last skipped)" : "", type_name(s.type), s.scale,
+                     s.positions ? fmt::format("from {}", s.position_offset) : "none");
+}
+
+KernelCheck embed_check(bool quick) {
+  std::vector<EmbedShape> shapes = {
+      {1, 64, 50, 1, F32, 1.f, false, 0, false},  {7, 33, 100, 2, F16, 8.f, false, 0, false},
+      {5, 17, 51, 3, BF16, 1.5f, false, 0, false}, {9, 40, 64, 1, F32, 1.f, true, 3, false},
+      {6, 24, 90, 2, F16, 1.f, true, 0, true}};
+  if (!quick) shapes.push_back({300, 257, 1000, 2, BF16, 16.f, true, 7, false});
+  constexpr double bound = 1e-6;
+  return make_check<EmbedShape>(
+      "embed", bound, "one f32 multiply (and one add with positions) per element: at most ~2 ulp", shapes,
+      describe_embed, [](gpu::Device& device, Rng& rng, const EmbedShape& s) {
+        auto block_begin = [&](uint32_t b) { return uint32_t(uint64_t(s.vocab) * b / s.blocks); };
+        auto ids = random_ints(rng, s.T, s.vocab);
+        for (uint32_t b = 0; b < s.blocks && b < s.T; ++b)  // every block gets a token
+          ids[b] = block_begin(b) + ids[b] % (block_begin(b + 1) - block_begin(b));
+        uint32_t position_rows = s.positions ? s.position_offset + s.T + 2 : 1;
+        auto positions = random_floats(rng, size_t(position_rows) * s.D);
+        // Tokens of a skipped block keep random prior values; everything else starts as NaN.
+        auto prior = s.skip_last_block ? random_floats(rng, size_t(s.T) * s.D)
+                                       : std::vector<float>(size_t(s.T) * s.D, kNaN);
+        Buffers b{device};
+        auto& out = b.input("out", prior);
+        auto& ids_buffer = b.input("ids", ids);
+        auto& positions_buffer = b.input("positions", positions);
+        std::vector<double> ref = widen(prior);
+        for (uint32_t block = 0; block < s.blocks - (s.skip_last_block ? 1 : 0); ++block) {
+          uint32_t rows = block_begin(block + 1) - block_begin(block);
+          auto table = random_weights(rng, size_t(rows) * s.D, s.type);
+          EmbedParams p{s.T, s.D, block_begin(block), rows, float_bits(s.scale), s.position_offset, s.positions};
+          run(device, embed(device, {&ids_buffer}, {&b.input("table", table.words)}, {&positions_buffer}, {&out}, p,
+                            s.type, position_rows));
+          ref = reference::embed(ids, table.values, s.positions ? widen(positions) : std::vector<double>{}, s.T,
+                                 s.D, block_begin(block), s.scale, s.position_offset, std::move(ref));
+        }
+        return result("embed", describe_embed(s), b.read(out, ref.size()), ref, bound);
+      });
+}
+
+struct LinearShape {
+  uint32_t M, K, N;
+  WeightType type;
+  bool bias, residual;
+  uint32_t out_stride = 0, out_col = 0;  // out_stride 0: N
+  uint32_t row0 = 0;  // the block's first row in the bound weight (row0 * K * bytes is a multiple of 256)
+};
+
+std::string describe_linear(const LinearShape& s) {
+  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}", s.M, s.K, s.N, type_name(s.type),
+                     s.bias ? " bias" : "", s.residual ? " residual" : "", s.out_stride ? s.out_stride : s.N,
+                     s.out_col, s.row0);
+}
+
+// x, bias, residual and out of a linear layer, uploaded; `ref` starts as the prior contents of out: NaN in
+// the block's columns, random values in the others, which must be left alone.
+struct LinearIo {
+  std::vector<float> x, bias, residual;
+  std::vector<double> ref;
+  const gpu::Buffer *x_buffer, *bias_buffer, *residual_buffer, *out;
+};
+
+LinearIo linear_io(Buffers& b, Rng& rng, uint32_t M, uint32_t K, uint32_t N, uint32_t out_stride, uint32_t out_col,
+                   bool bias, bool residual) {
+  LinearIo io;
+  io.x = random_floats(rng, size_t(M) * K);
+  io.x_buffer = &b.input("x", io.x);
+  io.bias_buffer = io.residual_buffer = io.x_buffer;  // any buffer stands in for an unused operand
+  if (bias) {
+    io.bias = random_floats(rng, N);
+    io.bias_buffer = &b.input("bias", io.bias);
+  }
+  if (residual) {
+    io.residual = random_floats(rng, size_t(M) * out_stride);
+    io.residual_buffer = &b.input("residual", io.residual);
+  }
+  auto prior = random_floats(rng, size_t(M) * out_stride);
+  for (uint32_t m = 0; m < M; ++m) std::fill_n(prior.begin() + size_t(m) * out_stride + out_col, N, kNaN);
+  io.out = &b.input("out", prior);
+  io.ref = widen(prior);
+  return io;
+}
+
+KernelCheck linear_check(bool quick) {
+  std::vector<LinearShape> shapes = {
+      // matrix-vector variant (M <= 4): 16-byte pieces (K % 4 == 0 for f32, K % 8 == 0 for 16-bit weights)
+      // and single weights (other K), odd N
+      {1, 64, 48, F32, true, false},
+      {1, 36, 20, BF16, true, false},
+      {1, 67, 33, F16, false, true},
+      {3, 96, 130, BF16, true, true},
+      {4, 33, 17, F32, false, false},
+      {2, 64, 40, F16, true, true, 96, 50, 4},
+      {1, 896, 896, BF16, true, false},
+      // tiled variant: single partial tiles, several tiles, row blocks
+      {5, 17, 5, F32, false, false},
+      {33, 129, 67, F16, true, false, 100, 20},
+      {70, 64, 130, BF16, true, true},
+      {9, 64, 72, F32, true, true, 200, 128, 3},
+      {50, 896, 96, F32, true, false}};
+  if (!quick) {
+    shapes.push_back({64, 896, 257, BF16, true, true});
+    shapes.push_back({1, 4, 600000, F32, true, false});  // 75000 workgroups: a folded grid
+  }
+  constexpr double bound = 1e-5;
+  return make_check<LinearShape>(
+      "linear", bound,
+      "f32 dot products of K terms (16-bit weights are exact in f32): rounding grows like sqrt(K) * 6e-8, "
+      "~2e-6 at K=896",
+      shapes, describe_linear, [](gpu::Device& device, Rng& rng, const LinearShape& s) {
+        uint32_t stride = s.out_stride ? s.out_stride : s.N;
+        uint64_t offset = uint64_t(s.row0) * s.K * weight_bytes(s.type);
+        if (offset % 256 != 0) fail("linear check {}: weight offset {} is not 256-aligned", describe_linear(s), offset);
+        Buffers b{device};
+        auto weight = random_weights(rng, size_t(s.row0 + s.N) * s.K, s.type);
+        auto& weight_buffer = b.input("W", weight.words);
+        auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
+        LinearParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual};
+        run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer}, {io.residual_buffer},
+                           {io.out}, p, s.type));
+        std::span<const double> block(weight.values.data() + size_t(s.row0) * s.K, size_t(s.N) * s.K);
+        auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N, stride,
+                                     s.out_col, std::move(io.ref));
+        return result("linear", describe_linear(s), b.read(*io.out, ref.size()), ref, bound);
+      });
+}
+
+struct GptqShape {
+  uint32_t M, K, N, group;
+  bool bias, residual;
+  uint32_t out_stride = 0, out_col = 0;  // out_stride 0: N
+};
+
+std::string describe_gptq(const GptqShape& s) {
+  return fmt::format("M={} K={} N={} group={}{}{} out_stride={} out_col={}", s.M, s.K, s.N, s.group,
+                     s.bias ? " bias" : "", s.residual ? " residual" : "", s.out_stride ? s.out_stride : s.N,
+                     s.out_col);
+}
+
+KernelCheck linear_gptq_check(bool quick) {
+  std::vector<GptqShape> shapes = {
+      // matrix-vector variant (M <= 4)
+      {1, 64, 32, 32, true, false},
+      {3, 256, 40, 128, false, true},
+      {4, 96, 24, 32, true, true, 40, 8},
+      {2, 128, 136, 32, true, false},
+      // tiled variant
+      {5, 64, 16, 32, false, false},
+      {17, 256, 96, 32, true, true},
+      {70, 128, 72, 128, true, false, 80, 4}};
+  if (!quick) shapes.push_back({33, 896, 264, 128, true, true});
+  constexpr double bound = 1e-5;
+  return make_check<GptqShape>(
+      "linear_gptq", bound,
+      "dequantised weights (f16 scale times a small integer) are exact in f32; the K-term sums round like "
+      "linear's",
+      shapes, describe_gptq, [](gpu::Device& device, Rng& rng, const GptqShape& s) {
+        uint32_t stride = s.out_stride ? s.out_stride : s.N;
+        size_t groups = s.K / s.group;
+        // Any nibbles, zero points included (a stored zero of 15 means a real zero point of 16).
+        auto qweight = random_words(rng, size_t(s.K / 8) * s.N);
+        auto qzeros = random_words(rng, groups * s.N / 8);
+        auto scales = grid_floats(rng, groups * s.N, 21, 205, 2048.f);  // 0.01 .. 0.1, exact in f16
+        std::vector<uint16_t> scale_bits;
+        for (float v : scales) scale_bits.push_back(f16_bits(v));
+        Buffers b{device};
+        auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
+        LinearGptqParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual, s.group};
+        run(device, linear_gptq(device, {io.x_buffer}, {&b.input("qweight", qweight)}, {&b.input("qzeros", qzeros)},
+                                {&b.input("scales", pack_halves(scale_bits))}, {io.bias_buffer},
+                                {io.residual_buffer}, {io.out}, p));
+        auto W = reference::dequantize_gptq(qweight, qzeros, widen(scales), s.K, s.N, s.group);
+        auto ref = reference::linear(widen(io.x), W, widen(io.bias), widen(io.residual), s.M, s.K, s.N, stride,
+                                     s.out_col, std::move(io.ref));
+        return result("linear_gptq", describe_gptq(s), b.read(*io.out, ref.size()), ref, bound);
+      });
+}
+
+struct GatedShape {
+  uint32_t T, I;
+  Activation act;
+};
+
+std::string describe_gated(const GatedShape& s) {
+  return fmt::format("T={} I={} {}", s.T, s.I, s.act == Activation::Silu ? "silu" : "gelu_tanh");
+}
+
+KernelCheck gated_act_check(bool quick) {
+  std::vector<GatedShape> shapes = {{1, 3, Activation::Silu},      {1, 5, Activation::GeluTanh},
+                                    {7, 257, Activation::Silu},    {7, 257, Activation::GeluTanh},
+                                    {3, 4864, Activation::GeluTanh}, {50, 1000, Activation::Silu}};
+  if (!quick) shapes.push_back({129, 4864, Activation::Silu});
+  constexpr double bound = 1e-5;
+  return make_check<GatedShape>(
+      "gated_act", bound, "exp per element (Vulkan allows 3 + 2|x| ulp), a division and a product", shapes,
+      describe_gated, [](gpu::Device& device, Rng& rng, const GatedShape& s) {
+        auto gate_up = random_floats(rng, size_t(s.T) * 2 * s.I, -8.f, 8.f);
+        gate_up[0] = -90.f, gate_up[1] = 90.f;  // saturated tails must not produce inf/NaN
+        Buffers b{device};
+        auto& out = b.poisoned("out", size_t(s.T) * s.I);
+        run(device, gated_act(device, {&b.input("gate_up", gate_up)}, {&out},
+                              {s.T, s.I, static_cast<uint32_t>(s.act)}));
+        auto ref = reference::gated_act(widen(gate_up), s.T, s.I, s.act);
+        return result("gated_act", describe_gated(s), b.read(out, ref.size()), ref, bound);
+      });
+}
+
+struct QkvCase {
+  uint32_t T, Hq, Hkv, D, rotary_dim, offset;
+  bool qk_norm;
+};
+
+std::string describe_qkv(const QkvCase& s) {
+  return fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={}{}", s.T, s.Hq, s.Hkv, s.D, s.rotary_dim,
+                     s.offset, s.qk_norm ? " qk_norm" : "");
+}
+
+KernelCheck qkv_rope_store_check(bool quick) {
+  std::vector<QkvCase> shapes = {{1, 2, 2, 16, 16, 0, false},   {5, 4, 2, 32, 32, 7, true},
+                                 {3, 7, 1, 24, 12, 2, false},   {7, 4, 4, 16, 0, 0, false},
+                                 {2, 2, 1, 256, 256, 100, true}, {9, 14, 2, 64, 64, 37, true},
+                                 {1, 8, 2, 128, 64, 250, false}, {4, 4, 2, 200, 100, 5, true},
+                                 {2, 3, 1, 18, 10, 4, true}};
+  if (!quick) shapes.push_back({50, 14, 2, 64, 64, 0, true});
+  constexpr double bound = 1e-5;
+  return make_check<QkvCase>(
+      "qkv_rope_store", bound,
+      "an f32 RMS per head, then angles f32(pos) * inv_freq whose absolute error grows with the position "
+      "(~pos * 6e-8; positions here stay below 260) and f32 sin/cos",
+      shapes, describe_qkv, [](gpu::Device& device, Rng& rng, const QkvCase& s) {
+        uint32_t capacity = s.offset + s.T + 3;
+        size_t row = size_t(s.Hkv) * s.D;
+        auto qkv = random_floats(rng, size_t(s.T) * (s.Hq + 2 * s.Hkv) * s.D);
+        auto q_norm = random_floats(rng, s.D, 0.5f, 1.5f), k_norm = random_floats(rng, s.D, 0.5f, 1.5f);
+        std::vector<float> inv_freq;
+        for (uint32_t i = 0; i < s.rotary_dim / 2; ++i)
+          inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
+        // The caches hold earlier rows that must survive; the rows written now start as NaN.
+        auto k_prior = random_floats(rng, capacity * row), v_prior = random_floats(rng, capacity * row);
+        std::fill_n(k_prior.begin() + s.offset * row, s.T * row, kNaN);
+        std::fill_n(v_prior.begin() + s.offset * row, s.T * row, kNaN);
+        const float eps = 1e-6f;
+        Buffers b{device};
+        auto& q_out = b.poisoned("q_out", size_t(s.T) * s.Hq * s.D);
+        auto& k_cache = b.input("k_cache", k_prior);
+        auto& v_cache = b.input("v_cache", v_prior);
+        auto& inv_freq_buffer = inv_freq.empty() ? b.input("inv_freq", std::vector<float>{0.f})
+                                                 : b.input("inv_freq", inv_freq);
+        QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.qk_norm, float_bits(eps)};
+        run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)},
+                                   {&b.input("k_norm", k_norm)}, {&inv_freq_buffer}, {&q_out}, {&k_cache},
+                                   {&v_cache}, p, capacity));
+        std::vector<double> no_norm;
+        auto ref = reference::qkv_rope_store(widen(qkv), s.qk_norm ? widen(q_norm) : no_norm,
+                                             s.qk_norm ? widen(k_norm) : no_norm, widen(inv_freq),
+                                             {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset}, eps, widen(k_prior),
+                                             widen(v_prior));
+        // q, k cache and v cache checked together.
+        auto gpu = b.read(q_out, ref.q.size());
+        for (auto* cache : {&k_cache, &v_cache}) {
+          auto values = b.read(*cache, capacity * row);
+          gpu.insert(gpu.end(), values.begin(), values.end());
+        }
+        ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
+        ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
+        return result("qkv_rope_store", describe_qkv(s), gpu, ref.q, bound);
+      });
+}
+
+struct FlashShape {
+  uint32_t T, S, Hq, Hkv, D, offset, window;
+  float scale = 0;  // 0: 1 / sqrt(D)
+};
+
+std::string describe_flash(const FlashShape& s) {
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={}", s.T, s.S, s.Hq, s.Hkv, s.D,
+                     s.offset, s.window, s.scale);
+}
+
+KernelCheck flash_attention_check(bool quick) {
+  // GQA ratios 1, 2 and 7; prefill and decode; windows shorter than, across and longer than tiles of 64;
+  // keys past the last query that must stay masked (S > offset + T); head_dim up to 256, and not a
+  // multiple of 4.
+  std::vector<FlashShape> shapes = {
+      {1, 1, 2, 2, 16, 0, 0},          {7, 7, 4, 4, 16, 0, 0},         {9, 9, 4, 2, 32, 0, 4},
+      {5, 5, 7, 1, 24, 0, 0, 0.3f},    {1, 200, 14, 2, 64, 199, 0},    {3, 150, 4, 2, 64, 147, 50},
+      {33, 33, 8, 8, 64, 0, 0},        {2, 130, 2, 1, 256, 128, 0, 0.0625f}, {65, 100, 2, 2, 40, 35, 70},
+      {4, 70, 2, 2, 80, 66, 1},        {6, 20, 2, 1, 16, 10, 0},       {3, 40, 3, 3, 18, 37, 0}};
+  if (!quick) {
+    shapes.push_back({128, 128, 14, 2, 64, 0, 0});
+    shapes.push_back({1, 3000, 4, 1, 128, 2999, 0});
+    shapes.push_back({2, 3000, 4, 1, 128, 2998, 1024});
+  }
+  constexpr double bound = 1e-5;
+  return make_check<FlashShape>(
+      "flash_attention", bound,
+      "f32 dot products, exp and a weighted sum per query, rescaled per tile: a few ulp times sqrt(keys)", shapes,
+      describe_flash, [](gpu::Device& device, Rng& rng, const FlashShape& s) {
+        auto Q = random_floats(rng, size_t(s.T) * s.Hq * s.D, -2.f, 2.f);
+        auto K = random_floats(rng, size_t(s.S) * s.Hkv * s.D);
+        auto V = random_floats(rng, size_t(s.S) * s.Hkv * s.D);
+        float scale = s.scale != 0 ? s.scale : 1.f / std::sqrt(float(s.D));
+        Buffers b{device};
+        auto& out = b.poisoned("out", Q.size());
+        run(device, flash_attention(device, {&b.input("Q", Q)}, {&b.input("K", K)}, {&b.input("V", V)}, {&out},
+                                    {s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)}));
+        auto ref = reference::flash_attention(widen(Q), widen(K), widen(V), s.T, s.S, s.Hq, s.Hkv, s.D, s.offset,
+                                              s.window, scale);
+        return result("flash_attention", describe_flash(s), b.read(out, ref.size()), ref, bound);
+      });
+}
+
+}  // namespace
+
+std::vector<KernelCheck> model_kernel_checks(bool quick) {
+  return {embed_check(quick),     linear_check(quick),         linear_gptq_check(quick),
+          gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick)};
+}
+
+}  // namespace gerbil::kernels

@@ -1,0 +1,158 @@
+// Flash attention: causal grouped-query attention with an online softmax and an optional sliding window,
+//   out[t, h] = sum_j softmax_j(scale * Q[t, h] . K[j, kv]) V[j, kv],  kv = h / (num_q_heads / num_kv_heads),
+// over the keys j with max(0, p - window + 1) <= j <= p, p = position_offset + t (window 0: all j <= p).
+// One workgroup of 256 per (query t, q head). Keys go in tiles of 256, one key per thread: each thread scores
+// its key, a workgroup max updates the running max, and the tile's weights p_j = exp(score_j - max) are
+// shared through workgroup memory. For the weighted sum of V, thread i owns output dim i % head_dim for
+// the tile keys k with k % (256 / head_dim) == i / head_dim, which keeps (nearly) all threads busy at any
+// head_dim; accumulators (and each thread's share of the softmax denominator) are rescaled whenever the max grows,
+// and the key subsets' partial outputs are added up at the end. Nothing is sized by S. head_dim <= 256.
+// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read,
+//                     3 out [T, Hq * head_dim] read_write, 4 params uniform (scale as f32 bits).
+// Dispatch: (min(T, 65535), num_q_heads, ceil(T / 65535)); query t = wid.x + wid.z * num_workgroups.x.
+
+struct Params {
+  T: u32,
+  S: u32,
+  num_q_heads: u32,
+  num_kv_heads: u32,
+  head_dim: u32,
+  position_offset: u32,
+  window: u32,
+  scale_bits: u32,
+}
+
+@group(0) @binding(0) var<storage, read> Q: array<f32>;
+@group(0) @binding(1) var<storage, read> K: array<f32>;
+@group(0) @binding(2) var<storage, read> V: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+const TILE: u32 = WORKGROUP_SIZE;  // keys per tile, one per thread
+const MAX_HEAD_DIM: u32 = WORKGROUP_SIZE;
+const LOWEST_F32: f32 = -3.4028234e38;  // stands in for -inf, which WGSL cannot write as a constant
+
+var<workgroup> q: array<f32, MAX_HEAD_DIM>;
+var<workgroup> weights: array<f32, TILE>;
+var<workgroup> partial: array<f32, WORKGROUP_SIZE>;
+
+// The max of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
+fn workgroup_max(lid: u32, value: f32) -> f32 {
+  partial[lid] = value;
+  workgroupBarrier();
+  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
+    if (lid < stride) {
+      partial[lid] = max(partial[lid], partial[lid + stride]);
+    }
+    workgroupBarrier();
+  }
+  let result = partial[0];
+  workgroupBarrier();  // all threads have read the result before `partial` can be reused
+  return result;
+}
+
+// The sum of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
+fn workgroup_sum(lid: u32, value: f32) -> f32 {
+  partial[lid] = value;
+  workgroupBarrier();
+  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
+    if (lid < stride) {
+      partial[lid] += partial[lid + stride];
+    }
+    workgroupBarrier();
+  }
+  let result = partial[0];
+  workgroupBarrier();
+  return result;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
+  let t = wid.x + wid.z * nwg.x;
+  let h = wid.y;
+  if (t >= params.T) {
+    return;
+  }
+  let D = params.head_dim;
+  let kv_stride = params.num_kv_heads * D;
+  let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D;
+  let q_base = (t * params.num_q_heads + h) * D;
+  let position = params.position_offset + t;
+  var first: u32 = 0u;
+  if (params.window != 0u && position >= params.window) {
+    first = position + 1u - params.window;
+  }
+  let scale = bitcast<f32>(params.scale_bits);
+
+  for (var d = lid; d < D; d += WORKGROUP_SIZE) {
+    q[d] = Q[q_base + d];
+  }
+  workgroupBarrier();
+
+  // This thread's output dim and key subset (splits subsets; threads past them only score keys).
+  let splits = WORKGROUP_SIZE / D;
+  let dim = lid % D;
+  let split = lid / D;
+  var running_max = LOWEST_F32;
+  var denominator: f32 = 0.0;  // this thread's keys' share of the softmax denominator
+  var acc: f32 = 0.0;
+  for (var start = first; start <= position; start += TILE) {
+    let j = start + lid;
+    let valid = j <= position;
+    var score = LOWEST_F32;
+    if (valid) {
+      let k_base = j * kv_stride + kv_offset;
+      // Four dims per step (and a scalar tail), so that several independent loads are in flight.
+      var qk: f32 = 0.0;
+      var d: u32 = 0u;
+      for (; d + 4u <= D; d += 4u) {
+        let k4 = vec4<f32>(K[k_base + d], K[k_base + d + 1u], K[k_base + d + 2u], K[k_base + d + 3u]);
+        qk += dot(vec4<f32>(q[d], q[d + 1u], q[d + 2u], q[d + 3u]), k4);
+      }
+      for (; d < D; d++) {
+        qk += q[d] * K[k_base + d];
+      }
+      score = qk * scale;
+    }
+    // The tile has a valid key, so new_max is finite; on the first tile the rescale is exp(-huge) = 0.
+    let new_max = max(running_max, workgroup_max(lid, score));
+    let rescale = exp(running_max - new_max);
+    let weight = select(0.0, exp(score - new_max), valid);
+    weights[lid] = weight;
+    denominator = denominator * rescale + weight;
+    running_max = new_max;
+    workgroupBarrier();
+
+    let keys = min(TILE, position + 1u - start);
+    var a = acc * rescale;
+    if (split < splits) {
+      // Four keys per step (and a tail), again for independent loads.
+      let v_base = start * kv_stride + kv_offset + dim;
+      var k = split;
+      for (; k + 3u * splits < keys; k += 4u * splits) {
+        let v = vec4<f32>(V[v_base + k * kv_stride], V[v_base + (k + splits) * kv_stride],
+                          V[v_base + (k + 2u * splits) * kv_stride], V[v_base + (k + 3u * splits) * kv_stride]);
+        a += dot(vec4<f32>(weights[k], weights[k + splits], weights[k + 2u * splits], weights[k + 3u * splits]), v);
+      }
+      for (; k < keys; k += splits) {
+        a += weights[k] * V[v_base + k * kv_stride];
+      }
+    }
+    acc = a;
+    workgroupBarrier();  // everyone is done with `weights` before the next tile overwrites them
+  }
+
+  let total = workgroup_sum(lid, denominator);
+  partial[lid] = select(0.0, acc, split < splits);
+  workgroupBarrier();
+  if (lid < D) {
+    var sum: f32 = 0.0;
+    for (var s: u32 = 0u; s < splits; s++) {
+      sum += partial[s * D + lid];
+    }
+    out[q_base + lid] = sum / total;
+  }
+}

@@ -1,0 +1,48 @@
+// Gated activation (SwiGLU / GeGLU): out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], where each row of
+// gate_up holds the gate half then the up half, act = SiLU (activation 0) or tanh-approximated GELU (1).
+// One thread per output element.
+// Bindings (group 0): 0 gate_up [T, 2 * intermediate] read, 1 out [T, intermediate] read_write, 2 params uniform.
+// Dispatch: W = ceil(T * intermediate / 256) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
+
+struct Params {
+  seq_len: u32,
+  intermediate: u32,
+  activation: u32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> gate_up: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+const SQRT_2_OVER_PI: f32 = 0.7978845608;
+const GELU_COEFF: f32 = 0.044715;
+
+// x * sigmoid(x) with exp of a non-positive argument only: no overflow, no inf / inf for very negative x.
+fn silu(x: f32) -> f32 {
+  let e = exp(-abs(x));
+  return select(x * e, x, x >= 0.0) / (1.0 + e);
+}
+
+// 0.5 * x * (1 + tanh(u)) written as x / (1 + exp(-2u)): the same function without the cancellation of
+// 1 + tanh(u) near -1. The exponent is clamped where the result is already 0 in f32 (|x| / e^80 underflows),
+// so the division never meets an infinite denominator.
+fn gelu(x: f32) -> f32 {
+  let u = SQRT_2_OVER_PI * (x + GELU_COEFF * x * x * x);
+  return x / (1.0 + exp(min(-2.0 * u, 80.0)));
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = (wid.x + wid.y * nwg.x) * WORKGROUP_SIZE + lid;
+  let I = params.intermediate;
+  if (idx >= params.seq_len * I) {
+    return;
+  }
+  let base = (idx / I) * 2u * I + idx % I;
+  let gate = gate_up[base];
+  let act = select(silu(gate), gelu(gate), params.activation == 1u);
+  out[idx] = act * gate_up[base + I];
+}

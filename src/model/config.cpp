@@ -1,0 +1,470 @@
+#include "model/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <vector>
+
+#include "gerbil/error.h"
+#include "model/json_file.h"
+
+namespace gerbil {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Reads fields of one JSON object, naming the file and the field in every error. A field may have
+// several spellings (hidden_size / n_embd); the first one present and not null wins. Nested objects
+// get a prefix so errors name "rope_parameters.factor".
+class Fields {
+ public:
+  Fields(const json& object, fs::path file, std::string prefix = "")
+      : object_(object), file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void error(std::string_view field, std::string_view message) const {
+    fail("{}: field \"{}{}\" {}", file_.string(), prefix_, field, message);
+  }
+
+  // The first of KEYS that is present and not null, with the key that matched.
+  const json* find(std::initializer_list<std::string_view> keys, std::string_view* matched = nullptr) const {
+    for (std::string_view key : keys) {
+      auto it = object_.find(std::string(key));
+      if (it != object_.end() && !it->is_null()) {
+        if (matched) *matched = key;
+        return &*it;
+      }
+    }
+    return nullptr;
+  }
+
+  std::optional<int64_t> optional_int(std::initializer_list<std::string_view> keys) const {
+    std::string_view key;
+    const json* value = find(keys, &key);
+    if (!value) return std::nullopt;
+    if (!value->is_number_integer()) error(key, fmt::format("must be an integer, got {}", value->dump()));
+    return value->get<int64_t>();
+  }
+
+  // A required integer >= 1.
+  int64_t positive_int(std::initializer_list<std::string_view> keys) const {
+    std::optional<int64_t> value = optional_int(keys);
+    if (!value) missing(keys);
+    if (*value <= 0) error(matched_key(keys), fmt::format("must be positive, got {}", *value));
+    return *value;
+  }
+
+  std::optional<double> optional_number(std::initializer_list<std::string_view> keys) const {
+    std::string_view key;
+    const json* value = find(keys, &key);
+    if (!value) return std::nullopt;
+    if (!value->is_number()) error(key, fmt::format("must be a number, got {}", value->dump()));
+    return value->get<double>();
+  }
+
+  double positive_number(std::initializer_list<std::string_view> keys, std::optional<double> fallback) const {
+    std::optional<double> value = optional_number(keys);
+    if (!value && !fallback) missing(keys);
+    if (!value) return *fallback;
+    if (!(*value > 0) || !std::isfinite(*value))
+      error(matched_key(keys), fmt::format("must be a positive number, got {}", *value));
+    return *value;
+  }
+
+  std::optional<bool> optional_bool(std::string_view key) const {
+    const json* value = find({key});
+    if (!value) return std::nullopt;
+    if (!value->is_boolean()) error(key, fmt::format("must be true or false, got {}", value->dump()));
+    return value->get<bool>();
+  }
+
+  std::optional<std::string> optional_string(std::initializer_list<std::string_view> keys) const {
+    std::string_view key;
+    const json* value = find(keys, &key);
+    if (!value) return std::nullopt;
+    if (!value->is_string()) error(key, fmt::format("must be a string, got {}", value->dump()));
+    return value->get<std::string>();
+  }
+
+  // A nested object (or nullopt), whose errors will carry the nested field path.
+  std::optional<Fields> optional_object(std::string_view key) const {
+    const json* value = find({key});
+    if (!value) return std::nullopt;
+    if (!value->is_object()) error(key, fmt::format("must be an object, got {}", value->dump()));
+    return Fields(*value, file_, fmt::format("{}{}.", prefix_, key));
+  }
+
+  // Token ids: an integer, a list of integers, or absent/null.
+  std::vector<int64_t> token_ids(std::string_view key) const {
+    const json* value = find({key});
+    if (!value) return {};
+    std::vector<int64_t> ids;
+    for (const json& id : value->is_array() ? *value : json::array({*value})) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0)
+        error(key, fmt::format("must be a token id or a list of token ids, got {}", value->dump()));
+      ids.push_back(id.get<int64_t>());
+    }
+    return ids;
+  }
+
+  const fs::path& file() const { return file_; }
+
+ private:
+  [[noreturn]] void missing(std::initializer_list<std::string_view> keys) const {
+    std::vector<std::string_view> others(keys.begin() + 1, keys.end());
+    error(*keys.begin(), others.empty()
+                             ? "is missing"
+                             : fmt::format("is missing (also looked for {})", fmt::join(others, ", ")));
+  }
+
+  std::string_view matched_key(std::initializer_list<std::string_view> keys) const {
+    std::string_view key = *keys.begin();
+    find(keys, &key);
+    return key;
+  }
+
+  const json& object_;
+  fs::path file_;
+  std::string prefix_;
+};
+
+const ArchitectureSpec& parse_architecture(const Fields& fields) {
+  const json* list = fields.find({"architectures"});
+  if (!list)
+    fields.error("architectures", fmt::format("is missing; supported: {}", supported_architectures()));
+  if (!list->is_array() || list->empty())
+    fields.error("architectures", fmt::format("must be a non-empty list, got {}", list->dump()));
+  for (const json& name : *list)
+    if (name.is_string())
+      if (const ArchitectureSpec* spec = find_architecture(name.get<std::string>())) return *spec;
+  fields.error("architectures", fmt::format("names no supported architecture ({}); supported: {}",
+                                            list->dump(), supported_architectures()));
+}
+
+bool resolve_bias(BiasRule rule, bool attention_bias, bool mlp_bias) {
+  switch (rule) {
+    case BiasRule::Never: return false;
+    case BiasRule::Always: return true;
+    case BiasRule::IfAttentionBias: return attention_bias;
+    case BiasRule::IfMlpBias: return mlp_bias;
+  }
+  return false;
+}
+
+Activation parse_activation(const Fields& fields) {
+  std::initializer_list<std::string_view> keys = {"hidden_activation", "hidden_act", "activation_function"};
+  std::string_view key = "hidden_act";
+  fields.find(keys, &key);  // the spelling this config uses, for the error message
+  std::optional<std::string> name = fields.optional_string(keys);
+  if (!name)
+    fields.error("hidden_act", "is missing (also looked for hidden_activation, activation_function)");
+  if (*name == "silu" || *name == "swish") return Activation::SiLU;
+  // All three are the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
+  if (*name == "gelu_pytorch_tanh" || *name == "gelu_new" || *name == "gelu_fast")
+    return Activation::GeluTanh;
+  fields.error(key, fmt::format("names unsupported activation \"{}\"; supported: silu, gelu_pytorch_tanh, "
+                                "gelu_new, gelu_fast",
+                                *name));
+}
+
+// One rope parameter set: the base frequency from THETA_FIELD of FIELDS (transformers' default 10000
+// when absent), and rope_type (or "type") with the factors it needs from SCALING (none: default rope).
+RopeParams parse_rope(const Fields& fields, std::string_view theta_field, const Fields* scaling) {
+  RopeParams rope;
+  rope.theta = fields.positive_number({theta_field}, 10000.0);
+  if (!scaling) return rope;
+  const Fields& s = *scaling;
+  std::string type = s.optional_string({"rope_type", "type"}).value_or("default");
+  if (type == "default") return rope;
+  if (type == "linear") {
+    rope.type = RopeType::Linear;
+    rope.factor = s.positive_number({"factor"}, std::nullopt);
+    return rope;
+  }
+  if (type == "llama3") {
+    rope.type = RopeType::Llama3;
+    rope.factor = s.positive_number({"factor"}, std::nullopt);
+    rope.low_freq_factor = s.positive_number({"low_freq_factor"}, std::nullopt);
+    rope.high_freq_factor = s.positive_number({"high_freq_factor"}, std::nullopt);
+    rope.original_max_positions = s.positive_int({"original_max_position_embeddings"});
+    if (rope.high_freq_factor <= rope.low_freq_factor)
+      s.error("high_freq_factor", fmt::format("({}) must exceed low_freq_factor ({})", rope.high_freq_factor,
+                                              rope.low_freq_factor));
+    return rope;
+  }
+  s.error(s.find({"rope_type"}) ? "rope_type" : "type",
+          fmt::format("names unsupported rope type \"{}\"; supported: default, linear, llama3", type));
+}
+
+// Fills rope_full / rope_sliding / partial_rotary_factor / rotary_dim.
+void parse_rotary(const Fields& fields, ModelConfig& config) {
+  std::optional<Fields> params = fields.optional_object("rope_parameters");
+  std::optional<double> partial = params ? params->optional_number({"partial_rotary_factor"}) : std::nullopt;
+  if (!partial) partial = fields.optional_number({"partial_rotary_factor"});
+  config.partial_rotary_factor = partial.value_or(config.arch->default_partial_rotary);
+  if (!(config.partial_rotary_factor > 0 && config.partial_rotary_factor <= 1))
+    fields.error("partial_rotary_factor",
+                 fmt::format("must be in (0, 1], got {}", config.partial_rotary_factor));
+  config.rotary_dim = int64_t(double(config.head_dim) * config.partial_rotary_factor);
+  if (config.rotary_dim < 2 || config.rotary_dim % 2 != 0)
+    fields.error("partial_rotary_factor",
+                 fmt::format("gives an odd or empty rotary dimension {} of head_dim {}", config.rotary_dim,
+                             config.head_dim));
+
+  if (params) {  // transformers >= 5: rope_parameters, possibly one set per attention type
+    std::optional<Fields> full = params->optional_object("full_attention");
+    std::optional<Fields> sliding = params->optional_object("sliding_attention");
+    if (full || sliding) {
+      if (!full || !sliding)
+        fields.error("rope_parameters", "must give both full_attention and sliding_attention, or neither");
+      config.rope_full = parse_rope(*full, "rope_theta", &*full);
+      config.rope_sliding = parse_rope(*sliding, "rope_theta", &*sliding);
+    } else {
+      config.rope_full = config.rope_sliding = parse_rope(*params, "rope_theta", &*params);
+    }
+    return;
+  }
+  // Older configs: rope_theta and rope_scaling at the top level. Gemma3 gives its sliding layers their own
+  // base (rope_local_base_freq) and applies rope_scaling to the global layers only.
+  std::optional<Fields> scaling = fields.optional_object("rope_scaling");
+  config.rope_full = parse_rope(fields, "rope_theta", scaling ? &*scaling : nullptr);
+  config.rope_sliding = config.arch->sliding == SlidingRule::Gemma3Pattern
+                            ? parse_rope(fields, "rope_local_base_freq", nullptr)
+                            : config.rope_full;
+}
+
+std::vector<AttentionKind> layer_types_from_rule(const Fields& fields, const ModelConfig& config) {
+  std::vector<AttentionKind> types(std::size_t(config.num_layers), AttentionKind::Full);
+  bool has_window = fields.find({"sliding_window"}) != nullptr;
+  switch (config.arch->sliding) {
+    case SlidingRule::None: break;
+    case SlidingRule::AllLayersIfWindow:
+      if (has_window) std::fill(types.begin(), types.end(), AttentionKind::Sliding);
+      break;
+    case SlidingRule::AfterMaxWindowLayers:
+      if (has_window && fields.optional_bool("use_sliding_window").value_or(false)) {
+        int64_t first = fields.optional_int({"max_window_layers"}).value_or(config.num_layers);
+        for (int64_t i = std::max<int64_t>(first, 0); i < config.num_layers; ++i)
+          types[std::size_t(i)] = AttentionKind::Sliding;
+      }
+      break;
+    case SlidingRule::Gemma3Pattern: {
+      int64_t pattern =
+          fields.optional_int({"sliding_window_pattern", "_sliding_window_pattern"}).value_or(6);
+      if (pattern <= 0)
+        fields.error("sliding_window_pattern", fmt::format("must be positive, got {}", pattern));
+      for (int64_t i = 0; i < config.num_layers; ++i)
+        if ((i + 1) % pattern != 0) types[std::size_t(i)] = AttentionKind::Sliding;
+      break;
+    }
+  }
+  return types;
+}
+
+void parse_attention_layout(const Fields& fields, ModelConfig& config) {
+  if (const json* list = fields.find({"layer_types"})) {
+    if (!list->is_array() || int64_t(list->size()) != config.num_layers)
+      fields.error("layer_types",
+                   fmt::format("must list {} layer types, got {}", config.num_layers, list->dump()));
+    for (const json& type : *list) {
+      if (type == "full_attention")
+        config.layer_types.push_back(AttentionKind::Full);
+      else if (type == "sliding_attention")
+        config.layer_types.push_back(AttentionKind::Sliding);
+      else
+        fields.error("layer_types", fmt::format("has unsupported entry {}; supported: full_attention, "
+                                                "sliding_attention",
+                                                type.dump()));
+    }
+  } else {
+    config.layer_types = layer_types_from_rule(fields, config);
+  }
+  bool any_sliding = std::find(config.layer_types.begin(), config.layer_types.end(),
+                               AttentionKind::Sliding) != config.layer_types.end();
+  if (any_sliding) config.sliding_window = fields.positive_int({"sliding_window"});
+}
+
+std::optional<GptqConfig> parse_quantization(const Fields& quant) {
+  std::string method = quant.optional_string({"quant_method"}).value_or("");
+  if (method != "gptq")
+    quant.error("quant_method",
+                fmt::format("names unsupported quantization \"{}\"; supported: gptq", method));
+  GptqConfig gptq;
+  gptq.bits = int(quant.positive_int({"bits"}));
+  if (gptq.bits != 4) quant.error("bits", fmt::format("is {}; only 4-bit GPTQ is supported", gptq.bits));
+  int64_t group = quant.optional_int({"group_size"}).value_or(128);
+  if (group == 0 || group < -1)
+    quant.error("group_size", fmt::format("must be positive or -1, got {}", group));
+  gptq.group_size = group == -1 ? 0 : group;
+  if (quant.optional_bool("desc_act").value_or(false))
+    quant.error("desc_act", "is true; act-order (desc_act) GPTQ checkpoints are not supported");
+  gptq.sym = quant.optional_bool("sym").value_or(true);
+  std::string format = quant.optional_string({"checkpoint_format"}).value_or("gptq");
+  if (format != "gptq")
+    quant.error("checkpoint_format",
+                fmt::format("is \"{}\"; only the \"gptq\" (v1) layout is supported", format));
+  if (quant.optional_bool("lm_head").value_or(false))
+    quant.error("lm_head", "is true; a quantised lm_head is not supported");
+  return gptq;
+}
+
+GenerationDefaults parse_generation(const Fields& fields) {
+  GenerationDefaults defaults;
+  defaults.do_sample = fields.optional_bool("do_sample");
+  defaults.temperature = fields.optional_number({"temperature"});
+  defaults.top_p = fields.optional_number({"top_p"});
+  defaults.repetition_penalty = fields.optional_number({"repetition_penalty"});
+  defaults.top_k = fields.optional_int({"top_k"});
+  defaults.max_new_tokens = fields.optional_int({"max_new_tokens"});
+  defaults.max_length = fields.optional_int({"max_length"});
+  return defaults;
+}
+
+void parse_special_tokens(const Fields& fields, const Fields* generation, ModelConfig& config) {
+  auto single = [](const Fields& f, std::string_view key) -> std::optional<int64_t> {
+    std::vector<int64_t> ids = f.token_ids(key);
+    if (ids.size() > 1) f.error(key, "must be a single token id");
+    return ids.empty() ? std::nullopt : std::optional<int64_t>(ids[0]);
+  };
+  config.bos_token_id = single(fields, "bos_token_id");
+  config.pad_token_id = single(fields, "pad_token_id");
+  std::vector<int64_t> eos;
+  if (generation) {
+    if (auto bos = single(*generation, "bos_token_id")) config.bos_token_id = bos;
+    if (auto pad = single(*generation, "pad_token_id")) config.pad_token_id = pad;
+    eos = generation->token_ids("eos_token_id");
+  }
+  for (int64_t id : fields.token_ids("eos_token_id")) eos.push_back(id);
+  for (int64_t id : eos)
+    if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), id) == config.eos_token_ids.end())
+      config.eos_token_ids.push_back(id);
+}
+
+}  // namespace
+
+const RopeParams& ModelConfig::rope(int64_t layer) const { return sliding(layer) ? rope_sliding : rope_full; }
+
+ModelConfig parse_config(const json& doc, const fs::path& file, const json* generation_doc) {
+  if (!doc.is_object()) fail("{}: not a JSON object", file.string());
+  Fields fields(doc, file);
+  ModelConfig config;
+  config.file = file;
+  config.arch = &parse_architecture(fields);
+  config.model_type = fields.optional_string({"model_type"}).value_or("");
+
+  config.vocab_size = fields.positive_int({"vocab_size"});
+  config.hidden_size = fields.positive_int({"hidden_size", "n_embd"});
+  config.num_layers = fields.positive_int({"num_hidden_layers", "n_layer"});
+  config.num_heads = fields.positive_int({"num_attention_heads", "n_head"});
+  config.num_kv_heads =
+      fields.find({"num_key_value_heads"}) ? fields.positive_int({"num_key_value_heads"}) : config.num_heads;
+  if (config.num_heads % config.num_kv_heads != 0)
+    fields.error("num_key_value_heads", fmt::format("({}) does not divide num_attention_heads ({})",
+                                                    config.num_kv_heads, config.num_heads));
+  if (fields.find({"head_dim"})) {
+    config.head_dim = fields.positive_int({"head_dim"});
+  } else {
+    if (config.hidden_size % config.num_heads != 0)
+      fields.error("num_attention_heads",
+                   fmt::format("({}) does not divide hidden_size ({}) and head_dim is absent",
+                               config.num_heads, config.hidden_size));
+    config.head_dim = config.hidden_size / config.num_heads;
+  }
+  if (!fields.find({"intermediate_size", "n_inner"}) && config.arch->default_mlp_ratio > 0)
+    config.intermediate_size = config.arch->default_mlp_ratio * config.hidden_size;
+  else
+    config.intermediate_size = fields.positive_int({"intermediate_size", "n_inner"});
+  config.max_position_embeddings = fields.positive_int({"max_position_embeddings", "n_positions"});
+  config.norm_eps =
+      fields.positive_number({"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"}, std::nullopt);
+  config.activation = parse_activation(fields);
+  config.tie_word_embeddings =
+      fields.optional_bool("tie_word_embeddings").value_or(config.arch->default_tied);
+
+  bool attention_bias = fields.optional_bool("attention_bias").value_or(false);
+  bool mlp_bias = fields.optional_bool("mlp_bias").value_or(false);
+  config.qkv_bias = resolve_bias(config.arch->qkv_bias, attention_bias, mlp_bias);
+  config.o_bias = resolve_bias(config.arch->o_bias, attention_bias, mlp_bias);
+  config.mlp_bias = resolve_bias(config.arch->mlp_bias, attention_bias, mlp_bias);
+  config.lm_head_bias = resolve_bias(config.arch->lm_head_bias, attention_bias, mlp_bias);
+  if (fields.optional_bool("qk_layernorm").value_or(false))
+    fields.error("qk_layernorm", "is true; Phi's q/k LayerNorm is not supported");
+
+  if (config.arch->positions == PositionKind::Rotary) parse_rotary(fields, config);
+  parse_attention_layout(fields, config);
+
+  config.query_pre_attn_scalar = fields.optional_number({"query_pre_attn_scalar"});
+  if (config.query_pre_attn_scalar && !(*config.query_pre_attn_scalar > 0))
+    fields.error("query_pre_attn_scalar", "must be positive");
+  config.attention_scale = 1.0 / std::sqrt(config.query_pre_attn_scalar.value_or(double(config.head_dim)));
+  config.final_logit_softcapping = fields.optional_number({"final_logit_softcapping"});
+  config.attn_logit_softcapping = fields.optional_number({"attn_logit_softcapping"});
+
+  std::optional<Fields> generation;
+  if (generation_doc) {
+    if (!generation_doc->is_object())
+      fail("generation_config.json beside {}: not a JSON object", file.string());
+    generation.emplace(*generation_doc, file.parent_path() / "generation_config.json");
+    config.generation = parse_generation(*generation);
+  }
+  parse_special_tokens(fields, generation ? &*generation : nullptr, config);
+
+  if (std::optional<Fields> quant = fields.optional_object("quantization_config"))
+    config.gptq = parse_quantization(*quant);
+  return config;
+}
+
+ModelConfig load_config(const fs::path& dir) {
+  fs::path file = dir / "config.json";
+  if (!fs::exists(file)) fail("{}: no config.json in this folder", dir.string());
+  json doc = read_json_file(file);
+  fs::path generation_file = dir / "generation_config.json";
+  std::optional<json> generation;
+  if (fs::exists(generation_file)) generation = read_json_file(generation_file);
+  ModelConfig config = parse_config(doc, file, generation ? &*generation : nullptr);
+  // AutoGPTQ checkpoints may keep their settings only in quantize_config.json.
+  fs::path quantize_file = dir / "quantize_config.json";
+  if (!config.gptq && fs::exists(quantize_file)) {
+    json quant = read_json_file(quantize_file);
+    if (!quant.is_object()) fail("{}: not a JSON object", quantize_file.string());
+    if (!quant.contains("quant_method")) quant["quant_method"] = "gptq";
+    config.gptq = parse_quantization(Fields(quant, quantize_file));
+  }
+  return config;
+}
+
+std::vector<float> rope_inv_freq(const ModelConfig& config, int64_t layer) {
+  if (config.arch->positions != PositionKind::Rotary)
+    fail("{}: {} has no rotary embedding", config.file.string(), config.arch->name);
+  if (layer < 0 || layer >= config.num_layers)
+    fail("rope_inv_freq: layer {} outside 0..{}", layer, config.num_layers - 1);
+  const RopeParams& rope = config.rope(layer);
+  std::vector<float> result;
+  for (int64_t i = 0; i < config.rotary_dim / 2; ++i) {
+    double inv = 1.0 / std::pow(rope.theta, double(2 * i) / double(config.rotary_dim));
+    if (rope.type == RopeType::Linear) inv /= rope.factor;
+    if (rope.type == RopeType::Llama3) {
+      // Long wavelengths are stretched by `factor`, short ones kept, the band between interpolated.
+      double wavelength = 2 * std::numbers::pi / inv;
+      double context = double(rope.original_max_positions);
+      if (wavelength > context / rope.low_freq_factor) {
+        inv /= rope.factor;
+      } else if (wavelength >= context / rope.high_freq_factor) {
+        double smooth =
+            (context / wavelength - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor);
+        inv = (1 - smooth) * inv / rope.factor + smooth * inv;
+      }
+    }
+    result.push_back(float(inv));
+  }
+  return result;
+}
+
+std::string_view activation_name(Activation activation) {
+  return activation == Activation::SiLU ? "silu" : "gelu_tanh";
+}
+
+}  // namespace gerbil

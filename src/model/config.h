@@ -1,0 +1,99 @@
+// ModelConfig: the numbers a Hugging Face config.json (plus generation_config.json) fixes for a
+// decoder-only model, normalised across the naming conventions of the supported families (GPT-2's
+// n_embd/n_layer/..., rope_parameters vs rope_theta/rope_scaling, rms_norm_eps vs layer_norm_eps).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+
+namespace gerbil {
+
+enum class Activation { SiLU, GeluTanh };
+enum class RopeType { Default, Linear, Llama3 };
+enum class AttentionKind { Full, Sliding };
+
+struct RopeParams {
+  RopeType type = RopeType::Default;
+  double theta = 10000.0;
+  double factor = 1.0;                 // linear, llama3
+  double low_freq_factor = 1.0;        // llama3
+  double high_freq_factor = 4.0;       // llama3
+  int64_t original_max_positions = 0;  // llama3
+};
+
+// GPTQ "v1" checkpoint (quant_method gptq, checkpoint_format gptq): 4-bit, act-order off.
+struct GptqConfig {
+  int bits = 4;
+  int64_t group_size = 128;  // -1 in config.json (one group over the whole input) is stored as 0
+  bool sym = false;
+};
+
+// Sampling defaults from generation_config.json (absent fields stay empty).
+struct GenerationDefaults {
+  std::optional<bool> do_sample;
+  std::optional<double> temperature, top_p, repetition_penalty;
+  std::optional<int64_t> top_k, max_new_tokens, max_length;
+};
+
+struct ModelConfig {
+  std::filesystem::path file;  // config.json it came from
+  const ArchitectureSpec* arch = nullptr;
+  std::string model_type;
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double norm_eps = 0;
+  Activation activation = Activation::SiLU;
+  bool tie_word_embeddings = false;
+
+  // Resolved from the architecture's BiasRules and config's attention_bias / mlp_bias.
+  bool qkv_bias = false, o_bias = false, mlp_bias = false, lm_head_bias = false;
+
+  // Rotary embedding (unused for learned positions): rope(layer) gives the layer's parameters.
+  RopeParams rope_full;     // full-attention layers (all layers, for most families)
+  RopeParams rope_sliding;  // sliding-window layers (differs only for Gemma3)
+  double partial_rotary_factor = 1.0;
+  int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor, even
+
+  std::vector<AttentionKind> layer_types;  // one per layer
+  int64_t sliding_window = 0;              // > 0 when some layer slides; query i sees keys (i-W, i]
+  double attention_scale = 0;              // query_pre_attn_scalar^-0.5 if given, else head_dim^-0.5
+  std::optional<double> query_pre_attn_scalar;
+  std::optional<double> final_logit_softcapping, attn_logit_softcapping;
+
+  std::optional<int64_t> bos_token_id, pad_token_id;
+  std::vector<int64_t> eos_token_ids;  // from generation_config.json first, then config.json; no repeats
+  GenerationDefaults generation;
+
+  std::optional<GptqConfig> gptq;
+
+  const RopeParams& rope(int64_t layer) const;
+  bool sliding(int64_t layer) const { return layer_types.at(std::size_t(layer)) == AttentionKind::Sliding; }
+};
+
+// Reads DIR/config.json and, when present, DIR/generation_config.json (GPTQ settings come from
+// config.json's quantization_config, or from quantize_config.json when that is absent).
+ModelConfig load_config(const std::filesystem::path& dir);
+// Parses already-loaded JSON; FILE names config.json in error messages. GENERATION may be null.
+ModelConfig parse_config(const nlohmann::json& config, const std::filesystem::path& file,
+                         const nlohmann::json* generation = nullptr);
+
+// RoPE inverse frequencies of LAYER, rotary_dim / 2 of them: theta^(-2i/rotary_dim), adjusted by linear
+// or llama3 scaling. Computed in double, rounded to float.
+std::vector<float> rope_inv_freq(const ModelConfig& config, int64_t layer);
+
+std::string_view activation_name(Activation activation);
+
+}  // namespace gerbil

@@ -1,0 +1,89 @@
+// A model folder opened and checked: config.json + safetensors, with every tensor the architecture and
+// config call for found, of the right shape and dtype, and nothing left over. The graph builder asks
+// for tensors by logical role (layer 3, Role::Q) and never spells a tensor name.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace gerbil {
+
+// A GPTQ v1 linear layer with K inputs, N outputs and G groups (layout in the fixtures README):
+// qweight I32 [K/8, N] (8 nibbles along K), qzeros I32 [G, N/8] (8 nibbles along N, stored zero = real - 1),
+// scales float [G, N], g_idx I32 [K] (checked to equal k / group_size).
+struct GptqLinear {
+  TensorView qweight, qzeros, scales, g_idx;
+  int64_t group_size = 0;
+};
+
+// The tensors of one role. Norms: weight (+ bias for LayerNorm). Embeddings: weight. Linear layers:
+// weight or gptq, plus bias where the architecture has one.
+struct RoleTensors {
+  std::optional<TensorView> weight;  // linear: [out, in], or [in, out] when arch.conv1d_weights
+  std::optional<TensorView> bias;    // [out] / [dim]
+  std::optional<GptqLinear> gptq;
+  int64_t in_features = 0, out_features = 0;  // linear roles only
+
+  bool present() const { return weight || gptq; }
+};
+
+// Which piece of a role a tensor is.
+enum class Part { Weight, Bias, QWeight, QZeros, Scales, GIdx };
+
+// One tensor the config and architecture call for. LAYER is -1 for global roles.
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  int layer = -1;
+  Role role = Role::Embed;
+  Part part = Part::Weight;
+};
+
+// Every tensor a checkpoint of CONFIG must hold (no lm_head when tied), in a stable order: globals, then
+// layer by layer. Throws if the config makes a GPTQ layout impossible (K not a multiple of group_size, ...).
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
+
+struct ModelWeights {
+  std::array<RoleTensors, std::size_t(Role::Count)> globals;  // Embed, PosEmbed, FinalNorm, LmHead
+  std::vector<std::array<RoleTensors, std::size_t(Role::Count)>> layers;  // per-layer roles
+  bool tied = false;                                                      // LmHead.weight is the Embed tensor
+
+  const RoleTensors& get(Role role) const { return globals[std::size_t(role)]; }
+  const RoleTensors& get(int layer, Role role) const {
+    return layers.at(std::size_t(layer))[std::size_t(role)];
+  }
+};
+
+class ModelFiles {
+ public:
+  // Loads and checks DIR; throws gerbil::Error naming the file, tensor, and expected vs actual shape.
+  static ModelFiles open(const std::filesystem::path& dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const ModelConfig& config() const { return config_; }
+  const ArchitectureSpec& arch() const { return *config_.arch; }
+  const Safetensors& tensors() const { return tensors_; }
+  const ModelWeights& weights() const { return weights_; }
+  // Bytes of all tensors the model uses (a tied embedding counted once).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  std::filesystem::path dir_;
+  ModelConfig config_;
+  Safetensors tensors_;
+  ModelWeights weights_;
+  uint64_t weight_bytes_ = 0;
+};
+
+// Throws unless 0 <= ID < vocab_size, naming the id, the model's config.json and WHERE it came from.
+void check_token_id(const ModelConfig& config, int64_t id, std::string_view where = "input");
+
+}  // namespace gerbil

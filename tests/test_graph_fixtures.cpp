@@ -1,0 +1,162 @@
+// Every fixture model (../shared/fixtures) run through the forward graph and compared with the logits
+// transformers computed in float64: one prefill of all 20 tokens, the same with the later positions fed
+// one at a time through the KV cache, and a 16-token greedy continuation.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
+#include "graph/model.h"
+#include "support/paths.h"
+
+namespace gerbil::graph {
+namespace {
+
+using test::fixtures_dir;
+
+std::vector<float> read_f32(const std::filesystem::path& path) {
+  std::string bytes = test::read_text(path);
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+gpu::Device& device() {
+  static gpu::Device shared;
+  return shared;
+}
+
+struct FixtureCase {
+  std::string name;
+  std::string dtype;
+};
+
+std::vector<FixtureCase> fixture_models() {
+  std::vector<FixtureCase> out;
+  auto manifest_path = fixtures_dir() / "manifest.json";
+  if (!std::filesystem::exists(manifest_path)) return {{"fixtures-absent", ""}};
+  auto manifest = nlohmann::json::parse(test::read_text(manifest_path));
+  for (auto& model : manifest["models"]) out.push_back({model["folder"], model["weights_dtype"]});
+  return out;
+}
+
+double relative_error(std::span<const float> got, std::span<const float> want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(got[i])) return NAN;
+    diff += double(got[i] - want[i]) * double(got[i] - want[i]);
+    norm += double(want[i]) * double(want[i]);
+  }
+  return std::sqrt(diff / norm);
+}
+
+size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
+
+class FixtureModel : public ::testing::TestWithParam<FixtureCase> {
+ protected:
+  void SetUp() override {
+    GERBIL_REQUIRE_FIXTURES();
+    dir_ = fixtures_dir() / GetParam().name;
+    files_ = std::make_unique<ModelFiles>(ModelFiles::open(dir_));
+    model_ = std::make_unique<Model>(device(), *files_, ModelOptions{.context = 64});
+    vocab_ = size_t(files_->config().vocab_size);
+    // The bounds: 1e-4 for float32 checkpoints, 1e-3 for f16 / bf16 (and GPTQ, whose other tensors are f16).
+    bound_ = GetParam().dtype == "float32" ? 1e-4 : 1e-3;
+  }
+
+  std::vector<int32_t> input_ids() {
+    auto ids = nlohmann::json::parse(test::read_text(dir_ / "ref" / "input_ids.json"));
+    return ids.get<std::vector<int32_t>>();
+  }
+
+  void expect_rows_match(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    size_t rows = want.size() / vocab_;
+    for (size_t t = 0; t < rows; ++t) {
+      std::span<const float> g(got.data() + t * vocab_, vocab_), w(want.data() + t * vocab_, vocab_);
+      double err = relative_error(g, w);
+      EXPECT_LT(err, bound_) << what << ": position " << t;
+      EXPECT_EQ(argmax(g), argmax(w)) << what << ": argmax at position " << t;
+    }
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<ModelFiles> files_;
+  std::unique_ptr<Model> model_;
+  size_t vocab_ = 0;
+  double bound_ = 0;
+};
+
+TEST_P(FixtureModel, PrefillLogitsMatchTransformers) {
+  auto want = read_f32(dir_ / "ref" / "logits.f32");
+  auto got = model_->forward(input_ids(), /*all_logits=*/true);
+  expect_rows_match(got, want, "prefill");
+}
+
+TEST_P(FixtureModel, DecodeThroughTheKvCacheMatches) {
+  auto want = read_f32(dir_ / "ref" / "logits.f32");
+  auto ids = input_ids();
+  const size_t split = ids.size() / 2;
+  auto got = model_->forward(std::span(ids).first(split), true);
+  for (size_t t = split; t < ids.size(); ++t) {
+    auto row = model_->forward(std::span(ids).subspan(t, 1), true);
+    got.insert(got.end(), row.begin(), row.end());
+  }
+  EXPECT_EQ(model_->position(), ids.size());
+  expect_rows_match(got, want, "decode-from-middle");
+}
+
+TEST_P(FixtureModel, GreedyContinuationMatches) {
+  auto greedy = nlohmann::json::parse(test::read_text(dir_ / "ref" / "greedy.json"));
+  auto prompt = greedy["prompt_ids"].get<std::vector<int32_t>>();
+  auto expected = greedy["new_ids"].get<std::vector<int32_t>>();
+  auto want_logits = read_f32(dir_ / "ref" / "greedy_logits.f32");
+  std::vector<float> got_logits;
+  std::vector<int32_t> generated;
+  auto logits = model_->forward(prompt);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    got_logits.insert(got_logits.end(), logits.begin(), logits.end());
+    generated.push_back(int32_t(argmax(logits)));
+    if (i + 1 < expected.size()) logits = model_->forward(std::span(generated).last(1));
+  }
+  EXPECT_EQ(generated, expected);
+  expect_rows_match(got_logits, want_logits, "greedy");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureModel, ::testing::ValuesIn(fixture_models()),
+                         [](const auto& info) {
+                           std::string name = info.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(ModelErrors, TokenOutOfRangeAndContextOverflow) {
+  GERBIL_REQUIRE_FIXTURES();
+  auto files = ModelFiles::open(fixtures_dir() / "qwen2-tiny");
+  Model model(device(), files, ModelOptions{.context = 8});
+  std::vector<int32_t> bad = {1, 2, 512};
+  EXPECT_THROW(model.forward(bad), Error);
+  try {
+    model.forward(bad);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("512"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(model.position(), 0u);
+  std::vector<int32_t> nine(9, 3);
+  try {
+    model.forward(nine);
+    FAIL() << "expected context overflow";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("context full"), std::string::npos) << e.what();
+  }
+  std::vector<int32_t> eight(8, 3);
+  EXPECT_NO_THROW(model.forward(eight));
+  EXPECT_THROW(model.forward(std::span(eight).first(1)), Error);
+  EXPECT_EQ(model.position(), 8u);
+}
+
+}  // namespace
+}  // namespace gerbil::graph

@@ -1,0 +1,230 @@
+// The model kernels (kernels/model.h) against their float64 references (reference/model.h) on fresh random
+// inputs, GPTQ decoding on the real int4 fixture, the dispatch grids, and the dispatchers' shape checks.
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
+#include "kernels/check_support.h"
+#include "kernels/model.h"
+#include "reference/model.h"
+#include "support/paths.h"
+
+namespace gerbil::kernels {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+gpu::Device& device() {
+  static gpu::Device shared;
+  return shared;
+}
+
+class ModelKernel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelKernel, MatchesFloat64Reference) {
+  uint64_t seed = std::random_device{}();
+  for (const auto& check : model_kernel_checks(false)) {
+    if (check.kernel != GetParam()) continue;
+    SCOPED_TRACE("seed " + std::to_string(seed) + "; bound: " + check.why);
+    for (const auto& result : run_check(device(), check, seed))
+      EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error << " > "
+                                   << result.bound;
+    return;
+  }
+  FAIL() << "no check for kernel " << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
+                         ::testing::Values("embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
+                                           "flash_attention"));
+
+TEST(ModelKernels, AreAllInTheSelftest) {
+  std::vector<std::string> names;
+  for (const auto& check : kernel_checks(true)) names.push_back(check.kernel);
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
+                                               "flash_attention"}));
+}
+
+// --- GPTQ on the fixture ------------------------------------------------------------------------------
+
+// Just enough of safetensors to read whole tensors: an 8-byte header length, a JSON header, the data.
+class Safetensors {
+ public:
+  explicit Safetensors(const std::filesystem::path& path) {
+    std::ifstream file(path, std::ios::binary);
+    uint64_t header_size = 0;
+    file.read(reinterpret_cast<char*>(&header_size), 8);
+    std::string header(header_size, '\0');
+    file.read(header.data(), std::streamsize(header_size));
+    header_ = nlohmann::json::parse(header);
+    data_.assign(std::istreambuf_iterator<char>(file), {});
+    if (!file.eof() && !file) throw std::runtime_error("cannot read " + path.string());
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (auto& [name, _] : header_.items())
+      if (name != "__metadata__") out.push_back(name);
+    return out;
+  }
+  std::vector<uint64_t> shape(const std::string& name) const { return header_.at(name).at("shape"); }
+  // The tensor's bytes as T values (a last partial value is zero-padded).
+  template <typename T>
+  std::vector<T> as(const std::string& name) const {
+    auto offsets = header_.at(name).at("data_offsets");
+    size_t begin = offsets[0], end = offsets[1];
+    std::vector<T> out((end - begin + sizeof(T) - 1) / sizeof(T), T{});
+    std::memcpy(out.data(), data_.data() + begin, end - begin);
+    return out;
+  }
+
+ private:
+  nlohmann::json header_;
+  std::vector<char> data_;
+};
+
+// An IEEE half (no infinities or NaNs in the fixture's scales).
+double f16_value(uint16_t half) {
+  int exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
+  double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+  return half & 0x8000 ? -magnitude : magnitude;
+}
+
+// Every GPTQ layer of qwen2-tiny-gptq-int4, run with x = the identity so that out = W^T exactly, must equal
+// the reference dequantisation, and stay within quantisation error (~8% relative) of the float32 weights of
+// qwen2-tiny it was made from. A wrong zero-point convention (no "+1") gives ~29%, a wrong layout ~140%.
+TEST(LinearGptq, DecodesTheFixtureWeights) {
+  GERBIL_REQUIRE_FIXTURES();
+  auto folder = test::fixtures_dir();
+  GERBIL_REQUIRE_PATH(folder / "qwen2-tiny-gptq-int4" / "model.safetensors", "the GPTQ fixture");
+  Safetensors gptq(folder / "qwen2-tiny-gptq-int4" / "model.safetensors");
+  Safetensors original(folder / "qwen2-tiny" / "model.safetensors");
+  int layers = 0;
+  for (const auto& name : gptq.names()) {
+    const std::string suffix = ".qweight";
+    if (!name.ends_with(suffix)) continue;
+    std::string base = name.substr(0, name.size() - suffix.size());
+    SCOPED_TRACE(base);
+    auto qweight_shape = gptq.shape(base + ".qweight");
+    uint32_t K = uint32_t(qweight_shape[0] * 8), N = uint32_t(qweight_shape[1]);
+    uint32_t group = K / uint32_t(gptq.shape(base + ".scales")[0]);
+    auto qweight = gptq.as<uint32_t>(base + ".qweight");
+    auto qzeros = gptq.as<uint32_t>(base + ".qzeros");
+    auto scale_words = gptq.as<uint32_t>(base + ".scales");  // f16 pairs, exactly as the kernel binds them
+
+    std::vector<float> identity(size_t(K) * K, 0.f);
+    for (uint32_t k = 0; k < K; ++k) identity[size_t(k) * K + k] = 1.f;
+    check::Buffers b{device()};
+    auto& x = b.input("x", identity);
+    auto& out = b.poisoned("out", size_t(K) * N);
+    run(device(), linear_gptq(device(), {&x}, {&b.input("qweight", qweight)}, {&b.input("qzeros", qzeros)},
+                              {&b.input("scales", scale_words)}, {&x}, {&x}, {&out}, {K, K, N, N, 0, 0, 0, group}));
+    auto transposed = b.read(out, size_t(K) * N);  // [K, N]
+
+    std::vector<double> scales;
+    for (uint16_t half : gptq.as<uint16_t>(base + ".scales")) scales.push_back(f16_value(half));
+    auto W = reference::dequantize_gptq(qweight, qzeros, scales, K, N, group);
+    auto weight = original.as<float>(base + ".weight");  // [N, K]
+    ASSERT_EQ(weight.size(), W.size());
+    double diff = 0, norm = 0, quantisation = 0;
+    for (uint32_t n = 0; n < N; ++n) {
+      for (uint32_t k = 0; k < K; ++k) {
+        double gpu = transposed[size_t(k) * N + n], ref = W[size_t(n) * K + k], f32 = weight[size_t(n) * K + k];
+        diff += (gpu - ref) * (gpu - ref);
+        quantisation += (gpu - f32) * (gpu - f32);
+        norm += f32 * f32;
+      }
+    }
+    EXPECT_EQ(diff, 0.0) << "the kernel's weights differ from the reference dequantisation";
+    EXPECT_LT(std::sqrt(quantisation / norm), 0.12) << "dequantised weights are far from the original ones";
+    ++layers;
+  }
+  EXPECT_EQ(layers, 14) << "2 layers of q, k, v, o, gate, up and down projections";
+}
+
+// --- grids --------------------------------------------------------------------------------------------
+
+TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
+  // 8 columns per workgroup up to M = 4: the LM head N = 151936 needs 18992 workgroups.
+  EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}), (Grid{18992, 1, 1}));
+  EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));
+  EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}), (Grid{65535, 2, 1}));  // folded
+  // 64x64 tiles from M = 5.
+  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
+}
+
+// --- shape errors -------------------------------------------------------------------------------------
+
+struct ShapeErrors : ::testing::Test {
+  gpu::Buffer buf = device().create_buffer("buf", 1 << 16);
+  BufferBinding any{&buf};
+};
+
+TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
+  EXPECT_THAT([&] { linear(device(), any, any, any, any, any, {2, 8, 8, 16, 10, 0, 0}, WeightType::F32); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear'"), HasSubstr("[10, 18)"),
+                                         HasSubstr("out_stride 16"))));
+  EXPECT_THAT([&] { linear(device(), any, any, any, any, any, {0, 8, 8, 8, 0, 0, 0}, WeightType::F32); },
+              ThrowsMessage<Error>(HasSubstr("must be positive")));
+  EXPECT_THAT([&] { linear(device(), any, any, any, any, any, {1, 8, 8, 8, 0, 0, 0}, WeightType(3)); },
+              ThrowsMessage<Error>(HasSubstr("weight type 3")));
+  // 3 x 3 f16 weights are 18 bytes: a 16-byte buffer is too small, an 18-byte one (allocated as 20) fits.
+  auto small = device().create_buffer("W16", 16), exact = device().create_buffer("W18", 18);
+  EXPECT_THAT([&] { linear(device(), any, {&small}, any, any, any, {1, 3, 3, 3, 0, 0, 0}, WeightType::F16); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("operand 'W' needs 9 elements (18 bytes)"),
+                                         HasSubstr("buffer 'W16' provides 16 bytes"))));
+  EXPECT_NO_THROW(linear(device(), any, {&exact}, any, any, any, {1, 3, 3, 3, 0, 0, 0}, WeightType::F16));
+}
+
+TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {
+  auto gptq = [&](uint32_t K, uint32_t N, uint32_t group) {
+    linear_gptq(device(), any, any, any, any, any, any, any, {1, K, N, N, 0, 0, 0, group});
+  };
+  EXPECT_THAT([&] { gptq(48, 16, 32); }, ThrowsMessage<Error>(HasSubstr("K must be a multiple of group_size")));
+  EXPECT_THAT([&] { gptq(64, 12, 32); }, ThrowsMessage<Error>(HasSubstr("N must be a multiple of 8")));
+  EXPECT_THAT([&] { gptq(48, 16, 12); }, ThrowsMessage<Error>(HasSubstr("positive multiple of 8")));
+  EXPECT_THAT([&] { gptq(48, 16, 0); }, ThrowsMessage<Error>(HasSubstr("positive multiple of 8")));
+  EXPECT_NO_THROW(gptq(64, 16, 32));
+}
+
+TEST_F(ShapeErrors, EmbedRejectsPositionsPastTheTable) {
+  EmbedParams p{3, 8, 0, 10, 0x3f800000u, 2, 1};
+  EXPECT_THAT([&] { embed(device(), any, any, any, any, p, WeightType::F32, 4); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'embed'"), HasSubstr("positions 2..4"),
+                                         HasSubstr("4 rows"))));
+  EXPECT_NO_THROW(embed(device(), any, any, any, any, p, WeightType::F32, 5));
+}
+
+TEST_F(ShapeErrors, GatedActRejectsUnknownActivations) {
+  EXPECT_THAT([&] { gated_act(device(), any, any, {1, 8, 2}); },
+              ThrowsMessage<Error>(HasSubstr("activation must be 0 (SiLU) or 1 (GELU-tanh)")));
+}
+
+TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
+  auto store = [&](QkvRopeParams p, uint32_t capacity) {
+    qkv_rope_store(device(), any, any, any, any, any, any, any, p, capacity);
+  };
+  EXPECT_THAT([&] { store({1, 2, 1, 320, 64, 0, 0, 0}, 8); }, ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
+  EXPECT_THAT([&] { store({1, 2, 1, 16, 15, 0, 0, 0}, 8); }, ThrowsMessage<Error>(HasSubstr("rotary_dim must be even")));
+  EXPECT_THAT([&] { store({1, 2, 1, 16, 32, 0, 0, 0}, 8); }, ThrowsMessage<Error>(HasSubstr("at most head_dim")));
+  EXPECT_THAT([&] { store({3, 2, 1, 16, 16, 6, 0, 0}, 8); },
+              ThrowsMessage<Error>(HasSubstr("positions 6..8 lie past the cache capacity of 8")));
+  EXPECT_NO_THROW(store({2, 2, 1, 16, 16, 6, 0, 0}, 8));
+}
+
+TEST_F(ShapeErrors, FlashAttentionChecksKeysHeadsAndHeadDim) {
+  auto attend = [&](FlashAttentionParams p) { flash_attention(device(), any, any, any, any, p); };
+  EXPECT_THAT([&] { attend({2, 4, 4, 4, 16, 3, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("only S=4 keys")));
+  EXPECT_THAT([&] { attend({1, 4, 6, 4, 16, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));
+  EXPECT_THAT([&] { attend({1, 4, 4, 4, 512, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
+  EXPECT_NO_THROW(attend({1, 4, 4, 4, 16, 3, 2, 0}));
+}
+
+}  // namespace
+}  // namespace gerbil::kernels

@@ -1,0 +1,61 @@
+#include "model_options.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "gerbil/error.h"
+
+namespace gerbil::cli {
+
+void ModelOptions::add_to(CLI::App& app, bool model_required) {
+  auto* model = app.add_option("--model", model_dir, "Hugging Face model folder (config.json + *.safetensors)");
+  if (model_required) model->required();
+  app.add_option("--ctx", context, "Context length: KV-cache capacity in tokens (default min(model max, 4096))");
+  app.add_option("--adapter", adapter, "WebGPU adapter (substring of its name; default: $GERBIL_ADAPTER)");
+  app.add_option("--weights", weights, "Weight storage: checkpoint (as stored, lossless) or f16")
+      ->check(CLI::IsMember({"checkpoint", "f16"}));
+}
+
+LoadedModel load_model(const ModelOptions& options, bool report) {
+  auto start = std::chrono::steady_clock::now();
+  LoadedModel loaded;
+  loaded.device = std::make_unique<gpu::Device>(gpu::DeviceOptions{.adapter = options.adapter});
+  loaded.files = std::make_unique<ModelFiles>(ModelFiles::open(options.model_dir));
+  graph::ModelOptions model_options;
+  model_options.context = options.context;
+  model_options.weights = options.weights == "f16" ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint;
+  loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options);
+  if (report) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& m = *loaded.model;
+    std::fprintf(stderr, "loaded %s (%s) on %s in %.2f s: weights %.1f MiB, KV cache %.1f MiB for %u tokens\n",
+                 options.model_dir.c_str(), std::string(m.config().arch->name).c_str(),
+                 loaded.device->adapter().summary().c_str(), seconds, m.weight_bytes() / 1048576.0,
+                 m.kv_cache_bytes() / 1048576.0, m.context());
+  }
+  return loaded;
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value < 0 || value > INT32_MAX)
+      fail("token list: entry {} ('{}') is not a token id", ids.size(), item);
+    ids.push_back(int32_t(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace gerbil::cli

@@ -1,0 +1,38 @@
+// Options every model-running command shares (--model, --ctx, --adapter, --weights) and the loading
+// they drive, so each command declares them once and loads a model the same way.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "graph/model.h"
+#include "gpu/device.h"
+#include "model/weights.h"
+
+namespace gerbil::cli {
+
+struct ModelOptions {
+  std::string model_dir;
+  uint32_t context = 0;
+  std::string adapter;
+  std::string weights = "checkpoint";
+
+  void add_to(CLI::App& app, bool model_required = true);
+};
+
+// A loaded model and the device it runs on.
+struct LoadedModel {
+  std::unique_ptr<gpu::Device> device;
+  std::unique_ptr<ModelFiles> files;
+  std::unique_ptr<graph::Model> model;
+};
+
+LoadedModel load_model(const ModelOptions& options, bool report = false);
+
+// "1,2,3" -> {1, 2, 3}; throws naming the bad entry.
+std::vector<int32_t> parse_ids(const std::string& text);
+
+}  // namespace gerbil::cli
