@@ -42,13 +42,27 @@ TEST_P(ModelKernel, MatchesFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
                          ::testing::Values("embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
-                                           "flash_attention"));
+                                           "flash_attention", "argmax"));
+
+// The same linear check on a device without subgroups: decoding then runs linear.wgsl's workgroup-memory
+// matrix-vector path instead of linear_matvec_sg.wgsl, and both must meet the bound.
+TEST(ModelKernels, LinearWithoutSubgroups) {
+  gpu::Device plain({.allow_subgroups = false});
+  ASSERT_FALSE(plain.features().subgroups);
+  uint64_t seed = std::random_device{}();
+  for (const auto& check : model_kernel_checks(true)) {
+    if (check.kernel != "linear") continue;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (const auto& result : run_check(plain, check, seed))
+      EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error;
+  }
+}
 
 TEST(ModelKernels, AreAllInTheSelftest) {
   std::vector<std::string> names;
   for (const auto& check : kernel_checks(true)) names.push_back(check.kernel);
   EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
-                                               "flash_attention"}));
+                                              "flash_attention"}));
 }
 
 // --- GPTQ on the fixture ------------------------------------------------------------------------------
@@ -122,8 +136,9 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
     check::Buffers b{device()};
     auto& x = b.input("x", identity);
     auto& out = b.poisoned("out", size_t(K) * N);
+    LinearGptqParams p{K, K, N, N, 0, 0, 0, group};
     run(device(), linear_gptq(device(), {&x}, {&b.input("qweight", qweight)}, {&b.input("qzeros", qzeros)},
-                              {&b.input("scales", scale_words)}, {&x}, {&x}, {&out}, {K, K, N, N, 0, 0, 0, group}));
+                              {&b.input("scales", scale_words)}, {&x}, {&x}, {&out}, p));
     auto transposed = b.read(out, size_t(K) * N);  // [K, N]
 
     std::vector<double> scales;
@@ -134,7 +149,8 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
     double diff = 0, norm = 0, quantisation = 0;
     for (uint32_t n = 0; n < N; ++n) {
       for (uint32_t k = 0; k < K; ++k) {
-        double gpu = transposed[size_t(k) * N + n], ref = W[size_t(n) * K + k], f32 = weight[size_t(n) * K + k];
+        double gpu = transposed[size_t(k) * N + n], ref = W[size_t(n) * K + k];
+        double f32 = weight[size_t(n) * K + k];
         diff += (gpu - ref) * (gpu - ref);
         quantisation += (gpu - f32) * (gpu - f32);
         norm += f32 * f32;
@@ -167,26 +183,30 @@ struct ShapeErrors : ::testing::Test {
 };
 
 TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
-  EXPECT_THAT([&] { linear(device(), any, any, any, any, any, {2, 8, 8, 16, 10, 0, 0}, WeightType::F32); },
+  auto project = [&](LinearParams p, WeightType type, BufferBinding weight) {
+    linear(device(), any, weight, any, any, any, p, type);
+  };
+  EXPECT_THAT([&] { project({2, 8, 8, 16, 10, 0, 0}, WeightType::F32, any); },
               ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear'"), HasSubstr("[10, 18)"),
                                          HasSubstr("out_stride 16"))));
-  EXPECT_THAT([&] { linear(device(), any, any, any, any, any, {0, 8, 8, 8, 0, 0, 0}, WeightType::F32); },
+  EXPECT_THAT([&] { project({0, 8, 8, 8, 0, 0, 0}, WeightType::F32, any); },
               ThrowsMessage<Error>(HasSubstr("must be positive")));
-  EXPECT_THAT([&] { linear(device(), any, any, any, any, any, {1, 8, 8, 8, 0, 0, 0}, WeightType(3)); },
+  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(3), any); },
               ThrowsMessage<Error>(HasSubstr("weight type 3")));
   // 3 x 3 f16 weights are 18 bytes: a 16-byte buffer is too small, an 18-byte one (allocated as 20) fits.
   auto small = device().create_buffer("W16", 16), exact = device().create_buffer("W18", 18);
-  EXPECT_THAT([&] { linear(device(), any, {&small}, any, any, any, {1, 3, 3, 3, 0, 0, 0}, WeightType::F16); },
+  EXPECT_THAT([&] { project({1, 3, 3, 3, 0, 0, 0}, WeightType::F16, {&small}); },
               ThrowsMessage<Error>(AllOf(HasSubstr("operand 'W' needs 9 elements (18 bytes)"),
                                          HasSubstr("buffer 'W16' provides 16 bytes"))));
-  EXPECT_NO_THROW(linear(device(), any, {&exact}, any, any, any, {1, 3, 3, 3, 0, 0, 0}, WeightType::F16));
+  EXPECT_NO_THROW(project({1, 3, 3, 3, 0, 0, 0}, WeightType::F16, {&exact}));
 }
 
 TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {
   auto gptq = [&](uint32_t K, uint32_t N, uint32_t group) {
     linear_gptq(device(), any, any, any, any, any, any, any, {1, K, N, N, 0, 0, 0, group});
   };
-  EXPECT_THAT([&] { gptq(48, 16, 32); }, ThrowsMessage<Error>(HasSubstr("K must be a multiple of group_size")));
+  EXPECT_THAT([&] { gptq(48, 16, 32); },
+              ThrowsMessage<Error>(HasSubstr("K must be a multiple of group_size")));
   EXPECT_THAT([&] { gptq(64, 12, 32); }, ThrowsMessage<Error>(HasSubstr("N must be a multiple of 8")));
   EXPECT_THAT([&] { gptq(48, 16, 12); }, ThrowsMessage<Error>(HasSubstr("positive multiple of 8")));
   EXPECT_THAT([&] { gptq(48, 16, 0); }, ThrowsMessage<Error>(HasSubstr("positive multiple of 8")));
@@ -210,9 +230,12 @@ TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
   auto store = [&](QkvRopeParams p, uint32_t capacity) {
     qkv_rope_store(device(), any, any, any, any, any, any, any, p, capacity);
   };
-  EXPECT_THAT([&] { store({1, 2, 1, 320, 64, 0, 0, 0}, 8); }, ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
-  EXPECT_THAT([&] { store({1, 2, 1, 16, 15, 0, 0, 0}, 8); }, ThrowsMessage<Error>(HasSubstr("rotary_dim must be even")));
-  EXPECT_THAT([&] { store({1, 2, 1, 16, 32, 0, 0, 0}, 8); }, ThrowsMessage<Error>(HasSubstr("at most head_dim")));
+  EXPECT_THAT([&] { store({1, 2, 1, 320, 64, 0, 0, 0}, 8); },
+              ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
+  EXPECT_THAT([&] { store({1, 2, 1, 16, 15, 0, 0, 0}, 8); },
+              ThrowsMessage<Error>(HasSubstr("rotary_dim must be even")));
+  EXPECT_THAT([&] { store({1, 2, 1, 16, 32, 0, 0, 0}, 8); },
+              ThrowsMessage<Error>(HasSubstr("at most head_dim")));
   EXPECT_THAT([&] { store({3, 2, 1, 16, 16, 6, 0, 0}, 8); },
               ThrowsMessage<Error>(HasSubstr("positions 6..8 lie past the cache capacity of 8")));
   EXPECT_NO_THROW(store({2, 2, 1, 16, 16, 6, 0, 0}, 8));
@@ -221,8 +244,10 @@ TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
 TEST_F(ShapeErrors, FlashAttentionChecksKeysHeadsAndHeadDim) {
   auto attend = [&](FlashAttentionParams p) { flash_attention(device(), any, any, any, any, p); };
   EXPECT_THAT([&] { attend({2, 4, 4, 4, 16, 3, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("only S=4 keys")));
-  EXPECT_THAT([&] { attend({1, 4, 6, 4, 16, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));
-  EXPECT_THAT([&] { attend({1, 4, 4, 4, 512, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
+  EXPECT_THAT([&] { attend({1, 4, 6, 4, 16, 0, 0, 0}); },
+              ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));
+  EXPECT_THAT([&] { attend({1, 4, 4, 4, 512, 0, 0, 0}); },
+              ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
   EXPECT_NO_THROW(attend({1, 4, 4, 4, 16, 3, 2, 0}));
 }
 

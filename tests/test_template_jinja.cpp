@@ -2,10 +2,10 @@
 // configured as transformers configures it (ImmutableSandboxedEnvironment with trim_blocks,
 // lstrip_blocks and loopcontrols; tojson = json.dumps(ensure_ascii=False)). Then the sandbox limits and
 // the errors, which must name the template line.
-#include <string>
-
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "template/jinja.h"
 
@@ -18,6 +18,7 @@ struct Case {
   const char* expected;
 };
 
+// clang-format off
 const Case kCases[] = {
     // --- whitespace ---
     {R"J({% if true %}
@@ -230,6 +231,7 @@ b)J"},
      R"J({})J",
      R"J(|0|d|empty|True|True|a|False||[])J"},
 };
+// clang-format on
 
 class Jinja2Reference : public ::testing::TestWithParam<Case> {};
 
@@ -266,36 +268,43 @@ TEST(JinjaErrors, SyntaxErrorsNameTheLine) {
   EXPECT_NE(render_error("x\n{# open comment").find("line 2: missing end of comment"), std::string::npos);
   EXPECT_NE(render_error("{{ 'abc }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(render_error("{{ (1 ]}}").find("unexpected ']'"), std::string::npos);
-  EXPECT_NE(render_error("{% include 'other.jinja' %}").find("'include' tag is not supported"), std::string::npos);
+  EXPECT_NE(render_error("{% include 'other.jinja' %}").find("'include' tag is not supported"),
+            std::string::npos);
   EXPECT_NE(render_error("{% break %}").find("'break' outside of a loop"), std::string::npos);
 }
 
 TEST(JinjaErrors, RaiseExceptionGivesMessageAndLine) {
-  std::string message = render_error("a\n{% if true %}\n  {{ raise_exception('bad ' ~ 'roles') }}\n{% endif %}");
+  std::string message =
+      render_error("a\n{% if true %}\n  {{ raise_exception('bad ' ~ 'roles') }}\n{% endif %}");
   EXPECT_NE(message.find("line 3"), std::string::npos) << message;
   EXPECT_NE(message.find("bad roles"), std::string::npos) << message;
 }
 
 TEST(JinjaErrors, RuntimeErrorsNameTheLineAndCulprit) {
-  EXPECT_NE(render_error("{{ 1 }}\n{{ none + 1 }}").find("line 2: unsupported operand type(s) for +: 'NoneType' and 'int'"),
+  EXPECT_NE(render_error("{{ 1 }}\n{{ none + 1 }}")
+                .find("line 2: unsupported operand type(s) for +: 'NoneType' and 'int'"),
             std::string::npos);
   EXPECT_NE(render_error("{{ foo.bar }}").find("'foo' is undefined"), std::string::npos);
   EXPECT_NE(render_error("{{ foo() }}").find("'foo' is undefined"), std::string::npos);
   EXPECT_NE(render_error("{{ foo + 1 }}").find("'foo' is undefined"), std::string::npos);
   EXPECT_NE(render_error("{{ {'a': 1}.b.c }}").find("'dict object' has no attribute 'b'"), std::string::npos);
-  EXPECT_NE(render_error("{{ 'a' + 1 }}").find("can only concatenate str (not \"int\") to str"), std::string::npos);
-  EXPECT_NE(render_error("{% for x in none %}{% endfor %}").find("'NoneType' object is not iterable"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'a' + 1 }}").find("can only concatenate str (not \"int\") to str"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% for x in none %}{% endfor %}").find("'NoneType' object is not iterable"),
+            std::string::npos);
   EXPECT_NE(render_error("{{ 1 / 0 }}").find("division by zero"), std::string::npos);
   EXPECT_NE(render_error("{{ x|tojson }}").find("not JSON serializable"), std::string::npos);
-  EXPECT_NE(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}").find("takes not more than 1 argument"),
-            std::string::npos);
+  EXPECT_NE(
+      render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}").find("takes not more than 1 argument"),
+      std::string::npos);
   EXPECT_NE(render_error("{% set x = 1 %}{% set x.y = 2 %}").find("non-namespace"), std::string::npos);
   EXPECT_NE(render_error("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
 }
 
 TEST(JinjaSandbox, RefusesMutation) {
-  EXPECT_NE(render_error("{{ [1].append(2) }}").find("access to attribute 'append' of 'list' object is unsafe"),
-            std::string::npos);
+  EXPECT_NE(
+      render_error("{{ [1].append(2) }}").find("access to attribute 'append' of 'list' object is unsafe"),
+      std::string::npos);
   EXPECT_NE(render_error("{{ {'a': 1}.update({}) }}").find("unsafe"), std::string::npos);
 }
 
@@ -320,17 +329,31 @@ TEST(JinjaSandbox, LimitsOutputSize) {
   EXPECT_NE(render_error("{{ 'x' * 100000000000 }}").find("exceeded the sandbox limit"), std::string::npos);
   EXPECT_NE(render_error("{% set s = 'x' * 1000 %}{{ s * 100000 }}").find("exceeded the sandbox limit"),
             std::string::npos);
+  EXPECT_NE(render_error("{{ [1, 2, 3] * 9223372036854775807 }}").find("exceeded the sandbox limit"),
+            std::string::npos);
+  EXPECT_EQ(Template("[{{ '' * 9223372036854775807 }}]").render(nlohmann::ordered_json::object()), "[]");
+}
+
+TEST(JinjaSandbox, LimitsWork) {
+  // Few iterations, each copying a megabyte: bounded by the bytes built, not the loop count.
+  std::string message = render_error(
+      "{% set s = 'x' * 1000000 %}\n{% for i in range(100000) %}{% set t = s ~ i %}{% endfor %}");
+  EXPECT_NE(message.find("line 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("built more than the sandbox limit of 1073741824 bytes"), std::string::npos)
+      << message;
 }
 
 TEST(JinjaSandbox, LimitsRecursion) {
   std::string message = render_error("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}\n{{ r(0) }}");
-  EXPECT_NE(message.find("macro calls nest deeper than the sandbox limit of 64"), std::string::npos) << message;
+  EXPECT_NE(message.find("macro calls nest deeper than the sandbox limit of 64"), std::string::npos)
+      << message;
   std::string deep = std::string(5000, '(') + "1" + std::string(5000, ')');
   EXPECT_NE(render_error("{{ " + deep + " }}").find("nests too deeply"), std::string::npos);
 }
 
 TEST(JinjaValue, JsonRoundTripKeepsKeyOrder) {
-  auto json = nlohmann::ordered_json::parse(R"({"z": 1, "a": [true, null, 2.5, "s"], "m": {"y": {}, "b": []}})");
+  auto json =
+      nlohmann::ordered_json::parse(R"({"z": 1, "a": [true, null, 2.5, "s"], "m": {"y": {}, "b": []}})");
   Value value = Value::from_json(json);
   EXPECT_EQ(value.to_json(), json);
   EXPECT_EQ(value.to_json().dump(), json.dump());
@@ -339,10 +362,16 @@ TEST(JinjaValue, JsonRoundTripKeepsKeyOrder) {
 }
 
 TEST(JinjaValue, FloatsPrintAsPython) {
-  const std::pair<double, const char*> cases[] = {
-      {1.0, "1.0"},       {0.1, "0.1"},     {1e16, "1e+16"},     {1e15, "1000000000000000.0"},
-      {1.5e-5, "1.5e-05"}, {0.0001, "0.0001"}, {-0.0, "-0.0"},    {123456789.125, "123456789.125"},
-      {1.0 / 3, "0.3333333333333333"}, {2.5e300, "2.5e+300"}};
+  const std::pair<double, const char*> cases[] = {{1.0, "1.0"},
+                                                  {0.1, "0.1"},
+                                                  {1e16, "1e+16"},
+                                                  {1e15, "1000000000000000.0"},
+                                                  {1.5e-5, "1.5e-05"},
+                                                  {0.0001, "0.0001"},
+                                                  {-0.0, "-0.0"},
+                                                  {123456789.125, "123456789.125"},
+                                                  {1.0 / 3, "0.3333333333333333"},
+                                                  {2.5e300, "2.5e+300"}};
   for (auto [x, text] : cases) EXPECT_EQ(Value(x).str(), text);
 }
 

@@ -67,7 +67,8 @@ TEST_P(TokenizerFixture, DecodeMatchesTransformers) {
     std::vector<int32_t> ids = entries[i]["ids"];
     EXPECT_EQ(t.decode(ids), entries[i]["decoded"].get<std::string>());
     // The vocabulary strings of the ids are the fixture's tokens.
-    for (size_t k = 0; k < ids.size(); ++k) EXPECT_EQ(t.token_text(ids[k]), entries[i]["tokens"][k].get<std::string>());
+    for (size_t k = 0; k < ids.size(); ++k)
+      EXPECT_EQ(t.token_text(ids[k]), entries[i]["tokens"][k].get<std::string>());
   }
 }
 

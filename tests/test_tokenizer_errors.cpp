@@ -44,7 +44,8 @@ class TokenizerErrors : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("gerbil_tokenizer_errors_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("gerbil_tokenizer_errors_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -110,16 +111,23 @@ TEST_F(TokenizerErrors, MergeNamingAnUnknownTokenIsNamed) {
   expect_error([&] { Tokenizer::load(variant(R"(["a b"])", R"(["a b", "a x"])")); },
                {"field 'model.merges[1]'", "'a x'", "token 'x'"});
   // The merged token must be in the vocabulary too.
-  expect_error([&] { Tokenizer::load(variant(R"(["a b"])", R"(["b a"])")); }, {"model.merges[0]", "token 'ba'"});
+  expect_error([&] { Tokenizer::load(variant(R"(["a b"])", R"(["b a"])")); },
+               {"model.merges[0]", "token 'ba'"});
 }
 
 TEST_F(TokenizerErrors, UnsupportedComponentsAreNamed) {
-  expect_error([&] { Tokenizer::load(variant(R"("normalizer": null)", R"("normalizer": {"type": "BertNormalizer"})")); },
-               {"field 'normalizer.type'", "unsupported normalizer type 'BertNormalizer'"});
+  expect_error(
+      [&] {
+        Tokenizer::load(variant(R"("normalizer": null)", R"("normalizer": {"type": "BertNormalizer"})"));
+      },
+      {"field 'normalizer.type'", "unsupported normalizer type 'BertNormalizer'"});
   expect_error([&] { Tokenizer::load(variant(R"("decoder": null)", R"("decoder": {"type": "WordPiece"})")); },
                {"field 'decoder.type'", "unsupported decoder type 'WordPiece'"});
   expect_error(
-      [&] { Tokenizer::load(variant(R"("post_processor": null)", R"("post_processor": {"type": "BertProcessing"})")); },
+      [&] {
+        Tokenizer::load(
+            variant(R"("post_processor": null)", R"("post_processor": {"type": "BertProcessing"})"));
+      },
       {"field 'post_processor.type'", "BertProcessing"});
   expect_error([&] { Tokenizer::load(variant(R"("type": "Split")", R"("type": "Whitespace")")); },
                {"field 'pre_tokenizer.type'", "unsupported pre_tokenizer type 'Whitespace'"});
@@ -153,8 +161,8 @@ TEST_F(TokenizerErrors, Gpt2PairErrorsNameFileAndLine) {
 TEST_F(TokenizerErrors, InvalidUtf8InputNamesTheOffset) {
   Tokenizer t = Tokenizer::load(write("tokenizer.json", kValid));
   expect_error([&] { t.encode("ab\xC3(c"); }, {"not valid UTF-8", "offset 2"});
-  expect_error([&] { t.encode("abc\xF0\x9F\x98"); }, {"offset 3"});     // cut short
-  expect_error([&] { t.encode("a\xED\xA0\x80"); }, {"offset 1"});       // a UTF-16 surrogate
+  expect_error([&] { t.encode("abc\xF0\x9F\x98"); }, {"offset 3"});             // cut short
+  expect_error([&] { t.encode("a\xED\xA0\x80"); }, {"offset 1"});               // a UTF-16 surrogate
   expect_error([&] { t.encode(std::string("ab\xC0\xAF", 4)); }, {"offset 2"});  // overlong
 }
 

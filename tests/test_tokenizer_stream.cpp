@@ -22,7 +22,8 @@ const Tokenizer& tokenizer(const std::string& name) {
 }
 
 // Streams ids, checking each piece is valid UTF-8; returns the pieces (finish() last).
-std::vector<std::string> stream(const Tokenizer& t, const std::vector<int32_t>& ids, bool skip_special = false) {
+std::vector<std::string> stream(const Tokenizer& t, const std::vector<int32_t>& ids,
+                                bool skip_special = false) {
   StreamDecoder decoder(t, skip_special);
   std::vector<std::string> pieces;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -49,8 +50,8 @@ class StreamFixture : public ::testing::TestWithParam<std::string> {
 
 TEST_P(StreamFixture, ConcatenationEqualsFullDecode) {
   const Tokenizer& t = tokenizer(GetParam());
-  nlohmann::json entries =
-      nlohmann::json::parse(test::read_text(test::fixtures_dir() / "tokenizers" / GetParam() / "tokenizer_ref.json"));
+  nlohmann::json entries = nlohmann::json::parse(
+      test::read_text(test::fixtures_dir() / "tokenizers" / GetParam() / "tokenizer_ref.json"));
   for (size_t i = 0; i < entries.size(); ++i) {
     SCOPED_TRACE("entry " + std::to_string(i) + ": " + entries[i]["text"].dump());
     for (const char* key : {"ids", "ids_with_special_tokens"}) {
@@ -103,7 +104,8 @@ TEST_F(StreamDecoderTest, KeepsTheSentencePieceLeadingSpaceRule) {
   EXPECT_EQ(stream(llama2, ids), (std::vector<std::string>{"Hello", " world", " again", ""}));
   // Gemma's decoder strips nothing.
   const Tokenizer& gemma3 = tokenizer("gemma3");
-  EXPECT_EQ(stream(gemma3, gemma3.encode(" leading space")), (std::vector<std::string>{" leading", " space", ""}));
+  EXPECT_EQ(stream(gemma3, gemma3.encode(" leading space")),
+            (std::vector<std::string>{" leading", " space", ""}));
 }
 
 TEST_F(StreamDecoderTest, FinishFlushesAnIncompleteCharacter) {
@@ -139,7 +141,8 @@ TEST_F(StreamDecoderTest, RandomIdsIncludingBrokenByteSequencesStreamExactly) {
       std::vector<int32_t> ids;
       size_t length = 1 + random() % 24;
       while (ids.size() < length)
-        ids.push_back(random() % 3 ? bytes[random() % bytes.size()] : static_cast<int32_t>(random() % t.vocab_size()));
+        ids.push_back(random() % 3 ? bytes[random() % bytes.size()]
+                                   : static_cast<int32_t>(random() % t.vocab_size()));
       SCOPED_TRACE(std::string(name) + " round " + std::to_string(round));
       EXPECT_EQ(concat(stream(t, ids)), t.decode(ids));
       EXPECT_EQ(concat(stream(t, ids, true)), t.decode(ids, true));

@@ -29,8 +29,8 @@ Tokenizer make(json spec) {
     if (!spec.contains(key)) spec[key] = nullptr;
   if (!spec.contains("added_tokens")) spec["added_tokens"] = json::array();
   fs::path path = fs::temp_directory_path() /
-                  ("gerbil_tokenizer_units_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                   ".json");
+                  ("gerbil_tokenizer_units_" +
+                   std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".json");
   std::ofstream(path) << spec.dump();
   Tokenizer tokenizer = Tokenizer::load(path);
   fs::remove(path);
@@ -44,8 +44,8 @@ json bpe(json vocab, json merges, json extra = json::object()) {
 }
 
 json added_token(int id, const std::string& content, json flags = json::object()) {
-  json token = {{"id", id},         {"content", content}, {"special", true}, {"single_word", false},
-                {"lstrip", false},  {"rstrip", false},    {"normalized", false}};
+  json token = {{"id", id},        {"content", content}, {"special", true},    {"single_word", false},
+                {"lstrip", false}, {"rstrip", false},    {"normalized", false}};
   token.update(flags);
   return token;
 }
@@ -56,7 +56,10 @@ TEST(Bpe, AppliesTheLowestRankedMergeFirst) {
   // With "a b" first, "bc" never forms and "ab c" is no merge.
   EXPECT_EQ(make({{"model", bpe(vocab, {"a b", "b c", "a bc"})}}).encode("abc"), (Ids{3, 2}));
   // The list form of merges means the same.
-  EXPECT_EQ(make({{"model", bpe(vocab, json::array({json::array({"b", "c"}), json::array({"a", "b"}), json::array({"a", "bc"})}))}}).encode("abc"), Ids{5});
+  EXPECT_EQ(make({{"model", bpe(vocab, json::array({json::array({"b", "c"}), json::array({"a", "b"}),
+                                                    json::array({"a", "bc"})}))}})
+                .encode("abc"),
+            Ids{5});
 }
 
 TEST(Bpe, BreaksTiesLeftmostFirst) {
@@ -75,14 +78,33 @@ TEST(Bpe, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
 TEST(Bpe, UnknownCharactersFallBackToBytesOrUnk) {
   json vocab = {{"<unk>", 0}, {"a", 1}, {"<0xC3>", 2}, {"<0xA9>", 3}};
   json decoder = {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}};
-  Tokenizer bytes = make({{"model", bpe(vocab, json::array(), {{"unk_token", "<unk>"}, {"byte_fallback", true}})},
-                          {"decoder", decoder}});
+  Tokenizer bytes =
+      make({{"model", bpe(vocab, json::array(), {{"unk_token", "<unk>"}, {"byte_fallback", true}})},
+            {"decoder", decoder}});
   EXPECT_EQ(bytes.encode("aé"), (Ids{1, 2, 3}));
   EXPECT_EQ(bytes.decode(Ids{1, 2, 3}), "aé");
-  EXPECT_EQ(bytes.decode(Ids{2, 1}), "\xEF\xBF\xBD" "a");  // a broken byte run is one U+FFFD per byte
-  EXPECT_EQ(make({{"model", bpe(vocab, json::array(), {{"unk_token", "<unk>"}, {"fuse_unk", true}})}}).encode("aééa"),
+  EXPECT_EQ(bytes.decode(Ids{2, 1}),
+            "\xEF\xBF\xBD"
+            "a");  // a broken byte run is one U+FFFD per byte
+  EXPECT_EQ(make({{"model", bpe(vocab, json::array(), {{"unk_token", "<unk>"}, {"fuse_unk", true}})}})
+                .encode("aééa"),
             (Ids{1, 0, 1}));
-  EXPECT_EQ(make({{"model", bpe(vocab, json::array(), {{"unk_token", "<unk>"}})}}).encode("aééa"), (Ids{1, 0, 0, 1}));
+  EXPECT_EQ(make({{"model", bpe(vocab, json::array(), {{"unk_token", "<unk>"}})}}).encode("aééa"),
+            (Ids{1, 0, 0, 1}));
+}
+
+TEST(Bpe, ContinuingSubwordPrefixAndEndOfWordSuffix) {
+  // Inner characters carry "##", the last one "</w>"; a merged token has the prefix only in front.
+  json vocab = {{"a", 0},       {"##b", 1},     {"ab", 2},     {"##a", 3},  {"b", 4},
+                {"##b</w>", 5}, {"##a</w>", 6}, {"ab</w>", 7}, {"b</w>", 8}};
+  json merges = json::array({json::array({"a", "##b"}), json::array({"a", "##b</w>"})});
+  Tokenizer t = make(
+      {{"model", bpe(vocab, merges, {{"continuing_subword_prefix", "##"}, {"end_of_word_suffix", "</w>"}})}});
+  EXPECT_EQ(t.encode("ab"), Ids{7});
+  EXPECT_EQ(t.encode("ba"), (Ids{4, 6}));
+  EXPECT_EQ(t.encode("abab"), (Ids{2, 3, 5}));
+  EXPECT_EQ(t.encode("b"), Ids{8});
+  EXPECT_EQ(t.encode("aab"), (Ids{0, 3, 5}));
 }
 
 TEST(Bpe, LongWordsSplitOnlyWhereNoMergeCanCross) {
@@ -135,6 +157,19 @@ TEST_F(AddedTokens, NormalizedTokensMatchTheNormalizedText) {
   EXPECT_EQ(with_options({{"normalized", false}}, upper_to_lower).encode("a<X>"), (Ids{0, 3, 4, 5}));
 }
 
+TEST_F(AddedTokens, TakeTheirIdsAsHfAssignsThem) {
+  // HF ignores the ids written for added tokens: one in the vocabulary keeps its vocabulary id, a
+  // new one takes the next id after the vocabulary (and after the added tokens before it).
+  json vocab = {{"a", 0}, {"b", 1}, {"ab", 2}};
+  Tokenizer t =
+      make({{"model", bpe(vocab, json::array())},
+            {"added_tokens", {added_token(40, "<new>"), added_token(7, "ab"), added_token(9, "<other>")}}});
+  EXPECT_EQ(t.encode("<other>ab<new>"), (Ids{4, 2, 3}));
+  EXPECT_EQ(t.vocab_size(), 5u);
+  EXPECT_TRUE(t.is_special(2));
+  EXPECT_EQ(t.decode(Ids{3, 2, 4}, true), "");
+}
+
 TEST(Metaspace, PrependsSplitsAndDecodes) {
   json vocab = {{"▁a", 0}, {"▁b", 1}, {"a", 2}, {"b", 3}, {"▁", 4}};
   auto metaspace = [&](const std::string& scheme) {
@@ -170,7 +205,8 @@ std::vector<std::string> pre_tokenize(const json& spec, const std::string& text)
 
 TEST(Split, EachBehaviourGroupsMatchesLikeHf) {
   auto split = [](const std::string& behavior, bool invert = false) {
-    json spec = {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}};
+    json spec = {
+        {"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}};
     return pre_tokenize(spec, "a-b--c");
   };
   using Pieces = std::vector<std::string>;
@@ -197,14 +233,16 @@ TEST(Regex, WhiteSpaceIsOnigurumasNotPcre2s) {
   ASSERT_TRUE(space.find("a\u0085\u3000b", 0, begin, end));
   EXPECT_EQ(begin, 1u);
   EXPECT_EQ(end, 6u);
-  EXPECT_EQ(tok::translate_oniguruma(R"([^\s\p{L}]|\S|\\s)"), R"([^\p{White_Space}\p{L}]|\P{White_Space}|\\s)");
+  EXPECT_EQ(tok::translate_oniguruma(R"([^\s\p{L}]|\S|\\s)"),
+            R"([^\p{White_Space}\p{L}]|\P{White_Space}|\\s)");
 }
 
 TEST(Unicode, BlockwiseNormalizationEqualsWholeStringNormalization) {
   // Characters that compose, decompose, reorder or do nothing, mixed at random.
-  const std::vector<char32_t> alphabet = {
-      'a', 'e', 'A', 'K', ' ', '1', 0x0301, 0x0300, 0x0323, 0x0308, 0x00E9, 0x00C5, 0x212B, 0x1E0A, 0x1100, 0x1161,
-      0x11A8, 0xAC00, 0xAC01, 0x4E00, 0x3042, 0x304B, 0x3099, 0x0B47, 0x0B3E, 0x0958, 0xFB01, 0x2460, 0x1F600, 0x05D0};
+  const std::vector<char32_t> alphabet = {'a',    'e',    'A',    'K',    ' ',     '1',    0x0301, 0x0300,
+                                          0x0323, 0x0308, 0x00E9, 0x00C5, 0x212B,  0x1E0A, 0x1100, 0x1161,
+                                          0x11A8, 0xAC00, 0xAC01, 0x4E00, 0x3042,  0x304B, 0x3099, 0x0B47,
+                                          0x0B3E, 0x0958, 0xFB01, 0x2460, 0x1F600, 0x05D0};
   const std::pair<tok::UnicodeForm, int> forms[] = {
       {tok::UnicodeForm::NFC, UTF8PROC_COMPOSE},
       {tok::UnicodeForm::NFD, UTF8PROC_DECOMPOSE},
@@ -229,16 +267,13 @@ TEST(Unicode, BlockwiseNormalizationEqualsWholeStringNormalization) {
 
 TEST(Utf8, LossyConversionFollowsRust) {
   const std::string fffd = "\xEF\xBF\xBD";
-  EXPECT_EQ(tok::utf8_lossy("a\xF0\x9F\x98" "b"), "a" + fffd + "b");  // one U+FFFD for a cut-short sequence
-  EXPECT_EQ(tok::utf8_lossy("\xED\xA0\x80"), fffd + fffd + fffd);     // surrogate: each byte
-  EXPECT_EQ(tok::utf8_lossy("\xC0\xAF"), fffd + fffd);                // overlong
+  EXPECT_EQ(tok::utf8_lossy("a\xF0\x9F\x98"
+                            "b"),
+            "a" + fffd + "b");                                     // one U+FFFD for a cut-short sequence
+  EXPECT_EQ(tok::utf8_lossy("\xED\xA0\x80"), fffd + fffd + fffd);  // surrogate: each byte
+  EXPECT_EQ(tok::utf8_lossy("\xC0\xAF"), fffd + fffd);             // overlong
   EXPECT_EQ(tok::utf8_lossy("\xE4\xB8"), fffd);
   EXPECT_EQ(tok::utf8_lossy("中文"), "中文");
-  EXPECT_TRUE(tok::ends_with_incomplete_utf8("a\xE4\xB8"));
-  EXPECT_TRUE(tok::ends_with_incomplete_utf8("\xF0\x9F\x98"));
-  EXPECT_FALSE(tok::ends_with_incomplete_utf8("a\xE4\xB8\xAD"));
-  EXPECT_FALSE(tok::ends_with_incomplete_utf8("a\x80"));
-  EXPECT_FALSE(tok::ends_with_incomplete_utf8("\xED\xA0"));  // can never become valid
   EXPECT_EQ(tok::find_invalid_utf8("abcdefghij\xFF"), 10u);
 }
 

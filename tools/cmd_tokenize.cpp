@@ -51,12 +51,14 @@ GERBIL_COMMAND("tokenize", "Encode text into token ids with a Hugging Face token
   auto special = std::make_shared<bool>(false);
   app.description(
       "Encode text into token ids, exactly as transformers' tokenizer.encode does, and print them as a JSON\n"
-      "array on one line. Added and special tokens written in the text (e.g. <|im_start|>) map to their ids.");
+      "array on one line. Added and special tokens written in the text (e.g. <|im_start|>) map to their "
+      "ids.");
   app.add_option("--tokenizer", *tokenizer,
                  "tokenizer.json, GPT-2 vocab.json/encoder.json, or a folder holding one")
       ->required();
   auto text_option = app.add_option("--text", *text, "Text to encode");
-  auto file_option = app.add_option("--text-file", *text_file, "File whose bytes (UTF-8) are the text to encode");
+  auto file_option =
+      app.add_option("--text-file", *text_file, "File whose bytes (UTF-8) are the text to encode");
   text_option->excludes(file_option);
   app.add_flag("--add-special-tokens", *special, "Add the tokenizer's special tokens (e.g. a BOS in front)");
   return [=] {
@@ -80,7 +82,8 @@ GERBIL_COMMAND("detokenize", "Decode token ids into text with a Hugging Face tok
   app.add_option("--tokenizer", *tokenizer,
                  "tokenizer.json, GPT-2 vocab.json/encoder.json, or a folder holding one")
       ->required();
-  app.add_option("--ids", *ids, "Token ids separated by commas, e.g. 9707,11,1879 (or a JSON array)")->required();
+  app.add_option("--ids", *ids, "Token ids separated by commas, e.g. 9707,11,1879 (or a JSON array)")
+      ->required();
   app.add_flag("--skip-special-tokens", *skip, "Leave special tokens out of the text");
   return [=] {
     std::vector<int32_t> parsed = parse_ids(*ids);

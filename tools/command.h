@@ -10,7 +10,8 @@
 
 namespace gerbil::cli {
 
-// A subcommand: `setup` adds its options to the CLI11 subcommand and returns the action to run
+// A subcommand: `name` may have two words ("bench kernels", "bench model") to nest it under a shared parent
+// command. `setup` adds its options to the CLI11 subcommand and returns the action to run
 // when the subcommand is chosen. The action returns the process exit code.
 struct Command {
   std::string name;

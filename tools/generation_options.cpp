@@ -1,8 +1,48 @@
 #include "generation_options.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 
 namespace gerbil::cli {
+namespace {
+
+std::atomic<bool> answering{false}, cancel_answer{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs lock-free flags");
+
+void on_interrupt(int) {
+  if (answering.load()) {
+    cancel_answer.store(true);
+    return;
+  }
+  // Not answering: end the process, as SIGINT's default action would, on a fresh line.
+  (void)!write(STDOUT_FILENO, "\n", 1);
+  _exit(128 + SIGINT);
+}
+
+void install_interrupt_handler() {
+  static bool installed = false;
+  if (installed) return;
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // the GPU driver's waits resume instead of failing with EINTR
+  sigaction(SIGINT, &action, nullptr);
+  installed = true;
+}
+
+// Marks an answer in progress for the SIGINT handler, also when generation throws.
+struct Answering {
+  Answering() {
+    cancel_answer.store(false);
+    answering.store(true);
+  }
+  ~Answering() { answering.store(false); }
+};
+
+}  // namespace
 
 void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens) {
   options.max_new_tokens = default_max_tokens;
@@ -26,6 +66,38 @@ GenerateOptions GenerationFlags::resolve() const {
   if (greedy) resolved.sampling.temperature = 0;
   resolved.sampling.validate();
   return resolved;
+}
+
+void ChatFlags::add_to(CLI::App& app) {
+  app.add_option("--system", system, "System message that starts the conversation");
+  app.add_option("--thinking", thinking, "Tell the chat template enable_thinking (e.g. Qwen3): on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
+nlohmann::ordered_json ChatFlags::first_messages() const {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+  return messages;
+}
+
+nlohmann::ordered_json ChatFlags::template_variables() const {
+  nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+  if (!thinking.empty()) vars["enable_thinking"] = thinking == "on";
+  return vars;
+}
+
+Generation stream_answer(Generator& generator, std::span<const int32_t> prompt, const GenerateOptions& options) {
+  install_interrupt_handler();
+  Answering answering_now;
+  auto print = [](std::string_view text, int32_t) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  Generation answer = generator.generate(prompt, options, print, &cancel_answer);
+  std::printf("\n");
+  std::fflush(stdout);  // before the statistics line on stderr
+  return answer;
 }
 
 void print_stats(const Generation& g) {

@@ -23,7 +23,20 @@ int main(int argc, char** argv) {
   std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.name < b.name; });
   std::function<int()> action;
   for (auto& command : commands) {
-    CLI::App* sub = app.add_subcommand(command.name, command.help);
+    CLI::App* parent = &app;
+    std::string name = command.name;
+    if (auto space = name.find(' '); space != std::string::npos) {
+      std::string group = name.substr(0, space);
+      name = name.substr(space + 1);
+      auto groups = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == group; });
+      if (!groups.empty()) {
+        parent = groups.front();
+      } else {
+        parent = app.add_subcommand(group, group + " commands");
+        parent->require_subcommand(1);
+      }
+    }
+    CLI::App* sub = parent->add_subcommand(name, command.help);
     auto run = command.setup(*sub);
     sub->callback([&action, run] { action = run; });
   }

@@ -1,11 +1,47 @@
 #include "model_options.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "gerbil/error.h"
 
 namespace gerbil::cli {
+namespace {
+
+// "loading weights [#######             ]  35%  120/342 MiB" on one stderr line, redrawn only when the
+// percentage changes, and erased when done so the summary line takes its place.
+graph::LoadProgress progress_bar() {
+  auto last_percent = std::make_shared<int>(-1);
+  return [last_percent](uint64_t done, uint64_t total) {
+    constexpr int kWidth = 30;
+    int percent = total ? int(done * 100 / total) : 100;
+    if (percent == *last_percent) return;
+    *last_percent = percent;
+    std::string bar(size_t(percent * kWidth / 100), '#');
+    bar.resize(kWidth, ' ');
+    std::fprintf(stderr, "\rloading weights [%s] %3d%%  %.0f/%.0f MiB", bar.c_str(), percent, done / 1048576.0,
+                 total / 1048576.0);
+    if (done == total) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  };
+}
+
+// Whether DIR has a chat template at all. A tokenizer_config.json that cannot be read counts as having
+// one, so that loading it reports what is wrong instead of the template silently going missing.
+bool has_chat_template(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir / "chat_template.jinja")) return true;
+  std::ifstream in(dir / "tokenizer_config.json");
+  if (!in) return false;
+  auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return config.is_discarded() || !config.is_object() || config.contains("chat_template");
+}
+
+}  // namespace
 
 void ModelOptions::add_to(CLI::App& app, bool model_required) {
   auto* model = app.add_option("--model", model_dir, "Hugging Face model folder (config.json + *.safetensors)");
@@ -24,6 +60,7 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   graph::ModelOptions model_options;
   model_options.context = options.context;
   model_options.weights = options.weights == "f16" ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint;
+  if (report && isatty(STDERR_FILENO)) model_options.progress = progress_bar();
   loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options);
   if (report) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -34,6 +71,13 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
                  m.kv_cache_bytes() / 1048576.0, m.context());
   }
   return loaded;
+}
+
+ModelText load_text(const std::string& model_dir) {
+  if (!std::filesystem::is_directory(model_dir)) fail("{}: no such model folder", model_dir);
+  ModelText text{Tokenizer::load(model_dir), std::nullopt};
+  if (has_chat_template(model_dir)) text.chat = ChatTemplate::from_tokenizer_config(model_dir);
+  return text;
 }
 
 std::vector<int32_t> parse_ids(const std::string& text) {

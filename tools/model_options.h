@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "graph/model.h"
 #include "gpu/device.h"
 #include "model/weights.h"
+#include "template/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gerbil::cli {
 
@@ -30,7 +33,18 @@ struct LoadedModel {
   std::unique_ptr<graph::Model> model;
 };
 
+// REPORT: a progress bar on stderr while the weights upload (when stderr is a terminal), then one line
+// saying what was loaded where.
 LoadedModel load_model(const ModelOptions& options, bool report = false);
+
+// The tokenizer and, when the folder has one, the chat template of a model folder: what commands that
+// take text need. Throws naming the folder when there is no tokenizer.
+struct ModelText {
+  Tokenizer tokenizer;
+  std::optional<ChatTemplate> chat;
+};
+
+ModelText load_text(const std::string& model_dir);
 
 // "1,2,3" -> {1, 2, 3}; throws naming the bad entry.
 std::vector<int32_t> parse_ids(const std::string& text);

@@ -117,56 +117,73 @@ Generation Generator::generate(std::span<const int32_t> prompt, const GenerateOp
 
   auto start = Clock::now();
   Generation result;
+  result.finish = FinishReason::MaxTokens;
   result.stats.prompt_tokens = prompt.size();
   Sampler sampler(options.sampling);
   result.seed = sampler.seed();
   std::optional<StreamDecoder> decoder;
   if (tokenizer_) decoder.emplace(*tokenizer_, /*skip_special_tokens=*/true);
   StopStringFilter filter(options.stop_strings);
+  std::vector<int32_t> sequence(prompt.begin(), prompt.end());  // prompt and every sampled id
 
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
-  std::vector<float> logits = prefill(prompt, result.stats);
-  auto decode_start = Clock::now();
-  bool stopped = false;
-  auto emit = [&](const std::string& text, int32_t id) {
-    result.text += text;
-    if (on_text && !text.empty() && !on_text(text, id)) result.finish = FinishReason::Cancelled, stopped = true;
-  };
-  while (!stopped) {
-    if (cancel && cancel->load()) {
-      result.finish = FinishReason::Cancelled;
-      break;
-    }
-    int32_t id = sampler.sample(logits, history);
+  // Takes one sampled id; returns whether generation goes on.
+  auto accept = [&](int32_t id) {
     if (result.tokens.empty()) result.stats.time_to_first_token = seconds_since(start);
+    sequence.push_back(id);
     if (!options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
       result.finish = FinishReason::EndOfSequence;
-      break;
+      return false;
     }
     result.tokens.push_back(id);
-    history.push_back(id);
     if (decoder) {
       bool hit = false;
       std::string piece = filter.add(decoder->step(id), hit);
-      emit(piece, id);
+      result.text += piece;
+      if (on_text && !piece.empty() && !on_text(piece, id)) {
+        result.finish = FinishReason::Cancelled;
+        return false;
+      }
       if (hit) {
         result.finish = FinishReason::StopString;
-        break;
+        return false;
       }
     }
-    if (stopped) break;
+    if (cancel && cancel->load()) {
+      result.finish = FinishReason::Cancelled;
+      return false;
+    }
     if (result.tokens.size() >= options.max_new_tokens) {
       result.finish = FinishReason::MaxTokens;
-      break;
+      return false;
     }
-    if (model_.position() >= model_.context()) {
+    if (prompt.size() + result.tokens.size() >= model_.context()) {
       result.finish = FinishReason::ContextFull;
-      break;
+      return false;
     }
-    logits = model_.forward(std::span(&id, 1));
-    cached_.push_back(id);
+    return true;
+  };
+
+  std::vector<float> logits = prefill(prompt, result.stats);
+  auto decode_start = Clock::now();
+  int32_t id = sampler.sample(logits, sequence);
+  if (accept(id)) {
+    const auto& s = options.sampling;
+    bool plain_greedy = s.greedy() && s.repetition_penalty == 1.0f && s.presence_penalty == 0.0f &&
+                        s.frequency_penalty == 0.0f;
+    if (plain_greedy) {
+      // Argmax on the GPU, steps queued back to back; `accept` sees each id a few steps later.
+      model_.decode_greedy(id, options.max_new_tokens - uint32_t(result.tokens.size()), accept);
+    } else {
+      bool going = true;
+      while (going) {
+        logits = model_.forward(std::span(&id, 1));
+        id = sampler.sample(logits, sequence);
+        going = accept(id);
+      }
+    }
   }
-  if (decoder && result.finish != FinishReason::StopString) {
+  cached_.assign(sequence.begin(), sequence.begin() + std::ptrdiff_t(model_.position()));
+  if (decoder && result.finish != FinishReason::StopString && result.finish != FinishReason::Cancelled) {
     bool hit = false;
     std::string tail = filter.add(decoder->finish(), hit);
     if (!hit) tail += filter.flush();

@@ -197,7 +197,7 @@ Device::Device(const DeviceOptions& options) : instance_(create_instance()) {
     return present;
   };
   features_.shader_f16 = want(WGPUFeatureName_ShaderF16, options.allow_shader_f16);
-  features_.subgroups = want(WGPUFeatureName_Subgroups, true);
+  features_.subgroups = want(WGPUFeatureName_Subgroups, options.allow_subgroups);
   features_.timestamp_query = want(WGPUFeatureName_TimestampQuery, true);
   features_.subgroup_matrix = wgpuAdapterHasFeature(adapter_.get(), WGPUFeatureName_ChromiumExperimentalSubgroupMatrix);
 
@@ -338,34 +338,46 @@ std::vector<std::byte> Device::read(const Buffer& buffer, uint64_t offset, std::
   if (offset % 4 != 0) fail("reading buffer '{}': offset {} is not a multiple of 4", buffer.label(), offset);
   if (offset + bytes > buffer.size())
     fail("reading {} bytes at offset {} from buffer '{}' of {} bytes", bytes, offset, buffer.label(), buffer.size());
-  std::vector<std::byte> out(bytes);
-  if (bytes == 0) return out;
+  if (bytes == 0) return {};
   uint64_t padded = (bytes + 3) / 4 * 4;
   Buffer staging = create_buffer(buffer.label() + " (read-back)", padded, BufferKind::Readback);
   Recorder recorder(*this, "read-back");
   recorder.copy(buffer, offset, staging, 0, padded);
   recorder.submit();
 
-  struct Mapped {
-    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-    std::string message;
-  } mapped;
+  PendingRead pending = map_async(staging, bytes);
+  return finish_read(pending);
+}
+
+Device::PendingRead Device::map_async(const Buffer& readback, uint64_t size) {
+  if (readback.kind() != BufferKind::Readback) fail("buffer '{}' is not a read-back buffer", readback.label());
+  uint64_t padded = (size + 3) / 4 * 4;
+  PendingRead pending{&readback, size, {}, std::make_unique<std::pair<WGPUMapAsyncStatus, std::string>>()};
+  pending.status->first = WGPUMapAsyncStatus_Error;
   WGPUBufferMapCallbackInfo callback{};
   callback.mode = WGPUCallbackMode_WaitAnyOnly;
   callback.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* out, void*) {
-    auto* result = static_cast<Mapped*>(out);
-    result->status = status;
-    result->message = to_string(message);
+    auto* result = static_cast<std::pair<WGPUMapAsyncStatus, std::string>*>(out);
+    result->first = status;
+    result->second = to_string(message);
   };
-  callback.userdata1 = &mapped;
-  wait(wgpuBufferMapAsync(staging.get(), WGPUMapMode_Read, 0, padded, callback));
+  callback.userdata1 = pending.status.get();
+  pending.future = wgpuBufferMapAsync(readback.get(), WGPUMapMode_Read, 0, padded, callback);
+  return pending;
+}
+
+std::vector<std::byte> Device::finish_read(PendingRead& pending) {
+  wait(pending.future);
   check_errors();
-  if (mapped.status != WGPUMapAsyncStatus_Success)
-    fail("reading buffer '{}': mapping failed: {}", buffer.label(), mapped.message);
-  const void* data = wgpuBufferGetConstMappedRange(staging.get(), 0, padded);
+  const Buffer& buffer = *pending.buffer;
+  if (pending.status->first != WGPUMapAsyncStatus_Success)
+    fail("reading buffer '{}': mapping failed: {}", buffer.label(), pending.status->second);
+  uint64_t padded = (pending.size + 3) / 4 * 4;
+  const void* data = wgpuBufferGetConstMappedRange(buffer.get(), 0, padded);
   if (!data) fail("reading buffer '{}': no mapped range", buffer.label());
-  std::memcpy(out.data(), data, bytes);
-  wgpuBufferUnmap(staging.get());
+  std::vector<std::byte> out(pending.size);
+  std::memcpy(out.data(), data, pending.size);
+  wgpuBufferUnmap(buffer.get());
   return out;
 }
 

@@ -60,6 +60,7 @@ struct DeviceOptions {
   // GERBIL_ADAPTER environment variable, else the first adapter (high-performance first).
   std::string adapter;
   bool allow_shader_f16 = true;  // false forces the f16 fallback paths, for tests on adapters that have it
+  bool allow_subgroups = true;   // false forces the kernels' workgroup-memory fallbacks, likewise
   std::vector<std::string> enable_toggles;   // Dawn toggles, e.g. "skip_validation"
   std::vector<std::string> disable_toggles;  // e.g. "lazy_clear_resource_on_first_use"
 };
@@ -167,6 +168,18 @@ class Device {
     std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
     return out;
   }
+
+  // Asynchronous read-back, for reading results without stalling the queue: record a copy into a Readback
+  // buffer, submit, start mapping it with map_async(), and later finish_read() waits for the map and returns
+  // the bytes (unmapping the buffer for reuse). read() is this, done at once.
+  struct PendingRead {
+    const Buffer* buffer = nullptr;
+    uint64_t size = 0;
+    WGPUFuture future{};
+    std::unique_ptr<std::pair<WGPUMapAsyncStatus, std::string>> status;
+  };
+  PendingRead map_async(const Buffer& readback, uint64_t size);
+  std::vector<std::byte> finish_read(PendingRead& pending);
 
   // Compiles (once per name and constants) a compute pipeline from WGSL with entry point `main`.
   const Pipeline& pipeline(const std::string& name, std::string_view wgsl, const Constants& constants = {});

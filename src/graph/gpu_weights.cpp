@@ -1,5 +1,6 @@
 #include "graph/gpu_weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gerbil/error.h"
@@ -77,6 +78,18 @@ std::vector<std::byte> convert(const HostMatrix& m, DType to) {
   std::vector<std::byte> out(values.size() * dtype_size(to));
   convert_from_f32(to, values, out);
   return out;
+}
+
+// Checkpoint bytes of some roles' tensors (what reading them costs), for progress reports.
+uint64_t checkpoint_bytes(std::span<const RoleTensors> roles) {
+  uint64_t bytes = 0;
+  for (const RoleTensors& role : roles) {
+    for (const auto* tensor : {&role.weight, &role.bias})
+      if (*tensor) bytes += (*tensor)->bytes.size();
+    if (const auto& g = role.gptq)
+      bytes += g->qweight.bytes.size() + g->qzeros.bytes.size() + g->scales.bytes.size() + g->g_idx.bytes.size();
+  }
+  return bytes;
 }
 
 class Uploader {
@@ -205,12 +218,19 @@ std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max
   return blocks;
 }
 
-GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPolicy policy) {
+GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPolicy policy,
+                          const LoadProgress& progress) {
   const ModelConfig& config = files.config();
   const ArchitectureSpec& arch = files.arch();
   const ModelWeights& w = files.weights();
   Uploader up(device, files, policy);
   GpuWeights gpu;
+  uint64_t done = 0;
+  auto report = [&](uint64_t bytes) {
+    done = std::min(files.weight_bytes(), done + bytes);
+    if (progress) progress(done, files.weight_bytes());
+  };
+  report(0);
 
   gpu.embed = up.table(*w.get(Role::Embed).weight, "embed_tokens");
   if (arch.positions == PositionKind::Learned) gpu.positions = up.upload_f32("position_embeddings", to_f32(*w.get(Role::PosEmbed).weight));
@@ -228,6 +248,8 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
   }
   if (w.get(Role::LmHead).bias && !gpu.lm_head.bias)
     gpu.lm_head.bias = up.upload_f32("lm_head.bias", to_f32(*w.get(Role::LmHead).bias));
+  // A tied LM head is the embedding tensor: count it once.
+  report(checkpoint_bytes(w.globals) - (w.tied ? w.get(Role::Embed).weight->bytes.size() : 0));
 
   for (int l = 0; l < int(config.num_layers); ++l) {
     auto label = [l](const char* what) { return fmt::format("layer {} {}", l, what); };
@@ -256,6 +278,7 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
       layer.up = up.linear({role(Role::Up)}, label("up"));
     layer.down = up.linear({role(Role::Down)}, label("down"));
     gpu.layers.push_back(std::move(layer));
+    report(checkpoint_bytes(w.layers[size_t(l)]));
   }
   gpu.bytes = up.bytes();
   return gpu;

@@ -6,6 +6,7 @@
 // blocks, never refused.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,7 +67,12 @@ struct GpuWeights {
   uint64_t bytes = 0;  // GPU bytes of all weights
 };
 
-GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPolicy policy);
+// Called during upload with the checkpoint bytes handled so far and in all (ModelFiles::weight_bytes());
+// the last call has done == total.
+using LoadProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
+
+GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPolicy policy,
+                          const LoadProgress& progress = {});
 
 // Splits `rows` rows of `row_bytes` each into blocks that fit one storage binding; block starts are
 // multiples of 128 rows so their byte offsets meet the binding-offset alignment.

@@ -1,6 +1,7 @@
 #include "graph/model.h"
 
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <functional>
 
@@ -30,6 +31,8 @@ struct Model::Buffers {
   std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
   gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
   uint32_t logit_rows = 0;            // rows `logits` holds
+  gpu::Buffer sampled;                // the GPU-sampled token of a greedy step
+  std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
 };
 
 // One step's graph: the entries in recording order, and how to re-point them at a new position.
@@ -61,11 +64,14 @@ class StepBuilder {
       : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
         step_(step), T_(step.tokens) {}
 
-  void build(bool all_logits) {
+  void build(bool all_logits, bool greedy_token) {
     embed();
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
     logits(current, all_logits);
+    if (greedy_token)  // the next input id, picked on the GPU: the host need not see the logits
+      add("argmax", kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled},
+                                    {uint32_t(config_.vocab_size), 0}));
   }
 
  private:
@@ -240,7 +246,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
-  weights_ = upload_weights(device, files, options.weights);
+  weights_ = upload_weights(device, files, options.weights, options.progress);
 
   buffers_ = std::make_unique<Buffers>();
   Buffers& b = *buffers_;
@@ -281,6 +287,9 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     }
   }
   b.unused = f32("unused", 4);
+  b.sampled = f32("sampled token", 1);
+  for (int slot = 0; slot < 4; ++slot)
+    b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
 }
 
 Model::~Model() = default;
@@ -294,13 +303,15 @@ void Model::rewind(uint32_t position) {
   position_ = position;
 }
 
-Model::Step& Model::step(uint32_t tokens, bool all_logits) {
-  auto key = std::make_pair(tokens, all_logits || tokens == 1);
+Model::Step& Model::step(uint32_t tokens, Output output) {
+  if (tokens == 1 && output == Output::AllLogits) output = Output::LastLogits;  // the same graph
+  auto key = std::make_pair(tokens, output);
   if (auto found = steps_.find(key); found != steps_.end()) return *found->second;
   if (steps_.size() >= 8) steps_.clear();  // prompts of many lengths: keep the cache of graphs small
   auto step = std::make_unique<Step>();
   step->tokens = tokens;
-  StepBuilder(device_, config_, weights_, *buffers_, context_, *step).build(key.second);
+  StepBuilder(device_, config_, weights_, *buffers_, context_, *step)
+      .build(output == Output::AllLogits, output == Output::GreedyToken);
   return *steps_.emplace(key, std::move(step)).first->second;
 }
 
@@ -322,25 +333,73 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
   return logits;
 }
 
-std::vector<float> Model::run_chunk(std::span<const int32_t> tokens, bool all_logits) {
-  Step& s = step(uint32_t(tokens.size()), all_logits);
-  std::vector<uint32_t> ids(tokens.begin(), tokens.end());
-  device_.write(buffers_->ids, std::span<const uint32_t>(ids));
+void Model::record(Step& s, gpu::Recorder& recorder) {
   for (auto& update : s.at_position) update(position_);
-  gpu::Recorder recorder(device_, "step");
   for (const auto& entry : s.entries) {
     if (entry.dispatch)
       entry.dispatch->record(recorder);
     else
       recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination, 0, entry.copy->size);
   }
+}
+
+std::vector<float> Model::run_chunk(std::span<const int32_t> tokens, bool all_logits) {
+  Step& s = step(uint32_t(tokens.size()), all_logits ? Output::AllLogits : Output::LastLogits);
+  std::vector<uint32_t> ids(tokens.begin(), tokens.end());
+  device_.write(buffers_->ids, std::span<const uint32_t>(ids));
+  gpu::Recorder recorder(device_, "step");
+  record(s, recorder);
   recorder.submit();
   position_ += uint32_t(tokens.size());
   return device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
 }
 
+uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token) {
+  check_token_id(config_, first, "first token");
+  max_steps = std::min(max_steps, context_ - position_);
+  if (max_steps == 0) return 0;
+  Step& s = step(1, Output::GreedyToken);
+  Buffers& b = *buffers_;
+  const uint32_t start = position_;
+  uint32_t first_id = uint32_t(first);
+  device_.write(b.ids, std::span<const uint32_t>(&first_id, 1));
+  // Keep up to `lag` steps queued ahead of the host: enough to hide the read-back round trip.
+  const size_t lag = b.token_ring.size() - 1;
+  std::deque<gpu::Device::PendingRead> in_flight;
+  uint32_t submitted = 0, produced = 0;
+  bool stopped = false;
+  auto collect = [&] {
+    auto bytes = device_.finish_read(in_flight.front());
+    in_flight.pop_front();
+    uint32_t id = 0;
+    std::memcpy(&id, bytes.data(), 4);
+    ++produced;
+    if (!on_token(int32_t(id))) stopped = true;
+  };
+  while (!stopped && (submitted < max_steps || !in_flight.empty())) {
+    if (submitted < max_steps && in_flight.size() <= lag) {
+      const gpu::Buffer& slot = b.token_ring[submitted % b.token_ring.size()];
+      gpu::Recorder recorder(device_, "greedy step");
+      record(s, recorder);
+      recorder.copy(b.ids, 0, slot, 0, 4);
+      recorder.submit();
+      ++position_;
+      ++submitted;
+      in_flight.push_back(device_.map_async(slot, 4));
+    } else {
+      collect();
+    }
+  }
+  while (!in_flight.empty()) {  // steps past a stop: wait for them (their buffers must unmap), discard
+    device_.finish_read(in_flight.front());
+    in_flight.pop_front();
+  }
+  position_ = start + produced;
+  return produced;
+}
+
 std::vector<StepEntry> Model::describe(uint32_t tokens, bool all_logits) {
-  Step& s = step(tokens, all_logits);
+  Step& s = step(tokens, all_logits ? Output::AllLogits : Output::LastLogits);
   std::vector<StepEntry> out;
   for (const auto& entry : s.entries) {
     if (entry.dispatch)

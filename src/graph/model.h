@@ -7,6 +7,7 @@
 // uniforms (position offset, key count) are rewritten, so a decode step allocates nothing.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -23,6 +24,7 @@ struct ModelOptions {
   uint32_t context = 0;       // KV-cache capacity in tokens; 0: min(max_position_embeddings, 4096)
   uint32_t max_chunk = 512;   // prompt tokens per prefill step (longer prompts run in chunks)
   WeightPolicy weights = WeightPolicy::Checkpoint;
+  LoadProgress progress;      // optional: told how far the weight upload has come
 };
 
 // One entry of a step's graph, for `gerbil graph`.
@@ -55,6 +57,14 @@ class Model {
   // if a token id is out of range or the tokens do not fit in the context.
   std::vector<float> forward(std::span<const int32_t> tokens, bool all_logits = false);
 
+  // Greedy decoding with the token kept on the GPU: `first` is fed at the current position, and each step's
+  // argmax (computed on the GPU) becomes the next step's input, so steps are submitted back to back
+  // without waiting for the host. Ids come back through a ring of read-back buffers a few steps behind;
+  // `on_token` sees every produced id in order and returns false to stop. At most `max_steps` steps run
+  // (and never past the context). Steps already in flight after a stop are discarded: the cache ends up
+  // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
+  uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
+
   // The dispatches of one step over `tokens` tokens (T = 1: a decode step).
   std::vector<StepEntry> describe(uint32_t tokens, bool all_logits = false);
 
@@ -62,8 +72,10 @@ class Model {
   struct Step;     // one step's recorded graph (defined in model.cpp)
 
  private:
-  Step& step(uint32_t tokens, bool all_logits);
+  enum class Output { LastLogits, AllLogits, GreedyToken };
+  Step& step(uint32_t tokens, Output output);
   std::vector<float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
+  void record(Step& step, gpu::Recorder& recorder);  // sets the step's position uniforms, records it
 
   gpu::Device& device_;
   ModelConfig config_;
@@ -72,7 +84,7 @@ class Model {
   uint32_t position_ = 0;
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
-  std::map<std::pair<uint32_t, bool>, std::unique_ptr<Step>> steps_;
+  std::map<std::pair<uint32_t, Output>, std::unique_ptr<Step>> steps_;
 };
 
 }  // namespace gerbil::graph

@@ -19,15 +19,18 @@ constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_att
 
 const char* name_of(WeightType type) {
   switch (type) {
-    case WeightType::F32: return "f32";
-    case WeightType::F16: return "f16";
-    case WeightType::BF16: return "bf16";
+    case WeightType::F32:
+      return "f32";
+    case WeightType::F16:
+      return "f16";
+    case WeightType::BF16:
+      return "bf16";
   }
   return "invalid";
 }
 
-// A weight operand counts its own elements: an odd-length 16-bit tensor needs half a word less than the
-// shader reads, but buffers are allocated (and bound) in whole words, so that last half word is always there.
+// Weights are counted in their own bytes, not in u32 words: an odd-length 16-bit tensor ends in half a word,
+// which the shader reads whole, but buffers are allocated and bound in whole words, so that word exists.
 Operand weight_operand(std::string_view name, BufferBinding binding, uint64_t elements, WeightType type) {
   return {name, binding, elements, weight_bytes(type)};
 }
@@ -61,19 +64,21 @@ void check_linear(std::string_view kernel, const std::string& shapes, uint32_t M
 
 uint32_t weight_bytes(WeightType type) {
   switch (type) {
-    case WeightType::F32: return 4;
+    case WeightType::F32:
+      return 4;
     case WeightType::F16:
-    case WeightType::BF16: return 2;
+    case WeightType::BF16:
+      return 2;
   }
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
 Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, BufferBinding positions,
                BufferBinding out, const EmbedParams& p, WeightType type, uint32_t position_rows) {
-  auto shapes = fmt::format("T={} D={} vocab_block=[{}, {}) type={} positions={}", p.seq_len, p.hidden_size,
-                            p.vocab_offset, uint64_t(p.vocab_offset) + p.vocab_rows, name_of(type),
-                            p.use_positions ? fmt::format("{} rows from {}", position_rows, p.position_offset)
-                                            : "none");
+  auto shapes = fmt::format(
+      "T={} D={} vocab_block=[{}, {}) type={} positions={}", p.seq_len, p.hidden_size, p.vocab_offset,
+      uint64_t(p.vocab_offset) + p.vocab_rows, name_of(type),
+      p.use_positions ? fmt::format("{} rows from {}", position_rows, p.position_offset) : "none");
   check_weight_type("embed", shapes, type);
   if (p.seq_len == 0 || p.hidden_size == 0 || p.vocab_rows == 0)
     fail("kernel 'embed' ({}): seq_len, hidden_size and vocab_rows must be positive", shapes);
@@ -91,6 +96,22 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 
 Grid linear_grid(const LinearParams& p) { return linear_like_grid(p.M, p.N, kLinearMatvecColumns); }
 
+namespace {
+
+// linear_matvec_sg.wgsl serves decoding when the adapter has subgroups of a known size and weight rows are
+// whole 16-byte pieces; it covers 256 / subgroup_size columns per workgroup.
+bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, WeightType type) {
+  return device.features().subgroups && device.adapter().subgroup_max_size > 0 && use_matvec(p.M) &&
+         (uint64_t(p.K) * weight_bytes(type)) % 16 == 0;
+}
+
+Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p) {
+  uint32_t columns = std::max<uint32_t>(1, kWorkgroupSize / device.adapter().subgroup_max_size);
+  return fold(ceil_div(p.N, columns));
+}
+
+}  // namespace
+
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type) {
   auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type),
@@ -98,26 +119,30 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  return prepare(device, "linear", shapes,
-                 {{"x", x, count_of(p.M, p.K)},
-                  weight_operand("W", weight, count_of(p.N, p.K), type),
-                  {"bias", bias, used(p.has_bias, p.N)},
-                  {"residual", residual, used(p.has_residual, out_count)},
-                  {"out", out, out_count}},
-                 p, linear_grid(p), {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
+  std::initializer_list<Operand> operands = {{"x", x, count_of(p.M, p.K)},
+                                             weight_operand("W", weight, count_of(p.N, p.K), type),
+                                             {"bias", bias, used(p.has_bias, p.N)},
+                                             {"residual", residual, used(p.has_residual, out_count)},
+                                             {"out", out, out_count}};
+  if (use_subgroup_matvec(device, p, type))
+    return prepare(device, "linear_matvec_sg", shapes, operands, p, subgroup_matvec_grid(device, p),
+                   {{"WEIGHT_TYPE", double(type)}});
+  return prepare(device, "linear", shapes, operands, p, linear_grid(p),
+                 {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
 Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight, BufferBinding qzeros,
                      BufferBinding scales, BufferBinding bias, BufferBinding residual, BufferBinding out,
                      const LinearGptqParams& p) {
-  auto shapes = fmt::format("M={} K={} N={} group_size={} out_stride={} out_col={}", p.M, p.K, p.N, p.group_size,
-                            p.out_stride, p.out_col);
+  auto shapes = fmt::format("M={} K={} N={} group_size={} out_stride={} out_col={}", p.M, p.K, p.N,
+                            p.group_size, p.out_stride, p.out_col);
   check_linear("linear_gptq", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   // A qweight word holds 8 consecutive k, which must share one group.
   if (p.group_size == 0 || p.group_size % 8 != 0)
     fail("kernel 'linear_gptq' ({}): group_size must be a positive multiple of 8", shapes);
   if (p.K % p.group_size != 0) fail("kernel 'linear_gptq' ({}): K must be a multiple of group_size", shapes);
-  if (p.N % 8 != 0) fail("kernel 'linear_gptq' ({}): N must be a multiple of 8 (qzeros packs 8 columns)", shapes);
+  if (p.N % 8 != 0)
+    fail("kernel 'linear_gptq' ({}): N must be a multiple of 8 (qzeros packs 8 columns)", shapes);
   uint64_t groups = p.K / p.group_size;
   uint64_t out_count = count_of(p.M, p.out_stride);
   return prepare(device, "linear_gptq", shapes,
@@ -128,7 +153,8 @@ Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight
                   {"bias", bias, used(p.has_bias, p.N)},
                   {"residual", residual, used(p.has_residual, out_count)},
                   {"out", out, out_count}},
-                 p, linear_like_grid(p.M, p.N, kGptqMatvecColumns), {{"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
+                 p, linear_like_grid(p.M, p.N, kGptqMatvecColumns),
+                 {{"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
 Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out, const GatedActParams& p) {
@@ -140,11 +166,11 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 }
 
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
-                        BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                        const QkvRopeParams& p, uint32_t cache_capacity) {
-  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={}", p.seq_len,
-                            p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim, p.position_offset,
-                            p.use_qk_norm, cache_capacity);
+                        BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache,
+                        BufferBinding v_cache, const QkvRopeParams& p, uint32_t cache_capacity) {
+  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={}",
+                            p.seq_len, p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim,
+                            p.position_offset, p.use_qk_norm, cache_capacity);
   if (p.num_q_heads == 0 || p.num_kv_heads == 0)
     fail("kernel 'qkv_rope_store' ({}): head counts must be positive", shapes);
   if (p.head_dim == 0 || p.head_dim > kMaxHeadDim)
@@ -166,8 +192,8 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                  p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)));
 }
 
-Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
-                         const FlashAttentionParams& p) {
+Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
+                         BufferBinding out, const FlashAttentionParams& p) {
   auto shapes = fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={}", p.T, p.S, p.num_q_heads,
                             p.num_kv_heads, p.head_dim, p.position_offset, p.window);
   if (p.num_kv_heads == 0 || p.num_q_heads % p.num_kv_heads != 0)
@@ -181,8 +207,18 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
   uint64_t kv = count_of(p.S, p.num_kv_heads) * p.head_dim;
   Grid queries = fold(p.T);
-  return prepare(device, "flash_attention", shapes, {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"out", out, q}}, p,
+  return prepare(device, "flash_attention", shapes,
+                 {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"out", out, q}}, p,
                  Grid{queries.x, p.num_q_heads, queries.y});
+}
+
+Dispatch argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                const ArgmaxParams& p) {
+  auto shapes = fmt::format("count={} slot={}", p.count, p.slot);
+  if (p.count == 0) fail("kernel 'argmax' ({}): no logits", shapes);
+  return prepare(device, "argmax", shapes,
+                 {{"logits", logits, p.count}, {"next_ids", next_ids, 1}, {"history", history, uint64_t(p.slot) + 1}}, p,
+                 {1, 1, 1});
 }
 
 }  // namespace gerbil::kernels

@@ -98,7 +98,17 @@ struct FlashAttentionParams {
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
                          const FlashAttentionParams& p);
 
+// argmax.wgsl: greedy sampling on the GPU. The index of the largest logit (lowest index on ties, NaN
+// never wins) goes to next_ids[0] — the next decode step's input — and to history[slot].
+// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 params. Grid (1, 1, 1).
+struct ArgmaxParams {
+  uint32_t count, slot;
+};
+Dispatch argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                const ArgmaxParams& p);
+
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 32 && sizeof(LinearGptqParams) == 32);
+static_assert(sizeof(ArgmaxParams) == 8);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 
 }  // namespace gerbil::kernels

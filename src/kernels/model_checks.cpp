@@ -97,10 +97,11 @@ std::string describe_embed(const EmbedShape& s) {
 }
 
 KernelCheck embed_check(bool quick) {
-  std::vector<EmbedShape> shapes = {
-      {1, 64, 50, 1, F32, 1.f, false, 0, false},  {7, 33, 100, 2, F16, 8.f, false, 0, false},
-      {5, 17, 51, 3, BF16, 1.5f, false, 0, false}, {9, 40, 64, 1, F32, 1.f, true, 3, false},
-      {6, 24, 90, 2, F16, 1.f, true, 0, true}};
+  std::vector<EmbedShape> shapes = {{1, 64, 50, 1, F32, 1.f, false, 0, false},
+                                    {7, 33, 100, 2, F16, 8.f, false, 0, false},
+                                    {5, 17, 51, 3, BF16, 1.5f, false, 0, false},
+                                    {9, 40, 64, 1, F32, 1.f, true, 3, false},
+                                    {6, 24, 90, 2, F16, 1.f, true, 0, true}};
   if (!quick) shapes.push_back({300, 257, 1000, 2, BF16, 16.f, true, 7, false});
   constexpr double bound = 1e-6;
   return make_check<EmbedShape>(
@@ -123,11 +124,12 @@ KernelCheck embed_check(bool quick) {
         for (uint32_t block = 0; block < s.blocks - (s.skip_last_block ? 1 : 0); ++block) {
           uint32_t rows = block_begin(block + 1) - block_begin(block);
           auto table = random_weights(rng, size_t(rows) * s.D, s.type);
-          EmbedParams p{s.T, s.D, block_begin(block), rows, float_bits(s.scale), s.position_offset, s.positions};
-          run(device, embed(device, {&ids_buffer}, {&b.input("table", table.words)}, {&positions_buffer}, {&out}, p,
-                            s.type, position_rows));
-          ref = reference::embed(ids, table.values, s.positions ? widen(positions) : std::vector<double>{}, s.T,
-                                 s.D, block_begin(block), s.scale, s.position_offset, std::move(ref));
+          uint32_t first = block_begin(block);
+          EmbedParams p{s.T, s.D, first, rows, float_bits(s.scale), s.position_offset, s.positions};
+          run(device, embed(device, {&ids_buffer}, {&b.input("table", table.words)}, {&positions_buffer},
+                            {&out}, p, s.type, position_rows));
+          ref = reference::embed(ids, table.values, s.positions ? widen(positions) : std::vector<double>{},
+                                 s.T, s.D, first, s.scale, s.position_offset, std::move(ref));
         }
         return result("embed", describe_embed(s), b.read(out, ref.size()), ref, bound);
       });
@@ -142,9 +144,9 @@ struct LinearShape {
 };
 
 std::string describe_linear(const LinearShape& s) {
-  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}", s.M, s.K, s.N, type_name(s.type),
-                     s.bias ? " bias" : "", s.residual ? " residual" : "", s.out_stride ? s.out_stride : s.N,
-                     s.out_col, s.row0);
+  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}", s.M, s.K, s.N,
+                     type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
+                     s.out_stride ? s.out_stride : s.N, s.out_col, s.row0);
 }
 
 // x, bias, residual and out of a linear layer, uploaded; `ref` starts as the prior contents of out: NaN in
@@ -155,8 +157,8 @@ struct LinearIo {
   const gpu::Buffer *x_buffer, *bias_buffer, *residual_buffer, *out;
 };
 
-LinearIo linear_io(Buffers& b, Rng& rng, uint32_t M, uint32_t K, uint32_t N, uint32_t out_stride, uint32_t out_col,
-                   bool bias, bool residual) {
+LinearIo linear_io(Buffers& b, Rng& rng, uint32_t M, uint32_t K, uint32_t N, uint32_t out_stride,
+                   uint32_t out_col, bool bias, bool residual) {
   LinearIo io;
   io.x = random_floats(rng, size_t(M) * K);
   io.x_buffer = &b.input("x", io.x);
@@ -192,7 +194,8 @@ KernelCheck linear_check(bool quick) {
       {33, 129, 67, F16, true, false, 100, 20},
       {70, 64, 130, BF16, true, true},
       {9, 64, 72, F32, true, true, 200, 128, 3},
-      {50, 896, 96, F32, true, false}};
+      {50, 896, 96, F32, true, false},
+  };
   if (!quick) {
     shapes.push_back({64, 896, 257, BF16, true, true});
     shapes.push_back({1, 4, 600000, F32, true, false});  // 75000 workgroups: a folded grid
@@ -205,17 +208,18 @@ KernelCheck linear_check(bool quick) {
       shapes, describe_linear, [](gpu::Device& device, Rng& rng, const LinearShape& s) {
         uint32_t stride = s.out_stride ? s.out_stride : s.N;
         uint64_t offset = uint64_t(s.row0) * s.K * weight_bytes(s.type);
-        if (offset % 256 != 0) fail("linear check {}: weight offset {} is not 256-aligned", describe_linear(s), offset);
+        if (offset % 256 != 0)
+          fail("linear check {}: weight offset {} is not 256-aligned", describe_linear(s), offset);
         Buffers b{device};
         auto weight = random_weights(rng, size_t(s.row0 + s.N) * s.K, s.type);
         auto& weight_buffer = b.input("W", weight.words);
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual};
-        run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer}, {io.residual_buffer},
-                           {io.out}, p, s.type));
+        run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
+                           {io.residual_buffer}, {io.out}, p, s.type));
         std::span<const double> block(weight.values.data() + size_t(s.row0) * s.K, size_t(s.N) * s.K);
-        auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N, stride,
-                                     s.out_col, std::move(io.ref));
+        auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
+                                     stride, s.out_col, std::move(io.ref));
         return result("linear", describe_linear(s), b.read(*io.out, ref.size()), ref, bound);
       });
 }
@@ -242,7 +246,8 @@ KernelCheck linear_gptq_check(bool quick) {
       // tiled variant
       {5, 64, 16, 32, false, false},
       {17, 256, 96, 32, true, true},
-      {70, 128, 72, 128, true, false, 80, 4}};
+      {70, 128, 72, 128, true, false, 80, 4},
+  };
   if (!quick) shapes.push_back({33, 896, 264, 128, true, true});
   constexpr double bound = 1e-5;
   return make_check<GptqShape>(
@@ -261,12 +266,12 @@ KernelCheck linear_gptq_check(bool quick) {
         Buffers b{device};
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearGptqParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual, s.group};
-        run(device, linear_gptq(device, {io.x_buffer}, {&b.input("qweight", qweight)}, {&b.input("qzeros", qzeros)},
-                                {&b.input("scales", pack_halves(scale_bits))}, {io.bias_buffer},
-                                {io.residual_buffer}, {io.out}, p));
+        run(device, linear_gptq(device, {io.x_buffer}, {&b.input("qweight", qweight)},
+                                {&b.input("qzeros", qzeros)}, {&b.input("scales", pack_halves(scale_bits))},
+                                {io.bias_buffer}, {io.residual_buffer}, {io.out}, p));
         auto W = reference::dequantize_gptq(qweight, qzeros, widen(scales), s.K, s.N, s.group);
-        auto ref = reference::linear(widen(io.x), W, widen(io.bias), widen(io.residual), s.M, s.K, s.N, stride,
-                                     s.out_col, std::move(io.ref));
+        auto ref = reference::linear(widen(io.x), W, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
+                                     stride, s.out_col, std::move(io.ref));
         return result("linear_gptq", describe_gptq(s), b.read(*io.out, ref.size()), ref, bound);
       });
 }
@@ -281,8 +286,8 @@ std::string describe_gated(const GatedShape& s) {
 }
 
 KernelCheck gated_act_check(bool quick) {
-  std::vector<GatedShape> shapes = {{1, 3, Activation::Silu},      {1, 5, Activation::GeluTanh},
-                                    {7, 257, Activation::Silu},    {7, 257, Activation::GeluTanh},
+  std::vector<GatedShape> shapes = {{1, 3, Activation::Silu},        {1, 5, Activation::GeluTanh},
+                                    {7, 257, Activation::Silu},      {7, 257, Activation::GeluTanh},
                                     {3, 4864, Activation::GeluTanh}, {50, 1000, Activation::Silu}};
   if (!quick) shapes.push_back({129, 4864, Activation::Silu});
   constexpr double bound = 1e-5;
@@ -306,16 +311,15 @@ struct QkvCase {
 };
 
 std::string describe_qkv(const QkvCase& s) {
-  return fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={}{}", s.T, s.Hq, s.Hkv, s.D, s.rotary_dim,
-                     s.offset, s.qk_norm ? " qk_norm" : "");
+  return fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={}{}", s.T, s.Hq, s.Hkv, s.D,
+                     s.rotary_dim, s.offset, s.qk_norm ? " qk_norm" : "");
 }
 
 KernelCheck qkv_rope_store_check(bool quick) {
-  std::vector<QkvCase> shapes = {{1, 2, 2, 16, 16, 0, false},   {5, 4, 2, 32, 32, 7, true},
-                                 {3, 7, 1, 24, 12, 2, false},   {7, 4, 4, 16, 0, 0, false},
-                                 {2, 2, 1, 256, 256, 100, true}, {9, 14, 2, 64, 64, 37, true},
-                                 {1, 8, 2, 128, 64, 250, false}, {4, 4, 2, 200, 100, 5, true},
-                                 {2, 3, 1, 18, 10, 4, true}};
+  std::vector<QkvCase> shapes = {
+      {1, 2, 2, 16, 16, 0, false},    {5, 4, 2, 32, 32, 7, true},     {3, 7, 1, 24, 12, 2, false},
+      {7, 4, 4, 16, 0, 0, false},     {2, 2, 1, 256, 256, 100, true}, {9, 14, 2, 64, 64, 37, true},
+      {1, 8, 2, 128, 64, 250, false}, {4, 4, 2, 200, 100, 5, true},   {2, 3, 1, 18, 10, 4, true}};
   if (!quick) shapes.push_back({50, 14, 2, 64, 64, 0, true});
   constexpr double bound = 1e-5;
   return make_check<QkvCase>(
@@ -339,8 +343,8 @@ KernelCheck qkv_rope_store_check(bool quick) {
         auto& q_out = b.poisoned("q_out", size_t(s.T) * s.Hq * s.D);
         auto& k_cache = b.input("k_cache", k_prior);
         auto& v_cache = b.input("v_cache", v_prior);
-        auto& inv_freq_buffer = inv_freq.empty() ? b.input("inv_freq", std::vector<float>{0.f})
-                                                 : b.input("inv_freq", inv_freq);
+        auto& inv_freq_buffer =
+            inv_freq.empty() ? b.input("inv_freq", std::vector<float>{0.f}) : b.input("inv_freq", inv_freq);
         QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.qk_norm, float_bits(eps)};
         run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)},
                                    {&b.input("k_norm", k_norm)}, {&inv_freq_buffer}, {&q_out}, {&k_cache},
@@ -348,8 +352,8 @@ KernelCheck qkv_rope_store_check(bool quick) {
         std::vector<double> no_norm;
         auto ref = reference::qkv_rope_store(widen(qkv), s.qk_norm ? widen(q_norm) : no_norm,
                                              s.qk_norm ? widen(k_norm) : no_norm, widen(inv_freq),
-                                             {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset}, eps, widen(k_prior),
-                                             widen(v_prior));
+                                             {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset}, eps,
+                                             widen(k_prior), widen(v_prior));
         // q, k cache and v cache checked together.
         auto gpu = b.read(q_out, ref.q.size());
         for (auto* cache : {&k_cache, &v_cache}) {
@@ -368,19 +372,20 @@ struct FlashShape {
 };
 
 std::string describe_flash(const FlashShape& s) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={}", s.T, s.S, s.Hq, s.Hkv, s.D,
-                     s.offset, s.window, s.scale);
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={}", s.T, s.S, s.Hq, s.Hkv,
+                     s.D, s.offset, s.window, s.scale);
 }
 
 KernelCheck flash_attention_check(bool quick) {
   // GQA ratios 1, 2 and 7; prefill and decode; windows shorter than, across and longer than tiles of 64;
   // keys past the last query that must stay masked (S > offset + T); head_dim up to 256, and not a
   // multiple of 4.
-  std::vector<FlashShape> shapes = {
-      {1, 1, 2, 2, 16, 0, 0},          {7, 7, 4, 4, 16, 0, 0},         {9, 9, 4, 2, 32, 0, 4},
-      {5, 5, 7, 1, 24, 0, 0, 0.3f},    {1, 200, 14, 2, 64, 199, 0},    {3, 150, 4, 2, 64, 147, 50},
-      {33, 33, 8, 8, 64, 0, 0},        {2, 130, 2, 1, 256, 128, 0, 0.0625f}, {65, 100, 2, 2, 40, 35, 70},
-      {4, 70, 2, 2, 80, 66, 1},        {6, 20, 2, 1, 16, 10, 0},       {3, 40, 3, 3, 18, 37, 0}};
+  std::vector<FlashShape> shapes = {{1, 1, 2, 2, 16, 0, 0},      {7, 7, 4, 4, 16, 0, 0},
+                                    {9, 9, 4, 2, 32, 0, 4},      {5, 5, 7, 1, 24, 0, 0, 0.3f},
+                                    {1, 200, 14, 2, 64, 199, 0}, {3, 150, 4, 2, 64, 147, 50},
+                                    {33, 33, 8, 8, 64, 0, 0},    {2, 130, 2, 1, 256, 128, 0, 0.0625f},
+                                    {65, 100, 2, 2, 40, 35, 70}, {4, 70, 2, 2, 80, 66, 1},
+                                    {6, 20, 2, 1, 16, 10, 0},    {3, 40, 3, 3, 18, 37, 0}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
     shapes.push_back({1, 3000, 4, 1, 128, 2999, 0});
@@ -389,27 +394,60 @@ KernelCheck flash_attention_check(bool quick) {
   constexpr double bound = 1e-5;
   return make_check<FlashShape>(
       "flash_attention", bound,
-      "f32 dot products, exp and a weighted sum per query, rescaled per tile: a few ulp times sqrt(keys)", shapes,
-      describe_flash, [](gpu::Device& device, Rng& rng, const FlashShape& s) {
+      "f32 dot products, exp and a weighted sum per query, rescaled per tile: a few ulp times sqrt(keys)",
+      shapes, describe_flash, [](gpu::Device& device, Rng& rng, const FlashShape& s) {
         auto Q = random_floats(rng, size_t(s.T) * s.Hq * s.D, -2.f, 2.f);
         auto K = random_floats(rng, size_t(s.S) * s.Hkv * s.D);
         auto V = random_floats(rng, size_t(s.S) * s.Hkv * s.D);
         float scale = s.scale != 0 ? s.scale : 1.f / std::sqrt(float(s.D));
         Buffers b{device};
         auto& out = b.poisoned("out", Q.size());
-        run(device, flash_attention(device, {&b.input("Q", Q)}, {&b.input("K", K)}, {&b.input("V", V)}, {&out},
-                                    {s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)}));
-        auto ref = reference::flash_attention(widen(Q), widen(K), widen(V), s.T, s.S, s.Hq, s.Hkv, s.D, s.offset,
-                                              s.window, scale);
+        run(device,
+            flash_attention(device, {&b.input("Q", Q)}, {&b.input("K", K)}, {&b.input("V", V)}, {&out},
+                            {s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)}));
+        auto ref = reference::flash_attention(widen(Q), widen(K), widen(V), s.T, s.S, s.Hq, s.Hkv, s.D,
+                                              s.offset, s.window, scale);
         return result("flash_attention", describe_flash(s), b.read(out, ref.size()), ref, bound);
       });
 }
 
 }  // namespace
 
+// Argmax: exact (an index), so the "error" is 0 when the GPU picks the reference's index and 1 otherwise.
+// Shapes include ties (many equal maxima), NaN logits and a vocabulary-sized row.
+KernelCheck argmax_check(bool quick) {
+  struct Shape {
+    uint32_t count;
+    bool ties, nans;
+  };
+  std::vector<Shape> shapes = {{1, false, false}, {5, true, false}, {1000, true, true}, {4097, false, true}};
+  if (!quick) shapes.push_back({151936, true, false});
+  return make_check<Shape>(
+      "argmax", 0.5, "an index: exactly the reference's or wrong", shapes,
+      [](const Shape& s) { return fmt::format("count={}{}{}", s.count, s.ties ? " ties" : "", s.nans ? " NaN" : ""); },
+      [](gpu::Device& device, Rng& rng, const Shape& s) {
+        auto logits = random_floats(rng, s.count, -10.f, 10.f);
+        if (s.ties)  // several copies of the maximum: the lowest index must win
+          for (uint32_t i = s.count / 3; i < s.count; i += std::max(1u, s.count / 4)) logits[i] = 11.f;
+        if (s.nans)
+          for (uint32_t i = 0; i < s.count; i += 7) logits[i] = std::numeric_limits<float>::quiet_NaN();
+        Buffers b{device};
+        auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
+        auto& history = b.input("history", std::vector<uint32_t>(4, 0xDEADu));
+        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {s.count, 2}));
+        auto want = reference::argmax(widen(logits));
+        auto got_next = device.read_as<uint32_t>(next);
+        auto got_history = device.read_as<uint32_t>(history);
+        bool ok = got_next[0] == want && got_history[2] == want && got_history[1] == 0xDEADu;
+        CaseResult r{"argmax", fmt::format("count={}", s.count), ok ? 0.0 : 1.0, 0.5};
+        return r;
+      });
+}
+
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
   return {embed_check(quick),     linear_check(quick),         linear_gptq_check(quick),
-          gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick)};
+          gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick),
+          argmax_check(quick)};
 }
 
 }  // namespace gerbil::kernels

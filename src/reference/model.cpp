@@ -38,7 +38,8 @@ void rms_normalise(std::span<double> head, std::span<const double> w, double eps
 }
 
 // Rotates the first rotary_dim dims of `head` in place, rotate-half style, at `position`.
-void rotate_half(std::span<double> head, std::span<const double> inv_freq, size_t rotary_dim, double position) {
+void rotate_half(std::span<double> head, std::span<const double> inv_freq, size_t rotary_dim,
+                 double position) {
   size_t half = rotary_dim / 2;
   for (size_t i = 0; i < half; ++i) {
     double angle = position * inv_freq[i];
@@ -51,8 +52,8 @@ void rotate_half(std::span<double> head, std::span<const double> inv_freq, size_
 }  // namespace
 
 std::vector<double> embed(std::span<const uint32_t> ids, std::span<const double> table,
-                          std::span<const double> positions, size_t T, size_t D, size_t vocab_offset, double scale,
-                          size_t position_offset, std::vector<double> out) {
+                          std::span<const double> positions, size_t T, size_t D, size_t vocab_offset,
+                          double scale, size_t position_offset, std::vector<double> out) {
   expect_positive("embed", "D", D);
   expect_size("embed", "ids", ids.size(), T);
   expect_size("embed", "out", out.size(), T * D);
@@ -100,8 +101,8 @@ std::vector<double> dequantize_gptq(std::span<const uint32_t> qweight, std::span
                                     std::span<const double> scales, size_t K, size_t N, size_t group_size) {
   expect_positive("dequantize_gptq", "group_size", group_size);
   if (K % 8 != 0 || N % 8 != 0 || K % group_size != 0)
-    fail("reference::dequantize_gptq: K = {} and N = {} must be multiples of 8 and K of group_size = {}", K, N,
-         group_size);
+    fail("reference::dequantize_gptq: K = {} and N = {} must be multiples of 8 and K of group_size = {}", K,
+         N, group_size);
   size_t groups = K / group_size;
   expect_size("dequantize_gptq", "qweight", qweight.size(), K / 8 * N);
   expect_size("dequantize_gptq", "qzeros", qzeros.size(), groups * N / 8);
@@ -121,7 +122,8 @@ std::vector<double> dequantize_gptq(std::span<const uint32_t> qweight, std::span
 std::vector<double> gated_act(std::span<const double> gate_up, size_t T, size_t I, Activation act) {
   expect_size("gated_act", "gate_up", gate_up.size(), T * 2 * I);
   if (act != Activation::Silu && act != Activation::GeluTanh)
-    fail("reference::gated_act: activation {} is neither SiLU (0) nor GELU-tanh (1)", static_cast<uint32_t>(act));
+    fail("reference::gated_act: activation {} is neither SiLU (0) nor GELU-tanh (1)",
+         static_cast<uint32_t>(act));
   std::vector<double> out(T * I);
   for (size_t t = 0; t < T; ++t) {
     for (size_t i = 0; i < I; ++i) {
@@ -133,13 +135,15 @@ std::vector<double> gated_act(std::span<const double> gate_up, size_t T, size_t 
 }
 
 QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double> q_norm,
-                             std::span<const double> k_norm, std::span<const double> inv_freq, const QkvShape& s,
-                             double eps, std::vector<double> k_cache, std::vector<double> v_cache) {
+                             std::span<const double> k_norm, std::span<const double> inv_freq,
+                             const QkvShape& s, double eps, std::vector<double> k_cache,
+                             std::vector<double> v_cache) {
   size_t D = s.head_dim, Hq = s.num_q_heads, Hkv = s.num_kv_heads;
   expect_positive("qkv_rope_store", "head_dim", D);
   expect_positive("qkv_rope_store", "num_kv_heads", Hkv);
   if (s.rotary_dim % 2 != 0 || s.rotary_dim > D)
-    fail("reference::qkv_rope_store: rotary_dim = {} must be even and at most head_dim = {}", s.rotary_dim, D);
+    fail("reference::qkv_rope_store: rotary_dim = {} must be even and at most head_dim = {}", s.rotary_dim,
+         D);
   expect_size("qkv_rope_store", "qkv", qkv.size(), s.T * (Hq + 2 * Hkv) * D);
   if (q_norm.empty() != k_norm.empty())
     fail("reference::qkv_rope_store: q_norm and k_norm must both be given or both be empty");
@@ -175,9 +179,10 @@ QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double
   return out;
 }
 
-std::vector<double> flash_attention(std::span<const double> Q, std::span<const double> K, std::span<const double> V,
-                                    size_t T, size_t S, size_t num_q_heads, size_t num_kv_heads, size_t head_dim,
-                                    size_t position_offset, size_t window, double scale) {
+std::vector<double> flash_attention(std::span<const double> Q, std::span<const double> K,
+                                    std::span<const double> V, size_t T, size_t S, size_t num_q_heads,
+                                    size_t num_kv_heads, size_t head_dim, size_t position_offset,
+                                    size_t window, double scale) {
   expect_positive("flash_attention", "head_dim", head_dim);
   expect_positive("flash_attention", "num_kv_heads", num_kv_heads);
   if (num_q_heads % num_kv_heads != 0)
@@ -209,10 +214,21 @@ std::vector<double> flash_attention(std::span<const double> Q, std::span<const d
       for (double& s : scores) sum += (s = std::exp(s - max));
       double* o = out.data() + t * q_width + h * head_dim;
       for (size_t j = first; j <= position; ++j)
-        for (size_t d = 0; d < head_dim; ++d) o[d] += scores[j - first] / sum * V[j * kv_width + kv_offset + d];
+        for (size_t d = 0; d < head_dim; ++d)
+          o[d] += scores[j - first] / sum * V[j * kv_width + kv_offset + d];
     }
   }
   return out;
+}
+
+size_t argmax(std::span<const double> values) {
+  size_t best = 0;
+  bool found = false;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i])) continue;
+    if (!found || values[i] > values[best]) best = i, found = true;
+  }
+  return best;
 }
 
 }  // namespace gerbil::reference

@@ -16,8 +16,8 @@ namespace gerbil::reference {
 // out[t, d] = scale * table[ids[t] - vocab_offset, d] (+ positions[position_offset + t, d] when positions is
 // not empty) for the tokens of the block; the rows of other tokens keep their value in `out` [T, D].
 std::vector<double> embed(std::span<const uint32_t> ids, std::span<const double> table,
-                          std::span<const double> positions, size_t T, size_t D, size_t vocab_offset, double scale,
-                          size_t position_offset, std::vector<double> out);
+                          std::span<const double> positions, size_t T, size_t D, size_t vocab_offset,
+                          double scale, size_t position_offset, std::vector<double> out);
 
 // out[m, out_col + n] = sum_k x[m, k] W[n, k] + bias[n] + residual[m, out_col + n] for n < N, with W [N, K]
 // and `out` [M, out_stride]; an empty bias or residual is left out, other columns of `out` keep their value.
@@ -54,14 +54,19 @@ struct QkvRopeOutput {
 // rotate-half style (pair (i, i + r/2), angle (position_offset + t) * inv_freq[i]); stores k and v at
 // rows position_offset + t of the caches, whose other rows keep their value.
 QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double> q_norm,
-                             std::span<const double> k_norm, std::span<const double> inv_freq, const QkvShape& s,
-                             double eps, std::vector<double> k_cache, std::vector<double> v_cache);
+                             std::span<const double> k_norm, std::span<const double> inv_freq,
+                             const QkvShape& s, double eps, std::vector<double> k_cache,
+                             std::vector<double> v_cache);
 
 // Causal grouped-query attention with a sliding window and a given score scale: query t at position
 // p = position_offset + t attends keys j with max(0, p - window + 1) <= j <= p (window 0: no window);
 // Q [T, Hq * head_dim], K and V [S, Hkv * head_dim]. Returns [T, Hq * head_dim].
-std::vector<double> flash_attention(std::span<const double> Q, std::span<const double> K, std::span<const double> V,
-                                    size_t T, size_t S, size_t num_q_heads, size_t num_kv_heads, size_t head_dim,
-                                    size_t position_offset, size_t window, double scale);
+std::vector<double> flash_attention(std::span<const double> Q, std::span<const double> K,
+                                    std::span<const double> V, size_t T, size_t S, size_t num_q_heads,
+                                    size_t num_kv_heads, size_t head_dim, size_t position_offset,
+                                    size_t window, double scale);
+
+// The index of the largest value, the lowest on ties; NaN never wins (all NaN: 0).
+size_t argmax(std::span<const double> values);
 
 }  // namespace gerbil::reference

@@ -221,8 +221,9 @@ std::vector<double> silu(std::span<const double> x) {
 
 std::vector<double> gelu_tanh(std::span<const double> x) {
   const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
-  return map(
-      x, [=](double v) { return 0.5 * v * (1.0 + std::tanh(sqrt_2_over_pi * (v + 0.044715 * v * v * v))); });
+  // 0.5 * (1 + tanh(u)) == 1 / (1 + exp(-2u)); the second form keeps its digits where tanh(u) is near -1,
+  // which even double loses for x < -6.
+  return map(x, [=](double v) { return v / (1.0 + std::exp(-2.0 * sqrt_2_over_pi * (v + 0.044715 * v * v * v))); });
 }
 
 std::vector<double> add(std::span<const double> a, std::span<const double> b) {

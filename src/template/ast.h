@@ -15,21 +15,21 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
   enum class Kind {
-    Literal,   // value
-    Name,      // name
-    List,      // operands: the items
-    Tuple,     // operands: the items
-    Dict,      // operands: key, value, key, value, ...
-    Attr,      // operands[0].name
-    Item,      // operands[0][operands[1]]
-    Slice,     // operands[0][operands[1]:operands[2]:operands[3]], absent bounds are null
-    Call,      // operands[0](operands[1:], keywords)
-    Filter,    // operands[0] | name(operands[1:], keywords); operands[0] is null in a filter block
-    Test,      // operands[0] is [not] name(operands[1:], keywords)
-    Unary,     // name ("-", "+", "not") operands[0]
-    Binary,    // operands[0] name operands[1]: + - * / // % ** ~ and or
-    Compare,   // operands[0] ops[0] operands[1] ops[1] operands[2] ...: == != < <= > >= in notin
-    Cond,      // operands[0] if operands[1] else operands[2] (null when there is no else)
+    Literal,  // value
+    Name,     // name
+    List,     // operands: the items
+    Tuple,    // operands: the items
+    Dict,     // operands: key, value, key, value, ...
+    Attr,     // operands[0].name
+    Item,     // operands[0][operands[1]]
+    Slice,    // operands[0][operands[1]:operands[2]:operands[3]], absent bounds are null
+    Call,     // operands[0](operands[1:], keywords)
+    Filter,   // operands[0] | name(operands[1:], keywords); operands[0] is null in a filter block
+    Test,     // operands[0] is [not] name(operands[1:], keywords)
+    Unary,    // name ("-", "+", "not") operands[0]
+    Binary,   // operands[0] name operands[1]: + - * / // % ** ~ and or
+    Compare,  // operands[0] ops[0] operands[1] ops[1] operands[2] ...: == != < <= > >= in notin
+    Cond,     // operands[0] if operands[1] else operands[2] (null when there is no else)
   };
   Kind kind;
   int line;
@@ -58,18 +58,18 @@ struct MacroParam {
 
 struct Node {
   enum class Kind {
-    Text,      // text
-    Output,    // {{ expr }}
-    If,        // branches: (condition, body); a final else has a null condition
-    For,       // for target in expr [if condition]: body [else else_body]
-    Set,       // set target = expr
-    SetBlock,  // set target [| filter]: body captured (filter in expr, null if none)
-    Macro,     // macro name(params): body
+    Text,         // text
+    Output,       // {{ expr }}
+    If,           // branches: (condition, body); a final else has a null condition
+    For,          // for target in expr [if condition]: body [else else_body]
+    Set,          // set target = expr
+    SetBlock,     // set target [| filter]: body captured (filter in expr, null if none)
+    Macro,        // macro name(params): body
     FilterBlock,  // filter expr: body (expr is a Filter chain with a null innermost input)
-    With,      // with assignments: body
+    With,         // with assignments: body
     Break,
     Continue,
-    Scope,  // body rendered as is ({% generation %} of transformers' AssistantTracker)
+    Scope,      // body rendered as is ({% generation %} of transformers' AssistantTracker)
     CallBlock,  // call(params) expr: body is the `caller` macro passed to the call in expr
   };
   Kind kind;
@@ -84,7 +84,8 @@ struct Node {
   std::vector<std::pair<Target, ExprPtr>> assignments;
   std::string name;
   std::vector<MacroParam> params;
-  bool uses_varargs = false;  // the macro (or caller) body reads `varargs` / `kwargs`: it accepts extra arguments
+  bool uses_varargs =
+      false;  // the macro (or caller) body reads `varargs` / `kwargs`: it accepts extra arguments
   bool uses_kwargs = false;
 };
 

@@ -26,6 +26,14 @@ int64_t int_arg(const Value& value, std::string_view what) {
   return value.as_int();
 }
 
+// An indentation given as a width (spaces) or as the text itself, as tojson and indent accept.
+std::string indentation(const Runtime& runtime, const Value& width) {
+  if (width.is_string()) return width.as_string();
+  int64_t n = std::max<int64_t>(0, int_arg(width, "indent width"));
+  runtime.check_size(static_cast<size_t>(n));
+  return std::string(n, ' ');
+}
+
 std::optional<std::string> optional_string(const BoundArgs& bound, size_t i) {
   if (!bound.has(i) || bound.required(i).is_none()) return std::nullopt;
   const Value& value = bound.required(i);
@@ -56,13 +64,12 @@ Value filter_length(Runtime&, const Value& input, const Args& args) {
 }
 
 // transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
-Value filter_tojson(Runtime&, const Value& input, const Args& args) {
+Value filter_tojson(Runtime& runtime, const Value& input, const Args& args) {
   BoundArgs bound("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
   JsonOptions options;
   options.ensure_ascii = bound.get(0, false).truthy();
   Value indent = bound.get(1, Value::none());
-  if (indent.is_string()) options.indent = indent.as_string();
-  else if (!indent.is_none()) options.indent = std::string(std::max<int64_t>(0, int_arg(indent, "indent")), ' ');
+  if (!indent.is_none()) options.indent = indentation(runtime, indent);
   Value separators = bound.get(2, Value::none());
   if (!separators.is_none()) {
     if (!separators.is_list() || separators.as_list().size() != 2 || !separators.as_list()[0].is_string() ||
@@ -96,16 +103,31 @@ Value filter_default(Runtime&, const Value& input, const Args& args) {
   return use_default ? bound.get(0, "") : input;
 }
 
-template <std::string (*transform)(std::string_view)>
-Value filter_text(Runtime&, const Value& input, const Args& args) {
-  BoundArgs("string filter", args, {});
+// The filters that map the input's text and take no arguments.
+Value text_filter(std::string_view name, std::string (*transform)(std::string_view), const Value& input,
+                  const Args& args) {
+  BoundArgs(name, args, {});
   return Value(transform(soft_str(input)));
+}
+
+Value filter_upper(Runtime&, const Value& in, const Args& a) {
+  return text_filter("upper", text::upper, in, a);
+}
+Value filter_lower(Runtime&, const Value& in, const Args& a) {
+  return text_filter("lower", text::lower, in, a);
+}
+Value filter_title(Runtime&, const Value& in, const Args& a) {
+  return text_filter("title", text::title_filter, in, a);
+}
+Value filter_capitalize(Runtime&, const Value& in, const Args& a) {
+  return text_filter("capitalize", text::capitalize, in, a);
 }
 
 Value filter_replace(Runtime&, const Value& input, const Args& args) {
   BoundArgs bound("replace", args, {"old", "new", "count"});
   int64_t count = bound.has(2) && !bound.required(2).is_none() ? int_arg(bound.required(2), "count") : -1;
-  return Value(text::replace(soft_str(input), soft_str(bound.required(0)), soft_str(bound.required(1)), count));
+  return Value(
+      text::replace(soft_str(input), soft_str(bound.required(0)), soft_str(bound.required(1)), count));
 }
 
 Value filter_first(Runtime&, const Value& input, const Args& args) {
@@ -186,7 +208,8 @@ std::optional<int64_t> parse_int(std::string_view s, int base) {
   uint64_t magnitude = 0;
   auto result = std::from_chars(digits->data(), digits->data() + digits->size(), magnitude, base);
   if (result.ec != std::errc() || result.ptr != digits->data() + digits->size()) return std::nullopt;
-  if (magnitude > static_cast<uint64_t>(INT64_MAX) + negative) fail("integer {} is out of the 64-bit range", s);
+  if (magnitude > static_cast<uint64_t>(INT64_MAX) + negative)
+    fail("integer {} is out of the 64-bit range", s);
   return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
 }
 
@@ -199,7 +222,8 @@ Value filter_int(Runtime&, const Value& input, const Args& args) {
   }
   if (input.is_number()) return Value(input.as_int());
   if (input.is_string()) {
-    if (auto n = parse_int(input.as_string(), static_cast<int>(int_arg(bound.get(1, 10), "base")))) return Value(*n);
+    if (auto n = parse_int(input.as_string(), static_cast<int>(int_arg(bound.get(1, 10), "base"))))
+      return Value(*n);
     if (auto x = parse_float(input.as_string()); x && std::isfinite(*x))  // "42.23"|int is 42
       return Value(static_cast<int64_t>(std::trunc(*x)));
   }
@@ -217,7 +241,8 @@ Value filter_float(Runtime&, const Value& input, const Args& args) {
 
 Value dict_items(const Value& dict) {
   std::vector<Value> pairs;
-  for (const auto& [key, value] : dict.as_dict().entries()) pairs.emplace_back(std::vector<Value>{key, value}, true);
+  for (const auto& [key, value] : dict.as_dict().entries())
+    pairs.emplace_back(std::vector<Value>{key, value}, true);
   return Value(std::move(pairs));
 }
 
@@ -251,10 +276,18 @@ Value select_items(Runtime& runtime, const Value& input, const Args& args, bool 
   return Value(std::move(out));
 }
 
-Value filter_select(Runtime& rt, const Value& in, const Args& a) { return select_items(rt, in, a, false, true); }
-Value filter_reject(Runtime& rt, const Value& in, const Args& a) { return select_items(rt, in, a, false, false); }
-Value filter_selectattr(Runtime& rt, const Value& in, const Args& a) { return select_items(rt, in, a, true, true); }
-Value filter_rejectattr(Runtime& rt, const Value& in, const Args& a) { return select_items(rt, in, a, true, false); }
+Value filter_select(Runtime& rt, const Value& in, const Args& a) {
+  return select_items(rt, in, a, false, true);
+}
+Value filter_reject(Runtime& rt, const Value& in, const Args& a) {
+  return select_items(rt, in, a, false, false);
+}
+Value filter_selectattr(Runtime& rt, const Value& in, const Args& a) {
+  return select_items(rt, in, a, true, true);
+}
+Value filter_rejectattr(Runtime& rt, const Value& in, const Args& a) {
+  return select_items(rt, in, a, true, false);
+}
 
 // map(attribute="x", default=...) or map("filter", args...).
 Value filter_map(Runtime& runtime, const Value& input, const Args& args) {
@@ -263,8 +296,10 @@ Value filter_map(Runtime& runtime, const Value& input, const Args& args) {
   const Value* attribute = nullptr;
   const Value* fallback = nullptr;
   for (const auto& [key, value] : args.keyword) {
-    if (key == "attribute") attribute = &value;
-    else if (key == "default") fallback = &value;
+    if (key == "attribute")
+      attribute = &value;
+    else if (key == "default")
+      fallback = &value;
   }
   if (attribute) {
     for (const Value& item : iterate(input)) {
@@ -293,19 +328,18 @@ Value filter_reverse(Runtime&, const Value& input, const Args& args) {
   return Value(std::move(items));
 }
 
-Value filter_indent(Runtime&, const Value& input, const Args& args) {
+Value filter_indent(Runtime& runtime, const Value& input, const Args& args) {
   BoundArgs bound("indent", args, {"width", "first", "blank"});
   require_defined(input);
-  Value width = bound.get(0, 4);
-  std::string indentation = width.is_string() ? width.as_string() : std::string(std::max<int64_t>(0, int_arg(width, "width")), ' ');
+  std::string prefix = indentation(runtime, bound.get(0, 4));
   std::vector<std::string> lines = text::splitlines(soft_str(input) + "\n");
-  std::string out;
+  std::string out = bound.get(1, false).truthy() ? prefix : "";
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i > 0) out += "\n";
-    bool indent_line = i > 0 && (bound.get(2, false).truthy() || !lines[i].empty());
-    out += (indent_line ? indentation : "") + lines[i];
+    if (i > 0 && (bound.get(2, false).truthy() || !lines[i].empty())) out += prefix;
+    out += lines[i];
+    runtime.check_size(out.size());
   }
-  if (bound.get(1, false).truthy()) out = indentation + out;
   return Value(std::move(out));
 }
 
@@ -321,15 +355,18 @@ Value filter_abs(Runtime&, const Value& input, const Args& args) {
 double python_round(double x, int64_t digits) {
   if (!std::isfinite(x)) return x;
   if (digits == 0) return std::nearbyint(x);
-  if (digits > 300 || digits < -300) return digits > 0 ? x : 0.0 * x;
+  if (digits > 330) return x;  // past the last significant digit of any double
+  if (digits < -330) return 0.0 * x;
   if (digits < 0) {
     double scale = std::pow(10.0, static_cast<double>(-digits));
     return std::nearbyint(x / scale) * scale;
   }
-  char buf[512];
-  std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(digits), x);
+  int precision = static_cast<int>(digits);
+  std::string text(std::snprintf(nullptr, 0, "%.*f", precision, x) + 1, '\0');
+  std::snprintf(text.data(), text.size(), "%.*f", precision, x);
+  text.pop_back();
   double out = 0;
-  std::from_chars(buf, buf + std::strlen(buf), out);
+  std::from_chars(text.data(), text.data() + text.size(), out);
   return out;
 }
 
@@ -359,12 +396,23 @@ Value filter_escape(Runtime&, const Value& input, const Args& args) {
   std::string out;
   for (char c : soft_str(input)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return Value(std::move(out));
@@ -381,7 +429,8 @@ struct ItemKey {
 
 Value filter_sort(Runtime&, const Value& input, const Args& args) {
   BoundArgs bound("sort", args, {"reverse", "case_sensitive", "attribute"});
-  ItemKey key{bound.get(1, false).truthy(), bound.get(2, Value::none()).is_none() ? "" : bound.required(2).str()};
+  ItemKey key{bound.get(1, false).truthy(),
+              bound.get(2, Value::none()).is_none() ? "" : bound.required(2).str()};
   bool reverse = bound.get(0, false).truthy();
   std::vector<Value> items = iterate(input);
   std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
@@ -392,7 +441,8 @@ Value filter_sort(Runtime&, const Value& input, const Args& args) {
 
 Value filter_unique(Runtime&, const Value& input, const Args& args) {
   BoundArgs bound("unique", args, {"case_sensitive", "attribute"});
-  ItemKey key{bound.get(0, false).truthy(), bound.get(1, Value::none()).is_none() ? "" : bound.required(1).str()};
+  ItemKey key{bound.get(0, false).truthy(),
+              bound.get(1, Value::none()).is_none() ? "" : bound.required(1).str()};
   std::vector<Value> out, seen;
   for (const Value& item : iterate(input)) {
     Value k = key(item);
@@ -405,7 +455,8 @@ Value filter_unique(Runtime&, const Value& input, const Args& args) {
 
 Value extreme(const Value& input, const Args& args, bool want_max) {
   BoundArgs bound(want_max ? "max" : "min", args, {"case_sensitive", "attribute"});
-  ItemKey key{bound.get(0, false).truthy(), bound.get(1, Value::none()).is_none() ? "" : bound.required(1).str()};
+  ItemKey key{bound.get(0, false).truthy(),
+              bound.get(1, Value::none()).is_none() ? "" : bound.required(1).str()};
   std::vector<Value> items = iterate(input);
   if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
   const Value* best = &items[0];
@@ -436,7 +487,8 @@ Value filter_dictsort(Runtime&, const Value& input, const Args& args) {
   bool reverse = bound.get(2, false).truthy();
   std::vector<Value> pairs = dict_items(input).as_list();
   std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
-    Value x = sort_key(a.as_list()[position], case_sensitive), y = sort_key(b.as_list()[position], case_sensitive);
+    Value x = sort_key(a.as_list()[position], case_sensitive),
+          y = sort_key(b.as_list()[position], case_sensitive);
     return reverse ? less(y, x) : less(x, y);
   });
   return Value(std::move(pairs));
@@ -456,7 +508,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
   static const std::map<std::string, FilterFn, std::less<>> table = {
       {"abs", filter_abs},
       {"attr", filter_attr},
-      {"capitalize", filter_text<text::capitalize>},
+      {"capitalize", filter_capitalize},
       {"count", filter_length},
       {"d", filter_default},
       {"default", filter_default},
@@ -473,7 +525,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"last", filter_last},
       {"length", filter_length},
       {"list", filter_list},
-      {"lower", filter_text<text::lower>},
+      {"lower", filter_lower},
       {"map", filter_map},
       {"max", filter_max},
       {"min", filter_min},
@@ -488,23 +540,21 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"sort", filter_sort},
       {"string", filter_string},
       {"sum", filter_sum},
-      {"title", filter_text<text::title_filter>},
+      {"title", filter_title},
       {"tojson", filter_tojson},
       {"trim", filter_trim},
       {"unique", filter_unique},
-      {"upper", filter_text<text::upper>},
+      {"upper", filter_upper},
   };
   return table;
 }
 
 // --- tests --------------------------------------------------------------------------------------
 
-bool integer_valued(const Value& v) { return v.is_int(); }
-
-template <auto predicate>
-bool unary_test(Runtime&, const Value& value, const Args& args) {
-  BoundArgs("test", args, {});
-  return predicate(value);
+// The tests that take no arguments: checks there are none and returns the result.
+bool no_argument_test(std::string_view name, const Args& args, bool result) {
+  BoundArgs(name, args, {});
+  return result;
 }
 
 bool test_divisibleby(Runtime&, const Value& value, const Args& args) {
@@ -535,12 +585,18 @@ bool compare_test(Runtime&, const Value& value, const Args& args) {
   BoundArgs bound("comparison test", args, {"other"});
   const Value& other = bound.required(0);
   switch (Op) {
-    case 0: return equal(value, other);
-    case 1: return !equal(value, other);
-    case 2: return less(value, other);
-    case 3: return !less(other, value);
-    case 4: return less(other, value);
-    default: return !less(value, other);
+    case 0:
+      return equal(value, other);
+    case 1:
+      return !equal(value, other);
+    case 2:
+      return less(value, other);
+    case 3:
+      return !less(other, value);
+    case 4:
+      return less(other, value);
+    default:
+      return !less(value, other);
   }
 }
 
@@ -558,8 +614,62 @@ bool test_sameas(Runtime&, const Value& value, const Args& args) {
   return equal(value, other);
 }
 
-bool test_filter(Runtime&, const Value& value, const Args&) { return value.is_string() && is_filter(value.as_string()); }
-bool test_test(Runtime&, const Value& value, const Args&) { return value.is_string() && is_test(value.as_string()); }
+bool test_filter(Runtime&, const Value& value, const Args&) {
+  return value.is_string() && is_filter(value.as_string());
+}
+bool test_test(Runtime&, const Value& value, const Args&) {
+  return value.is_string() && is_test(value.as_string());
+}
+
+// Undefined counts as iterable and as a sequence, as in jinja2 (it iterates as empty).
+bool iterable_value(const Value& v) {
+  return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
+}
+
+bool test_boolean(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("boolean", a, v.is_bool());
+}
+bool test_callable(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("callable", a, v.is_function());
+}
+bool test_defined(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("defined", a, !v.is_undefined());
+}
+bool test_escaped(Runtime&, const Value&, const Args& a) { return no_argument_test("escaped", a, false); }
+bool test_false(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("false", a, v.is_bool() && !v.as_bool());
+}
+bool test_float(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("float", a, v.is_float());
+}
+bool test_integer(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("integer", a, v.is_int());
+}
+bool test_iterable(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("iterable", a, iterable_value(v));
+}
+bool test_lower(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("lower", a, text::is_lower(v.str()));
+}
+bool test_mapping(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("mapping", a, v.is_dict());
+}
+bool test_none(Runtime&, const Value& v, const Args& a) { return no_argument_test("none", a, v.is_none()); }
+bool test_number(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("number", a, v.is_number());
+}
+bool test_string(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("string", a, v.is_string());
+}
+bool test_true(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("true", a, v.is_bool() && v.as_bool());
+}
+bool test_undefined(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("undefined", a, v.is_undefined());
+}
+bool test_upper(Runtime&, const Value& v, const Args& a) {
+  return no_argument_test("upper", a, text::is_upper(v.str()));
+}
 
 const std::map<std::string, TestFn, std::less<>>& tests() {
   static const std::map<std::string, TestFn, std::less<>> table = {
@@ -569,39 +679,39 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
       {"==", compare_test<0>},
       {">", compare_test<4>},
       {">=", compare_test<5>},
-      {"boolean", unary_test<[](const Value& v) { return v.is_bool(); }>},
-      {"callable", unary_test<[](const Value& v) { return v.is_function(); }>},
-      {"defined", unary_test<[](const Value& v) { return !v.is_undefined(); }>},
+      {"boolean", test_boolean},
+      {"callable", test_callable},
+      {"defined", test_defined},
       {"divisibleby", test_divisibleby},
       {"eq", compare_test<0>},
       {"equalto", compare_test<0>},
-      {"escaped", unary_test<[](const Value&) { return false; }>},
+      {"escaped", test_escaped},
       {"even", test_even},
-      {"false", unary_test<[](const Value& v) { return v.is_bool() && !v.as_bool(); }>},
+      {"false", test_false},
       {"filter", test_filter},
-      {"float", unary_test<[](const Value& v) { return v.is_float(); }>},
+      {"float", test_float},
       {"ge", compare_test<5>},
       {"greaterthan", compare_test<4>},
       {"gt", compare_test<4>},
       {"in", test_in},
-      {"integer", unary_test<integer_valued>},
-      {"iterable", unary_test<[](const Value& v) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }>},
+      {"integer", test_integer},
+      {"iterable", test_iterable},
       {"le", compare_test<3>},
       {"lessthan", compare_test<2>},
-      {"lower", unary_test<[](const Value& v) { return text::is_lower(v.str()); }>},
+      {"lower", test_lower},
       {"lt", compare_test<2>},
-      {"mapping", unary_test<[](const Value& v) { return v.is_dict(); }>},
+      {"mapping", test_mapping},
       {"ne", compare_test<1>},
-      {"none", unary_test<[](const Value& v) { return v.is_none(); }>},
-      {"number", unary_test<[](const Value& v) { return v.is_number(); }>},
+      {"none", test_none},
+      {"number", test_number},
       {"odd", test_odd},
       {"sameas", test_sameas},
-      {"sequence", unary_test<[](const Value& v) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }>},
-      {"string", unary_test<[](const Value& v) { return v.is_string(); }>},
+      {"sequence", test_iterable},
+      {"string", test_string},
       {"test", test_test},
-      {"true", unary_test<[](const Value& v) { return v.is_bool() && v.as_bool(); }>},
-      {"undefined", unary_test<[](const Value& v) { return v.is_undefined(); }>},
-      {"upper", unary_test<[](const Value& v) { return text::is_upper(v.str()); }>},
+      {"true", test_true},
+      {"undefined", test_undefined},
+      {"upper", test_upper},
   };
   return table;
 }
@@ -639,7 +749,8 @@ Dict mapping_from_args(std::string_view function, const Args& args) {
   Dict out;
   if (!args.positional.empty()) {
     const Value& source = args.positional[0];
-    if (!source.is_dict()) fail("{}() needs a mapping as its positional argument, not {}", function, source.type_name());
+    if (!source.is_dict())
+      fail("{}() needs a mapping as its positional argument, not {}", function, source.type_name());
     out = source.as_dict();
   }
   for (const auto& [key, value] : args.keyword) out.set(key, value);
@@ -727,9 +838,10 @@ Value str_replace(Runtime& runtime, const Value& self, const Args& args) {
   return Value(std::move(out));
 }
 
-template <std::string (*transform)(std::string_view)>
-Value str_transform(Runtime&, const Value& self, const Args& args) {
-  BoundArgs("str method", args, {});
+// The str methods that map the text and take no arguments.
+Value text_method(std::string_view name, std::string (*transform)(std::string_view), const Value& self,
+                  const Args& args) {
+  BoundArgs(name, args, {});
   return Value(transform(self.as_string()));
 }
 
@@ -757,7 +869,9 @@ Value str_count(Runtime&, const Value& self, const Args& args) {
   return Value(text::count(self.as_string(), substring_arg(bound, "count")));
 }
 
-Value str_format(Runtime&, const Value& self, const Args& args) { return Value(brace_format(self.as_string(), args)); }
+Value str_format(Runtime&, const Value& self, const Args& args) {
+  return Value(brace_format(self.as_string(), args));
+}
 
 Value str_join(Runtime& runtime, const Value& self, const Args& args) {
   BoundArgs bound("join", args, {"iterable"});
@@ -773,9 +887,10 @@ Value str_join(Runtime& runtime, const Value& self, const Args& args) {
   return Value(std::move(out));
 }
 
-template <bool (*predicate)(char32_t)>
-Value str_is(Runtime&, const Value& self, const Args& args) {
-  BoundArgs("str method", args, {});
+// str.isdigit and friends: true when the text is non-empty and every character passes.
+Value character_test(std::string_view name, bool (*predicate)(char32_t), const Value& self,
+                     const Args& args) {
+  BoundArgs(name, args, {});
   std::u32string chars = text::decode(self.as_string());
   return Value(!chars.empty() && std::all_of(chars.begin(), chars.end(), predicate));
 }
@@ -784,8 +899,37 @@ bool ascii_digit(char32_t c) { return c >= '0' && c <= '9'; }
 bool ascii_alpha(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool ascii_alnum(char32_t c) { return ascii_digit(c) || ascii_alpha(c); }
 
-Value str_islower(Runtime&, const Value& self, const Args&) { return Value(text::is_lower(self.as_string())); }
-Value str_isupper(Runtime&, const Value& self, const Args&) { return Value(text::is_upper(self.as_string())); }
+Value str_upper(Runtime&, const Value& self, const Args& a) {
+  return text_method("upper", text::upper, self, a);
+}
+Value str_lower(Runtime&, const Value& self, const Args& a) {
+  return text_method("lower", text::lower, self, a);
+}
+Value str_title(Runtime&, const Value& self, const Args& a) {
+  return text_method("title", text::title_words, self, a);
+}
+Value str_capitalize(Runtime&, const Value& self, const Args& a) {
+  return text_method("capitalize", text::capitalize, self, a);
+}
+Value str_isalnum(Runtime&, const Value& self, const Args& a) {
+  return character_test("isalnum", ascii_alnum, self, a);
+}
+Value str_isalpha(Runtime&, const Value& self, const Args& a) {
+  return character_test("isalpha", ascii_alpha, self, a);
+}
+Value str_isdigit(Runtime&, const Value& self, const Args& a) {
+  return character_test("isdigit", ascii_digit, self, a);
+}
+Value str_isspace(Runtime&, const Value& self, const Args& a) {
+  return character_test("isspace", text::is_space, self, a);
+}
+
+Value str_islower(Runtime&, const Value& self, const Args&) {
+  return Value(text::is_lower(self.as_string()));
+}
+Value str_isupper(Runtime&, const Value& self, const Args&) {
+  return Value(text::is_upper(self.as_string()));
+}
 
 Value str_splitlines(Runtime&, const Value& self, const Args& args) {
   BoundArgs bound("splitlines", args, {"keepends"});
@@ -814,8 +958,8 @@ Value list_index(Runtime&, const Value& self, const Args& args) {
 Value list_count(Runtime&, const Value& self, const Args& args) {
   BoundArgs bound("count", args, {"value"});
   const auto& items = self.as_list();
-  return Value(static_cast<int64_t>(
-      std::count_if(items.begin(), items.end(), [&](const Value& v) { return equal(v, bound.required(0)); })));
+  return Value(static_cast<int64_t>(std::count_if(
+      items.begin(), items.end(), [&](const Value& v) { return equal(v, bound.required(0)); })));
 }
 
 Value same_object(Runtime&, const Value& self, const Args& args) {
@@ -851,20 +995,20 @@ using MethodTable = std::map<std::string, MethodFn, std::less<>>;
 
 const MethodTable& string_methods() {
   static const MethodTable table = {
-      {"capitalize", str_transform<text::capitalize>},
+      {"capitalize", str_capitalize},
       {"count", str_count},
       {"endswith", str_endswith},
       {"find", str_find<false>},
       {"format", str_format},
       {"index", str_index},
-      {"isalnum", str_is<ascii_alnum>},
-      {"isalpha", str_is<ascii_alpha>},
-      {"isdigit", str_is<ascii_digit>},
+      {"isalnum", str_isalnum},
+      {"isalpha", str_isalpha},
+      {"isdigit", str_isdigit},
       {"islower", str_islower},
-      {"isspace", str_is<text::is_space>},
+      {"isspace", str_isspace},
       {"isupper", str_isupper},
       {"join", str_join},
-      {"lower", str_transform<text::lower>},
+      {"lower", str_lower},
       {"lstrip", str_strip<text::Side::Left>},
       {"removeprefix", str_remove<true>},
       {"removesuffix", str_remove<false>},
@@ -876,8 +1020,8 @@ const MethodTable& string_methods() {
       {"splitlines", str_splitlines},
       {"startswith", str_startswith},
       {"strip", str_strip<text::Side::Both>},
-      {"title", str_transform<text::title_words>},
-      {"upper", str_transform<text::upper>},
+      {"title", str_title},
+      {"upper", str_upper},
   };
   return table;
 }
@@ -888,17 +1032,23 @@ const MethodTable& list_methods() {
 }
 
 const MethodTable& dict_methods() {
-  static const MethodTable table = {{"copy", same_object}, {"get", dict_get},        {"items", dict_items_method},
-                                    {"keys", dict_keys},   {"values", dict_values}};
+  static const MethodTable table = {{"copy", same_object},
+                                    {"get", dict_get},
+                                    {"items", dict_items_method},
+                                    {"keys", dict_keys},
+                                    {"values", dict_values}};
   return table;
 }
 
 // Methods that exist in Python but mutate; the sandbox refuses to call them.
 bool is_mutating_method(const Value& self, std::string_view name) {
-  static const std::string_view list_names[] = {"append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
+  static const std::string_view list_names[] = {"append", "clear",  "extend",  "insert",
+                                                "pop",    "remove", "reverse", "sort"};
   static const std::string_view dict_names[] = {"clear", "pop", "popitem", "setdefault", "update"};
-  if (self.is_list()) return std::find(std::begin(list_names), std::end(list_names), name) != std::end(list_names);
-  if (self.is_dict()) return std::find(std::begin(dict_names), std::end(dict_names), name) != std::end(dict_names);
+  if (self.is_list())
+    return std::find(std::begin(list_names), std::end(list_names), name) != std::end(list_names);
+  if (self.is_dict())
+    return std::find(std::begin(dict_names), std::end(dict_names), name) != std::end(dict_names);
   return false;
 }
 
@@ -937,13 +1087,14 @@ std::optional<Value> find_method(const Value& self, std::string_view name) {
   if (!table) return std::nullopt;
   if (auto it = table->find(name); it != table->end()) {
     MethodFn method = it->second;
-    return make_function(std::string(name), [self, method](Runtime& rt, const Args& args) {
-      return method(rt, self, args);
-    });
+    return make_function(std::string(name),
+                         [self, method](Runtime& rt, const Args& args) { return method(rt, self, args); });
   }
   if (is_mutating_method(self, name)) {
-    std::string message = fmt::format("access to attribute '{}' of '{}' object is unsafe", name, self.type_name());
-    return make_function(std::string(name), [message](Runtime&, const Args&) -> Value { fail("{}", message); });
+    std::string message =
+        fmt::format("access to attribute '{}' of '{}' object is unsafe", name, self.type_name());
+    return make_function(std::string(name),
+                         [message](Runtime&, const Args&) -> Value { fail("{}", message); });
   }
   return std::nullopt;
 }

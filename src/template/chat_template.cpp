@@ -36,7 +36,8 @@ void validate_chat_messages(const nlohmann::ordered_json& messages) {
     if (!message.is_object()) fail("chat message {} must be a JSON object, got {}", i, message.type_name());
     auto role = message.find("role");
     if (role == message.end()) fail("chat message {}: field 'role' is missing", i);
-    if (!role->is_string()) fail("chat message {}: field 'role' must be a string, got {}", i, role->type_name());
+    if (!role->is_string())
+      fail("chat message {}: field 'role' must be a string, got {}", i, role->type_name());
     auto content = message.find("content");
     if (content == message.end() || content->is_string() || content->is_null()) continue;
     if (!content->is_array())
@@ -44,7 +45,8 @@ void validate_chat_messages(const nlohmann::ordered_json& messages) {
            content->type_name());
     for (size_t j = 0; j < content->size(); ++j)
       if (!(*content)[j].is_object())
-        fail("chat message {}: content part {} must be a JSON object, got {}", i, j, (*content)[j].type_name());
+        fail("chat message {}: content part {} must be a JSON object, got {}", i, j,
+             (*content)[j].type_name());
   }
 }
 
@@ -91,7 +93,8 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& di
       if (name == "default") source = entry["template"].get<std::string>();
       if (name == "tool_use") tool_use_source = entry["template"].get<std::string>();
     }
-    if (source.empty()) fail("{}: 'chat_template' has no 'default' entry (it has: {})", config_path.string(), names);
+    if (source.empty())
+      fail("{}: 'chat_template' has no 'default' entry (it has: {})", config_path.string(), names);
     origin = config_path.string() + " chat_template 'default'";
   } else {
     fail("{}: field 'chat_template' must be a string or a list of {{name, template}}", config_path.string());
@@ -134,7 +137,8 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
   if (extra_vars.is_object()) {
     for (const auto& [name, value] : extra_vars.items()) {
       if (name == "messages" || name == "add_generation_prompt")
-        fail("chat template variable '{}' is set by the renderer and cannot be passed as an extra variable", name);
+        fail("chat template variable '{}' is set by the renderer and cannot be passed as an extra variable",
+             name);
       variables.set(name, jinja::Value::from_json(value));
       has_tools = has_tools || (name == "tools" && !value.is_null());
     }

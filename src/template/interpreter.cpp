@@ -51,15 +51,17 @@ void Interpreter::assign(const Target& target, const Value& value, const FramePt
   at_line(line, [&] {
     if (!target.attribute.empty()) {
       Value ns = lookup(frame, target.names[0]);
-      if (!ns.is_namespace()) fail("cannot assign attribute '{}' on non-namespace object '{}'", target.attribute, target.names[0]);
+      if (!ns.is_namespace())
+        fail("cannot assign attribute '{}' on non-namespace object '{}'", target.attribute, target.names[0]);
       ns.as_namespace().attributes.set(target.attribute, value);
     } else if (!target.tuple && target.names.size() == 1) {
       frame->variables[target.names[0]] = value;
     } else {
       std::vector<Value> items = iterate(value);
       if (items.size() != target.names.size())
-        fail("{} values to unpack (expected {}, got {})", items.size() > target.names.size() ? "too many" : "not enough",
-             target.names.size(), items.size());
+        fail("{} values to unpack (expected {}, got {})",
+             items.size() > target.names.size() ? "too many" : "not enough", target.names.size(),
+             items.size());
       for (size_t i = 0; i < items.size(); ++i) frame->variables[target.names[i]] = items[i];
     }
   });
@@ -96,7 +98,9 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, const FramePtr& frame
 
 Interpreter::Flow Interpreter::exec(const Node& node, const FramePtr& frame) {
   switch (node.kind) {
-    case Node::Kind::Text: at_line(node.line, [&] { write(node.text); }); break;
+    case Node::Kind::Text:
+      at_line(node.line, [&] { write(node.text); });
+      break;
     case Node::Kind::Output: {
       Value value = eval(*node.expr, frame);
       at_line(node.line, [&] { write(value.str()); });
@@ -106,15 +110,20 @@ Interpreter::Flow Interpreter::exec(const Node& node, const FramePtr& frame) {
       for (const auto& [condition, body] : node.branches)
         if (!condition || eval(*condition, frame).truthy()) return exec_body(body, frame);
       break;
-    case Node::Kind::For: return exec_for(node, frame);
-    case Node::Kind::Set: assign(node.target, eval(*node.expr, frame), frame, node.line); break;
+    case Node::Kind::For:
+      return exec_for(node, frame);
+    case Node::Kind::Set:
+      assign(node.target, eval(*node.expr, frame), frame, node.line);
+      break;
     case Node::Kind::SetBlock: {
       Value captured(capture(node.body, child(frame)));
       if (node.expr) captured = eval_filter(*node.expr, &captured, frame);
       assign(node.target, captured, frame, node.line);
       break;
     }
-    case Node::Kind::Macro: frame->variables[node.name] = define_macro(node, frame); break;
+    case Node::Kind::Macro:
+      frame->variables[node.name] = define_macro(node, frame);
+      break;
     case Node::Kind::FilterBlock: {
       Value captured(capture(node.body, child(frame)));
       Value filtered = eval_filter(*node.expr, &captured, frame);
@@ -123,12 +132,16 @@ Interpreter::Flow Interpreter::exec(const Node& node, const FramePtr& frame) {
     }
     case Node::Kind::With: {
       FramePtr scope = child(frame);
-      for (const auto& [target, expr] : node.assignments) assign(target, eval(*expr, frame), scope, node.line);
+      for (const auto& [target, expr] : node.assignments)
+        assign(target, eval(*expr, frame), scope, node.line);
       return exec_body(node.body, scope);
     }
-    case Node::Kind::Break: return Flow::Break;
-    case Node::Kind::Continue: return Flow::Continue;
-    case Node::Kind::Scope: return exec_body(node.body, frame);
+    case Node::Kind::Break:
+      return Flow::Break;
+    case Node::Kind::Continue:
+      return Flow::Continue;
+    case Node::Kind::Scope:
+      return exec_body(node.body, frame);
     case Node::Kind::CallBlock: {
       const Expr& call = *node.expr;
       Value callee = eval(*call.operands[0], frame);
@@ -166,7 +179,11 @@ static Value loop_info(const std::vector<Value>& items, size_t i) {
 
 Interpreter::Flow Interpreter::exec_for(const Node& node, const FramePtr& frame) {
   Value iterable = eval(*node.expr, frame);
-  std::vector<Value> items = at_line(node.expr->line, [&] { return iterate(iterable); });
+  std::vector<Value> items = at_line(node.expr->line, [&] {
+    std::vector<Value> all = iterate(iterable);
+    runtime_.count_work(all.size() * sizeof(Value));
+    return all;
+  });
   if (node.condition) {
     std::vector<Value> kept;
     for (const Value& item : items) {
@@ -237,11 +254,13 @@ Value Interpreter::call_macro(const Node& node, const FramePtr& closure, const A
   for (size_t i = 0; i < params.size(); ++i) {
     if (given[i]) continue;
     scope->variables[params[i].name] =
-        params[i].default_value ? eval(*params[i].default_value, scope)
-                                : Value::undefined(fmt::format("parameter '{}' was not provided", params[i].name));
+        params[i].default_value
+            ? eval(*params[i].default_value, scope)
+            : Value::undefined(fmt::format("parameter '{}' was not provided", params[i].name));
   }
   std::vector<Value> varargs;
-  if (args.positional.size() > params.size()) varargs.assign(args.positional.begin() + params.size(), args.positional.end());
+  if (args.positional.size() > params.size())
+    varargs.assign(args.positional.begin() + params.size(), args.positional.end());
   scope->variables["varargs"] = Value(std::move(varargs), true);
   scope->variables["kwargs"] = Value(std::move(extra_keywords));
   return Value(capture(node.body, scope));
@@ -249,13 +268,39 @@ Value Interpreter::call_macro(const Node& node, const FramePtr& closure, const A
 
 // --- expressions --------------------------------------------------------------------------------
 
+// The bytes a newly built value holds (its strings share storage with the values it came from).
+static size_t built_bytes(const Value& value) {
+  if (value.is_string()) return value.as_string().size();
+  if (value.is_list()) return value.as_list().size() * sizeof(Value);
+  if (value.is_dict()) return value.as_dict().size() * sizeof(Value);
+  return 0;
+}
+
 Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
-  return at_line(expr.line, [&] { return eval_unchecked(expr, frame); });
+  return at_line(expr.line, [&] {
+    Value value = eval_unchecked(expr, frame);
+    // Expressions that build new strings and lists count as work; names and lookups share what exists.
+    switch (expr.kind) {
+      case Expr::Kind::List:
+      case Expr::Kind::Tuple:
+      case Expr::Kind::Dict:
+      case Expr::Kind::Slice:
+      case Expr::Kind::Call:
+      case Expr::Kind::Filter:
+      case Expr::Kind::Binary:
+        runtime_.count_work(built_bytes(value));
+        break;
+      default:
+        break;
+    }
+    return value;
+  });
 }
 
 Args Interpreter::eval_args(const Expr& expr, size_t first, const FramePtr& frame) {
   Args args;
-  for (size_t i = first; i < expr.operands.size(); ++i) args.positional.push_back(eval(*expr.operands[i], frame));
+  for (size_t i = first; i < expr.operands.size(); ++i)
+    args.positional.push_back(eval(*expr.operands[i], frame));
   for (const auto& [name, value] : expr.keywords) args.keyword.emplace_back(name, eval(*value, frame));
   return args;
 }
@@ -263,7 +308,7 @@ Args Interpreter::eval_args(const Expr& expr, size_t first, const FramePtr& fram
 // A filter chain; `block_input` replaces the innermost (null) input of filter blocks and `set` blocks.
 Value Interpreter::eval_filter(const Expr& expr, const Value* block_input, const FramePtr& frame) {
   const Expr* inner = expr.operands[0].get();
-  Value input = !inner ? *block_input
+  Value input = !inner                                             ? *block_input
                 : inner->kind == Expr::Kind::Filter && block_input ? eval_filter(*inner, block_input, frame)
                                                                    : eval(*inner, frame);
   Args args = eval_args(expr, 1, frame);
@@ -291,8 +336,10 @@ Value Interpreter::eval_unchecked(const Expr& expr, const FramePtr& frame) {
   const auto& operands = expr.operands;
   auto operand = [&](size_t i) { return eval(*operands[i], frame); };
   switch (expr.kind) {
-    case Expr::Kind::Literal: return expr.value;
-    case Expr::Kind::Name: return lookup(frame, expr.name);
+    case Expr::Kind::Literal:
+      return expr.value;
+    case Expr::Kind::Name:
+      return lookup(frame, expr.name);
     case Expr::Kind::List:
     case Expr::Kind::Tuple: {
       std::vector<Value> items;
@@ -308,8 +355,10 @@ Value Interpreter::eval_unchecked(const Expr& expr, const FramePtr& frame) {
       }
       return Value(std::move(dict));
     }
-    case Expr::Kind::Attr: return get_attribute(operand(0), expr.name);
-    case Expr::Kind::Item: return get_item(operand(0), operand(1));
+    case Expr::Kind::Attr:
+      return get_attribute(operand(0), expr.name);
+    case Expr::Kind::Item:
+      return get_item(operand(0), operand(1));
     case Expr::Kind::Slice: {
       Value object = operand(0);
       auto bound = [&](size_t i) { return operands[i] ? operand(i) : Value::none(); };
@@ -319,7 +368,8 @@ Value Interpreter::eval_unchecked(const Expr& expr, const FramePtr& frame) {
       Value callee = operand(0);
       return call_function(callee, eval_args(expr, 1, frame));
     }
-    case Expr::Kind::Filter: return eval_filter(expr, nullptr, frame);
+    case Expr::Kind::Filter:
+      return eval_filter(expr, nullptr, frame);
     case Expr::Kind::Test: {
       Value subject = operand(0);
       Args args = eval_args(expr, 1, frame);
@@ -353,7 +403,8 @@ Value Interpreter::eval_unchecked(const Expr& expr, const FramePtr& frame) {
       if (operand(1).truthy()) return operand(0);
       if (operands[2]) return operand(2);
       return Value::undefined(fmt::format(
-          "the inline if-expression on line {} evaluated to false and no else section was defined.", expr.line));
+          "the inline if-expression on line {} evaluated to false and no else section was defined.",
+          expr.line));
   }
   return Value();
 }

@@ -51,21 +51,49 @@ std::string unescape(std::string_view body, int line) {
       i += digits;
     };
     switch (c) {
-      case '\n': break;  // line continuation
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case 'x': hex_escape(2); break;
-      case 'u': hex_escape(4); break;
-      case 'U': hex_escape(8); break;
-      case 'N': syntax_error(line, "\\N{...} escapes are not supported in string literals");
+      case '\n':
+        break;  // line continuation
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'x':
+        hex_escape(2);
+        break;
+      case 'u':
+        hex_escape(4);
+        break;
+      case 'U':
+        hex_escape(8);
+        break;
+      case 'N':
+        syntax_error(line, "\\N{...} escapes are not supported in string literals");
       default:
         if (c >= '0' && c <= '7') {
           uint32_t code = c - '0';
@@ -93,7 +121,8 @@ class Lexer {
         break;
       }
       char kind = src_[open + 1];
-      char sign = open + 2 < src_.size() && (src_[open + 2] == '-' || src_[open + 2] == '+') ? src_[open + 2] : 0;
+      char sign =
+          open + 2 < src_.size() && (src_[open + 2] == '-' || src_[open + 2] == '+') ? src_[open + 2] : 0;
       emit_text(strip_before_tag(src_.substr(pos_, open - pos_), kind, sign), line_);
       advance_to(open + 2 + (sign ? 1 : 0));
       if (kind == '#') {
@@ -117,7 +146,8 @@ class Lexer {
 
   size_t find_tag_start(size_t from) const {
     for (size_t at = src_.find('{', from); at != std::string::npos; at = src_.find('{', at + 1))
-      if (at + 1 < src_.size() && (src_[at + 1] == '{' || src_[at + 1] == '%' || src_[at + 1] == '#')) return at;
+      if (at + 1 < src_.size() && (src_[at + 1] == '{' || src_[at + 1] == '%' || src_[at + 1] == '#'))
+        return at;
     return std::string::npos;
   }
 
@@ -221,7 +251,8 @@ class Lexer {
     while (true) {
       while (size_t width = space_at(pos_)) advance_to(pos_ + width);
       if (pos_ >= src_.size())
-        syntax_error(start_line, block ? "unexpected end of template, missing '%}'" : "unexpected end of template, missing '}}'");
+        syntax_error(start_line, block ? "unexpected end of template, missing '%}'"
+                                       : "unexpected end of template, missing '}}'");
       if (brackets.empty() && lex_tag_end(block)) return;
       lex_expression_token(brackets);
     }
@@ -230,7 +261,8 @@ class Lexer {
   bool lex_tag_end(bool block) {
     std::string_view close = block ? "%}" : "}}";
     char sign = 0;
-    if ((src_[pos_] == '-' || (block && src_[pos_] == '+')) && std::string_view(src_).substr(pos_ + 1, 2) == close)
+    if ((src_[pos_] == '-' || (block && src_[pos_] == '+')) &&
+        std::string_view(src_).substr(pos_ + 1, 2) == close)
       sign = src_[pos_];
     else if (!starts_with(close))
       return false;
@@ -316,8 +348,9 @@ class Lexer {
   }
 
   void lex_prefixed_integer(int base) {
-    auto digit = base == 16 ? is_hex : base == 8 ? +[](char c) { return c >= '0' && c <= '7'; }
-                                                 : +[](char c) { return c == '0' || c == '1'; };
+    auto digit = base == 16  ? is_hex
+                 : base == 8 ? +[](char c) { return c >= '0' && c <= '7'; }
+                             : +[](char c) { return c == '0' || c == '1'; };
     size_t start = pos_ + 2;
     if (start < src_.size() && src_[start] == '_') ++start;
     size_t end = scan_digits(start, digit);
@@ -327,7 +360,8 @@ class Lexer {
       if (src_[i] != '_') digits += src_[i];
     Token token{TokenType::Integer, src_.substr(pos_, end - pos_), line_};
     auto result = std::from_chars(digits.data(), digits.data() + digits.size(), token.int_value, base);
-    if (result.ec != std::errc()) syntax_error(line_, fmt::format("number literal {} is out of range", token.text));
+    if (result.ec != std::errc())
+      syntax_error(line_, fmt::format("number literal {} is out of range", token.text));
     tokens_.push_back(std::move(token));
     advance_to(end);
   }

@@ -1,6 +1,7 @@
 #include "template/operations.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "template/builtins.h"
@@ -8,8 +9,8 @@
 
 namespace gerbil::jinja {
 
-BoundArgs::BoundArgs(std::string_view function, const Args& args, std::initializer_list<std::string_view> params,
-                     bool extra_positional)
+BoundArgs::BoundArgs(std::string_view function, const Args& args,
+                     std::initializer_list<std::string_view> params, bool extra_positional)
     : function_(function), names_(params), values_(params.size()) {
   for (size_t i = 0; i < args.positional.size(); ++i) {
     if (i < values_.size()) {
@@ -116,7 +117,8 @@ static std::vector<size_t> slice_positions(size_t size, const Value& start_v, co
   int64_t start = clamp(slice_bound(start_v), step > 0 ? 0 : n - 1);
   int64_t stop = clamp(slice_bound(stop_v), step > 0 ? n : -1);
   std::vector<size_t> positions;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) positions.push_back(static_cast<size_t>(i));
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+    positions.push_back(static_cast<size_t>(i));
   return positions;
 }
 
@@ -137,15 +139,23 @@ Value get_slice(const Value& object, const Value& start, const Value& stop, cons
   fail("'{}' object is not subscriptable", object.type_name());
 }
 
+// The value of a string of decimal digits ("0", "12"); nullopt for anything else or out of range.
+static std::optional<int64_t> digits_value(std::string_view s) {
+  int64_t value = 0;
+  auto result = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || s[0] == '-' || result.ec != std::errc() || result.ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
 Value get_path(const Value& object, std::string_view path) {
   Value current = object;
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string_view part = path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    current = numeric ? get_item(current, Value(static_cast<int64_t>(std::stoll(std::string(part)))))
-                      : get_item(current, Value(part));
+    std::string_view part =
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    auto index = digits_value(part);
+    current = index ? get_item(current, Value(*index)) : get_item(current, Value(part));
     if (dot == std::string_view::npos) return current;
     start = dot + 1;
   }
@@ -153,11 +163,14 @@ Value get_path(const Value& object, std::string_view path) {
 
 std::vector<Value> iterate(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return value.as_list();
+    case Value::Kind::Undefined:
+      return {};
+    case Value::Kind::List:
+      return value.as_list();
     case Value::Kind::String: {
       std::vector<Value> chars;
-      for (char32_t c : text::decode(value.as_string())) chars.emplace_back(text::encode(std::u32string(1, c)));
+      for (char32_t c : text::decode(value.as_string()))
+        chars.emplace_back(text::encode(std::u32string(1, c)));
       return chars;
     }
     case Value::Kind::Dict: {
@@ -165,31 +178,40 @@ std::vector<Value> iterate(const Value& value) {
       for (const auto& entry : value.as_dict().entries()) keys.emplace_back(entry.first);
       return keys;
     }
-    default: fail("'{}' object is not iterable", value.type_name());
+    default:
+      fail("'{}' object is not iterable", value.type_name());
   }
 }
 
 size_t length(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::Undefined: return 0;
-    case Value::Kind::String: return text::length(value.as_string());
-    case Value::Kind::List: return value.as_list().size();
-    case Value::Kind::Dict: return value.as_dict().size();
-    default: fail("object of type '{}' has no len()", value.type_name());
+    case Value::Kind::Undefined:
+      return 0;
+    case Value::Kind::String:
+      return text::length(value.as_string());
+    case Value::Kind::List:
+      return value.as_list().size();
+    case Value::Kind::Dict:
+      return value.as_dict().size();
+    default:
+      fail("object of type '{}' has no len()", value.type_name());
   }
 }
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case Value::Kind::Undefined: return false;
+    case Value::Kind::Undefined:
+      return false;
     case Value::Kind::String:
       if (!item.is_string()) fail("'in <string>' requires string as left operand, not {}", item.type_name());
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Value::Kind::List:
       return std::any_of(container.as_list().begin(), container.as_list().end(),
                          [&](const Value& v) { return equal(v, item); });
-    case Value::Kind::Dict: return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
-    default: fail("argument of type '{}' is not iterable", container.type_name());
+    case Value::Kind::Dict:
+      return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+    default:
+      fail("argument of type '{}' is not iterable", container.type_name());
   }
 }
 
@@ -271,17 +293,20 @@ static Value numeric(std::string_view op, const Value& a, const Value& b) {
 }
 
 static Value repeat(const Value& sequence, int64_t times, const Runtime& runtime) {
-  size_t count = times > 0 ? static_cast<size_t>(times) : 0;
+  size_t unit = sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size();
+  size_t count = times > 0 && unit > 0 ? static_cast<size_t>(times) : 0;
+  // unit * count, saturated so that a huge count fails the size check instead of wrapping around.
+  bool too_big = count > 0 && unit > runtime.limits.max_output_bytes / count;
+  runtime.check_size(too_big ? SIZE_MAX : unit * count);
   if (sequence.is_string()) {
-    runtime.check_size(sequence.as_string().size() * count);
     std::string out;
+    out.reserve(unit * count);
     for (size_t i = 0; i < count; ++i) out += sequence.as_string();
     return Value(std::move(out));
   }
-  const auto& items = sequence.as_list();
-  runtime.check_size(items.size() * count);
   std::vector<Value> out;
-  for (size_t i = 0; i < count; ++i) out.insert(out.end(), items.begin(), items.end());
+  out.reserve(unit * count);
+  for (size_t i = 0; i < count; ++i) out.insert(out.end(), sequence.as_list().begin(), sequence.as_list().end());
   return Value(std::move(out), sequence.is_tuple());
 }
 
@@ -333,13 +358,14 @@ static std::string pad(std::string body, int width, bool left_align, bool zero_f
 
 static std::string format_number(char conversion, const Value& value, int precision, char sign_flag) {
   require_defined(value);
-  if (!value.is_number()) fail("%{} format: a real number is required, not {}", conversion, value.type_name());
+  if (!value.is_number())
+    fail("%{} format: a real number is required, not {}", conversion, value.type_name());
   std::string sign = sign_flag ? std::string(1, sign_flag) : "";
   if (conversion == 'd' || conversion == 'i' || conversion == 'x' || conversion == 'X' || conversion == 'o') {
     int64_t n = value.is_float() ? static_cast<int64_t>(std::trunc(value.as_float())) : value.as_int();
     if (value.is_float() && conversion != 'd' && conversion != 'i')
       fail("%{} format: an integer is required, not float", conversion);
-    std::string digits = conversion == 'x' ? fmt::format("{:x}", n < 0 ? -n : n)
+    std::string digits = conversion == 'x'   ? fmt::format("{:x}", n < 0 ? -n : n)
                          : conversion == 'X' ? fmt::format("{:X}", n < 0 ? -n : n)
                          : conversion == 'o' ? fmt::format("{:o}", n < 0 ? -n : n)
                                              : std::to_string(n < 0 ? -n : n);
@@ -351,11 +377,21 @@ static std::string format_number(char conversion, const Value& value, int precis
     if (conversion >= 'A' && conversion <= 'Z') word = text::upper(word);
     return (std::signbit(x) && !std::isnan(x) ? "-" : sign) + word;
   }
-  char spec[16];
-  std::snprintf(spec, sizeof(spec), "%%%s.%d%c", sign.c_str(), precision < 0 ? 6 : precision, conversion);
-  char buf[512];
-  std::snprintf(buf, sizeof(buf), spec, x);
-  return buf;
+  std::string spec = fmt::format("%{}.{}{}", sign, precision < 0 ? 6 : precision, conversion);
+  std::string out(std::snprintf(nullptr, 0, spec.c_str(), x) + 1, '\0');
+  std::snprintf(out.data(), out.size(), spec.c_str(), x);
+  out.pop_back();
+  return out;
+}
+
+// A width or precision in a % format, advancing `i` past its digits; large ones would only exhaust memory.
+static int read_count(std::string_view format, size_t& i) {
+  int n = 0;
+  for (; i < format.size() && format[i] >= '0' && format[i] <= '9'; ++i) {
+    n = n * 10 + (format[i] - '0');
+    if (n > 100000) fail("width or precision too large in format string");
+  }
+  return n;
 }
 
 std::string percent_format(std::string_view format, const Value& args) {
@@ -375,13 +411,9 @@ std::string percent_format(std::string_view format, const Value& args) {
       if (format[i] == '0') zero = true;
       if (format[i] == '+' || (format[i] == ' ' && sign != '+')) sign = format[i];
     }
-    int width = 0, precision = -1;
-    for (; i < format.size() && format[i] >= '0' && format[i] <= '9'; ++i) width = width * 10 + (format[i] - '0');
-    if (i < format.size() && format[i] == '.') {
-      precision = 0;
-      for (++i; i < format.size() && format[i] >= '0' && format[i] <= '9'; ++i)
-        precision = precision * 10 + (format[i] - '0');
-    }
+    int width = read_count(format, i);
+    int precision = -1;
+    if (i < format.size() && format[i] == '.') precision = read_count(format, ++i);
     if (i >= format.size()) fail("incomplete format");
     char conversion = format[i];
     if (conversion == '%') {
@@ -396,7 +428,8 @@ std::string percent_format(std::string_view format, const Value& args) {
       if (precision >= 0) body = text::encode(text::decode(body).substr(0, precision));
       zero = false;
     } else if (conversion == 'c') {
-      body = value.is_string() ? value.as_string() : text::encode(std::u32string(1, char32_t(value.as_int())));
+      body =
+          value.is_string() ? value.as_string() : text::encode(std::u32string(1, char32_t(value.as_int())));
       zero = false;
     } else if (std::string_view("diouxXeEfFgG").find(conversion) != std::string_view::npos) {
       body = format_number(conversion == 'u' ? 'd' : conversion, value, precision, sign);
@@ -411,7 +444,7 @@ std::string percent_format(std::string_view format, const Value& args) {
 
 std::string brace_format(std::string_view format, const Args& args) {
   std::string out;
-  size_t automatic = 0;
+  int64_t automatic = 0;
   for (size_t i = 0; i < format.size(); ++i) {
     char c = format[i];
     if ((c == '{' || c == '}') && i + 1 < format.size() && format[i + 1] == c) {
@@ -436,10 +469,10 @@ std::string brace_format(std::string_view format, const Args& args) {
     }
     if (field.find(':') != std::string_view::npos) fail("format specs ('{}') are not supported", field);
     const Value* value = nullptr;
-    if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
-      size_t index = field.empty() ? automatic++ : std::stoul(std::string(field));
-      if (index >= args.positional.size()) fail("replacement index {} out of range for format", index);
-      value = &args.positional[index];
+    if (auto number = field.empty() ? std::optional<int64_t>(automatic++) : digits_value(field)) {
+      if (*number >= static_cast<int64_t>(args.positional.size()))
+        fail("replacement index {} out of range for format", *number);
+      value = &args.positional[*number];
     } else {
       for (const auto& [name, v] : args.keyword)
         if (name == field) value = &v;

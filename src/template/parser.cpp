@@ -12,16 +12,25 @@ constexpr int kMaxNesting = 200;  // deeper expressions or blocks would only exh
 
 std::string describe(const Token& token) {
   switch (token.type) {
-    case TokenType::Text: return "text";
-    case TokenType::VarBegin: return "'{{'";
-    case TokenType::VarEnd: return "end of print statement";
-    case TokenType::BlockBegin: return "'{%'";
-    case TokenType::BlockEnd: return "end of statement block";
-    case TokenType::String: return "string";
+    case TokenType::Text:
+      return "text";
+    case TokenType::VarBegin:
+      return "'{{'";
+    case TokenType::VarEnd:
+      return "end of print statement";
+    case TokenType::BlockBegin:
+      return "'{%'";
+    case TokenType::BlockEnd:
+      return "end of statement block";
+    case TokenType::String:
+      return "string";
     case TokenType::Integer:
-    case TokenType::Float: return "number " + token.text;
-    case TokenType::End: return "end of template";
-    default: return "'" + token.text + "'";
+    case TokenType::Float:
+      return "number " + token.text;
+    case TokenType::End:
+      return "end of template";
+    default:
+      return "'" + token.text + "'";
   }
 }
 
@@ -167,8 +176,8 @@ class Parser {
       expect(TokenType::BlockEnd);
       return make_node(name == "break" ? Node::Kind::Break : Node::Kind::Continue, line);
     }
-    static const std::string_view unsupported[] = {"block", "extends", "include", "import", "from",
-                                                   "autoescape", "do"};
+    static const std::string_view unsupported[] = {"block", "extends",    "include", "import",
+                                                   "from",  "autoescape", "do"};
     if (std::find(std::begin(unsupported), std::end(unsupported), name) != std::end(unsupported))
       syntax_error(line, fmt::format("the '{}' tag is not supported in chat templates", name));
     std::string expected;
@@ -246,7 +255,8 @@ class Parser {
       if (!node.params.empty()) expect_op(",");
       if (skip_op(")")) break;
       MacroParam param{expect_name(), nullptr};
-      if (skip_op("=")) param.default_value = parse_expression(true);
+      if (skip_op("="))
+        param.default_value = parse_expression(true);
       else if (!node.params.empty() && node.params.back().default_value)
         syntax_error(node.line, "non-default macro argument follows default argument");
       node.params.push_back(std::move(param));
@@ -456,7 +466,8 @@ class Parser {
   template <typename Next>
   ExprPtr parse_left_assoc(std::initializer_list<std::string_view> ops, Next parse_operand) {
     ExprPtr left = (this->*parse_operand)();
-    while (peek().type == TokenType::Operator && std::find(ops.begin(), ops.end(), peek().text) != ops.end()) {
+    while (peek().type == TokenType::Operator &&
+           std::find(ops.begin(), ops.end(), peek().text) != ops.end()) {
       const Token& op = next();
       left = binary(op.text, std::move(left), (this->*parse_operand)(), op.line);
     }
@@ -510,9 +521,12 @@ class Parser {
         while (peek().type == TokenType::String) value += next().text;  // adjacent literals concatenate
         return literal(std::move(value), line);
       }
-      case TokenType::Integer: return literal(next().int_value, line);
-      case TokenType::Float: return literal(next().float_value, line);
-      default: break;
+      case TokenType::Integer:
+        return literal(next().int_value, line);
+      case TokenType::Float:
+        return literal(next().float_value, line);
+      default:
+        break;
     }
     if (skip_op("(")) {
       ExprPtr inner = parse_tuple(true, {}, true);
@@ -616,7 +630,8 @@ class Parser {
       if (!first) expect_op(",");
       first = false;
       if (skip_op(")")) break;
-      if (at_op("*") || at_op("**")) syntax_error(peek().line, "*args and **kwargs in calls are not supported");
+      if (at_op("*") || at_op("**"))
+        syntax_error(peek().line, "*args and **kwargs in calls are not supported");
       if (peek().type == TokenType::Name && at_op("=", 1)) {
         std::string key = next().text;
         next();
@@ -668,8 +683,8 @@ class Parser {
     if (!is_test(node->name)) syntax_error(line, fmt::format("no test named '{}'", node->name));
     node->operands.push_back(std::move(input));
     TokenType type = peek().type;
-    bool starts_argument = type == TokenType::Name || type == TokenType::String || type == TokenType::Integer ||
-                           type == TokenType::Float || at_op("[") || at_op("{");
+    bool starts_argument = type == TokenType::Name || type == TokenType::String ||
+                           type == TokenType::Integer || type == TokenType::Float || at_op("[") || at_op("{");
     if (at_op("(")) {
       parse_call_args(*node);
     } else if (starts_argument && !at_name("else") && !at_name("or") && !at_name("and")) {

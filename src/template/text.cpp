@@ -14,7 +14,11 @@ std::u32string decode(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     auto byte = static_cast<unsigned char>(s[i]);
-    int extra = byte < 0x80 ? 0 : (byte >> 5) == 0x6 ? 1 : (byte >> 4) == 0xe ? 2 : (byte >> 3) == 0x1e ? 3 : -1;
+    int extra = byte < 0x80           ? 0
+                : (byte >> 5) == 0x6  ? 1
+                : (byte >> 4) == 0xe  ? 2
+                : (byte >> 3) == 0x1e ? 3
+                                      : -1;
     char32_t c = extra <= 0 ? byte : byte & (0x3f >> extra);
     bool valid = extra >= 0 && i + extra < s.size();
     for (int k = 1; valid && k <= extra; ++k) {
@@ -205,7 +209,8 @@ int64_t find(std::string_view s, std::string_view sub, bool from_right) {
 static char32_t to_upper(char32_t c) {
   if (c >= 'a' && c <= 'z') return c - 32;
   if (c < 0xb5) return c;
-  if ((c >= 0xe0 && c <= 0xfe && c != 0xf7) || (c >= 0x3b1 && c <= 0x3cb && c != 0x3c2) || (c >= 0x430 && c <= 0x44f))
+  if ((c >= 0xe0 && c <= 0xfe && c != 0xf7) || (c >= 0x3b1 && c <= 0x3cb && c != 0x3c2) ||
+      (c >= 0x430 && c <= 0x44f))
     return c - 32;
   if (c == 0xff) return 0x178;
   if (c == 0x3c2) return 0x3a3;
@@ -214,7 +219,8 @@ static char32_t to_upper(char32_t c) {
   if (c >= 0x450 && c <= 0x45f) return c - 80;
   bool odd = c & 1;
   if (((c >= 0x100 && c <= 0x137) || (c >= 0x14a && c <= 0x177) || (c >= 0x1e00 && c <= 0x1e95) ||
-       (c >= 0x1ea0 && c <= 0x1eff)) && odd)
+       (c >= 0x1ea0 && c <= 0x1eff)) &&
+      odd)
     return c - 1;
   if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) && !odd) return c - 1;
   return c;
@@ -223,14 +229,16 @@ static char32_t to_upper(char32_t c) {
 static char32_t to_lower(char32_t c) {
   if (c >= 'A' && c <= 'Z') return c + 32;
   if (c < 0xc0) return c;
-  if ((c >= 0xc0 && c <= 0xde && c != 0xd7) || (c >= 0x391 && c <= 0x3ab && c != 0x3a2) || (c >= 0x410 && c <= 0x42f))
+  if ((c >= 0xc0 && c <= 0xde && c != 0xd7) || (c >= 0x391 && c <= 0x3ab && c != 0x3a2) ||
+      (c >= 0x410 && c <= 0x42f))
     return c + 32;
   if (c == 0x178) return 0xff;
   if (c == 0x130 || c == 0x131) return c;
   if (c >= 0x400 && c <= 0x40f) return c + 80;
   bool odd = c & 1;
   if (((c >= 0x100 && c <= 0x137) || (c >= 0x14a && c <= 0x177) || (c >= 0x1e00 && c <= 0x1e95) ||
-       (c >= 0x1ea0 && c <= 0x1eff)) && !odd)
+       (c >= 0x1ea0 && c <= 0x1eff)) &&
+      !odd)
     return c + 1;
   if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) && odd) return c + 1;
   return c;
@@ -267,7 +275,9 @@ std::string title_words(std::string_view s) {
 }
 
 std::string title_filter(std::string_view s) {
-  auto is_break = [](char32_t c) { return is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<'; };
+  auto is_break = [](char32_t c) {
+    return is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+  };
   std::u32string chars = decode(s);
   bool word_start = true;
   for (char32_t& c : chars) {
@@ -319,7 +329,7 @@ std::string repr(std::string_view s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (repr_escapes(c)) {
-      out += c < 0x100 ? fmt::format("\\x{:02x}", static_cast<uint32_t>(c))
+      out += c < 0x100     ? fmt::format("\\x{:02x}", static_cast<uint32_t>(c))
              : c < 0x10000 ? fmt::format("\\u{:04x}", static_cast<uint32_t>(c))
                            : fmt::format("\\U{:08x}", static_cast<uint32_t>(c));
     } else {
@@ -334,14 +344,29 @@ std::string json_quote(std::string_view s, bool ensure_ascii) {
   std::string out = "\"";
   for (char32_t c : decode(s)) {
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || (ensure_ascii && c >= 0x7f)) {
       if (c >= 0x10000) {

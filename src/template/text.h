@@ -31,10 +31,10 @@ int64_t find(std::string_view s, std::string_view sub, bool from_right);  // in 
 
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);
-std::string capitalize(std::string_view s);   // first character upper, the rest lower
-std::string title_words(std::string_view s);  // Python str.title
-std::string title_filter(std::string_view s); // jinja2's `title` filter: words split at -, whitespace, ([{<
-bool is_lower(std::string_view s);            // Python str.islower
+std::string capitalize(std::string_view s);    // first character upper, the rest lower
+std::string title_words(std::string_view s);   // Python str.title
+std::string title_filter(std::string_view s);  // jinja2's `title` filter: words split at -, whitespace, ([{<
+bool is_lower(std::string_view s);             // Python str.islower
 bool is_upper(std::string_view s);
 
 // Python repr() of a str: single quotes unless the text holds ' and no ", escapes for controls.

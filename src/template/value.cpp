@@ -28,17 +28,22 @@ void Dict::set(std::string key, Value value) {
 template <typename Json>
 static Value value_from_json(const Json& json) {
   switch (json.type()) {
-    case Json::value_t::null: return Value::none();
-    case Json::value_t::boolean: return Value(json.template get<bool>());
-    case Json::value_t::number_integer: return Value(json.template get<int64_t>());
+    case Json::value_t::null:
+      return Value::none();
+    case Json::value_t::boolean:
+      return Value(json.template get<bool>());
+    case Json::value_t::number_integer:
+      return Value(json.template get<int64_t>());
     case Json::value_t::number_unsigned: {
       auto u = json.template get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         fail("integer {} is too large for a template value", u);
       return Value(static_cast<int64_t>(u));
     }
-    case Json::value_t::number_float: return Value(json.template get<double>());
-    case Json::value_t::string: return Value(json.template get<std::string>());
+    case Json::value_t::number_float:
+      return Value(json.template get<double>());
+    case Json::value_t::string:
+      return Value(json.template get<std::string>());
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -50,7 +55,8 @@ static Value value_from_json(const Json& json) {
       for (const auto& [key, item] : json.items()) dict.set(key, value_from_json(item));
       return Value(std::move(dict));
     }
-    default: fail("JSON value of type {} cannot be a template value", json.type_name());
+    default:
+      fail("JSON value of type {} cannot be a template value", json.type_name());
   }
 }
 
@@ -59,11 +65,16 @@ Value Value::from_json(const nlohmann::ordered_json& json) { return value_from_j
 
 nlohmann::ordered_json Value::to_json() const {
   switch (kind()) {
-    case Kind::None: return nullptr;
-    case Kind::Bool: return as_bool();
-    case Kind::Int: return as_int();
-    case Kind::Float: return as_float();
-    case Kind::String: return as_string();
+    case Kind::None:
+      return nullptr;
+    case Kind::Bool:
+      return as_bool();
+    case Kind::Int:
+      return as_int();
+    case Kind::Float:
+      return as_float();
+    case Kind::String:
+      return as_string();
     case Kind::List: {
       auto out = nlohmann::ordered_json::array();
       for (const auto& item : as_list()) out.push_back(item.to_json());
@@ -74,48 +85,72 @@ nlohmann::ordered_json Value::to_json() const {
       for (const auto& [key, item] : as_dict().entries()) out[key] = item.to_json();
       return out;
     }
-    default: fail("a template value of type {} has no JSON form", type_name());
+    default:
+      fail("a template value of type {} has no JSON form", type_name());
   }
 }
 
-int64_t Value::as_int() const { return is_bool() ? static_cast<int64_t>(as_bool()) : std::get<int64_t>(data_); }
+int64_t Value::as_int() const {
+  return is_bool() ? static_cast<int64_t>(as_bool()) : std::get<int64_t>(data_);
+}
 
-double Value::as_float() const { return is_float() ? std::get<double>(data_) : static_cast<double>(as_int()); }
+double Value::as_float() const {
+  return is_float() ? std::get<double>(data_) : static_cast<double>(as_int());
+}
 
 bool Value::truthy() const {
   switch (kind()) {
     case Kind::Undefined:
-    case Kind::None: return false;
-    case Kind::Bool: return as_bool();
-    case Kind::Int: return as_int() != 0;
-    case Kind::Float: return as_float() != 0.0;
-    case Kind::String: return !as_string().empty();
-    case Kind::List: return !as_list().empty();
-    case Kind::Dict: return as_dict().size() > 0;
+    case Kind::None:
+      return false;
+    case Kind::Bool:
+      return as_bool();
+    case Kind::Int:
+      return as_int() != 0;
+    case Kind::Float:
+      return as_float() != 0.0;
+    case Kind::String:
+      return !as_string().empty();
+    case Kind::List:
+      return !as_list().empty();
+    case Kind::Dict:
+      return as_dict().size() > 0;
     case Kind::Namespace:
-    case Kind::Function: return true;
+    case Kind::Function:
+      return true;
   }
   return false;
 }
 
 std::string Value::str() const {
   switch (kind()) {
-    case Kind::Undefined: return "";
-    case Kind::None: return "None";
-    case Kind::Bool: return as_bool() ? "True" : "False";
-    case Kind::Int: return std::to_string(as_int());
-    case Kind::Float: return text::float_repr(as_float());
-    case Kind::String: return as_string();
-    case Kind::Namespace: return "<Namespace " + Value(as_namespace().attributes).repr() + ">";
-    case Kind::Function: return "<function " + as_function().name + ">";
-    default: return repr();
+    case Kind::Undefined:
+      return "";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return as_bool() ? "True" : "False";
+    case Kind::Int:
+      return std::to_string(as_int());
+    case Kind::Float:
+      return text::float_repr(as_float());
+    case Kind::String:
+      return as_string();
+    case Kind::Namespace:
+      return "<Namespace " + Value(as_namespace().attributes).repr() + ">";
+    case Kind::Function:
+      return "<function " + as_function().name + ">";
+    default:
+      return repr();
   }
 }
 
 std::string Value::repr() const {
   switch (kind()) {
-    case Kind::Undefined: return "Undefined";
-    case Kind::String: return text::repr(as_string());
+    case Kind::Undefined:
+      return "Undefined";
+    case Kind::String:
+      return text::repr(as_string());
     case Kind::List: {
       const auto& items = as_list();
       std::string out = is_tuple() ? "(" : "[";
@@ -132,22 +167,33 @@ std::string Value::repr() const {
       }
       return out + "}";
     }
-    default: return str();
+    default:
+      return str();
   }
 }
 
 std::string Value::type_name() const {
   switch (kind()) {
-    case Kind::Undefined: return "Undefined";
-    case Kind::None: return "NoneType";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::List: return is_tuple() ? "tuple" : "list";
-    case Kind::Dict: return "dict";
-    case Kind::Namespace: return "Namespace";
-    case Kind::Function: return "function";
+    case Kind::Undefined:
+      return "Undefined";
+    case Kind::None:
+      return "NoneType";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::String:
+      return "str";
+    case Kind::List:
+      return is_tuple() ? "tuple" : "list";
+    case Kind::Dict:
+      return "dict";
+    case Kind::Namespace:
+      return "Namespace";
+    case Kind::Function:
+      return "function";
   }
   return "?";
 }
@@ -161,8 +207,10 @@ bool equal(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Kind::Undefined:
-    case Kind::None: return true;
-    case Kind::String: return a.as_string() == b.as_string();
+    case Kind::None:
+      return true;
+    case Kind::String:
+      return a.as_string() == b.as_string();
     case Kind::List: {
       const auto &x = a.as_list(), &y = b.as_list();
       if (a.is_tuple() != b.is_tuple() || x.size() != y.size()) return false;
@@ -179,9 +227,12 @@ bool equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Kind::Namespace: return &a.as_namespace() == &b.as_namespace();
-    case Kind::Function: return &a.as_function() == &b.as_function();
-    default: return false;
+    case Kind::Namespace:
+      return &a.as_namespace() == &b.as_namespace();
+    case Kind::Function:
+      return &a.as_function() == &b.as_function();
+    default:
+      return false;
   }
 }
 
@@ -192,7 +243,8 @@ bool less(const Value& a, const Value& b) {
     if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 order is code point order
+  if (a.is_string() && b.is_string())
+    return a.as_string() < b.as_string();  // UTF-8 order is code point order
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const auto &x = a.as_list(), &y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -213,15 +265,23 @@ static void write_json(std::string& out, const Value& value, const JsonOptions& 
     for (int i = 0; i < level; ++i) out += *options.indent;
   };
   switch (value.kind()) {
-    case Kind::None: out += "null"; return;
-    case Kind::Bool: out += value.as_bool() ? "true" : "false"; return;
-    case Kind::Int: out += std::to_string(value.as_int()); return;
+    case Kind::None:
+      out += "null";
+      return;
+    case Kind::Bool:
+      out += value.as_bool() ? "true" : "false";
+      return;
+    case Kind::Int:
+      out += std::to_string(value.as_int());
+      return;
     case Kind::Float: {
       double x = value.as_float();
       out += std::isnan(x) ? "NaN" : std::isinf(x) ? (x < 0 ? "-Infinity" : "Infinity") : text::float_repr(x);
       return;
     }
-    case Kind::String: out += text::json_quote(value.as_string(), options.ensure_ascii); return;
+    case Kind::String:
+      out += text::json_quote(value.as_string(), options.ensure_ascii);
+      return;
     case Kind::List: {
       const auto& items = value.as_list();
       if (items.empty()) {
@@ -258,7 +318,8 @@ static void write_json(std::string& out, const Value& value, const JsonOptions& 
       out += '}';
       return;
     }
-    default: fail("Object of type {} is not JSON serializable", value.type_name());
+    default:
+      fail("Object of type {} is not JSON serializable", value.type_name());
   }
 }
 

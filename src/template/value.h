@@ -1,20 +1,19 @@
 // The values a template computes with, modelled on the Python objects jinja2 sees: undefined, None,
 // bool, int, float, str, list/tuple, dict (insertion ordered, string keys), namespace and callables.
-// Lists and dicts are immutable once built (the sandbox allows no mutation), so copies share storage;
-// a namespace is the one mutable object and has reference semantics, as in Python.
+// Strings, lists and dicts are immutable once built (the sandbox allows no mutation), so copies share
+// storage; a namespace is the one mutable object and has reference semantics, as in Python.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gerbil::jinja {
 
@@ -73,9 +72,9 @@ class Value {
   Value(int64_t i) : data_(i) {}
   Value(int i) : data_(static_cast<int64_t>(i)) {}
   Value(double f) : data_(f) {}
-  Value(std::string s) : data_(std::move(s)) {}
-  Value(std::string_view s) : data_(std::string(s)) {}
-  Value(const char* s) : data_(std::string(s)) {}
+  Value(std::string s) : data_(std::make_shared<const std::string>(std::move(s))) {}
+  Value(std::string_view s) : Value(std::string(s)) {}
+  Value(const char* s) : Value(std::string(s)) {}
   Value(std::vector<Value> items, bool tuple = false)
       : data_(std::make_shared<const ListData>(ListData{std::move(items), tuple})) {}
   Value(Dict dict) : data_(std::make_shared<const Dict>(std::move(dict))) {}
@@ -101,10 +100,12 @@ class Value {
   bool is_function() const { return kind() == Kind::Function; }
 
   bool as_bool() const { return std::get<bool>(data_); }
-  int64_t as_int() const;  // int or bool
+  int64_t as_int() const;   // int or bool
   double as_float() const;  // any number
-  const std::string& as_string() const { return std::get<std::string>(data_); }
-  const std::vector<Value>& as_list() const { return std::get<std::shared_ptr<const ListData>>(data_)->items; }
+  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(data_); }
+  const std::vector<Value>& as_list() const {
+    return std::get<std::shared_ptr<const ListData>>(data_)->items;
+  }
   bool is_tuple() const { return is_list() && std::get<std::shared_ptr<const ListData>>(data_)->tuple; }
   const Dict& as_dict() const { return *std::get<std::shared_ptr<const Dict>>(data_); }
   Namespace& as_namespace() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
@@ -121,9 +122,9 @@ class Value {
   std::string type_name() const;
 
  private:
-  using Data = std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<const ListData>,
-                            std::shared_ptr<const Dict>, std::shared_ptr<Namespace>,
-                            std::shared_ptr<const Function>>;
+  using Data = std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const std::string>,
+                            std::shared_ptr<const ListData>, std::shared_ptr<const Dict>,
+                            std::shared_ptr<Namespace>, std::shared_ptr<const Function>>;
   explicit Value(Data data) : data_(std::move(data)) {}
   Data data_;
 };
@@ -136,7 +137,7 @@ bool less(const Value& a, const Value& b);
 // json.dumps as transformers' tojson filter calls it.
 struct JsonOptions {
   bool ensure_ascii = false;
-  std::optional<std::string> indent;  // per-level indent text; absent for a one-line dump
+  std::optional<std::string> indent;          // per-level indent text; absent for a one-line dump
   std::optional<std::string> item_separator;  // absent: ", " on one line, "," when indenting
   std::string key_separator = ": ";
   bool sort_keys = false;

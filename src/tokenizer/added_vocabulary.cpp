@@ -15,10 +15,17 @@ namespace {
 bool is_word_char(char32_t cp) {
   if (cp == 0x200C || cp == 0x200D) return true;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_PC:
       return true;
     default:
       return false;
@@ -91,14 +98,37 @@ std::pair<size_t, int32_t> AddedVocabulary::Trie::longest_at(std::string_view te
   return best;
 }
 
-void AddedVocabulary::add(AddedToken token, const Normalizer* normalizer) {
-  if (token.content.empty()) return;  // HF ignores empty added tokens
-  std::string form = token.content;
-  if (token.normalized && normalizer) normalizer->normalize(form);
-  int32_t index = static_cast<int32_t>(tokens_.size());
-  if (!form.empty()) (token.normalized ? normalized_ : raw_).insert(form, index);
-  decode_texts_.push_back(std::move(form));
-  tokens_.push_back(std::move(token));
+void AddedVocabulary::add_tokens(std::vector<AddedToken> tokens, const StringMap<int32_t>& model_vocab,
+                                 const Normalizer* normalizer) {
+  int32_t next_id = static_cast<int32_t>(model_vocab.size());
+  for (const AddedToken& token : tokens_)
+    if (token.id >= next_id) next_id = token.id + 1;
+  StringMap<int32_t> index;  // content -> position in tokens_
+  for (size_t i = 0; i < tokens_.size(); ++i)
+    index.insert_or_assign(tokens_[i].content, static_cast<int32_t>(i));
+  for (AddedToken& token : tokens) {
+    if (token.content.empty()) continue;  // HF ignores empty added tokens
+    if (const int32_t* known = index.find(token.content)) {
+      AddedToken& previous = tokens_[*known];
+      token.id = previous.id;
+      token.special |= previous.special;
+      previous = std::move(token);
+      continue;
+    }
+    const int32_t* model_id = model_vocab.find(token.content);
+    token.id = model_id ? *model_id : next_id++;
+    index.insert_or_assign(token.content, static_cast<int32_t>(tokens_.size()));
+    tokens_.push_back(std::move(token));
+  }
+  raw_ = Trie();
+  normalized_ = Trie();
+  decode_texts_.clear();
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    std::string form = tokens_[i].content;
+    if (tokens_[i].normalized && normalizer) normalizer->normalize(form);
+    if (!form.empty()) (tokens_[i].normalized ? normalized_ : raw_).insert(form, static_cast<int32_t>(i));
+    decode_texts_.push_back(std::move(form));
+  }
 }
 
 void AddedVocabulary::split(const Trie& trie, std::string_view text, std::vector<Segment>& out) const {
@@ -120,8 +150,7 @@ void AddedVocabulary::split(const Trie& trie, std::string_view text, std::vector
     size_t start = pos, stop = pos + length;
     pos = stop;
     const AddedToken& token = tokens_[index];
-    if (token.single_word &&
-        (ends_with_word(text.substr(0, start)) || starts_with_word(text.substr(stop))))
+    if (token.single_word && (ends_with_word(text.substr(0, start)) || starts_with_word(text.substr(stop))))
       continue;
     if (token.lstrip) start = std::max(white_space_run_start(text.substr(0, start)), covered);
     if (token.rstrip) stop += white_space_run_length(text.substr(stop));

@@ -10,12 +10,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/string_map.h"
+
 namespace gerbil::tok {
 
 class Normalizer;
 
 struct AddedToken {
-  int32_t id = 0;
+  int32_t id = 0;  // assigned by AddedVocabulary::add_tokens
   std::string content;
   bool special = false;      // skipped by decode(skip_special_tokens=true)
   bool single_word = false;  // only matches when not inside a word
@@ -32,8 +34,13 @@ struct Segment {
 
 class AddedVocabulary {
  public:
-  // A token with `normalized` is matched (and decoded) in its normalized form.
-  void add(AddedToken token, const Normalizer* normalizer);
+  // Adds tokens as HF's AddedVocabulary::add_tokens does, which also decides their ids: a token
+  // added before or in the model vocabulary keeps that id; a new one takes the next id after the
+  // model's `model_vocab_size` entries (HF only warns when tokenizer.json says otherwise). A token
+  // added twice takes the later options, and is special if either was. A token with `normalized`
+  // is matched (and decoded) in its normalized form.
+  void add_tokens(std::vector<AddedToken> tokens, const StringMap<int32_t>& model_vocab,
+                  const Normalizer* normalizer);
 
   // Cuts text into segments covering it, with the tokens that are matched on raw input.
   void split_raw(std::string_view text, std::vector<Segment>& out) const { split(raw_, text, out); }
@@ -57,7 +64,7 @@ class AddedVocabulary {
     bool may_start_with(unsigned char byte) const { return first_bytes_[byte]; }
 
    private:
-    std::vector<int32_t> nodes_{-1};  // token index ending at each node, or -1
+    std::vector<int32_t> nodes_{-1};               // token index ending at each node, or -1
     std::unordered_map<uint64_t, int32_t> edges_;  // (node << 8 | byte) -> child node
     std::array<bool, 256> first_bytes_{};
   };

@@ -1,7 +1,6 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
-#include <bit>
 
 #include "gerbil/error.h"
 #include "tokenizer/utf8.h"
@@ -42,18 +41,25 @@ void BpeState::remember(std::string_view word, const int32_t* ids, size_t count)
 }
 
 Bpe::Bpe(Vocab vocab, BpeOptions options) : vocab_(std::move(vocab)), options_(std::move(options)) {
-  splittable_ = options_.continuing_subword_prefix.empty() && options_.end_of_word_suffix.empty();
+  plain_ = options_.continuing_subword_prefix.empty() && options_.end_of_word_suffix.empty();
   small_char_ids_.assign(kSmallCharLimit, -1);
+  size_t single_chars = 0;
   vocab_.for_each([&](std::string_view token, int32_t id) {
     size_t pos = 0, count = 0;
     char32_t previous = 0;
     while (pos < token.size()) {
       char32_t cp = next_code_point(token, pos);
-      if (count++ > 0 && splittable_) bigrams_.insert_or_assign(bigram_key(previous, cp), 1);
+      if (count++ > 0 && plain_) bigrams_.insert_or_assign(bigram_key(previous, cp), 1);
       previous = cp;
     }
     if (count == 1 && previous < kSmallCharLimit) small_char_ids_[previous] = id;
+    single_chars += count == 1;
   });
+  // Byte-level vocabularies hold a good share (~15%) of all pairs of their 256 characters, so their
+  // words practically never split and looking would only cost time. SentencePiece vocabularies of
+  // thousands of characters hold a tiny share (~0.03%), and their unsplit text splits into words.
+  split_words_ = plain_ && bigrams_.size() * 100 < single_chars * single_chars;
+  if (!split_words_) bigrams_ = {};
   for (int b = 0; b < 256; ++b) byte_ids_[b] = find(fmt::format("<0x{:02X}>", b)).value_or(-1);
   if (options_.unk_token) unk_id_ = find(*options_.unk_token);
   merges_.reserve(vocab_.size());
@@ -91,7 +97,6 @@ void Bpe::initial_symbols(std::string_view word, BpeState& state) const {
     state.symbols.push_back({id, index - 1, -1, false});
     if (index > 0) state.symbols[index - 1].next = index;
   };
-  const bool plain = options_.continuing_subword_prefix.empty() && options_.end_of_word_suffix.empty();
   int32_t pending_unk = -1;  // an unknown token not yet added, kept to fuse the next ones into
   std::string affixed;
   size_t pos = 0;
@@ -100,7 +105,7 @@ void Bpe::initial_symbols(std::string_view word, BpeState& state) const {
     char32_t cp = next_code_point(word, pos);
     std::string_view character = word.substr(start, pos - start);
     std::optional<int32_t> id;
-    if (plain) {
+    if (plain_) {
       if (int32_t known = char_id(cp, character); known >= 0) id = known;
     } else {
       affixed.clear();
@@ -115,7 +120,7 @@ void Bpe::initial_symbols(std::string_view word, BpeState& state) const {
       add(*id);
       continue;
     }
-    std::string_view bytes = plain ? character : std::string_view(affixed);
+    std::string_view bytes = plain_ ? character : std::string_view(affixed);
     if (options_.byte_fallback &&
         std::all_of(bytes.begin(), bytes.end(), [&](char c) { return byte_ids_[uint8_t(c)] >= 0; })) {
       // HF leaves a pending unknown token in place here, so it lands after these bytes.
@@ -134,37 +139,37 @@ void Bpe::initial_symbols(std::string_view word, BpeState& state) const {
 void Bpe::merge_all(BpeState& state) const {
   std::vector<BpeState::Symbol>& symbols = state.symbols;
   std::vector<BpeState::Merge>& queue = state.queue;
-  // The merge of the pair starting at symbol `left`, if there is one.
-  auto pair_merge = [&](int32_t left) -> const std::pair<uint32_t, int32_t>* {
+  // Queues the merge of the pair starting at symbol `left`, if there is one.
+  auto queue_pair = [&](int32_t left) {
     int32_t right = symbols[left].next;
-    return right < 0 ? nullptr : merges_.find(pair_key(symbols[left].id, symbols[right].id));
-  };
-  auto push_pair = [&](int32_t left) {
-    if (const auto* merge = pair_merge(left)) {
-      queue.push_back({merge->first, left, merge->second});
-      std::push_heap(queue.begin(), queue.end(), later_merge);
-    }
+    if (right < 0) return;
+    int32_t left_id = symbols[left].id, right_id = symbols[right].id;
+    if (const auto* merge = merges_.find(pair_key(left_id, right_id)))
+      queue.push_back({merge->first, left, left_id, right_id, merge->second});
   };
   queue.clear();
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i)
-    if (const auto* merge = pair_merge(i)) queue.push_back({merge->first, i, merge->second});
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) queue_pair(i);
   std::make_heap(queue.begin(), queue.end(), later_merge);
   while (!queue.empty()) {
     std::pop_heap(queue.begin(), queue.end(), later_merge);
     BpeState::Merge top = queue.back();
     queue.pop_back();
+    // Skip a stale entry: a merge since it was queued changed one side of the pair (and so the
+    // token the pair would form, since merged tokens only grow).
     BpeState::Symbol& left = symbols[top.pos];
-    if (left.removed) continue;
-    // Skip a stale entry: the pair at this position changed since it was queued.
-    const auto* merge = pair_merge(top.pos);
-    if (!merge || merge->second != top.new_id) continue;
+    if (left.removed || left.id != top.left_id || left.next < 0 || symbols[left.next].id != top.right_id)
+      continue;
     BpeState::Symbol& right = symbols[left.next];
     left.id = top.new_id;
     right.removed = true;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = top.pos;
-    if (left.prev >= 0) push_pair(left.prev);
-    push_pair(top.pos);
+    for (int32_t start : {left.prev, top.pos}) {
+      if (start < 0) continue;
+      size_t size = queue.size();
+      queue_pair(start);
+      if (queue.size() > size) std::push_heap(queue.begin(), queue.end(), later_merge);
+    }
   }
 }
 
@@ -186,7 +191,7 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out, BpeState& s
       return;
     }
   }
-  if (!splittable_ || word.size() <= kSplitWordBytes) return tokenize_chunk(word, out, state);
+  if (!split_words_ || word.size() <= kSplitWordBytes) return tokenize_chunk(word, out, state);
   size_t chunk = 0, pos = 0;
   char32_t previous = 0;
   bool previous_known = false;

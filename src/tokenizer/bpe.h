@@ -30,7 +30,8 @@ class BpeState {
   };
   struct Merge {
     uint32_t rank;
-    int32_t pos;  // index of the left symbol
+    int32_t pos;                // index of the left symbol
+    int32_t left_id, right_id;  // the pair as it was when queued
     int32_t new_id;
   };
   std::vector<Symbol> symbols;
@@ -78,11 +79,13 @@ class Bpe {
   std::vector<int32_t> small_char_ids_;  // id of each single-character token below U+0800, or -1
   int32_t byte_ids_[256];                // id of <0xNN>, or -1
   std::optional<int32_t> unk_id_;
+  // No continuing-subword prefix or end-of-word suffix: symbols are the word's own characters.
+  bool plain_ = true;
   // Code point pairs that occur inside some vocabulary token. Between two known characters that
-  // form no such pair no merge can ever apply, so a word splits there into parts that BPE
-  // independently (and that the cache can share). Empty when affixes make parts not independent.
+  // form no such pair no merge can ever apply, so a long word splits there into parts that BPE
+  // independently (and that the cache can share). Only for plain models, where parts are independent.
   IntMap<uint8_t> bigrams_;
-  bool splittable_ = false;
+  bool split_words_ = false;
 };
 
 }  // namespace gerbil::tok

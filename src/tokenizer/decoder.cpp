@@ -6,6 +6,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/json_field.h"
 #include "tokenizer/pattern.h"
+#include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/utf8.h"
 
 namespace gerbil::tok {
@@ -59,7 +60,8 @@ class ByteLevel final : public Decoder {
 
 class Replace final : public Decoder {
  public:
-  Replace(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  Replace(Pattern pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& token : tokens) token = pattern_.replace(token, content_);
   }
@@ -164,7 +166,8 @@ class Sequence final : public Decoder {
     for (const auto& step : steps_) step->decode_chain(tokens);
   }
   bool joins_byte_tokens() const override {
-    return std::any_of(steps_.begin(), steps_.end(), [](const auto& step) { return step->joins_byte_tokens(); });
+    return std::any_of(steps_.begin(), steps_.end(),
+                       [](const auto& step) { return step->joins_byte_tokens(); });
   }
 
  private:
@@ -204,13 +207,12 @@ std::unique_ptr<Decoder> make_decoder(const JsonField& field) {
   if (type == "ByteFallback") return std::make_unique<ByteFallback>();
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Strip")
-    return std::make_unique<Strip>(single_char(field["content"]), count(field["start"]), count(field["stop"]));
+    return std::make_unique<Strip>(single_char(field["content"]), count(field["start"]),
+                                   count(field["stop"]));
   if (type == "Metaspace") {
-    char32_t replacement = single_char(field["replacement"]);
-    std::string utf8;
-    append_utf8(utf8, replacement);
-    bool prepended = field.string_or("prepend_scheme", field.boolean_or("add_prefix_space", true) ? "always" : "never") != "never";
-    return std::make_unique<Metaspace>(utf8, prepended);
+    MetaspaceOptions options = parse_metaspace(field);
+    return std::make_unique<Metaspace>(options.replacement,
+                                       options.prepend != MetaspaceOptions::Prepend::Never);
   }
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Decoder>> steps;

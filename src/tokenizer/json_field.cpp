@@ -28,7 +28,8 @@ std::vector<JsonField> JsonField::elements() const {
   auto parent_path = std::make_shared<const std::string>(path());
   std::vector<JsonField> out;
   out.reserve(value_->size());
-  for (size_t i = 0; i < value_->size(); ++i) out.push_back(JsonField((*value_)[i], *this, parent_path, {}, i));
+  for (size_t i = 0; i < value_->size(); ++i)
+    out.push_back(JsonField((*value_)[i], *this, parent_path, {}, i));
   return out;
 }
 

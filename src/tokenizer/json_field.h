@@ -49,8 +49,8 @@ class JsonField {
   [[noreturn]] void fail(std::string_view message) const;
 
  private:
-  JsonField(const nlohmann::json& value, const JsonField& parent, std::shared_ptr<const std::string> parent_path,
-            std::string_view key, size_t index)
+  JsonField(const nlohmann::json& value, const JsonField& parent,
+            std::shared_ptr<const std::string> parent_path, std::string_view key, size_t index)
       : value_(&value), file_(parent.file_), parent_path_(std::move(parent_path)), key_(key), index_(index) {}
 
   const nlohmann::json* value_;

@@ -5,7 +5,6 @@
 #include "gerbil/error.h"
 #include "tokenizer/json_field.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
 
 namespace gerbil {
 
@@ -36,7 +35,8 @@ nlohmann::json parse_json(const fs::path& path) {
 
 int32_t token_id(const JsonField& field) {
   int64_t id = field.integer();
-  if (id < 0 || id >= kMaxTokenId) field.fail(fmt::format("token id {} is out of range [0, {})", id, kMaxTokenId));
+  if (id < 0 || id >= kMaxTokenId)
+    field.fail(fmt::format("token id {} is out of range [0, {})", id, kMaxTokenId));
   return static_cast<int32_t>(id);
 }
 
@@ -86,9 +86,10 @@ std::unique_ptr<tok::Bpe> make_bpe(const JsonField& model) {
   return bpe;
 }
 
+// The "id" must be there, but HF decides ids itself (see AddedVocabulary::add_tokens).
 tok::AddedToken parse_added_token(const JsonField& field) {
   tok::AddedToken token;
-  token.id = token_id(field["id"]);
+  token_id(field["id"]);
   token.content = field["content"].string();
   token.special = field.boolean_or("special", false);
   token.single_word = field.boolean_or("single_word", false);
@@ -108,10 +109,14 @@ Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
   // truncation and padding are ignored: transformers turns them off unless a call asks for them.
   impl.model = make_bpe(root["model"]);
   if (auto normalizer = root.find("normalizer")) impl.normalizer = tok::make_normalizer(*normalizer);
-  if (auto pre_tokenizer = root.find("pre_tokenizer")) impl.pre_tokenizer = tok::make_pre_tokenizer(*pre_tokenizer);
+  if (auto pre_tokenizer = root.find("pre_tokenizer"))
+    impl.pre_tokenizer = tok::make_pre_tokenizer(*pre_tokenizer);
   if (auto decoder = root.find("decoder")) impl.decoder = tok::make_decoder(*decoder);
-  if (auto added = root.find("added_tokens"))
-    for (const JsonField& token : added->elements()) impl.added.add(parse_added_token(token), impl.normalizer.get());
+  if (auto added = root.find("added_tokens")) {
+    std::vector<tok::AddedToken> tokens;
+    for (const JsonField& token : added->elements()) tokens.push_back(parse_added_token(token));
+    impl.added.add_tokens(std::move(tokens), impl.model->vocab(), impl.normalizer.get());
+  }
   impl.index_tokens();
   if (auto post_processor = root.find("post_processor"))
     impl.post_processor = tok::make_post_processor(*post_processor, impl.kinds.size());
@@ -134,7 +139,8 @@ Tokenizer::Impl load_gpt2_pair(const fs::path& vocab_path, const fs::path& merge
     if (line.empty() || line.starts_with("#version")) continue;
     size_t space = line.find(' ');
     if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos)
-      fail("{}: line {}: expected two tokens separated by one space, got '{}'", merges_path.string(), number, line);
+      fail("{}: line {}: expected two tokens separated by one space, got '{}'", merges_path.string(), number,
+           line);
     std::string_view text(line);
     if (auto unknown = impl.model->add_merge(text.substr(0, space), text.substr(space + 1)))
       fail("{}: line {}: merge '{}' names token '{}', which is not in {}", merges_path.string(), number, line,
@@ -142,8 +148,8 @@ Tokenizer::Impl load_gpt2_pair(const fs::path& vocab_path, const fs::path& merge
   }
   impl.pre_tokenizer = tok::make_byte_level_pre_tokenizer(/*add_prefix_space=*/false, /*use_regex=*/true);
   impl.decoder = tok::make_byte_level_decoder();
-  if (const int32_t* id = impl.model->vocab().find("<|endoftext|>"))
-    impl.added.add({.id = *id, .content = "<|endoftext|>", .special = true}, nullptr);
+  if (impl.model->vocab().contains("<|endoftext|>"))
+    impl.added.add_tokens({{.content = "<|endoftext|>", .special = true}}, impl.model->vocab(), nullptr);
   impl.index_tokens();
   return impl;
 }
@@ -151,7 +157,8 @@ Tokenizer::Impl load_gpt2_pair(const fs::path& vocab_path, const fs::path& merge
 // The pair of GPT-2 files next to `vocab` (vocab.json + merges.txt or encoder.json + vocab.bpe).
 fs::path merges_beside(const fs::path& vocab) {
   fs::path merges = vocab.parent_path() / (vocab.filename() == "encoder.json" ? "vocab.bpe" : "merges.txt");
-  if (!fs::exists(merges)) fail("{}: GPT-2 vocabulary without its merges file {}", vocab.string(), merges.string());
+  if (!fs::exists(merges))
+    fail("{}: GPT-2 vocabulary without its merges file {}", vocab.string(), merges.string());
   return merges;
 }
 

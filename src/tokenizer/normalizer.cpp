@@ -60,7 +60,8 @@ class Prepend final : public Normalizer {
 
 class Replace final : public Normalizer {
  public:
-  Replace(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  Replace(Pattern pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void normalize(std::string& text) const override { text = pattern_.replace(text, content_); }
 
  private:
@@ -164,7 +165,8 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonField& field) {
   if (type == "Replace")
     return std::make_unique<Replace>(Pattern::from_json(field["pattern"]), field["content"].string());
   if (type == "Strip")
-    return std::make_unique<Strip>(field.boolean_or("strip_left", true), field.boolean_or("strip_right", true));
+    return std::make_unique<Strip>(field.boolean_or("strip_left", true),
+                                   field.boolean_or("strip_right", true));
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (const JsonField& step : field["normalizers"].elements())

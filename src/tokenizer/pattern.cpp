@@ -73,13 +73,20 @@ std::string translate_oniguruma(std::string_view pattern) {
 }
 
 Regex::Regex(std::string_view pattern) {
-  std::string translated = translate_oniguruma(pattern);
+  auto compile = [](std::string_view text, int& error, PCRE2_SIZE& offset) {
+    return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), PCRE2_UTF | PCRE2_UCP,
+                         &error, &offset, nullptr);
+  };
   int error = 0;
   PCRE2_SIZE offset = 0;
   auto code = std::make_shared<Code>();
-  code->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                             PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-  if (!code->code) fail("bad regex '{}': {} (at offset {})", pattern, pcre2_message(error), offset);
+  code->code = compile(translate_oniguruma(pattern), error, offset);
+  if (!code->code) {
+    // The translation only swaps escapes, so the pattern as written has the same error: report
+    // that one, whose offset the user can find.
+    pcre2_code_free(compile(pattern, error, offset));
+    fail("bad regex '{}': {} (at offset {})", pattern, pcre2_message(error), offset);
+  }
   code->jit = pcre2_jit_compile(code->code, PCRE2_JIT_COMPLETE) == 0;
   code_ = std::move(code);
 }

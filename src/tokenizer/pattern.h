@@ -43,9 +43,7 @@ class Pattern {
   // {"String": "..."} or {"Regex": "..."}, as in tokenizer.json.
   static Pattern from_json(const JsonField& field);
 
-  bool find(std::string_view text, size_t from, size_t& begin, size_t& end) const;
-
-  // Cuts text into consecutive pieces, alternating matches and the gaps between them; empty text
+  // Cuts text into consecutive pieces: the matches and the gaps between them, in order; empty text
   // gives no pieces. Mirrors HF's Pattern::find_matches (an empty literal matches nothing).
   void cut(std::string_view text, std::vector<PatternPiece>& pieces) const;
 
@@ -53,6 +51,8 @@ class Pattern {
   std::string replace(std::string_view text, std::string_view content) const;
 
  private:
+  bool find(std::string_view text, size_t from, size_t& begin, size_t& end) const;
+
   std::string literal_;
   std::shared_ptr<const Regex> regex_;
 };

@@ -59,7 +59,8 @@ std::unique_ptr<PostProcessor> make_template(const JsonField& field, size_t voca
     if (auto special = item.find("SpecialToken")) {
       items.push_back(special_token_ids(special_tokens, (*special)["id"].string(), *special, vocab_size));
     } else if (auto sequence = item.find("Sequence")) {
-      if ((*sequence)["id"].string() != "A") (*sequence)["id"].fail("a single-sequence template can only hold A");
+      if ((*sequence)["id"].string() != "A")
+        (*sequence)["id"].fail("a single-sequence template can only hold A");
       items.emplace_back();
     } else {
       item.fail("expected {\"SpecialToken\": ...} or {\"Sequence\": ...}");

@@ -73,8 +73,8 @@ void apply_behavior(std::vector<PatternPiece>& cut, Behavior behavior, const Pie
   }
   for (const PatternPiece& p : grouped)
     if (p.end > p.begin)
-      out.push_back({static_cast<uint32_t>(parent.begin + p.begin), static_cast<uint32_t>(parent.begin + p.end),
-                     parent.at_start && p.begin == 0});
+      out.push_back({static_cast<uint32_t>(parent.begin + p.begin),
+                     static_cast<uint32_t>(parent.begin + p.end), parent.at_start && p.begin == 0});
 }
 
 // Cuts every piece with `pattern` (matches and gaps swapped when `invert`), in place.
@@ -103,7 +103,7 @@ class Split final : public PreTokenizer {
   bool invert_;
 };
 
-// Rewrites every piece into a new text: `rewrite(piece_text, out)` appends the new form to out.
+// Rewrites every piece into a new text: `rewrite(piece_text, piece, out)` appends its new form to out.
 template <typename Rewrite>
 void rewrite_pieces(PreTokens& tokens, Rewrite&& rewrite) {
   std::string text;
@@ -127,7 +127,8 @@ const Pattern& gpt2_pattern() {
 // then every byte shown in the byte-level alphabet.
 class ByteLevel final : public PreTokenizer {
  public:
-  ByteLevel(bool add_prefix_space, bool use_regex) : add_prefix_space_(add_prefix_space), use_regex_(use_regex) {}
+  ByteLevel(bool add_prefix_space, bool use_regex)
+      : add_prefix_space_(add_prefix_space), use_regex_(use_regex) {}
 
   void pre_tokenize(PreTokens& tokens) const override {
     if (add_prefix_space_)
@@ -137,42 +138,40 @@ class ByteLevel final : public PreTokenizer {
       });
     if (use_regex_) split_pieces(tokens, gpt2_pattern(), Behavior::Isolated, false);
     const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::get();
-    rewrite_pieces(tokens, [&](std::string_view piece, const Piece&, std::string& out) {
-      alphabet.encode(piece, out);
-    });
+    rewrite_pieces(
+        tokens, [&](std::string_view piece, const Piece&, std::string& out) { alphabet.encode(piece, out); });
   }
 
  private:
   bool add_prefix_space_, use_regex_;
 };
 
-// SentencePiece-style: spaces become `replacement` ('▁'), one is prepended as the scheme says, and
-// the text is cut before every replacement character.
+// SentencePiece-style: spaces become the replacement ('▁'), one is prepended as the scheme says,
+// and the text is cut before every replacement character.
 class Metaspace final : public PreTokenizer {
  public:
-  enum class Prepend { Always, First, Never };
-
-  Metaspace(std::string replacement, Prepend prepend, bool split)
-      : replacement_(replacement), prepend_(prepend), split_(split), split_pattern_(Pattern::literal(replacement)) {}
+  explicit Metaspace(MetaspaceOptions options)
+      : options_(std::move(options)), split_pattern_(Pattern::literal(options_.replacement)) {}
 
   void pre_tokenize(PreTokens& tokens) const override {
+    using Prepend = MetaspaceOptions::Prepend;
+    const std::string& replacement = options_.replacement;
     rewrite_pieces(tokens, [&](std::string_view piece, const Piece& info, std::string& out) {
-      bool starts_with_replacement = piece.substr(0, 1) == " " || piece.starts_with(replacement_);
-      bool prepend = prepend_ == Prepend::Always || (prepend_ == Prepend::First && info.at_start);
-      if (prepend && !starts_with_replacement) out += replacement_;
+      bool starts_with_replacement = piece.starts_with(' ') || piece.starts_with(replacement);
+      bool prepend =
+          options_.prepend == Prepend::Always || (options_.prepend == Prepend::First && info.at_start);
+      if (prepend && !starts_with_replacement) out += replacement;
       for (char c : piece)
         if (c == ' ')
-          out += replacement_;
+          out += replacement;
         else
           out += c;
     });
-    if (split_) split_pieces(tokens, split_pattern_, Behavior::MergedWithNext, false);
+    if (options_.split) split_pieces(tokens, split_pattern_, Behavior::MergedWithNext, false);
   }
 
  private:
-  std::string replacement_;
-  Prepend prepend_;
-  bool split_;
+  MetaspaceOptions options_;
   Pattern split_pattern_;
 };
 
@@ -187,28 +186,30 @@ class Sequence final : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> steps_;
 };
 
-std::unique_ptr<PreTokenizer> make_metaspace(const JsonField& field) {
-  std::string replacement = field["replacement"].string();
-  if (replacement.empty() || utf8_sequence(replacement, 0) != replacement.size())
+}  // namespace
+
+MetaspaceOptions parse_metaspace(const JsonField& field) {
+  using Prepend = MetaspaceOptions::Prepend;
+  MetaspaceOptions options;
+  options.replacement = field["replacement"].string();
+  if (options.replacement.empty() || utf8_sequence(options.replacement, 0) != options.replacement.size())
     field["replacement"].fail("expected a single character");
-  Metaspace::Prepend prepend = Metaspace::Prepend::Always;
   if (auto scheme = field.find("prepend_scheme")) {
     std::string name = scheme->string();
     if (name == "always")
-      prepend = Metaspace::Prepend::Always;
+      options.prepend = Prepend::Always;
     else if (name == "first")
-      prepend = Metaspace::Prepend::First;
+      options.prepend = Prepend::First;
     else if (name == "never")
-      prepend = Metaspace::Prepend::Never;
+      options.prepend = Prepend::Never;
     else
       scheme->fail(fmt::format("unknown prepend_scheme '{}'", name));
   } else if (!field.boolean_or("add_prefix_space", true)) {
-    prepend = Metaspace::Prepend::Never;  // the legacy spelling of prepend_scheme "never"
+    options.prepend = Prepend::Never;  // the legacy spelling of prepend_scheme "never"
   }
-  return std::make_unique<Metaspace>(replacement, prepend, field.boolean_or("split", true));
+  options.split = field.boolean_or("split", true);
+  return options;
 }
-
-}  // namespace
 
 std::unique_ptr<PreTokenizer> make_byte_level_pre_tokenizer(bool add_prefix_space, bool use_regex) {
   return std::make_unique<ByteLevel>(add_prefix_space, use_regex);
@@ -223,7 +224,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonField& field) {
   if (type == "ByteLevel")
     return make_byte_level_pre_tokenizer(field.boolean_or("add_prefix_space", true),
                                          field.boolean_or("use_regex", true));
-  if (type == "Metaspace") return make_metaspace(field);
+  if (type == "Metaspace") return std::make_unique<Metaspace>(parse_metaspace(field));
   if (type == "Sequence") {
     std::vector<std::unique_ptr<PreTokenizer>> steps;
     for (const JsonField& step : field["pretokenizers"].elements())

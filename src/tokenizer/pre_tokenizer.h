@@ -32,6 +32,15 @@ class PreTokenizer {
   virtual void pre_tokenize(PreTokens& tokens) const = 0;
 };
 
+// The settings of a Metaspace pre-tokenizer, which its decoder shares.
+struct MetaspaceOptions {
+  enum class Prepend { Always, First, Never };  // where a replacement goes in front of the text
+  std::string replacement;                      // one character, usually '▁'
+  Prepend prepend = Prepend::Always;
+  bool split = true;  // cut the text before every replacement character
+};
+MetaspaceOptions parse_metaspace(const JsonField& field);
+
 // The pre-tokenizer a tokenizer.json "pre_tokenizer" field describes; null for JSON null.
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonField& field);
 

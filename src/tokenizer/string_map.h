@@ -54,9 +54,9 @@ class StringMap {
 
  private:
   struct Entry {
-    uint64_t offset;     // of the key in keys_
+    uint64_t offset;  // of the key in keys_
     uint32_t length;
-    uint32_t hash_low;   // compared before the key itself
+    uint32_t hash_low;  // compared before the key itself
     Value value;
   };
 

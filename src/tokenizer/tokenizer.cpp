@@ -14,8 +14,10 @@ namespace gerbil {
 
 void Tokenizer::Impl::index_tokens() {
   size_t size = 0;
-  model->vocab().for_each([&](std::string_view, int32_t id) { size = std::max(size, static_cast<size_t>(id) + 1); });
-  for (const tok::AddedToken& token : added.tokens()) size = std::max(size, static_cast<size_t>(token.id) + 1);
+  model->vocab().for_each(
+      [&](std::string_view, int32_t id) { size = std::max(size, static_cast<size_t>(id) + 1); });
+  for (const tok::AddedToken& token : added.tokens())
+    size = std::max(size, static_cast<size_t>(token.id) + 1);
   texts.assign(size, {});
   kinds.assign(size, Kind::None);
   model->vocab().for_each([&](std::string_view token, int32_t id) {
@@ -33,8 +35,8 @@ void Tokenizer::Impl::index_tokens() {
 namespace {
 
 // Tokenizes one stretch of text between raw-matched added tokens.
-void encode_segment(const Tokenizer::Impl& impl, std::string_view raw, bool at_start, std::vector<int32_t>& ids,
-                    tok::BpeState& state) {
+void encode_segment(const Tokenizer::Impl& impl, std::string_view raw, bool at_start,
+                    std::vector<int32_t>& ids, tok::BpeState& state) {
   std::string normalized(raw);
   if (impl.normalizer) impl.normalizer->normalize(normalized);
   std::vector<tok::Segment> parts;
@@ -48,7 +50,8 @@ void encode_segment(const Tokenizer::Impl& impl, std::string_view raw, bool at_s
     tokens.text.assign(normalized, part.begin, part.end - part.begin);
     tokens.pieces.assign(1, {0, static_cast<uint32_t>(tokens.text.size()), at_start && part.begin == 0});
     if (impl.pre_tokenizer) impl.pre_tokenizer->pre_tokenize(tokens);
-    for (const tok::PreTokens::Piece& piece : tokens.pieces) impl.model->tokenize(tokens.view(piece), ids, state);
+    for (const tok::PreTokens::Piece& piece : tokens.pieces)
+      impl.model->tokenize(tokens.view(piece), ids, state);
   }
 }
 
@@ -56,7 +59,10 @@ void encode_segment(const Tokenizer::Impl& impl, std::string_view raw, bool at_s
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   tok::check_utf8(text, "text to encode");
-  if (text.size() > UINT32_MAX) fail("text to encode is too long: {} bytes (at most 4 GiB)", text.size());
+  // Pieces hold 32-bit offsets into the text, which normalizing and byte-level mapping can grow.
+  constexpr size_t kMaxBytes = size_t{1} << 30;
+  if (text.size() > kMaxBytes)
+    fail("text to encode is too long: {} bytes (at most {})", text.size(), kMaxBytes);
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 8);
   tok::BpeState state;
@@ -66,7 +72,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
     if (segment.id >= 0)
       ids.push_back(segment.id);
     else
-      encode_segment(*impl_, text.substr(segment.begin, segment.end - segment.begin), segment.begin == 0, ids, state);
+      encode_segment(*impl_, text.substr(segment.begin, segment.end - segment.begin), segment.begin == 0, ids,
+                     state);
   }
   if (add_special_tokens && impl_->post_processor) impl_->post_processor->process(ids);
   return ids;
@@ -128,8 +135,9 @@ std::string StreamDecoder::step(int32_t id) {
   // run of byte-fallback tokens, which ByteFallback decodes as a whole.
   if (text.size() <= emitted_.size() || text.ends_with(tok::kReplacementChar)) return {};
   if (tokenizer_.impl_->decoder && tokenizer_.impl_->decoder->joins_byte_tokens()) {
-    auto visible = std::find_if(window_.rbegin(), window_.rend(),
-                                [&](int32_t i) { return !skip_special_tokens_ || !tokenizer_.is_special(i); });
+    auto visible = std::find_if(window_.rbegin(), window_.rend(), [&](int32_t i) {
+      return !skip_special_tokens_ || !tokenizer_.is_special(i);
+    });
     if (visible != window_.rend() && tok::byte_token_value(tokenizer_.token_text(*visible)) >= 0) return {};
   }
   if (!text.starts_with(emitted_))

@@ -56,15 +56,18 @@ class Tokenizer {
 };
 
 // Decodes ids one at a time as a model generates them, returning only text that is final: valid,
-// complete UTF-8 that later ids cannot change. A character split over several tokens (byte-level
-// pieces or <0xNN> byte-fallback tokens) is held back until it is complete, and the SentencePiece
-// leading-space rule applies as in a full decode. The concatenation of everything step() and
-// finish() return equals decode() of all the ids.
+// complete UTF-8 that later ids cannot change. A character split over byte-level tokens is held
+// back until its last byte arrives; a run of <0xNN> byte-fallback tokens (which the ByteFallback
+// decoder turns into text as a whole, or into U+FFFD per byte when it is not valid UTF-8) is held
+// back until a token that is not a byte ends it. The SentencePiece leading-space rule applies as in
+// a full decode. The concatenation of everything step() and finish() return equals decode() of all
+// the ids, whatever they are.
 class StreamDecoder {
  public:
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special_tokens = false);
 
   // Takes the next id; returns the text it completes (often empty while a character is pending).
+  // Throws gerbil::Error naming an id that is not in the vocabulary.
   std::string step(int32_t id);
   // Returns whatever is still held back (an incomplete character comes out as U+FFFD), and resets.
   std::string finish();
@@ -74,8 +77,9 @@ class StreamDecoder {
 
   Tokenizer tokenizer_;
   bool skip_special_tokens_;
-  // The ids not yet fully emitted, after `context` ids that were: decoding from the context keeps
-  // the decoder's view of where the text starts (e.g. Strip of the leading space) right.
+  // The ids of the piece returned last (the first context_ of them), then the ids held back since.
+  // Decoding them together keeps the decoder's view of where the text starts (Strip of a leading
+  // space, Metaspace's first token) as it is in a full decode.
   std::vector<int32_t> window_;
   size_t context_ = 0;
   std::string emitted_;  // decode of the context ids alone

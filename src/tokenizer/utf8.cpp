@@ -29,23 +29,18 @@ LeadByte lead_byte(unsigned char b) {
 
 }  // namespace
 
-size_t utf8_sequence(std::string_view text, size_t pos, size_t* prefix, bool* truncated) {
+size_t utf8_sequence(std::string_view text, size_t pos, size_t* prefix) {
   auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
   LeadByte lead = lead_byte(byte(pos));
   size_t valid = lead.length == 0 ? 0 : 1;
-  bool cut = false;
   for (int k = 1; k < lead.length; ++k) {
-    if (pos + k >= text.size()) {
-      cut = true;
-      break;
-    }
+    if (pos + k >= text.size()) break;
     unsigned char lo = k == 1 ? lead.second_lo : 0x80, hi = k == 1 ? lead.second_hi : 0xBF;
     if (byte(pos + k) < lo || byte(pos + k) > hi) break;
     ++valid;
   }
   if (lead.length != 0 && valid == static_cast<size_t>(lead.length)) return valid;
   if (prefix) *prefix = valid == 0 ? 1 : valid;
-  if (truncated) *truncated = cut;
   return 0;
 }
 
@@ -74,19 +69,6 @@ void check_utf8(std::string_view text, std::string_view what) {
          bad);
 }
 
-bool ends_with_incomplete_utf8(std::string_view text) {
-  // A character is at most 4 bytes, so only a lead byte among the last 3 can be incomplete.
-  size_t start = text.size() > 3 ? text.size() - 3 : 0;
-  for (size_t pos = text.size(); pos-- > start;) {
-    unsigned char b = static_cast<unsigned char>(text[pos]);
-    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for its lead
-    size_t prefix = 0;
-    bool truncated = false;
-    return utf8_sequence(text, pos, &prefix, &truncated) == 0 && truncated && pos + prefix == text.size();
-  }
-  return false;
-}
-
 std::string utf8_lossy(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -103,29 +85,6 @@ std::string utf8_lossy(std::string_view text) {
     }
   }
   return out;
-}
-
-char32_t next_code_point(std::string_view text, size_t& pos) {
-  auto byte = [&](size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(text[i])); };
-  char32_t b0 = byte(pos);
-  if (b0 < 0x80) {
-    pos += 1;
-    return b0;
-  }
-  if (b0 < 0xE0) {
-    char32_t cp = ((b0 & 0x1F) << 6) | (byte(pos + 1) & 0x3F);
-    pos += 2;
-    return cp;
-  }
-  if (b0 < 0xF0) {
-    char32_t cp = ((b0 & 0x0F) << 12) | ((byte(pos + 1) & 0x3F) << 6) | (byte(pos + 2) & 0x3F);
-    pos += 3;
-    return cp;
-  }
-  char32_t cp = ((b0 & 0x07) << 18) | ((byte(pos + 1) & 0x3F) << 12) | ((byte(pos + 2) & 0x3F) << 6) |
-                (byte(pos + 3) & 0x3F);
-  pos += 4;
-  return cp;
 }
 
 void append_utf8(std::string& out, char32_t cp) {

@@ -1,5 +1,6 @@
 #include "support/paths.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -8,7 +9,11 @@ namespace gerbil::test {
 
 std::filesystem::path project_root() { return GERBIL_SOURCE_DIR; }
 
-std::filesystem::path fixtures_dir() { return project_root().parent_path() / "shared" / "fixtures"; }
+// $GERBIL_FIXTURES overrides the location (e.g. on a machine where the tests run from a copied build).
+std::filesystem::path fixtures_dir() {
+  if (const char* override_dir = std::getenv("GERBIL_FIXTURES")) return override_dir;
+  return project_root().parent_path() / "shared" / "fixtures";
+}
 
 std::filesystem::path tokenizer_dir(const std::string& name) {
   return project_root() / ".deps" / "tokenizers" / name;

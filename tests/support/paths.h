@@ -11,7 +11,7 @@
 namespace gerbil::test {
 
 std::filesystem::path project_root();
-std::filesystem::path fixtures_dir();           // ../shared/fixtures
+std::filesystem::path fixtures_dir();           // ../shared/fixtures, or $GERBIL_FIXTURES
 std::filesystem::path tokenizer_dir(const std::string& name);  // .deps/tokenizers/<name>
 std::string read_text(const std::filesystem::path& path);
 

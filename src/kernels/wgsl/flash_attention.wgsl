@@ -92,7 +92,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   workgroupBarrier();
 
-  // This thread's output dim and key subset (splits subsets; threads past them only score keys).
+  // Thread lid adds up output dim lid % D over the tile keys k with k % splits == lid / D; threads with
+  // lid / D >= splits only score keys.
   let splits = WORKGROUP_SIZE / D;
   let dim = lid % D;
   let split = lid / D;
@@ -135,7 +136,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (; k + 3u * splits < keys; k += 4u * splits) {
         let v = vec4<f32>(V[v_base + k * kv_stride], V[v_base + (k + splits) * kv_stride],
                           V[v_base + (k + 2u * splits) * kv_stride], V[v_base + (k + 3u * splits) * kv_stride]);
-        a += dot(vec4<f32>(weights[k], weights[k + splits], weights[k + 2u * splits], weights[k + 3u * splits]), v);
+        let p = vec4<f32>(weights[k], weights[k + splits], weights[k + 2u * splits], weights[k + 3u * splits]);
+        a += dot(p, v);
       }
       for (; k < keys; k += splits) {
         a += weights[k] * V[v_base + k * kv_stride];

@@ -1,0 +1,206 @@
+// The library API (include/gerbil/gerbil.h): a thin layer over the tokenizer, the chat template, the
+// model on the GPU and the generation loop, translating between the public types and the internal ones.
+#include <chrono>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "generate/generator.h"
+#include "gerbil/gerbil.h"
+#include "gpu/device.h"
+#include "graph/model.h"
+#include "model/weights.h"
+#include "template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gerbil {
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+// The public sampling defaults must stay those of the sampler.
+constexpr bool same_defaults(const SamplingOptions& a, const SamplingParams& b) {
+  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
+         a.repetition_penalty == b.repetition_penalty && a.presence_penalty == b.presence_penalty &&
+         a.frequency_penalty == b.frequency_penalty && a.seed == b.seed;
+}
+static_assert(same_defaults(SamplingOptions{}, SamplingParams{}));
+
+// Whether DIR has a chat template at all. A tokenizer_config.json that cannot be read counts as having
+// one, so that loading it reports what is wrong instead of the template silently going missing.
+bool has_chat_template_file(const fs::path& dir) {
+  if (fs::exists(dir / "chat_template.jinja")) return true;
+  std::ifstream in(dir / "tokenizer_config.json");
+  if (!in) return false;
+  auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return config.is_discarded() || !config.is_object() || config.contains("chat_template");
+}
+
+const fs::path& model_folder(const fs::path& dir) {
+  if (!fs::is_directory(dir)) fail("{}: no such model folder", dir.string());
+  return dir;
+}
+
+std::optional<ChatTemplate> load_chat_template(const fs::path& dir) {
+  if (!has_chat_template_file(dir)) return std::nullopt;
+  return ChatTemplate::from_tokenizer_config(dir);
+}
+
+ordered_json parse_json(std::string_view text, std::string_view what) {
+  try {
+    return ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: invalid JSON: {}", what, e.what());
+  }
+}
+
+ordered_json extra_variables(std::string_view json) {
+  return json.empty() ? ordered_json(nullptr) : parse_json(json, "chat template variables");
+}
+
+GenerateOptions to_generate_options(const CompletionOptions& o) {
+  const SamplingOptions& s = o.sampling;
+  return {.sampling = {.temperature = s.temperature,
+                       .top_k = s.top_k,
+                       .top_p = s.top_p,
+                       .min_p = s.min_p,
+                       .repetition_penalty = s.repetition_penalty,
+                       .presence_penalty = s.presence_penalty,
+                       .frequency_penalty = s.frequency_penalty,
+                       .seed = s.seed},
+          .max_new_tokens = o.max_new_tokens,
+          .stop_strings = o.stop,
+          .stop_ids = o.stop_ids,
+          .ignore_eos = o.ignore_eos};
+}
+
+StopReason to_stop_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::EndOfSequence: return StopReason::EndOfSequence;
+    case FinishReason::StopString: return StopReason::StopString;
+    case FinishReason::MaxTokens: return StopReason::MaxTokens;
+    case FinishReason::ContextFull: return StopReason::ContextFull;
+    case FinishReason::Cancelled: return StopReason::Cancelled;
+  }
+  fail("generate: unknown finish reason {}", int(reason));
+}
+
+Completion to_completion(Generation g) {
+  const GenerationStats& s = g.stats;
+  CompletionStats stats{.prompt_tokens = s.prompt_tokens,
+                        .cached_tokens = s.prompt_tokens - s.prefilled_tokens,
+                        .generated_tokens = s.generated_tokens,
+                        .time_to_first_token = s.time_to_first_token,
+                        .prefill_seconds = s.prefill_seconds,
+                        .decode_seconds = s.decode_seconds,
+                        .prefill_tokens_per_second = s.prefill_tokens_per_second(),
+                        .decode_tokens_per_second = s.decode_tokens_per_second()};
+  return {std::move(g.text), std::move(g.tokens), to_stop_reason(g.finish), stats, g.seed};
+}
+
+graph::ModelOptions model_options(const EngineOptions& options) {
+  return {.context = options.context,
+          .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint,
+          .progress = options.progress};
+}
+
+}  // namespace
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::EndOfSequence: return finish_reason_name(FinishReason::EndOfSequence);
+    case StopReason::StopString: return finish_reason_name(FinishReason::StopString);
+    case StopReason::MaxTokens: return finish_reason_name(FinishReason::MaxTokens);
+    case StopReason::ContextFull: return finish_reason_name(FinishReason::ContextFull);
+    case StopReason::Cancelled: return finish_reason_name(FinishReason::Cancelled);
+  }
+  return "unknown";
+}
+
+// Members are built in declaration order: text first (cheap, and the usual cause of a bad folder),
+// then the device and the weights.
+struct Engine::Impl {
+  Impl(const fs::path& dir, const EngineOptions& options)
+      : dir(model_folder(dir)),
+        tokenizer(Tokenizer::load(dir)),
+        chat(load_chat_template(dir)),
+        files(ModelFiles::open(dir)),
+        device(gpu::DeviceOptions{.adapter = options.adapter}),
+        model(device, files, model_options(options)),
+        generator(model, &tokenizer) {}
+
+  fs::path dir;
+  Tokenizer tokenizer;
+  std::optional<ChatTemplate> chat;
+  ModelFiles files;
+  gpu::Device device;
+  graph::Model model;
+  Generator generator;
+  ModelInfo info;
+
+  const ChatTemplate& chat_template() const {
+    if (!chat)
+      fail("{}: the model has no chat template (no 'chat_template' in tokenizer_config.json and no "
+           "chat_template.jinja)", dir.string());
+    return *chat;
+  }
+};
+
+Engine::Engine(const fs::path& model_dir, const EngineOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  impl_ = std::make_unique<Impl>(model_dir, options);
+  const graph::Model& m = impl_->model;
+  impl_->info = {.architecture = std::string(m.config().arch->name),
+                 .adapter = impl_->device.adapter().summary(),
+                 .context = m.context(),
+                 .weight_bytes = m.weight_bytes(),
+                 .kv_cache_bytes = m.kv_cache_bytes(),
+                 .load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+
+std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_special_tokens) const {
+  return impl_->tokenizer.encode(text, add_special_tokens);
+}
+
+std::string Engine::detokenize(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  return impl_->tokenizer.decode(ids, skip_special_tokens);
+}
+
+bool Engine::has_chat_template() const { return impl_->chat.has_value(); }
+
+std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                        std::string_view extra_vars_json) const {
+  ordered_json list = ordered_json::array();
+  for (const ChatMessage& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
+  return impl_->chat_template().render(list, add_generation_prompt, extra_variables(extra_vars_json));
+}
+
+std::string Engine::apply_chat_template_json(std::string_view messages_json, bool add_generation_prompt,
+                                             std::string_view extra_vars_json) const {
+  return impl_->chat_template().render(parse_json(messages_json, "chat messages"), add_generation_prompt,
+                                       extra_variables(extra_vars_json));
+}
+
+Completion Engine::complete(std::string_view prompt, const CompletionOptions& options,
+                            const StreamCallback& on_text, const std::atomic<bool>* cancel) {
+  return complete(tokenize(prompt), options, on_text, cancel);
+}
+
+Completion Engine::complete(std::span<const int32_t> prompt, const CompletionOptions& options,
+                            const StreamCallback& on_text, const std::atomic<bool>* cancel) {
+  TextCallback stream;
+  if (on_text) stream = [&on_text](std::string_view text, int32_t) { return on_text(text); };
+  return to_completion(impl_->generator.generate(prompt, to_generate_options(options), stream, cancel));
+}
+
+void Engine::reset() { impl_->generator.reset(); }
+
+}  // namespace gerbil

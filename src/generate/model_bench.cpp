@@ -1,0 +1,84 @@
+#include "generate/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "gerbil/error.h"
+
+namespace gerbil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename Fn>
+double time_seconds(Fn&& fn) {
+  auto start = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Runs `fn` once to warm up (pipelines compiled, caches filled), then `repeats` timed times.
+template <typename Fn>
+ModelBenchResult measure(std::string test, uint32_t depth, uint32_t tokens, uint32_t repeats, Fn&& fn) {
+  fn();
+  ModelBenchResult result{std::move(test), depth, 0, 0, {}};
+  for (uint32_t r = 0; r < repeats; ++r) result.seconds.push_back(time_seconds(fn));
+  auto sorted = result.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  result.median_seconds = sorted[sorted.size() / 2];
+  result.tokens_per_second = tokens / result.median_seconds;
+  return result;
+}
+
+}  // namespace
+
+std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
+  uint32_t deepest = *std::max_element(options.depths.begin(), options.depths.end());
+  uint32_t needed = std::max(options.prompt_tokens, deepest + options.generated_tokens + 1);
+  if (needed > model.context())
+    fail("bench model: needs a context of {} tokens (depth {} + {} generated), the model has {} (--ctx)", needed,
+         deepest, options.generated_tokens, model.context());
+  std::mt19937_64 rng(options.seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size) - 1);
+  auto random_tokens = [&](uint32_t n) {
+    std::vector<int32_t> ids(n);
+    for (auto& id : ids) id = token(rng);
+    return ids;
+  };
+  std::vector<ModelBenchResult> results;
+
+  auto prompt = random_tokens(options.prompt_tokens);
+  results.push_back(measure(fmt::format("pp{}", options.prompt_tokens), 0, options.prompt_tokens, options.repeats,
+                            [&] {
+                              model.reset();
+                              model.forward(prompt);
+                            }));
+
+  for (uint32_t depth : options.depths) {
+    model.reset();
+    if (depth > 0) model.forward(random_tokens(depth));
+    int32_t first = token(rng);
+    auto all = [](int32_t) { return true; };
+    // Argmax on the GPU, steps queued back to back (the fast path of greedy generation).
+    results.push_back(measure(fmt::format("tg{}", options.generated_tokens), depth, options.generated_tokens,
+                              options.repeats, [&] {
+                                model.rewind(depth);
+                                model.decode_greedy(first, options.generated_tokens, all);
+                              }));
+    // The same tokens with the logits read back and sampled on the host at every step.
+    results.push_back(measure(fmt::format("tg{} (host sampling)", options.generated_tokens), depth,
+                              options.generated_tokens, options.repeats, [&] {
+                                model.rewind(depth);
+                                int32_t id = first;
+                                for (uint32_t i = 0; i < options.generated_tokens; ++i) {
+                                  auto logits = model.forward(std::span(&id, 1));
+                                  id = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                                }
+                              }));
+  }
+  model.reset();
+  return results;
+}
+
+}  // namespace gerbil

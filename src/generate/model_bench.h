@@ -1,0 +1,33 @@
+// Model throughput the way llama-bench reports it: pp512 (prefill of a 512-token prompt), tg128 (128
+// generated tokens) at context depth 0 and 2048, time to first token, and GPU memory for weights and the
+// KV cache. Each figure is the median of several repeats after a warm-up run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/model.h"
+
+namespace gerbil {
+
+struct ModelBenchOptions {
+  uint32_t prompt_tokens = 512;     // pp
+  uint32_t generated_tokens = 128;  // tg
+  std::vector<uint32_t> depths = {0, 2048};
+  uint32_t repeats = 5;
+  uint64_t seed = 1;
+};
+
+struct ModelBenchResult {
+  std::string test;  // "pp512", "tg128", "tg128 (host sampling)"
+  uint32_t depth = 0;
+  double median_seconds = 0;
+  double tokens_per_second = 0;
+  std::vector<double> seconds;  // every repeat
+};
+
+// Runs the benchmarks on `model` (its cache is reset). Throws if the context is too small for the depths.
+std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options);
+
+}  // namespace gerbil

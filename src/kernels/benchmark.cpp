@@ -1,0 +1,768 @@
+#include "kernels/benchmark.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <numeric>
+
+#include "gerbil/error.h"
+#include "kernels/model.h"
+#include "kernels/seed.h"
+
+namespace gerbil::kernels {
+
+void record_timed(gpu::GpuTimer& timer, gpu::Recorder& recorder, const Dispatch& dispatch) {
+  timer.dispatch(recorder, *dispatch.pipeline, dispatch.bind_group, dispatch.grid, dispatch.kernel);
+}
+
+namespace bench {
+namespace {
+
+// Qwen2.5-0.5B, the reference's example model.
+constexpr uint32_t kHidden = 896, kHeads = 14, kKvHeads = 2, kHeadDim = 64, kIntermediate = 4864;
+constexpr uint32_t kVocab = 151936;
+constexpr float kRopeBase = 1e6f;  // rope_theta
+constexpr uint32_t kGroupSize = 128;  // int4 quantization group (GPTQ's usual)
+constexpr uint32_t kMatvecRows = 4;   // linear and linear_gptq take their matrix-vector path up to this M
+
+// ---- timing ------------------------------------------------------------------------------------------
+
+struct Settings {
+  uint32_t warmup;          // iterations run untimed, after the first one (and the one estimating the cost)
+  uint32_t iterations;      // timed iterations at most
+  uint32_t min_iterations;  // ... and at least, however slow the case
+  double budget_s;          // time to spend on the timed iterations of one case; 0: exactly `iterations`
+};
+
+Settings settings_for(const Options& options) {
+  if (options.iterations) return {options.quick ? 2u : 10u, options.iterations, options.iterations, 0};
+  return options.quick ? Settings{2, 10, 1, 0.1} : Settings{10, 100, 3, 1.0};
+}
+
+struct Measurement {
+  uint32_t iterations = 0;
+  double median_ms = 0, mean_ms = 0, min_ms = 0;
+};
+
+// The reference's host method: record and submit `n` iterations one submit each, wait for the queue;
+// returns the mean seconds per iteration.
+double host_seconds(gpu::Device& device, gpu::Recorder& recorder, std::span<const Dispatch> dispatches,
+                    uint32_t n) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  for (uint32_t i = 0; i < n; ++i) {
+    for (const Dispatch& dispatch : dispatches) dispatch.record(recorder);
+    recorder.submit();
+  }
+  device.wait_idle();
+  return std::chrono::duration<double>(Clock::now() - start).count() / std::max(n, 1u);
+}
+
+// GPU milliseconds of each of `n` iterations: every dispatch in its own timestamped pass, the dispatches
+// of one iteration added up. Iterations go in rounds that fill one timer.
+std::vector<double> timestamp_ms(gpu::Device& device, gpu::Recorder& recorder,
+                                 std::span<const Dispatch> dispatches, uint32_t n) {
+  constexpr uint32_t kMaxTimed = 2048;  // GpuTimer's capacity limit
+  if (dispatches.size() > kMaxTimed) fail("benchmark case has {} dispatches, over {}", dispatches.size(), kMaxTimed);
+  uint32_t per_round = std::min<uint32_t>(n, kMaxTimed / dispatches.size());
+  gpu::GpuTimer timer(device, per_round * dispatches.size());
+  std::vector<double> ms;
+  while (ms.size() < n) {
+    uint32_t round = std::min<uint32_t>(n - ms.size(), per_round);
+    for (uint32_t i = 0; i < round; ++i)
+      for (const Dispatch& dispatch : dispatches) record_timed(timer, recorder, dispatch);
+    recorder.submit();
+    auto timings = timer.collect();
+    for (uint32_t i = 0; i < round; ++i) {
+      double ns = 0;
+      for (size_t d = 0; d < dispatches.size(); ++d) ns += timings[i * dispatches.size() + d].ns;
+      ms.push_back(ns / 1e6);
+    }
+  }
+  return ms;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+Measurement measure(gpu::Device& device, std::span<const Dispatch> dispatches, const Settings& settings,
+                    bool timestamps) {
+  gpu::Recorder recorder(device, "bench");
+  double first = host_seconds(device, recorder, dispatches, 1);  // some drivers compile pipelines only now
+  uint32_t warmup = settings.warmup, n = settings.iterations;
+  if (settings.budget_s > 0) {
+    // A case slower than the whole budget gets min_iterations and no warm-up; for the others a second run,
+    // past any compilation, estimates the cost of one iteration.
+    double estimate = first >= settings.budget_s ? first : host_seconds(device, recorder, dispatches, 1);
+    estimate = std::max(estimate, 1e-9);
+    auto fitting = [&](double seconds) { return static_cast<uint32_t>(std::min(seconds / estimate, 1e9)); };
+    warmup = std::min(fitting(0.2 * settings.budget_s), settings.warmup);
+    n = std::clamp(fitting(settings.budget_s), settings.min_iterations, settings.iterations);
+  }
+  if (warmup) host_seconds(device, recorder, dispatches, warmup);
+  if (!timestamps) {
+    double ms = host_seconds(device, recorder, dispatches, n) * 1e3;
+    return {n, ms, ms, ms};
+  }
+  std::vector<double> ms = timestamp_ms(device, recorder, dispatches, n);
+  return {n, median(ms), std::accumulate(ms.begin(), ms.end(), 0.0) / n, *std::min_element(ms.begin(), ms.end())};
+}
+
+// ---- inputs ------------------------------------------------------------------------------------------
+
+uint64_t binding_limit(const gpu::Device& device) {
+  return std::min<uint64_t>(device.limits().maxStorageBufferBindingSize, device.limits().maxBufferSize);
+}
+
+// The buffers of one benchmark case: inputs filled with valid pseudo-random data (finite numbers, indices
+// in range), outputs zeroed by WebGPU. They live as long as the workspace, so a case allocates once and
+// its dispatches run any number of times.
+class Workspace {
+ public:
+  Workspace(gpu::Device& device, uint64_t seed) : device_(device), state_(seed) {}
+  gpu::Device& device() { return device_; }
+
+  // Uniform f32 in [lo, hi).
+  const gpu::Buffer& floats(std::string label, uint64_t n, float lo = -1.f, float hi = 1.f) {
+    return fill(std::move(label), n, [&] { return std::bit_cast<uint32_t>(lo + (hi - lo) * unit()); });
+  }
+  // `n` weights of `type`, random sign and magnitude in [2^-10, 1), packed as in a safetensors file.
+  const gpu::Buffer& weights(std::string label, uint64_t n, WeightType type) {
+    if (type == WeightType::F32) return floats(std::move(label), n);
+    auto half = [&] {
+      uint32_t r = next();
+      uint32_t sign = (r >> 31) << 15;
+      if (type == WeightType::F16) return sign | (5 + r % 10) << 10 | (r >> 8 & 0x3FF);  // exponent bias 15
+      return sign | (117 + r % 10) << 7 | (r >> 8 & 0x7F);                            // bf16: bias 127
+    };
+    return fill(std::move(label), (n + 1) / 2, [&] { return half() | half() << 16; });
+  }
+  // Random u32 words (packed int4 nibbles).
+  const gpu::Buffer& words(std::string label, uint64_t n) {
+    return fill(std::move(label), n, [&] { return next(); });
+  }
+  // Random indices below `bound` (token ids).
+  const gpu::Buffer& indices(std::string label, uint64_t n, uint32_t bound) {
+    return fill(std::move(label), n, [&] { return next() % bound; });
+  }
+  const gpu::Buffer& values(std::string label, const std::vector<float>& values) {
+    buffers_.push_back(device_.upload(std::move(label), std::span<const float>(values)));
+    return buffers_.back();
+  }
+  const gpu::Buffer& output(std::string label, uint64_t n) {
+    buffers_.push_back(device_.create_buffer(std::move(label), 4 * n));
+    return buffers_.back();
+  }
+
+ private:
+  uint32_t next() {  // splitmix64: fast enough for the LM head's hundreds of MB
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
+  }
+  float unit() { return static_cast<float>(next() >> 8) * 0x1p-24f; }
+
+  // Uploads `n` words from `generate` in chunks, so a large buffer never has a full copy on the host.
+  template <typename Generate>
+  const gpu::Buffer& fill(std::string label, uint64_t n, Generate&& generate) {
+    constexpr uint64_t kChunk = 1 << 22;
+    gpu::Buffer buffer = device_.create_buffer(std::move(label), 4 * n);
+    std::vector<uint32_t> chunk;
+    for (uint64_t start = 0; start < n; start += kChunk) {
+      chunk.resize(std::min(kChunk, n - start));
+      for (uint32_t& word : chunk) word = generate();
+      device_.write(buffer, std::span<const uint32_t>(chunk), 4 * start);
+    }
+    buffers_.push_back(std::move(buffer));
+    return buffers_.back();
+  }
+
+  gpu::Device& device_;
+  uint64_t state_;
+  std::deque<gpu::Buffer> buffers_;  // a deque: references stay valid as buffers are added
+};
+
+BufferBinding whole(const gpu::Buffer& buffer) { return {&buffer}; }
+
+// ---- cases -------------------------------------------------------------------------------------------
+
+struct Shape {
+  std::string name;
+  uint32_t T = 1;  // tokens; M of a matmul
+  uint32_t K = 0, N = 0;
+  uint32_t S = 0;  // keys of attention
+  bool quick = true;  // also run with --quick
+};
+
+// One iteration of a kernel at one shape, and the work it does.
+struct Case {
+  std::string variant, note;
+  std::vector<Dispatch> dispatches;
+  Metric metric = Metric::Gflops;
+  double flops = 0, bytes = 0;
+};
+
+using Builder = std::function<Case(Workspace&, const Shape&)>;
+
+const char* type_name(WeightType type) {
+  return type == WeightType::F32 ? "f32" : type == WeightType::F16 ? "f16" : "bf16";
+}
+
+// Column blocks [n0, n0 + count) of an N-column weight such that each block (bytes_per_column per column)
+// fits one storage binding; counts are multiples of `multiple`. One block wherever the adapter allows.
+std::vector<std::pair<uint32_t, uint32_t>> column_blocks(const gpu::Device& device, uint32_t N,
+                                                         uint64_t bytes_per_column, uint32_t multiple) {
+  uint64_t fit = binding_limit(device) / bytes_per_column / multiple * multiple;
+  if (fit == 0) fail("benchmark: one weight column of {} bytes exceeds the storage binding limit", bytes_per_column);
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;
+  for (uint64_t n0 = 0; n0 < N; n0 += fit) blocks.emplace_back(n0, std::min<uint64_t>(fit, N - n0));
+  return blocks;
+}
+
+std::string split_note(const gpu::Device& device, size_t blocks) {
+  if (blocks == 1) return "";
+  return fmt::format("weight split into {} column blocks, one dispatch each (binding limit {} MiB)", blocks,
+                     binding_limit(device) >> 20);
+}
+
+Case matmul_like(const Shape& s, double weight_bytes) {
+  Case c;
+  c.flops = 2.0 * s.T * s.K * s.N;
+  c.bytes = 4.0 * s.T * s.K + weight_bytes + 4.0 * s.T * s.N;
+  return c;
+}
+
+Case seed_matmul(Workspace& w, const Shape& s) {
+  Case c = matmul_like(s, 4.0 * s.K * s.N);
+  const gpu::Buffer& A = w.floats("A", uint64_t(s.T) * s.K);
+  auto blocks = column_blocks(w.device(), s.N, 4ull * s.K, 1);
+  for (auto [n0, count] : blocks) {
+    const gpu::Buffer& B = w.floats("B", uint64_t(s.K) * count);
+    const gpu::Buffer& C = w.output("C", uint64_t(s.T) * count);
+    c.dispatches.push_back(matmul(w.device(), whole(A), whole(B), whole(C), {s.T, s.K, count}));
+  }
+  c.note = split_note(w.device(), blocks.size());
+  return c;
+}
+
+Builder linear_case(WeightType type) {
+  return [type](Workspace& w, const Shape& s) {
+    Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
+    c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : "tiled");
+    const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
+    const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
+    auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
+    for (auto [n0, count] : blocks) {
+      const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
+      // x stands in for the unused bias and residual.
+      LinearParams p{s.T, s.K, count, s.N, n0, 0, 0};
+      c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type));
+    }
+    c.note = split_note(w.device(), blocks.size());
+    return c;
+  };
+}
+
+Case seed_matmul_int4(Workspace& w, const Shape& s) {
+  double groups = double(s.K) * s.N / kGroupSize;
+  Case c = matmul_like(s, s.K * double(s.N) / 2 + 8 * groups);
+  const gpu::Buffer& A = w.floats("A", uint64_t(s.T) * s.K);
+  auto blocks = column_blocks(w.device(), s.N, s.K / 2, 8);
+  for (auto [n0, count] : blocks) {
+    uint64_t weights = uint64_t(s.K) * count;
+    const gpu::Buffer& B_q = w.words("B_q", weights / 8);
+    const gpu::Buffer& scales = w.floats("scales", weights / kGroupSize, 0.001f, 0.01f);
+    const gpu::Buffer& zeros = w.floats("zeros", weights / kGroupSize, 7.f, 9.f);
+    const gpu::Buffer& C = w.output("C", uint64_t(s.T) * count);
+    c.dispatches.push_back(matmul_int4(w.device(), whole(A), whole(B_q), whole(scales), whole(zeros), whole(C),
+                                       {s.T, s.K, count, kGroupSize}));
+  }
+  c.note = split_note(w.device(), blocks.size());
+  return c;
+}
+
+Case gptq_case(Workspace& w, const Shape& s) {
+  uint32_t groups = s.K / kGroupSize;
+  Case c = matmul_like(s, s.K * double(s.N) / 2 + groups * double(s.N) * (2 + 0.5));
+  c.variant = s.T <= kMatvecRows ? "matvec" : "tiled";
+  const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
+  const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
+  auto blocks = column_blocks(w.device(), s.N, s.K / 2, 8);
+  for (auto [n0, count] : blocks) {
+    const gpu::Buffer& qweight = w.words("qweight", uint64_t(s.K / 8) * count);
+    const gpu::Buffer& qzeros = w.words("qzeros", uint64_t(groups) * (count / 8));
+    const gpu::Buffer& scales = w.weights("scales", uint64_t(groups) * count, WeightType::F16);
+    LinearGptqParams p{s.T, s.K, count, s.N, n0, 0, 0, kGroupSize};
+    c.dispatches.push_back(linear_gptq(w.device(), whole(x), whole(qweight), whole(qzeros), whole(scales),
+                                       whole(x), whole(x), whole(out), p));
+  }
+  c.note = split_note(w.device(), blocks.size());
+  return c;
+}
+
+// Queries t = 0..T-1 at positions S - T + t over S cached keys (decode: T = 1; prefill: T = S).
+struct AttentionInputs {
+  const gpu::Buffer *Q, *K, *V, *out;
+};
+
+AttentionInputs attention_inputs(Workspace& w, const Shape& s, Case& c) {
+  uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, kv = uint64_t(s.S) * kKvHeads * kHeadDim;
+  c.flops = 2.0 * s.T * s.S * kHeadDim * kHeads;  // the reference's formula (counts Q K^T only)
+  c.bytes = 4.0 * (2 * q + 2 * kv);
+  return {&w.floats("Q", q), &w.floats("K", kv), &w.floats("V", kv), &w.output("out", q)};
+}
+
+Case seed_attention(Workspace& w, const Shape& s) {
+  Case c;
+  auto in = attention_inputs(w, s, c);
+  c.dispatches.push_back(attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out),
+                                   {s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T}));
+  return c;
+}
+
+Case flash_case(Workspace& w, const Shape& s) {
+  Case c;
+  auto in = attention_inputs(w, s, c);
+  FlashAttentionParams p{s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T, 0, float_bits(1 / std::sqrt(float(kHeadDim)))};
+  c.dispatches.push_back(flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), p));
+  return c;
+}
+
+// The embedding table rows one binding holds: all of the vocabulary where the adapter allows, else the
+// first rows (the gather's cost depends on the rows read, not on the table's size).
+uint32_t table_rows(Workspace& w, Case& c, uint64_t row_bytes) {
+  uint32_t rows = std::min<uint64_t>(kVocab, binding_limit(w.device()) / row_bytes);
+  if (rows < kVocab)
+    c.note = fmt::format("ids drawn from the first {} of {} rows (binding limit {} MiB)", rows, kVocab,
+                         binding_limit(w.device()) >> 20);
+  return rows;
+}
+
+Case seed_embedding(Workspace& w, const Shape& s) {
+  Case c;
+  c.metric = Metric::Gbps;
+  c.bytes = 4.0 * s.T * kHidden;  // the reference's formula (counts the rows once)
+  uint32_t rows = table_rows(w, c, 4ull * kHidden);
+  const gpu::Buffer& ids = w.indices("ids", s.T, rows);
+  const gpu::Buffer& table = w.floats("table", uint64_t(rows) * kHidden);
+  const gpu::Buffer& out = w.output("out", uint64_t(s.T) * kHidden);
+  c.dispatches.push_back(embedding(w.device(), whole(ids), whole(table), whole(out), {s.T, kHidden}, rows));
+  return c;
+}
+
+Builder embed_case(WeightType type) {
+  return [type](Workspace& w, const Shape& s) {
+    Case c;
+    c.variant = type_name(type);
+    c.metric = Metric::Gbps;
+    c.bytes = 4.0 * s.T + double(s.T) * kHidden * (weight_bytes(type) + 4);
+    uint32_t rows = table_rows(w, c, uint64_t(weight_bytes(type)) * kHidden);
+    const gpu::Buffer& ids = w.indices("ids", s.T, rows);
+    const gpu::Buffer& table = w.weights("table", uint64_t(rows) * kHidden, type);
+    const gpu::Buffer& out = w.output("out", uint64_t(s.T) * kHidden);
+    // ids stands in for the unused position table.
+    EmbedParams p{s.T, kHidden, 0, rows, float_bits(1.f), 0, 0};
+    c.dispatches.push_back(embed(w.device(), whole(ids), whole(table), whole(ids), whole(out), p, type, 0));
+    return c;
+  };
+}
+
+// Element-wise kernels: the reference's count * 4 * (inputs + 1) bytes.
+double elementwise_bytes(uint64_t count, int inputs) { return 4.0 * count * (inputs + 1); }
+
+Case seed_silu_mul(Workspace& w, const Shape& s) {
+  Case c;
+  c.metric = Metric::Gbps;
+  uint32_t count = s.T * kIntermediate;
+  c.bytes = elementwise_bytes(count, 1) + elementwise_bytes(count, 2);
+  const gpu::Buffer& gate = w.floats("gate", count, -4.f, 4.f);
+  const gpu::Buffer& up = w.floats("up", count, -4.f, 4.f);
+  const gpu::Buffer& act = w.output("act", count);
+  const gpu::Buffer& out = w.output("out", count);
+  c.dispatches.push_back(silu(w.device(), whole(gate), whole(act), {count}));
+  c.dispatches.push_back(mul(w.device(), whole(act), whole(up), whole(out), {count}));
+  return c;
+}
+
+Case gated_case(Workspace& w, const Shape& s) {
+  Case c;
+  c.variant = "silu";
+  c.metric = Metric::Gbps;
+  uint32_t count = s.T * kIntermediate;
+  c.bytes = elementwise_bytes(count, 2);
+  const gpu::Buffer& gate_up = w.floats("gate_up", 2ull * count, -4.f, 4.f);
+  const gpu::Buffer& out = w.output("out", count);
+  c.dispatches.push_back(gated_act(w.device(), whole(gate_up), whole(out), {s.T, kIntermediate, 0}));
+  return c;
+}
+
+Case seed_rope(Workspace& w, const Shape& s) {
+  Case c;
+  c.metric = Metric::Gbps;
+  uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, k = uint64_t(s.T) * kKvHeads * kHeadDim;
+  c.bytes = 2 * 4.0 * (q + k);  // read and written in place
+  const gpu::Buffer& Q = w.floats("q", q);
+  const gpu::Buffer& K = w.floats("k", k);
+  c.dispatches.push_back(rope(w.device(), whole(Q), whole(K), {s.T, kHeads, kKvHeads, kHeadDim, float_bits(kRopeBase), 0}));
+  return c;
+}
+
+Case qkv_case(Workspace& w, const Shape& s) {
+  Case c;
+  c.metric = Metric::Gbps;
+  uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, kv = uint64_t(s.T) * kKvHeads * kHeadDim;
+  c.bytes = 2 * 4.0 * (q + 2 * kv) + 4.0 * kHeadDim / 2;  // qkv read, q / k / v written, inv_freq
+  std::vector<float> inv_freq(kHeadDim / 2);
+  for (uint32_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(kRopeBase, -2.f * i / kHeadDim);
+  const gpu::Buffer& qkv = w.floats("qkv", q + 2 * kv);
+  const gpu::Buffer& freq = w.values("inv_freq", inv_freq);
+  const gpu::Buffer& q_out = w.output("q_out", q);
+  const gpu::Buffer& k_cache = w.output("k_cache", kv);
+  const gpu::Buffer& v_cache = w.output("v_cache", kv);
+  // inv_freq stands in for the unused q / k norm weights (Qwen2.5 has none).
+  QkvRopeParams p{s.T, kHeads, kKvHeads, kHeadDim, kHeadDim, 0, 0, float_bits(1e-6f)};
+  c.dispatches.push_back(qkv_rope_store(w.device(), whole(qkv), whole(freq), whole(freq), whole(freq), whole(q_out),
+                                        whole(k_cache), whole(v_cache), p, s.T));
+  return c;
+}
+
+Case seed_rmsnorm(Workspace& w, const Shape& s) {
+  Case c;
+  c.metric = Metric::Gbps;
+  uint64_t n = uint64_t(s.T) * kHidden;
+  c.bytes = 4.0 * n * 3;  // the reference's formula
+  const gpu::Buffer& input = w.floats("input", n);
+  const gpu::Buffer& weight = w.floats("weight", kHidden);
+  const gpu::Buffer& output = w.output("output", n);
+  c.dispatches.push_back(rmsnorm(w.device(), whole(input), whole(weight), whole(output), {s.T, kHidden, float_bits(1e-6f)}));
+  return c;
+}
+
+Case seed_add(Workspace& w, const Shape& s) {
+  Case c;
+  c.metric = Metric::Gbps;
+  uint32_t count = s.T * kHidden;
+  c.bytes = elementwise_bytes(count, 2);
+  const gpu::Buffer& a = w.floats("a", count);
+  const gpu::Buffer& b = w.floats("b", count);
+  const gpu::Buffer& out = w.output("out", count);
+  c.dispatches.push_back(add(w.device(), whole(a), whole(b), whole(out), {count}));
+  return c;
+}
+
+// ---- the table ---------------------------------------------------------------------------------------
+
+std::vector<Shape> projection_shapes() {
+  struct Projection {
+    const char* name;
+    uint32_t K, N;
+  };
+  const Projection projections[] = {{"q_proj", kHidden, kHidden},
+                                    {"gate_proj", kHidden, kIntermediate},
+                                    {"down_proj", kIntermediate, kHidden}};
+  std::vector<Shape> shapes;
+  for (uint32_t T : {1u, 50u, 2048u})
+    for (const Projection& p : projections)
+      shapes.push_back({fmt::format("{} M={} K={} N={}", p.name, T, p.K, p.N), T, p.K, p.N, 0,
+                        T == 1 || (T == 50 && p.K == p.N)});  // --quick: decode, and one prompt shape
+  shapes.push_back({fmt::format("lm_head M=1 K={} N={}", kHidden, kVocab), 1, kHidden, kVocab, 0, false});
+  return shapes;
+}
+
+std::vector<Shape> attention_shapes() {
+  return {{"decode T=1 S=128", 1, 0, 0, 128, true},
+          {"decode T=1 S=2048", 1, 0, 0, 2048, true},
+          {"prefill T=S=50", 50, 0, 0, 50, true},
+          {"prefill T=S=2048", 2048, 0, 0, 2048, false}};  // the seed's one-thread attention: very slow
+}
+
+std::vector<Shape> token_shapes() {
+  std::vector<Shape> shapes;
+  for (uint32_t T : {1u, 50u, 2048u}) shapes.push_back({fmt::format("T={}", T), T, 0, 0, 0, T != 2048});
+  return shapes;
+}
+
+struct Kernel {
+  std::string name;
+  Builder build;
+};
+
+// A seed kernel, the optimised kernels that replace it (timed beside it, with the speed-up), and the
+// shapes all of them run at.
+struct Family {
+  std::vector<Shape> shapes;
+  Kernel seed;
+  std::vector<Kernel> variants;
+};
+
+const std::vector<Family>& families() {
+  using enum WeightType;
+  static const std::vector<Family> table = {
+      {projection_shapes(),
+       {"matmul", seed_matmul},
+       {{"linear", linear_case(F32)}, {"linear", linear_case(F16)}, {"linear", linear_case(BF16)}}},
+      {projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
+      {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
+      {token_shapes(), {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
+      {token_shapes(), {"silu+mul", seed_silu_mul}, {{"gated_act", gated_case}}},
+      {token_shapes(), {"rope", seed_rope}, {{"qkv_rope_store", qkv_case}}},
+      {token_shapes(), {"rmsnorm", seed_rmsnorm}, {}},
+      {token_shapes(), {"add", seed_add}, {}},
+  };
+  return table;
+}
+
+bool in_family(const Family& family, const std::string& name) {
+  if (family.seed.name == name) return true;
+  return std::any_of(family.variants.begin(), family.variants.end(), [&](const Kernel& k) { return k.name == name; });
+}
+
+Result run_case(gpu::Device& device, const Kernel& kernel, const Shape& shape, const Settings& settings,
+                bool timestamps, const Ceilings& ceilings) {
+  Result r;
+  r.kernel = kernel.name;
+  r.shape = shape.name;
+  try {
+    Workspace workspace(device, 0x6765726269ull);
+    Case c = kernel.build(workspace, shape);
+    r.variant = c.variant;
+    r.note = c.note;
+    for (const Dispatch& dispatch : c.dispatches) r.dispatches.push_back(dispatch.kernel + " " + dispatch.shapes);
+    Measurement m = measure(device, c.dispatches, settings, timestamps);
+    if (!(m.median_ms > 0))
+      fail("kernel '{}' ({}): measured {} ms per iteration (are Dawn's timestamps quantized? see "
+           "gpu::request_precise_timestamps)", kernel.name, shape.name, m.median_ms);
+    r.iterations = m.iterations;
+    r.ms = m.median_ms;
+    r.ms_mean = m.mean_ms;
+    r.ms_min = m.min_ms;
+    r.metric = c.metric;
+    r.flops = c.flops;
+    r.bytes = c.bytes;
+    r.value = (c.metric == Metric::Gflops ? c.flops : c.bytes) / (r.ms * 1e6);
+    r.ceiling_percent = 100 * r.value / ceilings.of(c.metric);
+  } catch (const Error& e) {
+    Result failed{.kernel = r.kernel, .variant = r.variant, .shape = r.shape};
+    failed.error = e.what();
+    return failed;
+  }
+  return r;
+}
+
+// ---- ceilings ----------------------------------------------------------------------------------------
+
+// The full sizes take about a millisecond on an H200 (3.8 TB/s, ~67 TFLOP/s f32); slower adapters run a
+// fraction sized to take about kCeilingMs.
+constexpr double kCopyBytes = 2.0 * (1ull << 30);  // per direction
+constexpr uint32_t kFmaWorkgroups = 4096, kFmaIterations = 512;
+constexpr uint32_t kFmaMinWorkgroups = 64;  // enough to occupy every core of a CPU adapter
+constexpr uint32_t kFmaPerIteration = 4 * 8 * 4;  // bench_fma.wgsl: vec4 x CHAINS x ROUNDS
+constexpr double kCeilingMs = 20;
+
+using CeilingBuilder = std::function<Case(Workspace&, double fraction)>;
+
+Case copy_ceiling(Workspace& w, double fraction) {
+  struct Params {
+    uint32_t count;
+  };
+  Case c;
+  c.metric = Metric::Gbps;
+  uint64_t total = std::max<uint64_t>(1 << 20, static_cast<uint64_t>(fraction * kCopyBytes)) / 16 * 16;
+  uint64_t chunk = binding_limit(w.device()) / 16 * 16;  // one dispatch per binding-sized chunk
+  for (uint64_t done = 0; done < total; done += chunk) {
+    uint32_t count = std::min(chunk, total - done) / 16;
+    const gpu::Buffer& src = w.floats("copy src", 4ull * count);
+    const gpu::Buffer& dst = w.output("copy dst", 4ull * count);
+    c.dispatches.push_back(prepare(w.device(), "bench_copy", fmt::format("vec4 count={}", count),
+                                   {{"src", whole(src), count, 16}, {"dst", whole(dst), count, 16}}, Params{count},
+                                   fold(ceil_div(count, 4 * kWorkgroupSize))));
+  }
+  c.bytes = 2.0 * total;
+  return c;
+}
+
+Case fma_ceiling(Workspace& w, double fraction) {
+  struct Params {
+    uint32_t iterations;
+    float a, b;
+    uint32_t _pad = 0;
+  };
+  Case c;
+  double units = std::max(1.0, fraction * kFmaWorkgroups * kFmaIterations);  // workgroup-iterations
+  uint32_t workgroups = std::clamp<double>(units / kFmaIterations, kFmaMinWorkgroups, kFmaWorkgroups);
+  uint32_t iterations = std::clamp<double>(units / workgroups, 1, kFmaIterations);
+  uint32_t threads = workgroups * kWorkgroupSize;
+  const gpu::Buffer& out = w.output("fma out", 4ull * threads);
+  c.dispatches.push_back(prepare(w.device(), "bench_fma",
+                                 fmt::format("workgroups={} iterations={}", workgroups, iterations),
+                                 {{"out", whole(out), threads, 16}}, Params{iterations, 0.999f, 0.001f},
+                                 Grid{workgroups, 1, 1}));
+  c.flops = 2.0 * kFmaPerIteration * iterations * threads;
+  return c;
+}
+
+struct CeilingRun {
+  double work = 0, ms = 0;
+};
+
+// Times the ceiling kernel at a probe size, then at the size expected to take kCeilingMs (at most its
+// full size).
+CeilingRun measure_ceiling(gpu::Device& device, const CeilingBuilder& build, double probe, bool timestamps,
+                           const Settings& settings) {
+  double fraction = 1;
+  {
+    Workspace workspace(device, 1);
+    Case c = build(workspace, probe);
+    double ms = measure(device, c.dispatches, {1, 3, 3, 0}, timestamps).median_ms;
+    fraction = std::clamp(probe * kCeilingMs / std::max(ms, 1e-6), probe, 1.0);
+  }
+  Workspace workspace(device, 2);
+  Case c = build(workspace, fraction);
+  double ms = measure(device, c.dispatches, settings, timestamps).median_ms;
+  if (!(ms > 0)) fail("ceiling kernel '{}' measured {} ms", c.dispatches.front().kernel, ms);
+  return {c.metric == Metric::Gflops ? c.flops : c.bytes, ms};
+}
+
+}  // namespace
+
+bool uses_timestamps(const gpu::Device& device, const Options& options) {
+  return options.clock == gpu::TimerClock::Auto && device.features().timestamp_query;
+}
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (const Family& family : families()) {
+    names.push_back(family.seed.name);
+    for (const Kernel& variant : family.variants)
+      if (std::find(names.begin(), names.end(), variant.name) == names.end()) names.push_back(variant.name);
+  }
+  return names;
+}
+
+void check_options(const Options& options) {
+  if (options.kernel.empty()) return;
+  auto names = kernel_names();
+  if (std::find(names.begin(), names.end(), options.kernel) == names.end())
+    fail("bench kernels: no kernel named '{}'; the kernels are: {}", options.kernel, fmt::join(names, ", "));
+}
+
+Ceilings measure_ceilings(gpu::Device& device, const Options& options) {
+  bool timestamps = uses_timestamps(device, options);
+  Settings settings{2, options.quick ? 5u : 20u, 0, 0};
+  CeilingRun copy = measure_ceiling(device, copy_ceiling, (4 << 20) / kCopyBytes, timestamps, settings);
+  CeilingRun fma = measure_ceiling(device, fma_ceiling, double(kFmaMinWorkgroups) * 4 / (kFmaWorkgroups * kFmaIterations),
+                                   timestamps, settings);
+  return {copy.work / (copy.ms * 1e6), copy.work, copy.ms, fma.work / (fma.ms * 1e6), fma.work, fma.ms};
+}
+
+std::vector<Result> run(gpu::Device& device, const Options& options, const Ceilings& ceilings,
+                        const std::function<void(const Result&)>& done) {
+  check_options(options);
+  Settings settings = settings_for(options);
+  bool timestamps = uses_timestamps(device, options);
+  std::vector<Result> results;
+  for (const Family& family : families()) {
+    if (!options.kernel.empty() && !in_family(family, options.kernel)) continue;
+    for (const Shape& shape : family.shapes) {
+      if (options.quick && !shape.quick) continue;
+      // The seed kernel runs whenever its family does, for the speed-ups.
+      Result seed = run_case(device, family.seed, shape, settings, timestamps, ceilings);
+      results.push_back(seed);
+      if (done) done(seed);
+      for (const Kernel& variant : family.variants) {
+        if (!options.kernel.empty() && options.kernel != variant.name && options.kernel != family.seed.name) continue;
+        Result r = run_case(device, variant, shape, settings, timestamps, ceilings);
+        r.seed = family.seed.name;
+        if (r.error.empty() && seed.error.empty()) r.speedup = seed.ms / r.ms;
+        results.push_back(r);
+        if (done) done(r);
+      }
+    }
+  }
+  return results;
+}
+
+nlohmann::json to_json(const gpu::Device& device, const Options& options, const Ceilings& ceilings,
+                       const std::vector<Result>& results) {
+  const gpu::AdapterInfo& adapter = device.adapter();
+  nlohmann::json json;
+  json["adapter"] = {{"summary", adapter.summary()}, {"vendor", adapter.vendor},
+                     {"architecture", adapter.architecture}, {"device", adapter.device},
+                     {"description", adapter.description}, {"backend", adapter.backend},
+                     {"type", adapter.adapter_type},
+                     {"features", {{"shader_f16", device.features().shader_f16},
+                                   {"subgroups", device.features().subgroups},
+                                   {"timestamp_query", device.features().timestamp_query}}},
+                     {"max_storage_buffer_binding_size", device.limits().maxStorageBufferBindingSize}};
+  json["timing"] = uses_timestamps(device, options) ? "gpu-timestamps" : "host";
+  json["quick"] = options.quick;
+  json["ceilings"] = {{"bandwidth_gbps", ceilings.bandwidth_gbps}, {"copy_bytes", ceilings.copy_bytes},
+                      {"copy_ms", ceilings.copy_ms}, {"gflops", ceilings.gflops},
+                      {"fma_flops", ceilings.fma_flops}, {"fma_ms", ceilings.fma_ms}};
+  json["results"] = nlohmann::json::array();
+  for (const Result& r : results) {
+    nlohmann::json row = {{"kernel", r.kernel}, {"variant", r.variant}, {"shape", r.shape}, {"seed", r.seed},
+                          {"dispatches", r.dispatches}};
+    if (!r.note.empty()) row["note"] = r.note;
+    if (!r.error.empty()) {
+      row["error"] = r.error;
+    } else {
+      row.update({{"iterations", r.iterations}, {"ms", r.ms}, {"ms_mean", r.ms_mean}, {"ms_min", r.ms_min},
+                  {"metric", r.metric == Metric::Gflops ? "GFLOPS" : "GB/s"}, {"value", r.value},
+                  {"flops", r.flops}, {"bytes", r.bytes}, {"ceiling_percent", r.ceiling_percent},
+                  {"gflops", r.flops / (r.ms * 1e6)}, {"gbps", r.bytes / (r.ms * 1e6)}});
+      if (!r.seed.empty() && r.speedup > 0) row["speedup"] = r.speedup;
+    }
+    json["results"].push_back(std::move(row));
+  }
+  return json;
+}
+
+namespace {
+
+std::string number(double value) {
+  if (value < 1) return fmt::format("{:.3g}", value);
+  return fmt::format("{:.{}f}", value, value >= 100 ? 0 : value >= 10 ? 1 : 2);
+}
+
+std::string megabytes(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
+
+}  // namespace
+
+std::string format_header(const gpu::Device& device, const Options& options, const Ceilings& ceilings) {
+  Settings settings = settings_for(options);
+  std::string timing = uses_timestamps(device, options)
+                           ? "GPU timestamps, median ms per iteration"
+                           : "host clock around submits + onSubmittedWorkDone, mean ms per iteration";
+  std::string iterations = settings.budget_s > 0
+                               ? fmt::format("{} to {} iterations (by cost)", settings.min_iterations, settings.iterations)
+                               : fmt::format("{} iterations", settings.iterations);
+  return fmt::format(
+      "adapter:  {}\n"
+      "timing:   {}; {} after warm-up{}\n"
+      "ceilings: copy {} GB/s ({} read + written in {:.3f} ms); FMA {} GFLOPS ({:.3g} FLOP in {:.3f} ms)\n\n"
+      "{:<17} {:<11} {:<30} {:>10} {:>15} {:>7} {:>8}\n",
+      device.adapter().summary(), timing, iterations, options.quick ? " (--quick)" : "",
+      number(ceilings.bandwidth_gbps), megabytes(ceilings.copy_bytes), ceilings.copy_ms, number(ceilings.gflops),
+      ceilings.fma_flops, ceilings.fma_ms, "kernel", "variant", "shape", "ms/iter", "metric", "%ceil", "vs seed");
+}
+
+std::string format_row(const Result& r) {
+  std::string kernel = r.seed.empty() ? r.kernel : "  " + r.kernel;
+  std::string line = fmt::format("{:<17} {:<11} {:<30}", kernel, r.variant, r.shape);
+  if (!r.error.empty()) return line + " error: " + r.error + "\n";
+  line += fmt::format(" {:>10.4f} {:>8} {:<6} {:>6.1f}%", r.ms, number(r.value),
+                      r.metric == Metric::Gflops ? "GFLOPS" : "GB/s", r.ceiling_percent);
+  if (r.speedup > 0) line += fmt::format(" {:>7.2f}x", r.speedup);
+  if (!r.note.empty()) line += fmt::format("{}  ({})", r.speedup > 0 ? "" : std::string(9, ' '), r.note);
+  return line + "\n";
+}
+
+}  // namespace bench
+}  // namespace gerbil::kernels

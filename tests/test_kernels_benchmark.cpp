@@ -1,0 +1,195 @@
+// The machinery of `gerbil bench kernels` on the default adapter (lavapipe in CI), on a few quick cases:
+// numbers come out positive and finite and follow the metric formulas, variants run beside their seed
+// kernel with the speed-up, the JSON is well-formed, and record_timed times a prepared Dispatch. Timings
+// themselves are never asserted.
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gerbil/error.h"
+#include "kernels/benchmark.h"
+#include "kernels/seed.h"
+
+namespace gerbil::kernels::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+gpu::DeviceOptions profiling_options() {
+  gpu::DeviceOptions options;
+  gpu::request_precise_timestamps(options);
+  return options;
+}
+
+gpu::Device& device() {
+  static gpu::Device shared(profiling_options());
+  return shared;
+}
+
+// Made-up ceilings: the percentages they give are checked exactly.
+const Ceilings kCeilings{.bandwidth_gbps = 10, .copy_bytes = 1, .copy_ms = 1, .gflops = 100, .fma_flops = 1,
+                         .fma_ms = 1};
+
+bool positive(double value) { return std::isfinite(value) && value > 0; }
+
+void expect_measured(const Result& r) {
+  EXPECT_EQ(r.error, "") << r.kernel << " " << r.shape;
+  EXPECT_TRUE(positive(r.ms)) << r.ms;
+  EXPECT_TRUE(positive(r.ms_mean)) << r.ms_mean;
+  EXPECT_TRUE(positive(r.ms_min)) << r.ms_min;
+  EXPECT_LE(r.ms_min, r.ms);
+  double work = r.metric == Metric::Gflops ? r.flops : r.bytes;
+  EXPECT_DOUBLE_EQ(r.value, work / (r.ms * 1e6));
+  EXPECT_DOUBLE_EQ(r.ceiling_percent, 100 * r.value / kCeilings.of(r.metric));
+}
+
+TEST(KernelBenchmark, RunsOneQuickKernel) {
+  Options options{.quick = true, .kernel = "add", .iterations = 2};
+  std::vector<std::string> streamed;
+  auto results = run(device(), options, kCeilings, [&](const Result& r) { streamed.push_back(r.shape); });
+  ASSERT_EQ(results.size(), 2u);  // --quick: T = 1 and 50
+  EXPECT_EQ(streamed, (std::vector<std::string>{"T=1", "T=50"}));
+  for (const Result& r : results) {
+    expect_measured(r);
+    EXPECT_EQ(r.kernel, "add");
+    EXPECT_EQ(r.seed, "");
+    EXPECT_EQ(r.iterations, 2u);
+    EXPECT_EQ(r.metric, Metric::Gbps);
+    ASSERT_EQ(r.dispatches.size(), 1u);
+  }
+  // The reference's element-wise formula: count * 4 * (inputs + 1), count = T * hidden (896).
+  EXPECT_DOUBLE_EQ(results[0].bytes, 896.0 * 4 * 3);
+  EXPECT_DOUBLE_EQ(results[1].bytes, 50 * 896.0 * 4 * 3);
+  EXPECT_EQ(results[1].dispatches[0], "add count=44800");
+}
+
+TEST(KernelBenchmark, VariantRunsBesideItsSeedKernelWithTheSpeedUp) {
+  Options options{.quick = true, .kernel = "gated_act", .iterations = 1};
+  auto results = run(device(), options, kCeilings);
+  ASSERT_EQ(results.size(), 4u);
+  for (size_t i = 0; i < results.size(); i += 2) {
+    const Result &seed = results[i], &variant = results[i + 1];
+    expect_measured(seed);
+    expect_measured(variant);
+    EXPECT_EQ(seed.kernel, "silu+mul");
+    EXPECT_EQ(variant.kernel, "gated_act");
+    EXPECT_EQ(variant.seed, "silu+mul");
+    EXPECT_EQ(seed.shape, variant.shape);
+    EXPECT_DOUBLE_EQ(variant.speedup, seed.ms / variant.ms);
+    EXPECT_EQ(seed.speedup, 0);
+    EXPECT_EQ(seed.dispatches.size(), 2u);  // silu, then mul
+    EXPECT_THAT(seed.dispatches[0], HasSubstr("silu count="));
+    EXPECT_THAT(seed.dispatches[1], HasSubstr("mul count="));
+    EXPECT_THAT(format_row(variant), HasSubstr(fmt::format("{:.2f}x", variant.speedup)));
+  }
+}
+
+TEST(KernelBenchmark, MatmulCasesCountTwoFlopsPerMultiplyAdd) {
+  Options options{.quick = true, .kernel = "linear_gptq", .iterations = 1};
+  auto results = run(device(), options, kCeilings);
+  ASSERT_FALSE(results.empty());
+  const Result& first = results[0];
+  EXPECT_EQ(first.kernel, "matmul_int4");
+  EXPECT_EQ(first.shape, "q_proj M=1 K=896 N=896");
+  EXPECT_DOUBLE_EQ(first.flops, 2.0 * 896 * 896);
+  EXPECT_EQ(first.metric, Metric::Gflops);
+  EXPECT_EQ(results[1].variant, "matvec");
+  for (const Result& r : results) expect_measured(r);
+}
+
+TEST(KernelBenchmark, HostClockWhenForced) {
+  Options options{.quick = true, .kernel = "rmsnorm", .iterations = 3, .clock = gpu::TimerClock::Host};
+  EXPECT_FALSE(uses_timestamps(device(), options));
+  auto results = run(device(), options, kCeilings);
+  ASSERT_EQ(results.size(), 2u);
+  for (const Result& r : results) {
+    expect_measured(r);
+    EXPECT_EQ(r.ms, r.ms_mean);  // the host clock sees only the total
+  }
+  EXPECT_EQ(to_json(device(), options, kCeilings, results)["timing"], "host");
+}
+
+TEST(KernelBenchmark, CeilingsArePositiveAndFinite) {
+  Ceilings ceilings = measure_ceilings(device(), {.quick = true});
+  EXPECT_TRUE(positive(ceilings.bandwidth_gbps));
+  EXPECT_TRUE(positive(ceilings.gflops));
+  EXPECT_GE(ceilings.copy_bytes, 2.0 * (1 << 20));  // at least 1 MiB each way
+  EXPECT_DOUBLE_EQ(ceilings.bandwidth_gbps, ceilings.copy_bytes / (ceilings.copy_ms * 1e6));
+  EXPECT_DOUBLE_EQ(ceilings.gflops, ceilings.fma_flops / (ceilings.fma_ms * 1e6));
+  EXPECT_EQ(ceilings.of(Metric::Gbps), ceilings.bandwidth_gbps);
+  EXPECT_EQ(ceilings.of(Metric::Gflops), ceilings.gflops);
+}
+
+TEST(KernelBenchmark, JsonIsWellFormed) {
+  Options options{.quick = true, .kernel = "flash_attention", .iterations = 1};
+  auto results = run(device(), options, kCeilings);
+  std::string text = to_json(device(), options, kCeilings, results).dump(2);
+  nlohmann::json json = nlohmann::json::parse(text);  // throws if malformed
+  EXPECT_EQ(json["adapter"]["summary"], device().adapter().summary());
+  EXPECT_EQ(json["timing"], uses_timestamps(device(), options) ? "gpu-timestamps" : "host");
+  EXPECT_EQ(json["quick"], true);
+  EXPECT_EQ(json["ceilings"]["bandwidth_gbps"], 10.0);
+  EXPECT_EQ(json["ceilings"]["gflops"], 100.0);
+  ASSERT_EQ(json["results"].size(), results.size());
+  ASSERT_EQ(results.size(), 6u);  // decode S=128, decode S=2048, prefill T=S=50; seed and variant each
+  for (size_t i = 0; i < results.size(); ++i) {
+    const nlohmann::json& row = json["results"][i];
+    EXPECT_EQ(row["kernel"], results[i].kernel);
+    EXPECT_EQ(row["shape"], results[i].shape);
+    EXPECT_EQ(row["metric"], "GFLOPS");
+    EXPECT_GT(row["ms"].get<double>(), 0);
+    EXPECT_EQ(row["value"].get<double>(), results[i].value);
+    EXPECT_FALSE(row.contains("error"));
+    EXPECT_EQ(row.contains("speedup"), results[i].kernel == "flash_attention");
+  }
+  // The reference's attention formula: 2 * T * S * head_dim * heads.
+  EXPECT_DOUBLE_EQ(results[2].flops, 2.0 * 1 * 2048 * 64 * 14);
+}
+
+TEST(KernelBenchmark, UnknownKernelNamesTheKnownOnes) {
+  EXPECT_THAT([] { check_options({.kernel = "nope"}); },
+              ::testing::ThrowsMessage<Error>(::testing::AllOf(HasSubstr("no kernel named 'nope'"), HasSubstr("flash_attention"))));
+  EXPECT_THAT([] { run(device(), {.kernel = "nope"}, kCeilings); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("no kernel named 'nope'")));
+}
+
+TEST(KernelBenchmark, EveryOptimisedKernelIsPairedWithItsSeed) {
+  auto names = kernel_names();
+  for (const char* name : {"matmul", "linear", "matmul_int4", "linear_gptq", "attention", "flash_attention",
+                           "embedding", "embed", "silu+mul", "gated_act", "rope", "qkv_rope_store"})
+    EXPECT_THAT(names, ::testing::Contains(std::string(name)));
+  // Variants follow their seed kernel.
+  auto at = [&](const char* name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
+  EXPECT_EQ(at("linear"), at("matmul") + 1);
+  EXPECT_EQ(at("flash_attention"), at("attention") + 1);
+}
+
+TEST(KernelBenchmark, ErrorRowsSayWhatFailed) {
+  Result failed{.kernel = "linear", .variant = "f16 matvec", .shape = "T=1", .seed = "matmul"};
+  failed.error = "kernel 'linear': boom";
+  EXPECT_THAT(format_row(failed), HasSubstr("error: kernel 'linear': boom"));
+  nlohmann::json json = to_json(device(), {}, kCeilings, {failed});
+  EXPECT_EQ(json["results"][0]["error"], "kernel 'linear': boom");
+  EXPECT_FALSE(json["results"][0].contains("ms"));
+}
+
+TEST(RecordTimed, TimesAPreparedDispatchUnderItsKernelName) {
+  std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
+  gpu::Buffer A = device().upload("a", std::span<const float>(a));
+  gpu::Buffer B = device().upload("b", std::span<const float>(b));
+  gpu::Buffer out = device().create_buffer("out", 12);
+  Dispatch dispatch = add(device(), {&A}, {&B}, {&out}, {3});
+  gpu::GpuTimer timer(device(), 1);
+  gpu::Recorder recorder(device(), "timed add");
+  record_timed(timer, recorder, dispatch);
+  recorder.submit();
+  auto timings = timer.collect();
+  ASSERT_EQ(timings.size(), 1u);
+  EXPECT_EQ(timings[0].label, "add");
+  EXPECT_GT(timings[0].ns, 0);
+  EXPECT_EQ(device().read_as<float>(out), (std::vector<float>{11, 22, 33}));
+}
+
+}  // namespace
+}  // namespace gerbil::kernels::bench

@@ -1,0 +1,55 @@
+// gerbil bench kernels: times every kernel at the reference's shapes (Qwen2.5-0.5B, T = 1, 50, 2048, the
+// LM head), each optimised kernel beside the seed kernel it replaces, against the adapter's measured
+// bandwidth and FMA ceilings. See kernels/benchmark.h for the method.
+#include <cstdio>
+
+#include "command.h"
+#include "gpu/device.h"
+#include "gpu/profiler.h"
+#include "kernels/benchmark.h"
+
+namespace gerbil::cli {
+namespace {
+
+struct BenchKernelsOptions {
+  kernels::bench::Options bench;
+  bool json = false;
+  std::string adapter;
+};
+
+int bench_kernels(const BenchKernelsOptions& options) {
+  namespace bench = kernels::bench;
+  bench::check_options(options.bench);
+  gpu::DeviceOptions device_options{.adapter = options.adapter};
+  gpu::request_precise_timestamps(device_options);
+  gpu::Device device(device_options);
+  bench::Ceilings ceilings = bench::measure_ceilings(device, options.bench);
+  if (!options.json) std::printf("%s", bench::format_header(device, options.bench, ceilings).c_str());
+  bool failed = false;
+  auto results = bench::run(device, options.bench, ceilings, [&](const bench::Result& result) {
+    failed = failed || !result.error.empty();
+    if (options.json) return;
+    std::printf("%s", bench::format_row(result).c_str());
+    std::fflush(stdout);
+  });
+  if (options.json) std::printf("%s\n", bench::to_json(device, options.bench, ceilings, results).dump(2).c_str());
+  return failed ? 1 : 0;
+}
+
+GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it replaces, against measured ceilings",
+               [](CLI::App& app) {
+                 auto options = std::make_shared<BenchKernelsOptions>();
+                 app.add_flag("--json", options->json, "Print JSON (all numbers, adapter, ceilings)");
+                 app.add_option("--kernel", options->bench.kernel,
+                                "Only this kernel (a seed kernel with its variants, a variant beside its seed)");
+                 app.add_flag("--quick", options->bench.quick, "Decode shapes and a few T = 50 ones, fewer iterations");
+                 app.add_option("--iterations", options->bench.iterations,
+                                "Timed iterations per case (default: up to 100, --quick 10, fewer for slow cases)")
+                     ->check(CLI::PositiveNumber);
+                 app.add_option("--adapter", options->adapter,
+                                "Adapter to use (substring of its name; default: $GERBIL_ADAPTER)");
+                 return [options] { return bench_kernels(*options); };
+               });
+
+}  // namespace
+}  // namespace gerbil::cli

@@ -1,0 +1,84 @@
+// gerbil bench model: prefill and decode throughput of a model folder or of a random-weight preset.
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "gerbil/error.h"
+#include "generate/model_bench.h"
+#include "model/synth.h"
+#include "model_options.h"
+
+namespace gerbil::cli {
+namespace {
+
+struct BenchModelCommand {
+  ModelOptions model;
+  std::string preset, dtype = "f16", scratch = "/tmp";
+  ModelBenchOptions bench;
+  bool json = false;
+};
+
+// The folder of a preset's random-weight model, written on first use.
+std::string preset_folder(const BenchModelCommand& c) {
+  std::filesystem::path dir = std::filesystem::path(c.scratch) / fmt::format("gerbil-{}-{}", c.preset, c.dtype);
+  if (!std::filesystem::exists(dir / "config.json")) {
+    SynthOptions options;
+    options.preset = c.preset;
+    options.seed = 1;
+    if (!parse_dtype(c.dtype == "f32" ? "F32" : c.dtype == "f16" ? "F16" : "BF16", options.dtype))
+      fail("bench model: unknown --dtype {}", c.dtype);
+    std::fprintf(stderr, "writing random-weight %s (%s) to %s\n", c.preset.c_str(), c.dtype.c_str(), dir.c_str());
+    synth_model(dir, options);
+  }
+  return dir.string();
+}
+
+int bench_model_command(BenchModelCommand c) {
+  if (c.model.model_dir.empty() == c.preset.empty()) fail("bench model: give exactly one of --model and --preset");
+  if (!c.preset.empty()) c.model.model_dir = preset_folder(c);
+  auto loaded = load_model(c.model, !c.json);
+  auto& model = *loaded.model;
+  auto results = bench_model(model, c.bench);
+  nlohmann::json report = {{"model", c.model.model_dir},
+                           {"architecture", std::string(model.config().arch->name)},
+                           {"adapter", loaded.device->adapter().summary()},
+                           {"weights", c.model.weights},
+                           {"weight_bytes", model.weight_bytes()},
+                           {"kv_cache_bytes", model.kv_cache_bytes()},
+                           {"context", model.context()},
+                           {"results", nlohmann::json::array()}};
+  for (auto& r : results)
+    report["results"].push_back({{"test", r.test}, {"depth", r.depth}, {"median_seconds", r.median_seconds},
+                                 {"tokens_per_second", r.tokens_per_second}, {"seconds", r.seconds}});
+  if (c.json) {
+    std::printf("%s\n", report.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model: %s (%s), weights %s: %.1f MiB, KV cache %.1f MiB (%u tokens, f32)\n", c.model.model_dir.c_str(),
+              std::string(model.config().arch->name).c_str(), c.model.weights.c_str(), model.weight_bytes() / 1048576.0,
+              model.kv_cache_bytes() / 1048576.0, model.context());
+  std::printf("%-26s %7s %14s %12s\n", "test", "depth", "median ms", "tok/s");
+  for (auto& r : results)
+    std::printf("%-26s %7u %14.2f %12.1f\n", r.test.c_str(), r.depth, r.median_seconds * 1000, r.tokens_per_second);
+  std::printf("time to first token (pp%u): %.1f ms\n", c.bench.prompt_tokens, results.front().median_seconds * 1000);
+  return 0;
+}
+
+GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, like llama-bench", [](CLI::App& app) {
+  auto c = std::make_shared<BenchModelCommand>();
+  c->model.add_to(app, false);
+  app.add_option("--preset", c->preset, "Benchmark a random-weight model of this preset (see gerbil synth)");
+  app.add_option("--dtype", c->dtype, "Checkpoint dtype of a --preset model")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  app.add_option("--scratch", c->scratch, "Where --preset models are written (reused when present)");
+  app.add_option("-p,--prompt-tokens", c->bench.prompt_tokens, "Prompt length of the prefill test")->capture_default_str();
+  app.add_option("-g,--generated-tokens", c->bench.generated_tokens, "Tokens of the decode test")->capture_default_str();
+  app.add_option("-d,--depths", c->bench.depths, "Context depths of the decode test");
+  app.add_option("-r,--repeats", c->bench.repeats, "Timed repeats (median reported)")->capture_default_str();
+  app.add_flag("--json", c->json, "Print JSON");
+  return [c] { return bench_model_command(*c); };
+});
+
+}  // namespace
+}  // namespace gerbil::cli
