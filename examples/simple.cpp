@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
                  info.load_seconds);
 
     std::string question = argc == 3 ? argv[2] : "Write a haiku about a gerbil.";
-    std::string prompt = engine.has_chat_template() ? engine.apply_chat_template({{"user", question}}) : question;
+    std::string prompt =
+        engine.has_chat_template() ? engine.apply_chat_template({{"user", question}}) : question;
     gerbil::CompletionOptions options;
     options.max_new_tokens = 200;
     options.sampling.temperature = 0.7f;
@@ -30,10 +31,12 @@ int main(int argc, char** argv) {
 
     const gerbil::CompletionStats& s = answer.stats;
     std::printf("\n");
-    std::fprintf(stderr, "%zu prompt tokens, %zu generated (%s); first token after %.0f ms; prefill %.1f tok/s, "
-                 "decode %.1f tok/s\n", s.prompt_tokens, s.generated_tokens,
-                 std::string(gerbil::stop_reason_name(answer.stop_reason)).c_str(), s.time_to_first_token * 1000,
-                 s.prefill_tokens_per_second, s.decode_tokens_per_second);
+    std::fprintf(stderr,
+                 "%zu prompt tokens, %zu generated (%s); first token after %.0f ms; prefill %.1f tok/s, "
+                 "decode %.1f tok/s\n",
+                 s.prompt_tokens, s.generated_tokens,
+                 std::string(gerbil::stop_reason_name(answer.stop_reason)).c_str(),
+                 s.time_to_first_token * 1000, s.prefill_tokens_per_second, s.decode_tokens_per_second);
   } catch (const gerbil::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -40,7 +40,8 @@ fs::path qwen3_tokenizer() { return test::tokenizer_dir("qwen3"); }
 // named in FILES beside it.
 void make_model(const fs::path& dir, const std::string& preset, const std::vector<std::string>& files) {
   Tokenizer tokenizer = Tokenizer::load(qwen3_tokenizer());
-  synth_model(dir, {.preset = preset, .dtype = DType::F32, .seed = 7, .vocab = int64_t(tokenizer.vocab_size())});
+  synth_model(dir,
+              {.preset = preset, .dtype = DType::F32, .seed = 7, .vocab = int64_t(tokenizer.vocab_size())});
   for (const auto& file : files) fs::copy_file(qwen3_tokenizer() / file, dir / file);
 }
 
@@ -74,7 +75,8 @@ int32_t byte_token(const Tokenizer& tokenizer, uint8_t byte) {
 std::vector<int32_t> script_ids(const Tokenizer& tokenizer) {
   std::vector<int32_t> ids = tokenizer.encode("The gerbil said");
   ids.push_back(tokenizer.encode(" ").at(0));
-  for (uint8_t byte : std::string_view("\xC3\xA9\xF0\x9F\x98\x80")) ids.push_back(byte_token(tokenizer, byte));
+  for (uint8_t byte : std::string_view("\xC3\xA9\xF0\x9F\x98\x80"))
+    ids.push_back(byte_token(tokenizer, byte));
   for (int32_t id : tokenizer.encode(" and stopped.")) ids.push_back(id);
   ids.push_back(kEos);
   return ids;
@@ -191,7 +193,8 @@ TEST_F(Generate, StopStringsCutTheTextBeforeTheirFirstOccurrence) {
   Models& m = Models::get();
   const std::string full(kScriptText);
   // Within a token, across tokens, the split characters themselves, a prefix of the text.
-  for (std::string stop : {"gerbil", "l s", "\xC3\xA9", "\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80 a", " and", "The", "."}) {
+  for (std::string stop :
+       {"gerbil", "l s", "\xC3\xA9", "\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80 a", " and", "The", "."}) {
     CompletionOptions options = script_options();
     options.stop = {stop};
     Streamed s = stream(m.scripted(), "Q?", options);
@@ -323,31 +326,76 @@ TEST_F(Generate, RandomTextStreamsAsValidUtf8ThatMatchesTheFullDecode) {
   EXPECT_EQ(s.completion.stop_reason, StopReason::MaxTokens);
 }
 
-TEST_F(Generate, TheNextTurnReusesTheCachedPrefix) {
+// Plain greedy decoding keeps the token on the GPU and queues steps ahead; when the answer stops early
+// the steps in flight must be dropped, so that the next turn continues from a consistent cache.
+TEST_F(Generate, AGreedyAnswerStoppedEarlyContinuesExactlyFromTheCache) {
   Engine& engine = Models::get().random();
-  CompletionOptions options;
-  options.sampling.temperature = 0;
-  options.max_new_tokens = 4;
-  options.ignore_eos = true;
+  CompletionOptions greedy;
+  greedy.sampling.temperature = 0;
+  greedy.ignore_eos = true;
+  greedy.max_new_tokens = 10;
+  std::vector<int32_t> prompt = engine.tokenize("The cat sat on the mat");
   engine.reset();
-  Completion first = engine.complete("The cat sat on the mat", options);
-  EXPECT_EQ(first.stats.cached_tokens, 0u);
-  std::vector<int32_t> longer = engine.tokenize("The cat sat on the mat");
-  longer.insert(longer.end(), first.tokens.begin(), first.tokens.end());
-  Completion next = engine.complete(std::span<const int32_t>(longer), options);
-  // All but the last answer token were fed to the model and stay cached.
-  EXPECT_EQ(next.stats.cached_tokens, longer.size() - 1);
-  EXPECT_EQ(next.stats.prompt_tokens, longer.size());
+  std::vector<int32_t> whole = engine.complete(std::span<const int32_t>(prompt), greedy).tokens;
+  ASSERT_EQ(whole.size(), 10u);
+
+  engine.reset();
+  size_t pieces = 0;
+  Completion stopped =
+      engine.complete(std::span<const int32_t>(prompt), greedy, [&](std::string_view) { return ++pieces < 3; });
+  ASSERT_EQ(stopped.stop_reason, StopReason::Cancelled);
+  size_t k = stopped.tokens.size();
+  ASSERT_LT(k, whole.size());
+  EXPECT_TRUE(std::equal(stopped.tokens.begin(), stopped.tokens.end(), whole.begin()));
+
+  std::vector<int32_t> next = prompt;
+  next.insert(next.end(), stopped.tokens.begin(), stopped.tokens.end());
+  greedy.max_new_tokens = uint32_t(whole.size() - k);
+  Completion rest = engine.complete(std::span<const int32_t>(next), greedy);
+  EXPECT_EQ(rest.stats.cached_tokens, next.size() - 1);  // all but the last answer token
+  EXPECT_EQ(rest.stats.prompt_tokens, next.size());
+  EXPECT_EQ(rest.tokens, std::vector<int32_t>(whole.begin() + std::ptrdiff_t(k), whole.end()));
+}
+
+// Without penalties the scripted model's greedy answer is its first token over and over ("TheTheThe...").
+TEST_F(Generate, GreedyDecodingOnTheGpuStopsExactly) {
+  Models& m = Models::get();
+  int32_t the = m.script().front();
+  CompletionOptions greedy;
+  greedy.sampling.temperature = 0;
+  greedy.max_new_tokens = 7;
+  Streamed s = stream(m.scripted(), "Q?", greedy);
+  EXPECT_EQ(s.completion.tokens, std::vector<int32_t>(7, the));
+  EXPECT_EQ(s.completion.text, "TheTheTheTheTheTheThe");
+  EXPECT_EQ(s.completion.stop_reason, StopReason::MaxTokens);
+  expect_valid_pieces(s);
+
+  greedy.max_new_tokens = 100;
+  greedy.stop = {"eTh"};
+  s = stream(m.scripted(), "Q?", greedy);
+  EXPECT_EQ(s.completion.text, "Th");
+  EXPECT_EQ(s.completion.tokens.size(), 2u);
+  EXPECT_EQ(s.completion.stop_reason, StopReason::StopString);
+  expect_valid_pieces(s);
+
+  greedy.stop = {};
+  std::vector<int32_t> prompt(60, m.scripted().tokenize("?").at(0));  // context 64
+  Completion full = m.scripted().complete(std::span<const int32_t>(prompt), greedy);
+  EXPECT_EQ(full.stop_reason, StopReason::ContextFull);
+  EXPECT_EQ(full.tokens, std::vector<int32_t>(64 - 60 + 1, the));
 }
 
 TEST_F(Generate, TheChatTemplateRendersAndGenerationRunsOnIt) {
   Engine& engine = Models::get().random();
   ASSERT_TRUE(engine.has_chat_template());
   std::string prompt = engine.apply_chat_template({{"system", "Be brief."}, {"user", "hi"}});
-  EXPECT_EQ(prompt, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      prompt,
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(engine.apply_chat_template({{"user", "hi"}}, true, R"({"enable_thinking": false})"),
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
-  EXPECT_EQ(engine.apply_chat_template_json(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])"),
+  EXPECT_EQ(engine.apply_chat_template_json(
+                R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])"),
             prompt);
   std::vector<int32_t> ids = engine.tokenize(prompt);
   EXPECT_EQ(ids.front(), 151644);  // <|im_start|> is one special token
@@ -364,7 +412,8 @@ TEST_F(Generate, TheChatTemplateRendersAndGenerationRunsOnIt) {
 
 TEST_F(Generate, BadInputsAreClearErrors) {
   Engine& engine = Models::get().random();
-  EXPECT_THAT([&] { engine.complete("ok \xFF then", {}); }, ThrowsMessage<Error>(HasSubstr("not valid UTF-8: byte 0xFF at offset 3")));
+  EXPECT_THAT([&] { engine.complete("ok \xFF then", {}); },
+              ThrowsMessage<Error>(HasSubstr("not valid UTF-8: byte 0xFF at offset 3")));
   EXPECT_THAT([&] { engine.complete("", {}); }, ThrowsMessage<Error>(HasSubstr("empty")));
   EXPECT_THAT([&] { engine.apply_chat_template_json(R"({"role": "user"})"); },
               ThrowsMessage<Error>(HasSubstr("must be a JSON array")));
@@ -372,15 +421,18 @@ TEST_F(Generate, BadInputsAreClearErrors) {
               ThrowsMessage<Error>(HasSubstr("chat message 0: field 'role' is missing")));
   EXPECT_THAT([&] { engine.apply_chat_template_json(R"([{"role": "user", "content": 3}])"); },
               ThrowsMessage<Error>(HasSubstr("chat message 0: field 'content'")));
-  EXPECT_THAT([&] { engine.apply_chat_template_json("[{"); }, ThrowsMessage<Error>(HasSubstr("chat messages: invalid JSON")));
-  EXPECT_THAT([&] { engine.apply_chat_template({{"user", "hi"}}, true, "[1]"); },
+  EXPECT_THAT([&] { engine.apply_chat_template_json("[{"); },
+              ThrowsMessage<Error>(HasSubstr("chat messages: invalid JSON")));
+  std::vector<ChatMessage> hi = {{"user", "hi"}};
+  EXPECT_THAT([&] { engine.apply_chat_template(hi, true, "[1]"); },
               ThrowsMessage<Error>(HasSubstr("variables must be a JSON object")));
   CompletionOptions bad_sampling;
   bad_sampling.sampling.top_p = 0;
   EXPECT_THAT([&] { engine.complete("hi", bad_sampling); }, ThrowsMessage<Error>(HasSubstr("top_p")));
   CompletionOptions empty_stop;
   empty_stop.stop = {""};
-  EXPECT_THAT([&] { engine.complete("hi", empty_stop); }, ThrowsMessage<Error>(HasSubstr("stop strings must not be empty")));
+  EXPECT_THAT([&] { engine.complete("hi", empty_stop); },
+              ThrowsMessage<Error>(HasSubstr("stop strings must not be empty")));
   std::vector<int32_t> too_long(48, 100);  // context 48
   EXPECT_THAT([&] { engine.complete(std::span<const int32_t>(too_long), {}); },
               ThrowsMessage<Error>(HasSubstr("the context holds 48")));
@@ -389,12 +441,14 @@ TEST_F(Generate, BadInputsAreClearErrors) {
 TEST_F(Generate, AModelFolderWithoutATokenizerIsRefused) {
   fs::path dir = Models::get().dir() / "no-tokenizer";
   synth_model(dir, {.preset = "tiny-qwen3"});
-  EXPECT_THAT([&] { Engine engine(dir); }, ThrowsMessage<Error>(HasSubstr(dir.string() + ": no tokenizer.json")));
+  EXPECT_THAT([&] { Engine engine(dir); },
+              ThrowsMessage<Error>(HasSubstr(dir.string() + ": no tokenizer.json")));
 }
 
 TEST_F(Generate, AMissingModelFolderIsNamed) {
   fs::path dir = Models::get().dir() / "absent";
-  EXPECT_THAT([&] { Engine engine(dir); }, ThrowsMessage<Error>(HasSubstr(dir.string() + ": no such model folder")));
+  EXPECT_THAT([&] { Engine engine(dir); },
+              ThrowsMessage<Error>(HasSubstr(dir.string() + ": no such model folder")));
 }
 
 TEST_F(Generate, AModelWithoutAChatTemplateSaysSo) {
@@ -402,7 +456,8 @@ TEST_F(Generate, AModelWithoutAChatTemplateSaysSo) {
   make_model(dir, "tiny-qwen3", {"tokenizer.json"});
   Engine engine(dir, {.context = 16});
   EXPECT_FALSE(engine.has_chat_template());
-  EXPECT_THAT([&] { engine.apply_chat_template({{"user", "hi"}}); }, ThrowsMessage<Error>(HasSubstr("no chat template")));
+  std::vector<ChatMessage> hi = {{"user", "hi"}};
+  EXPECT_THAT([&] { engine.apply_chat_template(hi); }, ThrowsMessage<Error>(HasSubstr("no chat template")));
   // Raw text still works.
   CompletionOptions options;
   options.max_new_tokens = 2;

@@ -1,6 +1,6 @@
 // GpuTimer on the default adapter (lavapipe in CI): GPU timestamps and the forced host-clock fallback both
 // time each dispatch with a positive duration, a big dispatch takes longer than a tiny one, the timed work
-// really runs, and misuse (capacity, collecting before submitting) is a clear error.
+// really runs (collect() submits it), and misuse (capacity, mixing recorders) is a clear error.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -63,8 +63,7 @@ void expect_big_outlasts_tiny(TimerClock clock, bool timestamps) {
   timer.dispatch(recorder, Spin::pipeline(), tiny.group, tiny.grid, "tiny");
   timer.dispatch(recorder, Spin::pipeline(), big.group, big.grid, "big");
   EXPECT_EQ(timer.pending(), 2u);
-  recorder.submit();
-  auto timings = timer.collect();
+  auto timings = timer.collect(recorder);  // submits the recorder
   ASSERT_EQ(timings.size(), 2u);
   EXPECT_EQ(timings[0].label, "tiny");
   EXPECT_EQ(timings[1].label, "big");
@@ -73,7 +72,7 @@ void expect_big_outlasts_tiny(TimerClock clock, bool timestamps) {
   EXPECT_FLOAT_EQ(tiny.first(), 1.f);  // one step from 0
   EXPECT_FLOAT_EQ(big.first(), 2.f);   // converged
   EXPECT_EQ(timer.pending(), 0u);
-  EXPECT_TRUE(timer.collect().empty());
+  EXPECT_TRUE(timer.collect(recorder).empty());
 }
 
 TEST(GpuTimer, TimestampsTimeEachDispatch) {
@@ -91,7 +90,7 @@ TEST(GpuTimer, HostClockRunsEarlierWorkOfTheRecorderUntimed) {
   timer.dispatch(recorder, Spin::pipeline(), timed.group, timed.grid, "timed");
   EXPECT_FLOAT_EQ(earlier.first(), 1.f);
   EXPECT_FLOAT_EQ(timed.first(), 1.5f);
-  EXPECT_EQ(timer.collect().size(), 1u);
+  EXPECT_EQ(timer.collect(recorder).size(), 1u);
 }
 
 TEST(GpuTimer, TimerIsReusableAfterCollect) {
@@ -100,8 +99,7 @@ TEST(GpuTimer, TimerIsReusableAfterCollect) {
   for (int round = 0; round < 2; ++round) {
     Recorder recorder(device(), "again");
     timer.dispatch(recorder, Spin::pipeline(), spin.group, spin.grid, "round");
-    recorder.submit();
-    auto timings = timer.collect();
+    auto timings = timer.collect(recorder);
     ASSERT_EQ(timings.size(), 1u);
     EXPECT_GT(timings[0].ns, 0.0);
   }
@@ -117,18 +115,23 @@ TEST(GpuTimer, CapacityIsChecked) {
   timer.dispatch(recorder, Spin::pipeline(), spin.group, spin.grid, "first");
   EXPECT_THAT([&] { timer.dispatch(recorder, Spin::pipeline(), spin.group, spin.grid, "second"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("dispatch 'second' is past the timer's capacity of 1")));
-  recorder.submit();
-  EXPECT_EQ(timer.collect().size(), 1u);
+  EXPECT_EQ(timer.collect(recorder).size(), 1u);
 }
 
-TEST(GpuTimer, CollectingUnsubmittedTimestampsFails) {
-  if (!device().features().timestamp_query) GTEST_SKIP() << "adapter lacks timestamp-query";
+TEST(GpuTimer, TimedDispatchesShareOneRecorderUntilCollected) {
   GpuTimer timer(device(), 2);
   Spin spin(1, 1);
-  Recorder recorder(device(), "never submitted");
-  timer.dispatch(recorder, Spin::pipeline(), spin.group, spin.grid, "lost");
-  EXPECT_THAT([&] { timer.collect(); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("dispatch 'lost' (#0) has no timestamps")));
+  Recorder first(device(), "first"), second(device(), "second");
+  timer.dispatch(first, Spin::pipeline(), spin.group, spin.grid, "one");
+  EXPECT_THAT([&] { timer.dispatch(second, Spin::pipeline(), spin.group, spin.grid, "two"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("dispatch 'two' goes to another recorder than the 1")));
+  EXPECT_THAT([&] { timer.collect(second); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("collect() got another recorder")));
+  EXPECT_EQ(timer.collect(first).size(), 1u);
+  // Once collected, the timer takes any recorder.
+  timer.dispatch(second, Spin::pipeline(), spin.group, spin.grid, "two");
+  EXPECT_EQ(timer.collect(second).size(), 1u);
+  EXPECT_FLOAT_EQ(spin.first(), 1.5f);
 }
 
 TEST(GpuTimer, PreciseTimestampsToggleIsAddedOnce) {

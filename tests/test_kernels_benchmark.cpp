@@ -183,8 +183,7 @@ TEST(RecordTimed, TimesAPreparedDispatchUnderItsKernelName) {
   gpu::GpuTimer timer(device(), 1);
   gpu::Recorder recorder(device(), "timed add");
   record_timed(timer, recorder, dispatch);
-  recorder.submit();
-  auto timings = timer.collect();
+  auto timings = timer.collect(recorder);
   ASSERT_EQ(timings.size(), 1u);
   EXPECT_EQ(timings[0].label, "add");
   EXPECT_GT(timings[0].ns, 0);

@@ -45,7 +45,7 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                  app.add_flag("--quick", options->bench.quick, "Decode shapes and a few T = 50 ones, fewer iterations");
                  app.add_option("--iterations", options->bench.iterations,
                                 "Timed iterations per case (default: up to 100, --quick 10, fewer for slow cases)")
-                     ->check(CLI::PositiveNumber);
+                     ->check(CLI::Range(1u, 1000000u));
                  app.add_option("--adapter", options->adapter,
                                 "Adapter to use (substring of its name; default: $GERBIL_ADAPTER)");
                  return [options] { return bench_kernels(*options); };

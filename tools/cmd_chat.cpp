@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "command.h"
-#include "gerbil/error.h"
 #include "generation_options.h"
+#include "gerbil/error.h"
 #include "model_options.h"
 
 namespace gerbil::cli {
@@ -28,22 +28,25 @@ bool read_line(std::string& line, bool interactive) {
     return false;
   }
   if (!interactive) std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
   return true;
 }
 
 // One turn: the user's line is added, the answer streamed and added. A failed turn (e.g. a conversation
 // longer than the context) leaves the conversation as it was.
-void answer(const ChatCommand& c, const ModelText& text, Generator& generator, nlohmann::ordered_json& messages,
-            const std::string& line, const GenerateOptions& options) {
+void answer(const ChatCommand& c, const ModelText& text, Generator& generator,
+            nlohmann::ordered_json& messages, const std::string& line, const GenerateOptions& options) {
   messages.push_back({{"role", "user"}, {"content", line}});
   try {
-    std::string prompt = text.chat->render(messages, /*add_generation_prompt=*/true, c.chat.template_variables());
+    std::string prompt =
+        text.chat->render(messages, /*add_generation_prompt=*/true, c.chat.template_variables());
     Generation reply = stream_answer(generator, text.tokenizer.encode(prompt), options);
     print_stats(reply);
     messages.push_back({{"role", "assistant"}, {"content", reply.text}});
   } catch (const Error& e) {
     messages.erase(messages.end() - 1);
-    std::fprintf(stderr, "gerbil: error: %s\n(the conversation is unchanged; /reset starts a new one)\n", e.what());
+    std::fprintf(stderr, "gerbil: error: %s\n(the conversation is unchanged; /reset starts a new one)\n",
+                 e.what());
   }
 }
 
@@ -51,13 +54,14 @@ int chat(const ChatCommand& c) {
   GenerateOptions options = c.generation.resolve();
   ModelText text = load_text(c.model.model_dir);
   if (!text.chat)
-    fail("{}: the model has no chat template (tokenizer_config.json has no 'chat_template'); use gerbil run --raw",
+    fail("{}: the model has no chat template (no 'chat_template' in tokenizer_config.json)",
          c.model.model_dir);
   LoadedModel loaded = load_model(c.model, /*report=*/true);
   Generator generator(*loaded.model, &text.tokenizer);
   bool interactive = isatty(STDIN_FILENO);
   if (interactive)
-    std::fprintf(stderr, "/reset starts a new conversation, /exit or Ctrl-D quits, Ctrl-C stops an answer.\n");
+    std::fprintf(stderr,
+                 "/reset starts a new conversation, /exit or Ctrl-D quits, Ctrl-C stops an answer.\n");
 
   nlohmann::ordered_json messages = c.chat.first_messages();
   std::string line;

@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "command.h"
-#include "gerbil/error.h"
 #include "generation_options.h"
+#include "gerbil/error.h"
 #include "model_options.h"
 
 namespace gerbil::cli {
@@ -23,12 +23,14 @@ struct RunCommand {
 std::vector<int32_t> prompt_ids(const RunCommand& c, const ModelText& text) {
   if (c.raw || !text.chat) {
     if (!c.chat.system.empty() || !c.chat.thinking.empty())
-      fail("--system and --thinking need a chat template, and {}", c.raw ? "--raw skips it" : "this model has none");
+      fail("--system and --thinking need a chat template, and {}",
+           c.raw ? "--raw skips it" : "this model has none");
     return text.tokenizer.encode(c.prompt, /*add_special_tokens=*/true);
   }
   auto messages = c.chat.first_messages();
   messages.push_back({{"role", "user"}, {"content", c.prompt}});
-  return text.tokenizer.encode(text.chat->render(messages, /*add_generation_prompt=*/true, c.chat.template_variables()));
+  return text.tokenizer.encode(
+      text.chat->render(messages, /*add_generation_prompt=*/true, c.chat.template_variables()));
 }
 
 int run(const RunCommand& c) {
@@ -51,7 +53,8 @@ GERBIL_COMMAND("run", "Answer one prompt, streaming the text", [](CLI::App& app)
   app.add_flag("--raw", c->raw, "Send the prompt as it is, without the chat template");
   app.footer(
       "The tokenizer and chat template come from the model folder (tokenizer.json, tokenizer_config.json).\n"
-      "The answer goes to stdout; loading progress and a statistics line go to stderr. Ctrl-C stops the answer.");
+      "The answer goes to stdout; loading progress and a statistics line go to stderr.\n"
+      "Ctrl-C stops the answer.");
   return [c] { return run(*c); };
 });
 

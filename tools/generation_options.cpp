@@ -86,7 +86,8 @@ nlohmann::ordered_json ChatFlags::template_variables() const {
   return vars;
 }
 
-Generation stream_answer(Generator& generator, std::span<const int32_t> prompt, const GenerateOptions& options) {
+Generation stream_answer(Generator& generator, std::span<const int32_t> prompt,
+                         const GenerateOptions& options) {
   install_interrupt_handler();
   Answering answering_now;
   auto print = [](std::string_view text, int32_t) {

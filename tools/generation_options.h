@@ -28,10 +28,11 @@ struct ChatFlags {
   nlohmann::ordered_json template_variables() const;  // enable_thinking when --thinking is given
 };
 
-// Generates an answer and prints it to stdout as it comes, then a newline. Ctrl-C (SIGINT) while it runs stops the
-// answer (finish reason cancelled) and the command carries on; a Ctrl-C at any other time, e.g. at the
-// chat prompt, ends the process as usual.
-Generation stream_answer(Generator& generator, std::span<const int32_t> prompt, const GenerateOptions& options);
+// Generates an answer and prints it to stdout as it comes, then a newline. Ctrl-C (SIGINT) while it runs
+// stops the answer (finish reason cancelled) and the command carries on; a Ctrl-C at any other time, e.g.
+// at the chat prompt, ends the process as usual.
+Generation stream_answer(Generator& generator, std::span<const int32_t> prompt,
+                         const GenerateOptions& options);
 
 // One line of per-run statistics (prompt, TTFT, prefill and decode speed, finish reason) to stderr.
 void print_stats(const Generation& generation);

@@ -34,8 +34,8 @@ enum class WeightStorage {
 };
 
 struct EngineOptions {
-  std::string adapter;     // WebGPU adapter: a substring of its name; empty: $GERBIL_ADAPTER, else the first
-  uint32_t context = 0;    // KV-cache capacity in tokens; 0: min(the model's maximum, 4096)
+  std::string adapter;   // WebGPU adapter: a substring of its name; empty: $GERBIL_ADAPTER, else the first
+  uint32_t context = 0;  // KV-cache capacity in tokens; 0: min(the model's maximum, 4096)
   WeightStorage weights = WeightStorage::Checkpoint;
   // Called while the weights are uploaded, with the checkpoint bytes done and in all; the last call has
   // done == total.
@@ -44,10 +44,11 @@ struct EngineOptions {
 
 // What the engine loaded, for display.
 struct ModelInfo {
-  std::string architecture;  // "Qwen3ForCausalLM"
-  std::string adapter;       // the WebGPU adapter, in one line
-  uint32_t context = 0;      // KV-cache capacity in tokens
-  uint64_t weight_bytes = 0, kv_cache_bytes = 0;  // on the GPU
+  std::string architecture;     // "Qwen3ForCausalLM"
+  std::string adapter;          // the WebGPU adapter, in one line
+  uint32_t context = 0;         // KV-cache capacity in tokens
+  uint64_t weight_bytes = 0;    // on the GPU
+  uint64_t kv_cache_bytes = 0;  // on the GPU
   double load_seconds = 0;
 };
 
@@ -71,9 +72,9 @@ struct SamplingOptions {
 struct CompletionOptions {
   SamplingOptions sampling;
   uint32_t max_new_tokens = 256;
-  std::vector<std::string> stop;   // the text ends before the first occurrence of any of these
-  std::vector<int32_t> stop_ids;   // end-of-sequence ids; empty: the model's (generation_config.json)
-  bool ignore_eos = false;         // run to max_new_tokens (or the context's end) regardless
+  std::vector<std::string> stop;  // the text ends before the first occurrence of any of these
+  std::vector<int32_t> stop_ids;  // end-of-sequence ids; empty: the model's (generation_config.json)
+  bool ignore_eos = false;        // run to max_new_tokens (or the context's end) regardless
 };
 
 enum class StopReason {

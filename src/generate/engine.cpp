@@ -76,14 +76,17 @@ GenerateOptions to_generate_options(const CompletionOptions& o) {
           .ignore_eos = o.ignore_eos};
 }
 
+// The public stop reasons and the generator's finish reasons, one for one.
+constexpr std::pair<FinishReason, StopReason> kReasons[] = {
+    {FinishReason::EndOfSequence, StopReason::EndOfSequence},
+    {FinishReason::StopString, StopReason::StopString},
+    {FinishReason::MaxTokens, StopReason::MaxTokens},
+    {FinishReason::ContextFull, StopReason::ContextFull},
+    {FinishReason::Cancelled, StopReason::Cancelled}};
+
 StopReason to_stop_reason(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::EndOfSequence: return StopReason::EndOfSequence;
-    case FinishReason::StopString: return StopReason::StopString;
-    case FinishReason::MaxTokens: return StopReason::MaxTokens;
-    case FinishReason::ContextFull: return StopReason::ContextFull;
-    case FinishReason::Cancelled: return StopReason::Cancelled;
-  }
+  for (auto [finish, stop] : kReasons)
+    if (finish == reason) return stop;
   fail("generate: unknown finish reason {}", int(reason));
 }
 
@@ -102,28 +105,24 @@ Completion to_completion(Generation g) {
 
 graph::ModelOptions model_options(const EngineOptions& options) {
   return {.context = options.context,
-          .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint,
+          .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
+                                                           : graph::WeightPolicy::Checkpoint,
           .progress = options.progress};
 }
 
 }  // namespace
 
 std::string_view stop_reason_name(StopReason reason) {
-  switch (reason) {
-    case StopReason::EndOfSequence: return finish_reason_name(FinishReason::EndOfSequence);
-    case StopReason::StopString: return finish_reason_name(FinishReason::StopString);
-    case StopReason::MaxTokens: return finish_reason_name(FinishReason::MaxTokens);
-    case StopReason::ContextFull: return finish_reason_name(FinishReason::ContextFull);
-    case StopReason::Cancelled: return finish_reason_name(FinishReason::Cancelled);
-  }
+  for (auto [finish, stop] : kReasons)
+    if (stop == reason) return finish_reason_name(finish);
   return "unknown";
 }
 
-// Members are built in declaration order: text first (cheap, and the usual cause of a bad folder),
-// then the device and the weights.
+// Members are built in declaration order: the text side first (cheap, and the usual cause of a bad
+// folder), then the checked model files, the device and the weights.
 struct Engine::Impl {
-  Impl(const fs::path& dir, const EngineOptions& options)
-      : dir(model_folder(dir)),
+  Impl(const fs::path& model_dir, const EngineOptions& options)
+      : dir(model_folder(model_dir)),
         tokenizer(Tokenizer::load(dir)),
         chat(load_chat_template(dir)),
         files(ModelFiles::open(dir)),
@@ -142,8 +141,10 @@ struct Engine::Impl {
 
   const ChatTemplate& chat_template() const {
     if (!chat)
-      fail("{}: the model has no chat template (no 'chat_template' in tokenizer_config.json and no "
-           "chat_template.jinja)", dir.string());
+      fail(
+          "{}: the model has no chat template (no 'chat_template' in tokenizer_config.json and no "
+          "chat_template.jinja)",
+          dir.string());
     return *chat;
   }
 };
@@ -152,12 +153,13 @@ Engine::Engine(const fs::path& model_dir, const EngineOptions& options) {
   auto start = std::chrono::steady_clock::now();
   impl_ = std::make_unique<Impl>(model_dir, options);
   const graph::Model& m = impl_->model;
-  impl_->info = {.architecture = std::string(m.config().arch->name),
-                 .adapter = impl_->device.adapter().summary(),
-                 .context = m.context(),
-                 .weight_bytes = m.weight_bytes(),
-                 .kv_cache_bytes = m.kv_cache_bytes(),
-                 .load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  impl_->info = {
+      .architecture = std::string(m.config().arch->name),
+      .adapter = impl_->device.adapter().summary(),
+      .context = m.context(),
+      .weight_bytes = m.weight_bytes(),
+      .kv_cache_bytes = m.kv_cache_bytes(),
+      .load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
 Engine::~Engine() = default;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "gerbil/error.h"
+#include "tokenizer/utf8.h"
 
 namespace gerbil {
 namespace {
@@ -18,8 +19,11 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 class StopStringFilter {
  public:
   explicit StopStringFilter(const std::vector<std::string>& stops) : stops_(stops) {
-    for (auto& stop : stops_)
+    for (auto& stop : stops_) {
       if (stop.empty()) fail("generate: stop strings must not be empty");
+      // A stop string that is not whole characters could cut a character in two.
+      tok::check_utf8(stop, "stop string");
+    }
   }
 
   // Adds text; returns the part now safe to release. Sets `stopped` when a stop string appeared.
@@ -156,7 +160,8 @@ Generation Generator::generate(std::span<const int32_t> prompt, const GenerateOp
       result.finish = FinishReason::MaxTokens;
       return false;
     }
-    if (prompt.size() + result.tokens.size() >= model_.context()) {
+    // The newest token is fed at position prompt + tokens - 1: it needs a free cache slot.
+    if (prompt.size() + result.tokens.size() > model_.context()) {
       result.finish = FinishReason::ContextFull;
       return false;
     }

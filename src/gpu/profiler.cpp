@@ -10,6 +10,10 @@ namespace {
 
 constexpr uint32_t kMaxQueries = 4096;  // WebGPU's limit on the size of a query set
 
+// Timestamps are only compared with each other: Dawn quantizes them unless told not to, and a driver may
+// reset its counter between passes, so a negative difference carries no information and counts as 0.
+double duration_ns(uint64_t begin, uint64_t end) { return end > begin ? static_cast<double>(end - begin) : 0.0; }
+
 }  // namespace
 
 void request_precise_timestamps(DeviceOptions& options) {
@@ -38,6 +42,10 @@ void GpuTimer::dispatch(Recorder& recorder, const Pipeline& pipeline, const Bind
                         std::string label) {
   if (labels_.size() == capacity_)
     fail("GpuTimer: dispatch '{}' is past the timer's capacity of {}; collect() first", label, capacity_);
+  if (recorder_ && recorder_ != &recorder)
+    fail("GpuTimer: dispatch '{}' goes to another recorder than the {} timed before it; collect() first", label,
+         labels_.size());
+  recorder_ = &recorder;
   if (uses_timestamps()) {
     recorder.dispatch_timed(pipeline, bind_group, grid, queries_.get(), 2 * labels_.size());
   } else {
@@ -53,32 +61,25 @@ void GpuTimer::dispatch(Recorder& recorder, const Pipeline& pipeline, const Bind
   labels_.push_back(std::move(label));
 }
 
-std::vector<Timing> GpuTimer::collect() {
-  std::vector<Timing> timings;
+std::vector<Timing> GpuTimer::collect(Recorder& recorder) {
+  if (recorder_ && recorder_ != &recorder)
+    fail("GpuTimer: collect() got another recorder than the one its {} timed dispatches went to", labels_.size());
   std::vector<std::string> labels = std::exchange(labels_, {});
   std::vector<double> host_ns = std::exchange(host_ns_, {});
-  if (labels.empty()) return timings;
+  recorder_ = nullptr;
   std::vector<uint64_t> stamps;
-  if (uses_timestamps()) {
+  if (uses_timestamps() && !labels.empty()) {
     uint32_t count = 2 * labels.size();
-    Recorder recorder(device_, "gerbil timer resolve");
     recorder.resolve(queries_.get(), count, resolved_);
     recorder.submit();
     stamps = device_.read_as<uint64_t>(resolved_, 0, count);
+  } else {
+    recorder.submit();
+    device_.wait_idle();
   }
+  std::vector<Timing> timings;
   for (size_t i = 0; i < labels.size(); ++i) {
-    double ns = 0;
-    if (uses_timestamps()) {
-      uint64_t begin = stamps[2 * i], end = stamps[2 * i + 1];
-      // Queries that were never written resolve to zero.
-      if (begin == 0 && end == 0)
-        fail("GpuTimer: dispatch '{}' (#{}) has no timestamps: submit its recorder before collect()", labels[i],
-             i);
-      // A driver may reset its counter between passes; a negative difference carries no information.
-      ns = end > begin ? static_cast<double>(end - begin) : 0.0;
-    } else {
-      ns = host_ns[i];
-    }
+    double ns = uses_timestamps() ? duration_ns(stamps[2 * i], stamps[2 * i + 1]) : host_ns[i];
     timings.push_back({std::move(labels[i]), ns});
   }
   return timings;

@@ -41,20 +41,24 @@ class GpuTimer {
   uint32_t capacity() const { return capacity_; }
   size_t pending() const { return labels_.size(); }  // timed dispatches not yet collected
 
-  // Records one timed dispatch into `recorder`. With the host clock this submits the recorder (work
-  // already in it first, untimed), so the dispatch is timed alone.
+  // Records one timed dispatch into `recorder`; all timed dispatches between two collect() calls go to the
+  // same recorder. With the host clock this submits the recorder (work already in it first, untimed), so
+  // the dispatch is timed alone.
   void dispatch(Recorder& recorder, const Pipeline& pipeline, const BindGroup& bind_group, Grid grid,
                 std::string label);
 
-  // One Timing per dispatch() since the last collect(), in order; the timer is then empty again. With
-  // timestamps, every recorder holding timed dispatches must have been submitted first.
-  std::vector<Timing> collect();
+  // Appends the timestamp resolve to `recorder` (the one the timed dispatches went to), submits it, waits,
+  // and returns one Timing per dispatch() since the last collect(), in order; the timer is then empty
+  // again. Resolving in the same recorder guarantees the timed passes are submitted: a GPU waits forever
+  // on a timestamp that was recorded but never submitted.
+  std::vector<Timing> collect(Recorder& recorder);
 
  private:
   Device& device_;
   uint32_t capacity_;
   QuerySetHandle queries_;  // empty when timing on the host
   Buffer resolved_;
+  const Recorder* recorder_ = nullptr;  // where the pending dispatches went (only compared, never used)
   std::vector<std::string> labels_;
   std::vector<double> host_ns_;
 };

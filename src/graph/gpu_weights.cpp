@@ -87,7 +87,7 @@ uint64_t checkpoint_bytes(std::span<const RoleTensors> roles) {
     for (const auto* tensor : {&role.weight, &role.bias})
       if (*tensor) bytes += (*tensor)->bytes.size();
     if (const auto& g = role.gptq)
-      bytes += g->qweight.bytes.size() + g->qzeros.bytes.size() + g->scales.bytes.size() + g->g_idx.bytes.size();
+      for (const TensorView* part : {&g->qweight, &g->qzeros, &g->scales, &g->g_idx}) bytes += part->bytes.size();
   }
   return bytes;
 }

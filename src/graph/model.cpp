@@ -30,6 +30,7 @@ struct Model::Buffers {
   std::vector<gpu::Buffer> k_cache, v_cache;
   std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
   gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
+  gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
   uint32_t logit_rows = 0;            // rows `logits` holds
   gpu::Buffer sampled;                // the GPU-sampled token of a greedy step
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
@@ -117,23 +118,47 @@ class StepBuilder {
       add(label, kernels::rmsnorm(device_, {&in}, {&norm.weight}, {&out}, {rows, hidden(), eps}));
   }
 
-  // out[:, n] (+)= x W^T + b over M rows; `residual` (when given) is added, and must differ from `out`.
-  void linear(const std::string& label, const GpuLinear& L, const gpu::Buffer& x, uint32_t M,
-              const gpu::Buffer* residual, const gpu::Buffer& out) {
+  // The input of a linear layer: a buffer, and possibly an RMSNorm the layer applies itself (fused).
+  struct Input {
+    const gpu::Buffer* x;
+    const GpuNorm* fused_norm = nullptr;
+    uint32_t gate = 0;  // the buffer holds gate|up rows and the layer applies the activation (fused)
+  };
+
+  bool fusable(const GpuLinear& L, uint32_t M) const {
+    return !L.gptq && kernels::linear_fuses_input(device_, M, L.in, L.type);
+  }
+
+  // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can,
+  // else with a norm dispatch into b_.normed.
+  Input normed(const std::string& label, const GpuNorm& norm, const gpu::Buffer& x, const GpuLinear& next,
+               uint32_t rows) {
+    if (arch_.norm != NormKind::LayerNorm && fusable(next, rows)) return {&x, &norm};
+    this->norm(label, norm, x, b_.normed, rows);
+    return {&b_.normed};
+  }
+
+  // out[:, n] (+)= x' W^T + b over M rows; `residual` (when given) is added, and must differ from `out`.
+  void linear(const std::string& label, const GpuLinear& L, Input in, uint32_t M, const gpu::Buffer* residual,
+              const gpu::Buffer& out) {
     BufferBinding res = residual ? BufferBinding{residual} : unused();
     uint32_t has_bias = L.bias ? 1 : 0, has_residual = residual ? 1 : 0;
+    const gpu::Buffer& x = *in.x;
     if (L.gptq) {
       kernels::LinearGptqParams p{M, L.in, L.out, L.out, 0, has_bias, has_residual, L.gptq->group_size};
       add(label, kernels::linear_gptq(device_, {&x}, {&L.gptq->qweight}, {&L.gptq->qzeros}, {&L.gptq->scales},
                                       L.bias ? BufferBinding{&*L.bias} : unused(), res, {&out}, p));
       return;
     }
+    uint32_t eps = kernels::float_bits(float(config_.norm_eps));
+    BufferBinding norm_weight = in.fused_norm ? BufferBinding{&in.fused_norm->weight} : BufferBinding{};
     for (const RowBlock& block : L.blocks) {
-      kernels::LinearParams p{M, L.in, block.rows, L.out, block.first_row, has_bias, has_residual};
+      kernels::LinearParams p{M,           L.in, block.rows, L.out, block.first_row, has_bias, has_residual,
+                              in.gate,     in.fused_norm ? 1u : 0u, eps};
       BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
       add(L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label,
           kernels::linear(device_, {&x}, {L.weight.get(), block.byte_offset, block.byte_size}, bias, res, {&out}, p,
-                          L.type));
+                          L.type, norm_weight));
     }
   }
 
@@ -144,30 +169,30 @@ class StepBuilder {
     const gpu::Buffer& x = b_.residual[current];
     const gpu::Buffer& next = b_.residual[1 - current];
 
-    norm(label("attn_norm"), L.attn_norm, x, b_.normed, T_);
-    attention(l, L, label);
+    Input attn_in = normed(label("attn_norm"), L.attn_norm, x, L.qkv, T_);
+    attention(l, L, label, attn_in);
     if (arch_.parallel_block) {
       // h = x + attn(ln(x)) + mlp(ln(x)): both branches read the same normed input.
-      linear(label("o"), L.o, b_.attn, T_, &x, next);
-      mlp(L, label, next, x);
+      linear(label("o"), L.o, {&b_.attn}, T_, &x, next);
+      mlp(L, label, attn_in, next, x);
       return current;
     }
     if (L.attn_post_norm) {
-      linear(label("o"), L.o, b_.attn, T_, nullptr, b_.branch);
+      linear(label("o"), L.o, {&b_.attn}, T_, nullptr, b_.branch);
       norm(label("attn_post_norm"), *L.attn_post_norm, b_.branch, b_.branch_normed, T_);
       add(label("attn_residual"), kernels::add(device_, {&x}, {&b_.branch_normed}, {&next}, {T_ * hidden()}));
     } else {
-      linear(label("o"), L.o, b_.attn, T_, &x, next);
+      linear(label("o"), L.o, {&b_.attn}, T_, &x, next);
     }
-    norm(label("mlp_norm"), L.mlp_norm ? *L.mlp_norm : L.attn_norm, next, b_.normed, T_);
-    mlp(L, label, next, x);
+    Input mlp_in = normed(label("mlp_norm"), L.mlp_norm ? *L.mlp_norm : L.attn_norm, next, L.up, T_);
+    mlp(L, label, mlp_in, next, x);
     return current;  // mlp wrote back into the buffer this block started from
   }
 
-  void attention(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label) {
+  void attention(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in) {
     uint32_t heads = uint32_t(config_.num_heads), kv_heads = uint32_t(config_.num_kv_heads);
     uint32_t head_dim = uint32_t(config_.head_dim);
-    linear(label("qkv"), L.qkv, b_.normed, T_, nullptr, b_.qkv);
+    linear(label("qkv"), L.qkv, in, T_, nullptr, b_.qkv);
 
     bool sliding = config_.sliding(l);
     bool rotary = arch_.positions == PositionKind::Rotary;
@@ -183,32 +208,38 @@ class StepBuilder {
     uint32_t window = sliding ? uint32_t(config_.sliding_window) : 0;
     kernels::FlashAttentionParams ap{T_, T_, heads, kv_heads, head_dim, 0, window,
                                      kernels::float_bits(float(config_.attention_scale))};
-    Dispatch& attend = add(label("attention"), kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]},
-                                                                        {&b_.v_cache[size_t(l)]}, {&b_.attn}, ap));
+    // One dispatch, or two for split-KV decoding (partials, combine); all take the same uniform.
+    auto dispatches = kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]},
+                                               {&b_.attn}, ap, {&b_.attention_scratch}, context_);
     uint32_t T = T_;
-    at_position<kernels::FlashAttentionParams>(attend, ap, [T](auto& p, uint32_t position) {
-      p.position_offset = position;
-      p.S = position + T;
-    });
+    for (size_t i = 0; i < dispatches.size(); ++i) {
+      Dispatch& attend = add(label(i == 0 ? "attention" : "attention combine"), std::move(dispatches[i]));
+      at_position<kernels::FlashAttentionParams>(attend, ap, [T](auto& p, uint32_t position) {
+        p.position_offset = position;
+        p.S = position + T;
+      });
+    }
   }
 
-  // The MLP branch from b_.normed; adds its output to `residual` into `out`.
-  void mlp(const GpuLayer& L, const std::function<std::string(const char*)>& label, const gpu::Buffer& residual,
-           const gpu::Buffer& out) {
+  // The MLP branch on `in`; adds its output to `residual` into `out`.
+  void mlp(const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in,
+           const gpu::Buffer& residual, const gpu::Buffer& out) {
     uint32_t intermediate = uint32_t(config_.intermediate_size);
-    linear(label(arch_.gated_mlp() ? "gate_up" : "up"), L.up, b_.normed, T_, nullptr, b_.up);
-    if (arch_.gated_mlp()) {
-      uint32_t act = config_.activation == Activation::SiLU ? 0 : 1;
+    linear(label(arch_.gated_mlp() ? "gate_up" : "up"), L.up, in, T_, nullptr, b_.up);
+    Input down_in{&b_.act};
+    uint32_t act = config_.activation == Activation::SiLU ? 0 : 1;
+    if (arch_.gated_mlp() && fusable(L.down, T_))
+      down_in = {&b_.up, nullptr, act + 1};  // the down projection applies act(gate) * up itself
+    else if (arch_.gated_mlp())
       add(label("gated_act"), kernels::gated_act(device_, {&b_.up}, {&b_.act}, {T_, intermediate, act}));
-    } else {
+    else
       add(label("gelu"), kernels::gelu(device_, {&b_.up}, {&b_.act}, {T_ * intermediate}));
-    }
     if (L.mlp_post_norm) {
-      linear(label("down"), L.down, b_.act, T_, nullptr, b_.branch);
+      linear(label("down"), L.down, down_in, T_, nullptr, b_.branch);
       norm(label("mlp_post_norm"), *L.mlp_post_norm, b_.branch, b_.branch_normed, T_);
       add(label("mlp_residual"), kernels::add(device_, {&residual}, {&b_.branch_normed}, {&out}, {T_ * hidden()}));
     } else {
-      linear(label("down"), L.down, b_.act, T_, &residual, out);
+      linear(label("down"), L.down, down_in, T_, &residual, out);
     }
   }
 
@@ -221,8 +252,8 @@ class StepBuilder {
       step_.entries.push_back({"last row", std::nullopt, Model::Step::Copy{source, (T_ - 1) * row_bytes, &b_.last, row_bytes}});
       source = &b_.last;
     }
-    norm("final_norm", w_.final_norm, *source, b_.normed, rows);
-    linear("lm_head", w_.lm_head, b_.normed, rows, nullptr, b_.logits);
+    linear("lm_head", w_.lm_head, normed("final_norm", w_.final_norm, *source, w_.lm_head, rows), rows, nullptr,
+           b_.logits);
     step_.logit_rows = rows;
   }
 
@@ -287,6 +318,10 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     }
   }
   b.unused = f32("unused", 4);
+  kernels::FlashAttentionParams widest{std::min<uint32_t>(uint32_t(chunk), kernels::kFlashSplitMaxQueries), context_,
+                                       uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
+                                       uint32_t(config_.head_dim)};
+  b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
   b.sampled = f32("sampled token", 1);
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));

@@ -73,8 +73,7 @@ std::vector<double> timestamp_ms(gpu::Device& device, gpu::Recorder& recorder,
     uint32_t round = std::min<uint32_t>(n - ms.size(), per_round);
     for (uint32_t i = 0; i < round; ++i)
       for (const Dispatch& dispatch : dispatches) record_timed(timer, recorder, dispatch);
-    recorder.submit();
-    auto timings = timer.collect();
+    auto timings = timer.collect(recorder);  // submits the recorder
     for (uint32_t i = 0; i < round; ++i) {
       double ns = 0;
       for (size_t d = 0; d < dispatches.size(); ++d) ns += timings[i * dispatches.size() + d].ns;
@@ -131,7 +130,8 @@ class Workspace {
   const gpu::Buffer& floats(std::string label, uint64_t n, float lo = -1.f, float hi = 1.f) {
     return fill(std::move(label), n, [&] { return std::bit_cast<uint32_t>(lo + (hi - lo) * unit()); });
   }
-  // `n` weights of `type`, random sign and magnitude in [2^-10, 1), packed as in a safetensors file.
+  // `n` weights of `type` in [-1, 1), packed as in a safetensors file; 16-bit ones are normal numbers of
+  // magnitude at least 2^-10.
   const gpu::Buffer& weights(std::string label, uint64_t n, WeightType type) {
     if (type == WeightType::F32) return floats(std::move(label), n);
     auto half = [&] {
@@ -227,7 +227,7 @@ std::vector<std::pair<uint32_t, uint32_t>> column_blocks(const gpu::Device& devi
 
 std::string split_note(const gpu::Device& device, size_t blocks) {
   if (blocks == 1) return "";
-  return fmt::format("weight split into {} column blocks, one dispatch each (binding limit {} MiB)", blocks,
+  return fmt::format("weight in {} column blocks, a dispatch each ({} MiB binding limit)", blocks,
                      binding_limit(device) >> 20);
 }
 
@@ -339,7 +339,7 @@ Case flash_case(Workspace& w, const Shape& s) {
 uint32_t table_rows(Workspace& w, Case& c, uint64_t row_bytes) {
   uint32_t rows = std::min<uint64_t>(kVocab, binding_limit(w.device()) / row_bytes);
   if (rows < kVocab)
-    c.note = fmt::format("ids drawn from the first {} of {} rows (binding limit {} MiB)", rows, kVocab,
+    c.note = fmt::format("ids drawn from the first {} rows ({} MiB binding limit)", rows,
                          binding_limit(w.device()) >> 20);
   return rows;
 }

@@ -101,8 +101,7 @@ namespace {
 // linear_matvec_sg.wgsl serves decoding when the adapter has subgroups of a known size and weight rows are
 // whole 16-byte pieces; it covers 256 / subgroup_size columns per workgroup.
 bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, WeightType type) {
-  return device.features().subgroups && device.adapter().subgroup_max_size > 0 && use_matvec(p.M) &&
-         (uint64_t(p.K) * weight_bytes(type)) % 16 == 0;
+  return linear_fuses_input(device, p.M, p.K, type);
 }
 
 Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p) {
@@ -112,21 +111,41 @@ Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p) {
 
 }  // namespace
 
+bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
+  return device.features().subgroups && device.adapter().subgroup_max_size > 0 && use_matvec(M) &&
+         (uint64_t(K) * weight_bytes(type)) % 16 == 0;
+}
+
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
-                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type) {
+                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
+                BufferBinding norm_weight) {
   auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type),
                             p.out_stride, p.out_col);
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
+  if (p.x_gate > 2) fail("kernel 'linear' ({}): x_gate must be 0, 1 (SiLU) or 2 (GELU)", shapes);
+  bool fused = p.x_gate != 0 || p.norm_x != 0;
+  if (fused && !use_subgroup_matvec(device, p, type))
+    fail("kernel 'linear' ({}): fused gate / norm inputs need the subgroup decode variant (see linear_fuses_input)",
+         shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  std::initializer_list<Operand> operands = {{"x", x, count_of(p.M, p.K)},
+  uint64_t x_count = count_of(p.M, p.K) * (p.x_gate ? 2 : 1);
+  if (use_subgroup_matvec(device, p, type)) {
+    BufferBinding norm = norm_weight.buffer ? norm_weight : x;
+    return prepare(device, "linear_matvec_sg", shapes,
+                   {{"x", x, x_count},
+                    weight_operand("W", weight, count_of(p.N, p.K), type),
+                    {"bias", bias, used(p.has_bias, p.N)},
+                    {"residual", residual, used(p.has_residual, out_count)},
+                    {"out", out, out_count},
+                    {"norm_weight", norm, used(p.norm_x, p.K)}},
+                   p, subgroup_matvec_grid(device, p), {{"WEIGHT_TYPE", double(type)}});
+  }
+  std::initializer_list<Operand> operands = {{"x", x, x_count},
                                              weight_operand("W", weight, count_of(p.N, p.K), type),
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
-  if (use_subgroup_matvec(device, p, type))
-    return prepare(device, "linear_matvec_sg", shapes, operands, p, subgroup_matvec_grid(device, p),
-                   {{"WEIGHT_TYPE", double(type)}});
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
@@ -192,10 +211,17 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                  p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)));
 }
 
-Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                         BufferBinding out, const FlashAttentionParams& p) {
-  auto shapes = fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={}", p.T, p.S, p.num_q_heads,
-                            p.num_kv_heads, p.head_dim, p.position_offset, p.window);
+namespace {
+
+constexpr uint32_t kSplitGranule = 128;  // flash_attention.wgsl CHUNK_GRANULE: split chunks are multiples of it
+constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer and the combine's loop
+
+std::string flash_shapes(const FlashAttentionParams& p) {
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={}", p.T, p.S, p.num_q_heads,
+                     p.num_kv_heads, p.head_dim, p.position_offset, p.window);
+}
+
+void check_flash(const std::string& shapes, const FlashAttentionParams& p) {
   if (p.num_kv_heads == 0 || p.num_q_heads % p.num_kv_heads != 0)
     fail("kernel 'flash_attention' ({}): q_heads must be a positive multiple of kv_heads", shapes);
   if (p.head_dim == 0 || p.head_dim > kMaxHeadDim)
@@ -204,12 +230,86 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
   if (uint64_t(p.position_offset) + p.T > p.S)
     fail("kernel 'flash_attention' ({}): queries reach position {} but only S={} keys exist", shapes,
          uint64_t(p.position_offset) + p.T - 1, p.S);
+}
+
+// flash_attention_block.wgsl's queries per block and keys per tile: the largest blocks whose workgroup
+// memory (flash_block_bytes) fits 32 KiB at each head_dim, with at most 16 outputs per thread.
+struct FlashBlock {
+  uint32_t queries, keys;
+};
+
+FlashBlock flash_block_shape(uint32_t head_dim) {
+  if (head_dim <= 64) return {32, 32};
+  if (head_dim <= 128) return {16, 32};
+  return {16, 8};
+}
+
+uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
+  return 4 * (uint64_t(b.queries + b.keys) * (head_dim + 1) + b.queries * b.keys + 3 * b.queries);
+}
+
+bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
+  return p.T >= kFlashBlockMinQueries &&
+         flash_block_bytes(flash_block_shape(p.head_dim), p.head_dim) <=
+             device.limits().maxComputeWorkgroupStorageSize;
+}
+
+uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
+  return count_of(p.T, p.num_q_heads) * splits * (p.head_dim + 2);
+}
+
+}  // namespace
+
+Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
+                         BufferBinding out, const FlashAttentionParams& p) {
+  auto shapes = flash_shapes(p);
+  check_flash(shapes, p);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
   uint64_t kv = count_of(p.S, p.num_kv_heads) * p.head_dim;
+  std::initializer_list<Operand> operands = {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"out", out, q}};
+  if (use_flash_block(device, p)) {
+    FlashBlock block = flash_block_shape(p.head_dim);
+    Grid blocks = fold(ceil_div(p.T, block.queries));
+    return prepare(device, "flash_attention_block", shapes, operands, p, Grid{blocks.x, p.num_q_heads, blocks.y},
+                   {{"BLOCK_Q", double(block.queries)}, {"KEY_TILE", double(block.keys)},
+                    {"HEAD_DIM", double(p.head_dim)}});
+  }
   Grid queries = fold(p.T);
-  return prepare(device, "flash_attention", shapes,
-                 {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"out", out, q}}, p,
-                 Grid{queries.x, p.num_q_heads, queries.y});
+  return prepare(device, "flash_attention", shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y});
+}
+
+uint32_t flash_attention_splits(uint32_t capacity) {
+  return uint32_t(std::clamp<uint64_t>(ceil_div(capacity, kSplitGranule), 1, kMaxSplits));
+}
+
+uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity) {
+  return 4 * std::max<uint64_t>(1, flash_partials(p, flash_attention_splits(capacity)));
+}
+
+std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
+                                      BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
+                                      uint32_t capacity) {
+  std::vector<Dispatch> dispatches;
+  uint32_t splits = flash_attention_splits(capacity);
+  if (p.T > kFlashSplitMaxQueries || splits < 2) {
+    dispatches.push_back(flash_attention(device, Q, K, V, out, p));
+    return dispatches;
+  }
+  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p), capacity, splits);
+  check_flash(shapes, p);
+  if (p.S > capacity)
+    fail("kernel 'flash_attention' ({}): S={} keys exceed the capacity of {}", shapes, p.S, capacity);
+  uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
+  uint64_t kv = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
+  uint64_t partials = flash_partials(p, splits);
+  gpu::Constants constants = {{"SPLITS", double(splits)}};
+  dispatches.push_back(prepare(device, "flash_attention", shapes,
+                               {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"partials", scratch, partials}}, p,
+                               Grid{p.T, p.num_q_heads, splits}, constants));
+  dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
+                               {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
+                               constants));
+  return dispatches;
 }
 
 Dispatch argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,

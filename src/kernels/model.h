@@ -35,16 +35,27 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // linear.wgsl: out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n])
 // for n in [0, N) — W is the row block [N, K] of a larger [*, K] weight; out has out_stride columns.
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
-// 4 out [M, out_stride] f32, 5 params. Unused bias / residual: bind any buffer, flag 0.
+// 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 params). Unused bias /
+// residual / norm_weight: bind any buffer, flag 0.
+// Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the step
+// before the projection (linear_fuses_input() says when): x_gate 1 / 2 reads x as a gated MLP's [M, 2K]
+// gate|up rows and uses act(gate) * up (SiLU / GELU-tanh); norm_x 1 applies an RMSNorm with norm_weight
+// and eps to x first.
 struct LinearParams {
   uint32_t M, K, N;
   uint32_t out_stride, out_col;
   uint32_t has_bias, has_residual;
-  uint32_t _pad = 0;
+  uint32_t x_gate = 0;  // 0: none, 1: SiLU-gated, 2: GELU-tanh-gated
+  uint32_t norm_x = 0;
+  uint32_t eps_bits = 0;
+  uint32_t _pad0 = 0, _pad1 = 0;
 };
 Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
-                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type);
+                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
+                BufferBinding norm_weight = {});
+// Whether linear() can fuse a gate activation or an RMSNorm into its input for this shape on this device.
+bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
 
 // linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
 // W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
@@ -86,17 +97,41 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                         const QkvRopeParams& p, uint32_t cache_capacity);
 
-// flash_attention.wgsl: causal GQA attention over the cache with an online softmax, K/V processed in
-// tiles; query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
-// (window 0: no window), scores scaled by `scale`. One workgroup per (t, q head).
-// Bindings: 0 Q [T, Hq * D], 1 K [S, Hkv * D], 2 V [S, Hkv * D], 3 out [T, Hq * D], 4 params.
+// Flash attention: causal GQA attention over the cache with an online softmax, K/V processed in tiles;
+// query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
+// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D],
+// out [T, Hq * D]. Variants, picked by shape (T and head_dim only, so a graph may rewrite S and
+// position_offset in the dispatches' uniforms between runs):
+// - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill): one workgroup per block of
+//   consecutive queries of one q head, sharing each K/V tile through workgroup memory;
+// - flash_attention.wgsl (otherwise): one workgroup per (t, q head);
+// - split-KV, only through the overload with a scratch buffer (T <= kFlashSplitMaxQueries, decoding):
+//   flash_attention.wgsl in split mode writes one partial result per (t, q head, key chunk) to the scratch
+//   buffer, and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy.
 struct FlashAttentionParams {
   uint32_t T, S, num_q_heads, num_kv_heads, head_dim, position_offset;
   uint32_t window;
   uint32_t scale_bits;
 };
+constexpr uint32_t kFlashBlockMinQueries = 16;
+constexpr uint32_t kFlashSplitMaxQueries = 4;
+
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
                          const FlashAttentionParams& p);
+
+// The same attention, with the split-KV variant where it applies: T <= kFlashSplitMaxQueries and a
+// `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk.
+// The split grid is sized by `capacity`, so both dispatches serve any S <= capacity once their uniforms
+// (each holds `p`) are rewritten. `scratch` must hold flash_attention_scratch_bytes(p, capacity) bytes.
+// Returns the dispatches to record in order (one or two).
+std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
+                                      BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
+                                      uint32_t capacity);
+
+// The key chunks the split variant uses for up to `capacity` keys (1: the split variant is not used).
+uint32_t flash_attention_splits(uint32_t capacity);
+// Scratch bytes the overload above needs for shape `p` (its T, heads and head_dim) and `capacity`; at least 4.
+uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity);
 
 // argmax.wgsl: greedy sampling on the GPU. The index of the largest logit (lowest index on ties, NaN
 // never wins) goes to next_ids[0] — the next decode step's input — and to history[slot].
@@ -107,7 +142,7 @@ struct ArgmaxParams {
 Dispatch argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                 const ArgmaxParams& p);
 
-static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 32 && sizeof(LinearGptqParams) == 32);
+static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
 static_assert(sizeof(ArgmaxParams) == 8);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 

@@ -6,6 +6,7 @@
 #include "kernels/model.h"
 #include "kernels/seed.h"
 #include "reference/model.h"
+#include "reference/reference.h"
 
 namespace gerbil::kernels {
 namespace {
@@ -224,6 +225,50 @@ KernelCheck linear_check(bool quick) {
       });
 }
 
+// The decode variant's fused inputs: a gated activation (x is gate|up) and/or an RMSNorm before the product.
+struct FusedLinearShape {
+  uint32_t M, K, N;
+  WeightType type;
+  uint32_t gate;  // 0 none, 1 SiLU, 2 GELU-tanh
+  bool norm, residual;
+};
+
+KernelCheck linear_fused_check() {
+  std::vector<FusedLinearShape> shapes = {{1, 64, 48, F32, 1, false, true},  {1, 96, 40, F16, 2, false, false},
+                                          {3, 64, 33, BF16, 1, false, true}, {1, 128, 50, F16, 0, true, false},
+                                          {2, 896, 64, F32, 0, true, true},  {4, 64, 20, BF16, 2, true, false}};
+  constexpr double bound = 1e-5;
+  auto describe = [](const FusedLinearShape& s) {
+    return fmt::format("M={} K={} N={} {} gate={} norm={}{}", s.M, s.K, s.N, type_name(s.type), s.gate, s.norm,
+                       s.residual ? " residual" : "");
+  };
+  return make_check<FusedLinearShape>(
+      "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per input", shapes, describe,
+      [describe](gpu::Device& device, Rng& rng, const FusedLinearShape& s) {
+        if (!linear_fuses_input(device, s.M, s.K, s.type))
+          return CaseResult{"linear_fused", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
+        Buffers b{device};
+        auto weight = random_weights(rng, size_t(s.N) * s.K, s.type);
+        auto x = random_floats(rng, size_t(s.M) * s.K * (s.gate ? 2 : 1), -2.f, 2.f);
+        auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
+        auto residual = random_floats(rng, size_t(s.M) * s.N);
+        auto& out = b.poisoned("out", size_t(s.M) * s.N);
+        const float eps = 1e-6f;
+        LinearParams p{s.M, s.K, s.N, s.N, 0, 0, s.residual, s.gate, s.norm, float_bits(eps)};
+        auto& xb = b.input("x", x);
+        run(device, linear(device, {&xb}, {&b.input("W", weight.words)}, {&xb}, {&b.input("residual", residual)},
+                           {&out}, p, s.type, {&b.input("norm", norm_weight)}));
+        std::vector<double> input = widen(x);
+        if (s.gate)
+          input = reference::gated_act(input, s.M, s.K,
+                                       s.gate == 1 ? reference::Activation::Silu : reference::Activation::GeluTanh);
+        if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
+        auto ref = reference::linear(input, weight.values, {}, s.residual ? widen(residual) : std::vector<double>{},
+                                     s.M, s.K, s.N, s.N, 0, std::vector<double>(size_t(s.M) * s.N, 0.0));
+        return result("linear_fused", describe(s), b.read(out, ref.size()), ref, bound);
+      });
+}
+
 struct GptqShape {
   uint32_t M, K, N, group;
   bool bias, residual;
@@ -368,45 +413,76 @@ KernelCheck qkv_rope_store_check(bool quick) {
 
 struct FlashShape {
   uint32_t T, S, Hq, Hkv, D, offset, window;
-  float scale = 0;  // 0: 1 / sqrt(D)
+  float scale = 0;        // 0: 1 / sqrt(D)
+  uint32_t capacity = 0;  // 0: the single-dispatch flash_attention(); else the overload with scratch
 };
 
 std::string describe_flash(const FlashShape& s) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={}", s.T, s.S, s.Hq, s.Hkv,
-                     s.D, s.offset, s.window, s.scale);
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={} capacity={}", s.T, s.S,
+                     s.Hq, s.Hkv, s.D, s.offset, s.window, s.scale, s.capacity);
 }
 
 KernelCheck flash_attention_check(bool quick) {
-  // GQA ratios 1, 2 and 7; prefill and decode; windows shorter than, across and longer than tiles of 64;
-  // keys past the last query that must stay masked (S > offset + T); head_dim up to 256, and not a
-  // multiple of 4.
-  std::vector<FlashShape> shapes = {{1, 1, 2, 2, 16, 0, 0},      {7, 7, 4, 4, 16, 0, 0},
-                                    {9, 9, 4, 2, 32, 0, 4},      {5, 5, 7, 1, 24, 0, 0, 0.3f},
-                                    {1, 200, 14, 2, 64, 199, 0}, {3, 150, 4, 2, 64, 147, 50},
-                                    {33, 33, 8, 8, 64, 0, 0},    {2, 130, 2, 1, 256, 128, 0, 0.0625f},
-                                    {65, 100, 2, 2, 40, 35, 70}, {4, 70, 2, 2, 80, 66, 1},
-                                    {6, 20, 2, 1, 16, 10, 0},    {3, 40, 3, 3, 18, 37, 0}};
+  // GQA ratios 1, 2 and 7; windows shorter than, across and longer than tiles; keys past the last query that
+  // must stay masked (S > offset + T); head_dim up to 256, and not a multiple of 4. Each variant:
+  std::vector<FlashShape> shapes = {
+      // one workgroup per query (T < kFlashBlockMinQueries, no scratch)
+      {1, 1, 2, 2, 16, 0, 0},
+      {7, 7, 4, 4, 16, 0, 0},
+      {9, 9, 4, 2, 32, 0, 4},
+      {5, 5, 7, 1, 24, 0, 0, 0.3f},
+      {1, 200, 14, 2, 64, 199, 0},
+      {3, 150, 4, 2, 64, 147, 50},
+      {2, 130, 2, 1, 256, 128, 0, 0.0625f},
+      {4, 70, 2, 2, 80, 66, 1},
+      {6, 20, 2, 1, 16, 10, 0},
+      {3, 40, 3, 3, 18, 37, 0},
+      // query blocks (T >= kFlashBlockMinQueries): partial last blocks, offsets, windows inside a block
+      {33, 33, 8, 8, 64, 0, 0},
+      {65, 100, 2, 2, 40, 35, 70},
+      {40, 100, 14, 2, 64, 60, 0},
+      {70, 171, 4, 2, 128, 100, 50},
+      {17, 40, 7, 1, 256, 23, 0},
+      {20, 23, 2, 1, 18, 0, 3},
+      // split-KV (T <= kFlashSplitMaxQueries with a capacity of several chunks): capacities above S leave
+      // chunks empty; a window leaves the early keys out
+      {1, 1500, 4, 1, 128, 1499, 0, 0, 1500},
+      {1, 1200, 14, 2, 64, 1199, 333, 0, 4096},
+      {3, 777, 7, 1, 256, 774, 0, 0, 1000},
+      {2, 301, 2, 2, 80, 299, 0, 0.0625f, 301},
+      {1, 5, 2, 1, 16, 4, 0, 0, 2048},
+      {4, 60, 4, 2, 24, 50, 7, 0, 600}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
-    shapes.push_back({1, 3000, 4, 1, 128, 2999, 0});
-    shapes.push_back({2, 3000, 4, 1, 128, 2998, 1024});
+    shapes.push_back({1, 3001, 4, 1, 128, 3000, 0, 0, 3001});
+    shapes.push_back({2, 3000, 4, 1, 128, 2998, 1024, 0, 4096});
+    shapes.push_back({4, 9000, 2, 1, 64, 8996, 0, 0, 9000});  // 64 chunks of 256 keys
   }
   constexpr double bound = 1e-5;
   return make_check<FlashShape>(
       "flash_attention", bound,
-      "f32 dot products, exp and a weighted sum per query, rescaled per tile: a few ulp times sqrt(keys)",
+      "f32 dot products, exp and a weighted sum per query, rescaled per tile (and per chunk when split): a few "
+      "ulp times sqrt(keys)",
       shapes, describe_flash, [](gpu::Device& device, Rng& rng, const FlashShape& s) {
+        // K and V hold max(S, capacity) rows, as a cache does; rows from S on must not matter.
+        size_t rows = std::max(s.S, s.capacity), row = size_t(s.Hkv) * s.D;
         auto Q = random_floats(rng, size_t(s.T) * s.Hq * s.D, -2.f, 2.f);
-        auto K = random_floats(rng, size_t(s.S) * s.Hkv * s.D);
-        auto V = random_floats(rng, size_t(s.S) * s.Hkv * s.D);
+        auto K = random_floats(rng, rows * row);
+        auto V = random_floats(rng, rows * row);
         float scale = s.scale != 0 ? s.scale : 1.f / std::sqrt(float(s.D));
+        FlashAttentionParams p{s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)};
         Buffers b{device};
         auto& out = b.poisoned("out", Q.size());
-        run(device,
-            flash_attention(device, {&b.input("Q", Q)}, {&b.input("K", K)}, {&b.input("V", V)}, {&out},
-                            {s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)}));
-        auto ref = reference::flash_attention(widen(Q), widen(K), widen(V), s.T, s.S, s.Hq, s.Hkv, s.D,
-                                              s.offset, s.window, scale);
+        BufferBinding q{&b.input("Q", Q)}, k{&b.input("K", K)}, v{&b.input("V", V)};
+        if (s.capacity) {
+          auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(p, s.capacity) / 4);
+          for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, p, {&scratch}, s.capacity)) run(device, d);
+        } else {
+          run(device, flash_attention(device, q, k, v, {&out}, p));
+        }
+        std::vector<double> Kd(K.begin(), K.begin() + s.S * row), Vd(V.begin(), V.begin() + s.S * row);
+        auto ref = reference::flash_attention(widen(Q), Kd, Vd, s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window,
+                                              scale);
         return result("flash_attention", describe_flash(s), b.read(out, ref.size()), ref, bound);
       });
 }
@@ -447,7 +523,7 @@ KernelCheck argmax_check(bool quick) {
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
   return {embed_check(quick),     linear_check(quick),         linear_gptq_check(quick),
           gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick),
-          argmax_check(quick)};
+          argmax_check(quick),    linear_fused_check()};
 }
 
 }  // namespace gerbil::kernels

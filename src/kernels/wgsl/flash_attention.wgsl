@@ -10,6 +10,13 @@
 // Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read,
 //                     3 out [T, Hq * head_dim] read_write, 4 params uniform (scale as f32 bits).
 // Dispatch: (min(T, 65535), num_q_heads, ceil(T / 65535)); query t = wid.x + wid.z * num_workgroups.x.
+//
+// Split-KV mode (SPLITS > 1, for decoding over a long cache: flash-decoding). The dispatch is (T, num_q_heads,
+// SPLITS) and workgroup z covers the z-th of SPLITS equal chunks (whole multiples of CHUNK_GRANULE keys) of its
+// query's visible keys, so a short S leaves the last chunks empty and the same grid serves every S up to the
+// cache capacity. It writes an unnormalised partial record to `out` (then a scratch buffer) at
+// ((t * num_q_heads + h) * SPLITS + z) * (head_dim + 2): [running max, softmax denominator, acc[head_dim]];
+// an empty chunk writes [LOWEST_F32, 0, 0...]. flash_attention_combine.wgsl merges the records.
 
 struct Params {
   T: u32,
@@ -27,6 +34,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> V: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
+
+override SPLITS: u32 = 1u;
+const CHUNK_GRANULE: u32 = 128u;  // kernels/model.cpp kSplitGranule
 
 const WORKGROUP_SIZE: u32 = 256u;
 const TILE: u32 = WORKGROUP_SIZE;  // keys per tile, one per thread
@@ -71,7 +81,9 @@ fn workgroup_sum(lid: u32, value: f32) -> f32 {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
-  let t = wid.x + wid.z * nwg.x;
+  let split_mode = SPLITS > 1u;
+  let t = select(wid.x + wid.z * nwg.x, wid.x, split_mode);
+  let chunk_index = select(0u, wid.z, split_mode);
   let h = wid.y;
   if (t >= params.T) {
     return;
@@ -84,6 +96,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var first: u32 = 0u;
   if (params.window != 0u && position >= params.window) {
     first = position + 1u - params.window;
+  }
+  // The keys this workgroup covers: [first, last] (empty when first > last).
+  var last = position;
+  if (split_mode) {
+    let chunk = (position - first) / (SPLITS * CHUNK_GRANULE) * CHUNK_GRANULE + CHUNK_GRANULE;
+    first += chunk_index * chunk;
+    last = min(position, first + chunk - 1u);
   }
   let scale = bitcast<f32>(params.scale_bits);
 
@@ -100,9 +119,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var running_max = LOWEST_F32;
   var denominator: f32 = 0.0;  // this thread's keys' share of the softmax denominator
   var acc: f32 = 0.0;
-  for (var start = first; start <= position; start += TILE) {
+  for (var start = first; start <= last; start += TILE) {
     let j = start + lid;
-    let valid = j <= position;
+    let valid = j <= last;
     var score = LOWEST_F32;
     if (valid) {
       let k_base = j * kv_stride + kv_offset;
@@ -127,7 +146,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     running_max = new_max;
     workgroupBarrier();
 
-    let keys = min(TILE, position + 1u - start);
+    let keys = min(TILE, last + 1u - start);
     var a = acc * rescale;
     if (split < splits) {
       // Four keys per step (and a tail), again for independent loads.
@@ -155,6 +174,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var s: u32 = 0u; s < splits; s++) {
       sum += partial[s * D + lid];
     }
-    out[q_base + lid] = sum / total;
+    if (split_mode) {
+      let record = ((t * params.num_q_heads + h) * SPLITS + chunk_index) * (D + 2u);
+      out[record + 2u + lid] = sum;
+      if (lid == 0u) {
+        out[record] = running_max;
+        out[record + 1u] = total;
+      }
+    } else {
+      out[q_base + lid] = sum / total;
+    }
   }
 }

@@ -23,7 +23,11 @@ struct Params {
   out_col: u32,
   has_bias: u32,
   has_residual: u32,
-  _pad: u32,
+  x_gate: u32,    // fusions of linear_matvec_sg.wgsl only; always 0 here
+  norm_x: u32,
+  eps_bits: u32,
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;

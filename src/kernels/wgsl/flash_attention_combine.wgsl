@@ -1,0 +1,52 @@
+// The second half of split-KV flash attention: merges the SPLITS partial records that flash_attention.wgsl
+// (split mode) wrote for each (query t, q head) into the normalised output,
+//   m* = max_i m_i,  out[d] = sum_i exp(m_i - m*) acc_i[d] / sum_i exp(m_i - m*) l_i.
+// Empty chunks carry m_i = LOWEST_F32 and l_i = acc_i = 0, so their weight exp(m_i - m*) is 0 (every query
+// sees at least one key, which lies in chunk 0, so m* is a real score).
+// Bindings (group 0): 0 partials [T, num_q_heads, SPLITS, head_dim + 2] read, 1 out [T, Hq * head_dim]
+//                     read_write, 2 params uniform (flash_attention.wgsl's, unchanged).
+// Dispatch: (T, num_q_heads, 1); thread d < head_dim writes output dim d.
+
+struct Params {
+  T: u32,
+  S: u32,
+  num_q_heads: u32,
+  num_kv_heads: u32,
+  head_dim: u32,
+  position_offset: u32,
+  window: u32,
+  scale_bits: u32,
+}
+
+@group(0) @binding(0) var<storage, read> partials: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+override SPLITS: u32 = 2u;
+const WORKGROUP_SIZE: u32 = 256u;  // >= the largest head_dim
+const LOWEST_F32: f32 = -3.4028234e38;
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let t = wid.x;
+  let h = wid.y;
+  let D = params.head_dim;
+  if (t >= params.T || lid >= D) {
+    return;
+  }
+  let record_size = D + 2u;
+  let first_record = (t * params.num_q_heads + h) * SPLITS * record_size;
+  var global_max = LOWEST_F32;
+  for (var s: u32 = 0u; s < SPLITS; s++) {
+    global_max = max(global_max, partials[first_record + s * record_size]);
+  }
+  var numerator: f32 = 0.0;
+  var denominator: f32 = 0.0;
+  for (var s: u32 = 0u; s < SPLITS; s++) {
+    let record = first_record + s * record_size;
+    let weight = exp(partials[record] - global_max);
+    denominator += weight * partials[record + 1u];
+    numerator += weight * partials[record + 2u + lid];
+  }
+  out[(t * params.num_q_heads + h) * D + lid] = numerator / denominator;
+}
