@@ -12,22 +12,14 @@
 namespace gerbil {
 namespace {
 
+using test::error_of;
+using test::floats_of;
+
 using nlohmann::json;
 using test::fixtures_dir;
 using test::ScratchDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected gerbil::Error";
-  return "";
-}
 
 json fixture_config(const std::string& folder) {
   return json::parse(test::read_text(fixtures_dir() / folder / "config.json"));

@@ -15,28 +15,13 @@
 namespace gerbil {
 namespace {
 
+using test::error_of;
+using test::floats_of;
+
 using test::fixtures_dir;
 using test::ScratchDir;
 using test::write_raw_safetensors;
 using ::testing::HasSubstr;
-
-// Runs FN, which must throw gerbil::Error, and returns the message.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected gerbil::Error";
-  return "";
-}
-
-std::vector<float> floats_of(const TensorView& view) {
-  std::vector<float> values(std::size_t(view.numel()));
-  convert_to_f32(view.dtype, view.bytes, values);
-  return values;
-}
 
 // --- conversions -----------------------------------------------------------------------------------
 

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "gerbil/error.h"
+#include "model/dtype.h"
 #include "model/safetensors.h"
 #include "support/paths.h"
 
@@ -85,6 +89,25 @@ inline void copy_fixture(const std::string& fixture, const std::filesystem::path
     sources.push_back(tensor_from_bytes(name, view.dtype, view.shape, view.bytes));
   if (edit_tensors) edit_tensors(sources);
   write_safetensors(dir / "model.safetensors", sources);
+}
+
+// Runs FN, which must throw gerbil::Error, and returns the message.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected gerbil::Error";
+  return "";
+}
+
+// A tensor's values as f32, whatever its float dtype.
+inline std::vector<float> floats_of(const TensorView& view) {
+  std::vector<float> values(std::size_t(view.numel()));
+  convert_to_f32(view.dtype, view.bytes, values);
+  return values;
 }
 
 }  // namespace gerbil::test

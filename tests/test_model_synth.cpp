@@ -14,26 +14,12 @@
 namespace gerbil {
 namespace {
 
+using test::error_of;
+using test::floats_of;
+
 using test::fixtures_dir;
 using test::ScratchDir;
 using ::testing::HasSubstr;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected gerbil::Error";
-  return "";
-}
-
-std::vector<float> floats_of(const TensorView& view) {
-  std::vector<float> values(std::size_t(view.numel()));
-  convert_to_f32(view.dtype, view.bytes, values);
-  return values;
-}
 
 struct Moments {
   double mean = 0, std = 0;

@@ -11,22 +11,14 @@
 namespace gerbil {
 namespace {
 
+using test::error_of;
+using test::floats_of;
+
 using nlohmann::json;
 using test::fixtures_dir;
 using test::ScratchDir;
 using ::testing::HasSubstr;
 using Shape = std::vector<int64_t>;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected gerbil::Error";
-  return "";
-}
 
 TEST(ModelFiles, EveryFixtureOpensWithTheManifestParameterCount) {
   GERBIL_REQUIRE_FIXTURES();
