@@ -1,6 +1,7 @@
 // Every fixture model (../shared/fixtures) run through the forward graph and compared with the logits
 // transformers computed in float64: one prefill of all 20 tokens, the same with the later positions fed
-// one at a time through the KV cache, and a 16-token greedy continuation.
+// one at a time through the KV cache, and a 16-token greedy continuation; and decoding past the point where
+// attention switches kernels against a prefill of the same tokens.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "gerbil/error.h"
 #include "graph/model.h"
+#include "kernels/model.h"
 #include "support/paths.h"
 
 namespace gerbil::graph {
@@ -124,6 +126,51 @@ TEST_P(FixtureModel, GreedyContinuationMatches) {
   }
   EXPECT_EQ(generated, expected);
   expect_rows_match(got_logits, want_logits, "greedy");
+}
+
+// Decode steps switch attention kernels as the cache grows (one dispatch up to one key chunk, split-KV past
+// it): the rows decoded one at a time on either side of the switch must match one prefill of them all.
+TEST_P(FixtureModel, DecodeAcrossTheSplitAttentionSwitchMatchesPrefill) {
+  constexpr uint32_t kPrompt = 120, kTotal = 160;
+  if (files_->config().max_position_embeddings < kTotal) GTEST_SKIP() << "the model's context is below " << kTotal;
+  Model model(device(), *files_, ModelOptions{.context = kTotal});
+  ASSERT_EQ(kernels::flash_attention_splits(kPrompt), 1u);
+  ASSERT_GT(kernels::flash_attention_splits(kTotal), 1u);
+  std::vector<int32_t> ids(kTotal);
+  for (uint32_t i = 0; i < kTotal; ++i) ids[i] = int32_t((i * 7919u + 13u) % vocab_);
+  auto want = model.forward(ids, /*all_logits=*/true);
+  model.reset();
+  model.forward(std::span(ids).first(kPrompt));
+  std::vector<float> got;
+  auto combines = [&] {
+    auto entries = model.describe(1);
+    return std::count_if(entries.begin(), entries.end(), [](auto& e) { return e.kernel == "flash_attention_combine"; });
+  };
+  for (uint32_t t = kPrompt; t < kTotal; ++t) {
+    // The step holding t + 1 keys: one attention dispatch per layer up to one chunk, two past it.
+    EXPECT_EQ(combines(), kernels::flash_attention_splits(t + 1) > 1 ? files_->config().num_layers : 0) << "at " << t;
+    auto row = model.forward(std::span(ids).subspan(t, 1));
+    got.insert(got.end(), row.begin(), row.end());
+  }
+  expect_rows_match(got, std::vector<float>(want.begin() + ptrdiff_t(kPrompt * vocab_), want.end()),
+                    "decode across the split switch");
+}
+
+// A profile times the dispatches a real step records, one timing each, and leaves the cache position alone.
+TEST_P(FixtureModel, ProfileTimesEveryDispatchOfTheStep) {
+  auto ids = input_ids();
+  model_->forward(std::span(ids).first(5));
+  for (uint32_t tokens : {1u, 7u}) {
+    auto entries = model_->describe(tokens);
+    std::erase_if(entries, [](const StepEntry& e) { return e.kernel == "copy"; });
+    auto timings = model_->profile(tokens);
+    EXPECT_EQ(model_->position(), 5u);
+    ASSERT_EQ(timings.size(), entries.size() + (tokens == 1 ? 2 : 0)) << tokens;  // + the greedy argmax pair
+    for (size_t i = 0; i < entries.size(); ++i)
+      EXPECT_EQ(timings[i].label, entries[i].label + "|" + entries[i].kernel) << tokens;
+    for (const auto& t : timings) EXPECT_GE(t.ns, 0.0) << t.label;
+  }
+  EXPECT_THROW(model_->profile(64), Error);  // past the context of 64 from position 5
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureModel, ::testing::ValuesIn(fixture_models()),

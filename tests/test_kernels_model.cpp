@@ -172,9 +172,15 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}), (Grid{18992, 1, 1}));
   EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));
   EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}), (Grid{65535, 2, 1}));  // folded
-  // 64x64 tiles from M = 5.
+  // Tiles from M = 5: 64x64 when K % 8 != 0 (linear.wgsl); for K % 8 == 0 (linear_tiled.wgsl) the largest of
+  // 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
   EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
-  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
+  EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));       // 64x64
+  EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}), (Grid{224, 1, 1}));      // 128x64
+  EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}), (Grid{128, 1, 1}));       // 64x128
+  EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}), (Grid{128, 1, 1}));    // 128x128
+  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{2374, 1, 1}));
+  EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
 }
 
 // --- shape errors -------------------------------------------------------------------------------------

@@ -17,8 +17,24 @@ struct BenchModelCommand {
   ModelOptions model;
   std::string preset, dtype = "f16", scratch = "/tmp";
   ModelBenchOptions bench;
-  bool json = false;
+  bool json = false, profile = false;
 };
+
+nlohmann::json profile_json(const StepProfile& p) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto& r : p.rows)
+    rows.push_back({{"role", r.role}, {"kernel", r.kernel}, {"dispatches", r.dispatches}, {"microseconds", r.microseconds}});
+  return {{"step", p.step}, {"dispatches", p.dispatches}, {"total_microseconds", p.total_microseconds}, {"rows", rows}};
+}
+
+void print_profile(const StepProfile& p) {
+  std::printf("\nprofile: %s, %u dispatches each timed alone, %.1f us in all\n", p.step.c_str(), p.dispatches,
+              p.total_microseconds);
+  std::printf("  %-22s %-24s %6s %11s %9s %6s\n", "role", "kernel", "count", "total us", "us each", "share");
+  for (auto& r : p.rows)
+    std::printf("  %-22s %-24s %6u %11.1f %9.2f %5.1f%%\n", r.role.c_str(), r.kernel.c_str(), r.dispatches,
+                r.microseconds, r.microseconds / r.dispatches, 100 * r.microseconds / p.total_microseconds);
+}
 
 // The folder of a preset's random-weight model, written on first use.
 std::string preset_folder(const BenchModelCommand& c) {
@@ -38,9 +54,12 @@ std::string preset_folder(const BenchModelCommand& c) {
 int bench_model_command(BenchModelCommand c) {
   if (c.model.model_dir.empty() == c.preset.empty()) fail("bench model: give exactly one of --model and --preset");
   if (!c.preset.empty()) c.model.model_dir = preset_folder(c);
+  c.model.precise_timestamps = c.profile;
   auto loaded = load_model(c.model, !c.json);
   auto& model = *loaded.model;
   auto results = bench_model(model, c.bench);
+  std::vector<StepProfile> profiles;
+  if (c.profile) profiles = profile_model(model, c.bench);
   nlohmann::json report = {{"model", c.model.model_dir},
                            {"architecture", std::string(model.config().arch->name)},
                            {"adapter", loaded.device->adapter().summary()},
@@ -52,6 +71,7 @@ int bench_model_command(BenchModelCommand c) {
   for (auto& r : results)
     report["results"].push_back({{"test", r.test}, {"depth", r.depth}, {"median_seconds", r.median_seconds},
                                  {"tokens_per_second", r.tokens_per_second}, {"seconds", r.seconds}});
+  for (auto& p : profiles) report["profiles"].push_back(profile_json(p));
   if (c.json) {
     std::printf("%s\n", report.dump(2).c_str());
     return 0;
@@ -63,6 +83,7 @@ int bench_model_command(BenchModelCommand c) {
   for (auto& r : results)
     std::printf("%-26s %7u %14.2f %12.1f\n", r.test.c_str(), r.depth, r.median_seconds * 1000, r.tokens_per_second);
   std::printf("time to first token (pp%u): %.1f ms\n", c.bench.prompt_tokens, results.front().median_seconds * 1000);
+  for (auto& p : profiles) print_profile(p);
   return 0;
 }
 
@@ -76,6 +97,8 @@ GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, li
   app.add_option("-g,--generated-tokens", c->bench.generated_tokens, "Tokens of the decode test")->capture_default_str();
   app.add_option("-d,--depths", c->bench.depths, "Context depths of the decode test");
   app.add_option("-r,--repeats", c->bench.repeats, "Timed repeats (median reported)")->capture_default_str();
+  app.add_flag("--profile", c->profile,
+               "Also time every dispatch of a prefill and of a decode step on its own (GPU timestamps)");
   app.add_flag("--json", c->json, "Print JSON");
   return [c] { return bench_model_command(*c); };
 });

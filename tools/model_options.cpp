@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gerbil/error.h"
+#include "gpu/profiler.h"
 
 namespace gerbil::cli {
 namespace {
@@ -50,12 +51,20 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--adapter", adapter, "WebGPU adapter (substring of its name; default: $GERBIL_ADAPTER)");
   app.add_option("--weights", weights, "Weight storage: checkpoint (as stored, lossless) or f16")
       ->check(CLI::IsMember({"checkpoint", "f16"}));
+  app.add_option("--toggle", enable_toggles,
+                 "Enable a Dawn device toggle (repeatable), e.g. skip_validation, disable_robustness "
+                 "(turns off bounds checks on buffer access: only for trusted models)");
+  app.add_option("--disable-toggle", disable_toggles, "Disable a Dawn device toggle (repeatable)");
 }
 
 LoadedModel load_model(const ModelOptions& options, bool report) {
   auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
-  loaded.device = std::make_unique<gpu::Device>(gpu::DeviceOptions{.adapter = options.adapter});
+  gpu::DeviceOptions device_options{.adapter = options.adapter,
+                                    .enable_toggles = options.enable_toggles,
+                                    .disable_toggles = options.disable_toggles};
+  if (options.precise_timestamps) gpu::request_precise_timestamps(device_options);
+  loaded.device = std::make_unique<gpu::Device>(device_options);
   loaded.files = std::make_unique<ModelFiles>(ModelFiles::open(options.model_dir));
   graph::ModelOptions model_options;
   model_options.context = options.context;

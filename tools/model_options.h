@@ -22,6 +22,8 @@ struct ModelOptions {
   uint32_t context = 0;
   std::string adapter;
   std::string weights = "checkpoint";
+  std::vector<std::string> enable_toggles, disable_toggles;  // Dawn device toggles
+  bool precise_timestamps = false;                           // for per-dispatch profiles
 
   void add_to(CLI::App& app, bool model_required = true);
 };

@@ -81,4 +81,56 @@ std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchO
   return results;
 }
 
+namespace {
+
+// "layer 12 qkv|linear" -> {"qkv", "linear"}.
+std::pair<std::string, std::string> role_and_kernel(const std::string& label) {
+  auto bar = label.rfind('|');
+  std::string role = label.substr(0, bar), kernel = bar == std::string::npos ? "" : label.substr(bar + 1);
+  if (role.rfind("layer ", 0) == 0) {
+    auto space = role.find(' ', 6);
+    role = space == std::string::npos ? role : role.substr(space + 1);
+  }
+  return {role, kernel};
+}
+
+StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings) {
+  StepProfile profile{std::move(step), 0, uint32_t(timings.size()), {}};
+  for (const auto& timing : timings) {
+    auto [role, kernel] = role_and_kernel(timing.label);
+    auto row = std::find_if(profile.rows.begin(), profile.rows.end(),
+                            [&](const ProfileRow& r) { return r.role == role && r.kernel == kernel; });
+    if (row == profile.rows.end()) row = profile.rows.insert(profile.rows.end(), {role, kernel});
+    row->dispatches++;
+    row->microseconds += timing.ns / 1000;
+    profile.total_microseconds += timing.ns / 1000;
+  }
+  std::sort(profile.rows.begin(), profile.rows.end(),
+            [](const ProfileRow& a, const ProfileRow& b) { return a.microseconds > b.microseconds; });
+  return profile;
+}
+
+}  // namespace
+
+std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
+  std::vector<StepProfile> profiles;
+  std::vector<int32_t> filler(std::max(options.prompt_tokens, 1u), 0);
+  model.reset();
+  model.profile(options.prompt_tokens);  // warm-up: pipelines compiled
+  profiles.push_back(summarise(fmt::format("prefill of {} tokens", options.prompt_tokens),
+                               model.profile(options.prompt_tokens)));
+  for (uint32_t depth : options.depths) {
+    model.reset();
+    for (uint32_t done = 0; done < depth;) {
+      uint32_t n = std::min<uint32_t>(depth - done, uint32_t(filler.size()));
+      model.forward(std::span(filler.data(), n));
+      done += n;
+    }
+    model.profile(1);
+    profiles.push_back(summarise(fmt::format("decode at depth {}", depth), model.profile(1)));
+  }
+  model.reset();
+  return profiles;
+}
+
 }  // namespace gerbil

@@ -30,4 +30,21 @@ struct ModelBenchResult {
 // Runs the benchmarks on `model` (its cache is reset). Throws if the context is too small for the depths.
 std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options);
 
+// Where one step's GPU time goes: its dispatches timed one by one and grouped by role ("qkv", "attention",
+// ...: the label without its "layer N" prefix) and kernel, largest first.
+struct ProfileRow {
+  std::string role, kernel;
+  uint32_t dispatches = 0;
+  double microseconds = 0;  // all dispatches of the row together
+};
+struct StepProfile {
+  std::string step;  // "decode at depth 0", "prefill of 512 tokens"
+  double total_microseconds = 0;
+  uint32_t dispatches = 0;
+  std::vector<ProfileRow> rows;
+};
+
+// Profiles a decode step at each depth and a prefill of `prompt_tokens` tokens (the cache is reset).
+std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options);
+
 }  // namespace gerbil

@@ -1,5 +1,6 @@
 #include "graph/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -8,6 +9,7 @@
 #include "gerbil/error.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
+#include "kernels/vector.h"
 
 namespace gerbil::graph {
 namespace {
@@ -33,6 +35,7 @@ struct Model::Buffers {
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
   uint32_t logit_rows = 0;            // rows `logits` holds
   gpu::Buffer sampled;                // the GPU-sampled token of a greedy step
+  gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
 };
 
@@ -48,6 +51,9 @@ struct Model::Step {
     std::string label;
     std::optional<Dispatch> dispatch;
     std::optional<Copy> copy;
+    // When set, the entry is recorded only for steps whose key count (cache position + tokens) it accepts:
+    // a graph may hold alternative kernels for short and long caches.
+    std::function<bool(uint32_t keys)> for_keys;
   };
   uint32_t tokens = 0;
   uint32_t logit_rows = 0;
@@ -71,13 +77,14 @@ class StepBuilder {
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
     logits(current, all_logits);
     if (greedy_token)  // the next input id, picked on the GPU: the host need not see the logits
-      add("argmax", kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled},
-                                    {uint32_t(config_.vocab_size), 0}));
+      for (Dispatch& d : kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials},
+                                         {uint32_t(config_.vocab_size), 0}))
+        add("argmax", std::move(d));
   }
 
  private:
   Dispatch& add(std::string label, Dispatch dispatch) {
-    step_.entries.push_back({std::move(label), std::move(dispatch), std::nullopt});
+    step_.entries.push_back({std::move(label), std::move(dispatch), std::nullopt, {}});
     return *step_.entries.back().dispatch;
   }
 
@@ -88,6 +95,18 @@ class StepBuilder {
     step_.at_position.push_back([device, buffer = &dispatch.params, params, update](uint32_t position) mutable {
       update(params, position);
       device->write(*buffer, bytes_of(params));
+    });
+  }
+
+  // An attention dispatch: its uniform follows the position; `for_keys` as Step::Entry's.
+  void attention_dispatch(std::string label, Dispatch dispatch, const kernels::FlashAttentionParams& params,
+                          std::function<bool(uint32_t)> for_keys) {
+    Dispatch& attend = add(std::move(label), std::move(dispatch));
+    step_.entries.back().for_keys = std::move(for_keys);
+    uint32_t T = T_;
+    at_position<kernels::FlashAttentionParams>(attend, params, [T](auto& p, uint32_t position) {
+      p.position_offset = position;
+      p.S = position + T;
     });
   }
 
@@ -113,9 +132,9 @@ class StepBuilder {
             uint32_t rows) {
     uint32_t eps = kernels::float_bits(float(config_.norm_eps));
     if (arch_.norm == NormKind::LayerNorm)
-      add(label, kernels::layernorm(device_, {&in}, {&norm.weight}, {&*norm.bias}, {&out}, {rows, hidden(), eps}));
+      add(label, kernels::layernorm_welford(device_, {&in}, {&norm.weight}, {&*norm.bias}, {&out}, {rows, hidden(), eps}));
     else
-      add(label, kernels::rmsnorm(device_, {&in}, {&norm.weight}, {&out}, {rows, hidden(), eps}));
+      add(label, kernels::rmsnorm_vec4(device_, {&in}, {&norm.weight}, {&out}, {rows, hidden(), eps}));
   }
 
   // The input of a linear layer: a buffer, and possibly an RMSNorm the layer applies itself (fused).
@@ -125,8 +144,9 @@ class StepBuilder {
     uint32_t gate = 0;  // the buffer holds gate|up rows and the layer applies the activation (fused)
   };
 
+  // Whether `L` should apply its input's norm or gate activation itself (see kernels::linear_fusion_pays).
   bool fusable(const GpuLinear& L, uint32_t M) const {
-    return !L.gptq && kernels::linear_fuses_input(device_, M, L.in, L.type);
+    return !L.gptq && kernels::linear_fusion_pays(device_, M, L.in, L.out, L.type);
   }
 
   // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can,
@@ -180,7 +200,7 @@ class StepBuilder {
     if (L.attn_post_norm) {
       linear(label("o"), L.o, {&b_.attn}, T_, nullptr, b_.branch);
       norm(label("attn_post_norm"), *L.attn_post_norm, b_.branch, b_.branch_normed, T_);
-      add(label("attn_residual"), kernels::add(device_, {&x}, {&b_.branch_normed}, {&next}, {T_ * hidden()}));
+      add(label("attn_residual"), kernels::add_vec4(device_, {&x}, {&b_.branch_normed}, {&next}, {T_ * hidden()}));
     } else {
       linear(label("o"), L.o, {&b_.attn}, T_, &x, next);
     }
@@ -208,17 +228,21 @@ class StepBuilder {
     uint32_t window = sliding ? uint32_t(config_.sliding_window) : 0;
     kernels::FlashAttentionParams ap{T_, T_, heads, kv_heads, head_dim, 0, window,
                                      kernels::float_bits(float(config_.attention_scale))};
-    // One dispatch, or two for split-KV decoding (partials, combine); all take the same uniform.
+    // One dispatch, or two for split-KV decoding (partials, combine); all take the same uniform. A decode
+    // graph also holds the one-dispatch variant for caches short enough not to need the split (it spares
+    // the combine dispatch), and each step records the variant its key count calls for.
     auto dispatches = kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]},
                                                {&b_.attn}, ap, {&b_.attention_scratch}, context_);
-    uint32_t T = T_;
-    for (size_t i = 0; i < dispatches.size(); ++i) {
-      Dispatch& attend = add(label(i == 0 ? "attention" : "attention combine"), std::move(dispatches[i]));
-      at_position<kernels::FlashAttentionParams>(attend, ap, [T](auto& p, uint32_t position) {
-        p.position_offset = position;
-        p.S = position + T;
-      });
+    std::function<bool(uint32_t)> split_keys;
+    if (dispatches.size() > 1) {
+      auto unsplit = [](uint32_t keys) { return kernels::flash_attention_splits(keys) < 2; };
+      attention_dispatch(label("attention"), kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]},
+                                                                      {&b_.v_cache[size_t(l)]}, {&b_.attn}, ap),
+                         ap, unsplit);
+      split_keys = [unsplit](uint32_t keys) { return !unsplit(keys); };
     }
+    for (size_t i = 0; i < dispatches.size(); ++i)
+      attention_dispatch(label(i == 0 ? "attention" : "attention combine"), std::move(dispatches[i]), ap, split_keys);
   }
 
   // The MLP branch on `in`; adds its output to `residual` into `out`.
@@ -233,11 +257,11 @@ class StepBuilder {
     else if (arch_.gated_mlp())
       add(label("gated_act"), kernels::gated_act(device_, {&b_.up}, {&b_.act}, {T_, intermediate, act}));
     else
-      add(label("gelu"), kernels::gelu(device_, {&b_.up}, {&b_.act}, {T_ * intermediate}));
+      add(label("gelu"), kernels::gelu_vec4(device_, {&b_.up}, {&b_.act}, {T_ * intermediate}));
     if (L.mlp_post_norm) {
       linear(label("down"), L.down, down_in, T_, nullptr, b_.branch);
       norm(label("mlp_post_norm"), *L.mlp_post_norm, b_.branch, b_.branch_normed, T_);
-      add(label("mlp_residual"), kernels::add(device_, {&residual}, {&b_.branch_normed}, {&out}, {T_ * hidden()}));
+      add(label("mlp_residual"), kernels::add_vec4(device_, {&residual}, {&b_.branch_normed}, {&out}, {T_ * hidden()}));
     } else {
       linear(label("down"), L.down, down_in, T_, &residual, out);
     }
@@ -249,7 +273,7 @@ class StepBuilder {
     if (!all_logits && T_ > 1) {
       // Only the last position's logits are needed: normalise and project just that row.
       uint64_t row_bytes = uint64_t(hidden()) * 4;
-      step_.entries.push_back({"last row", std::nullopt, Model::Step::Copy{source, (T_ - 1) * row_bytes, &b_.last, row_bytes}});
+      step_.entries.push_back({"last row", std::nullopt, Model::Step::Copy{source, (T_ - 1) * row_bytes, &b_.last, row_bytes}, {}});
       source = &b_.last;
     }
     linear("lm_head", w_.lm_head, normed("final_norm", w_.final_norm, *source, w_.lm_head, rows), rows, nullptr,
@@ -323,6 +347,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                        uint32_t(config_.head_dim)};
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
   b.sampled = f32("sampled token", 1);
+  b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
 }
@@ -368,13 +393,17 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
   return logits;
 }
 
-void Model::record(Step& s, gpu::Recorder& recorder) {
+void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
   for (auto& update : s.at_position) update(position_);
   for (const auto& entry : s.entries) {
-    if (entry.dispatch)
-      entry.dispatch->record(recorder);
-    else
+    if (entry.for_keys && !entry.for_keys(position_ + s.tokens)) continue;
+    if (entry.copy)
       recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination, 0, entry.copy->size);
+    else if (timer)
+      timer->dispatch(recorder, *entry.dispatch->pipeline, entry.dispatch->bind_group, entry.dispatch->grid,
+                      entry.label + "|" + entry.dispatch->kernel);
+    else
+      entry.dispatch->record(recorder);
   }
 }
 
@@ -433,10 +462,22 @@ uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::func
   return produced;
 }
 
+std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
+  if (tokens == 0 || position_ + tokens > context_)
+    fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, position_, context_);
+  Step& s = step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits);
+  size_t dispatches = std::count_if(s.entries.begin(), s.entries.end(), [](const auto& e) { return e.dispatch.has_value(); });
+  gpu::GpuTimer timer(device_, uint32_t(dispatches));
+  gpu::Recorder recorder(device_, "profiled step");
+  record(s, recorder, &timer);
+  return timer.collect(recorder);
+}
+
 std::vector<StepEntry> Model::describe(uint32_t tokens, bool all_logits) {
   Step& s = step(tokens, all_logits ? Output::AllLogits : Output::LastLogits);
   std::vector<StepEntry> out;
   for (const auto& entry : s.entries) {
+    if (entry.for_keys && !entry.for_keys(position_ + tokens)) continue;
     if (entry.dispatch)
       out.push_back({entry.label, entry.dispatch->kernel, entry.dispatch->shapes, entry.dispatch->grid});
     else

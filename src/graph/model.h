@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/profiler.h"
 #include "graph/gpu_weights.h"
 #include "kernels/dispatch.h"
 #include "model/weights.h"
@@ -65,8 +66,15 @@ class Model {
   // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
 
-  // The dispatches of one step over `tokens` tokens (T = 1: a decode step).
+  // The dispatches of one step over `tokens` tokens (T = 1: a decode step) at the current position (a
+  // decode step's attention kernels depend on how many keys the cache holds).
   std::vector<StepEntry> describe(uint32_t tokens, bool all_logits = false);
+
+  // Runs one step over `tokens` tokens (T = 1: a greedy decode step) at the current position with every
+  // dispatch in its own timed pass, and returns one timing per dispatch, labelled "LABEL|KERNEL". The
+  // position does not move (the step's cache rows are rewritten by the next real step). Precise only on
+  // a device created with gpu::request_precise_timestamps(); without timestamp-query, timed on the host.
+  std::vector<gpu::Timing> profile(uint32_t tokens);
 
   struct Buffers;  // activations, KV cache, rotary tables (defined in model.cpp)
   struct Step;     // one step's recorded graph (defined in model.cpp)
@@ -75,7 +83,8 @@ class Model {
   enum class Output { LastLogits, AllLogits, GreedyToken };
   Step& step(uint32_t tokens, Output output);
   std::vector<float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
-  void record(Step& step, gpu::Recorder& recorder);  // sets the step's position uniforms, records it
+  // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
+  void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
 
   gpu::Device& device_;
   ModelConfig config_;

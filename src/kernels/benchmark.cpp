@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <numeric>
+#include <tuple>
 
 #include "gerbil/error.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
+#include "kernels/vector.h"
 
 namespace gerbil::kernels {
 
@@ -38,7 +41,7 @@ struct Settings {
 
 Settings settings_for(const Options& options) {
   if (options.iterations) return {options.quick ? 2u : 10u, options.iterations, options.iterations, 0};
-  return options.quick ? Settings{2, 10, 1, 0.1} : Settings{10, 100, 3, 1.0};
+  return options.quick ? Settings{2, 10, 1, 0.1} : Settings{10000, 100, 3, 1.0};
 }
 
 struct Measurement {
@@ -100,6 +103,9 @@ Measurement measure(gpu::Device& device, std::span<const Dispatch> dispatches, c
     double estimate = first >= settings.budget_s ? first : host_seconds(device, recorder, dispatches, 1);
     estimate = std::max(estimate, 1e-9);
     auto fitting = [&](double seconds) { return static_cast<uint32_t>(std::min(seconds / estimate, 1e9)); };
+    // Warm up for a fifth of the budget however many iterations that takes: an H200 coming back from
+    // idle (while the host fills the next case's buffers) needs ~100 ms to reach full clocks, and ten
+    // iterations of a 0.1 ms kernel measured 2-5x slow.
     warmup = std::min(fitting(0.2 * settings.budget_s), settings.warmup);
     n = std::clamp(fitting(settings.budget_s), settings.min_iterations, settings.iterations);
   }
@@ -118,9 +124,11 @@ uint64_t binding_limit(const gpu::Device& device) {
   return std::min<uint64_t>(device.limits().maxStorageBufferBindingSize, device.limits().maxBufferSize);
 }
 
-// The buffers of one benchmark case: inputs filled with valid pseudo-random data (finite numbers, indices
-// in range), outputs zeroed by WebGPU. They live as long as the workspace, so a case allocates once and
-// its dispatches run any number of times.
+// The buffers of the benchmark cases of one shape: inputs filled with valid pseudo-random data (finite
+// numbers, indices in range), outputs zeroed by WebGPU. They live as long as the workspace, so a case
+// allocates once and its dispatches run any number of times. A buffer asked for again (same label, kind and
+// size) is the one made before: the seed and its variants read the same memory, which matters on an H200,
+// where re-allocating hundreds of MB per case made later variants of a shape measure up to 2x slower.
 class Workspace {
  public:
   Workspace(gpu::Device& device, uint64_t seed) : device_(device), state_(seed) {}
@@ -128,7 +136,8 @@ class Workspace {
 
   // Uniform f32 in [lo, hi).
   const gpu::Buffer& floats(std::string label, uint64_t n, float lo = -1.f, float hi = 1.f) {
-    return fill(std::move(label), n, [&] { return std::bit_cast<uint32_t>(lo + (hi - lo) * unit()); });
+    return fill(std::move(label), fmt::format("f32 {} {}", lo, hi), n,
+                [&] { return std::bit_cast<uint32_t>(lo + (hi - lo) * unit()); });
   }
   // `n` weights of `type` in [-1, 1), packed as in a safetensors file; 16-bit ones are normal numbers of
   // magnitude at least 2^-10.
@@ -140,23 +149,26 @@ class Workspace {
       if (type == WeightType::F16) return sign | (5 + r % 10) << 10 | (r >> 8 & 0x3FF);  // exponent bias 15
       return sign | (117 + r % 10) << 7 | (r >> 8 & 0x7F);                            // bf16: bias 127
     };
-    return fill(std::move(label), (n + 1) / 2, [&] { return half() | half() << 16; });
+    return fill(std::move(label), type == WeightType::F16 ? "f16" : "bf16", (n + 1) / 2,
+                [&] { return half() | half() << 16; });
   }
   // Random u32 words (packed int4 nibbles).
   const gpu::Buffer& words(std::string label, uint64_t n) {
-    return fill(std::move(label), n, [&] { return next(); });
+    return fill(std::move(label), "u32", n, [&] { return next(); });
   }
   // Random indices below `bound` (token ids).
   const gpu::Buffer& indices(std::string label, uint64_t n, uint32_t bound) {
-    return fill(std::move(label), n, [&] { return next() % bound; });
+    return fill(std::move(label), fmt::format("index {}", bound), n, [&] { return next() % bound; });
   }
   const gpu::Buffer& values(std::string label, const std::vector<float>& values) {
     buffers_.push_back(device_.upload(std::move(label), std::span<const float>(values)));
     return buffers_.back();
   }
   const gpu::Buffer& output(std::string label, uint64_t n) {
+    Key key{label, "output", n};
+    if (auto found = made_.find(key); found != made_.end()) return *found->second;
     buffers_.push_back(device_.create_buffer(std::move(label), 4 * n));
-    return buffers_.back();
+    return *(made_[key] = &buffers_.back());
   }
 
  private:
@@ -170,7 +182,9 @@ class Workspace {
 
   // Uploads `n` words from `generate` in chunks, so a large buffer never has a full copy on the host.
   template <typename Generate>
-  const gpu::Buffer& fill(std::string label, uint64_t n, Generate&& generate) {
+  const gpu::Buffer& fill(std::string label, std::string kind, uint64_t n, Generate&& generate) {
+    Key key{label, std::move(kind), n};
+    if (auto found = made_.find(key); found != made_.end()) return *found->second;
     constexpr uint64_t kChunk = 1 << 22;
     gpu::Buffer buffer = device_.create_buffer(std::move(label), 4 * n);
     std::vector<uint32_t> chunk;
@@ -180,12 +194,14 @@ class Workspace {
       device_.write(buffer, std::span<const uint32_t>(chunk), 4 * start);
     }
     buffers_.push_back(std::move(buffer));
-    return buffers_.back();
+    return *(made_[key] = &buffers_.back());
   }
 
+  using Key = std::tuple<std::string, std::string, uint64_t>;  // label, kind of contents, words
   gpu::Device& device_;
   uint64_t state_;
   std::deque<gpu::Buffer> buffers_;  // a deque: references stay valid as buffers are added
+  std::map<Key, const gpu::Buffer*> made_;
 };
 
 BufferBinding whole(const gpu::Buffer& buffer) { return {&buffer}; }
@@ -251,10 +267,13 @@ Case seed_matmul(Workspace& w, const Shape& s) {
   return c;
 }
 
-Builder linear_case(WeightType type) {
-  return [type](Workspace& w, const Shape& s) {
+// `blocking`: the subgroup decode variant's (zeros: the dispatcher's choice).
+Builder linear_case(WeightType type, MatvecBlocking blocking = {}) {
+  return [type, blocking](Workspace& w, const Shape& s) {
     Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
     c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : "tiled");
+    if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
+    if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
     auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
@@ -262,7 +281,8 @@ Builder linear_case(WeightType type) {
       const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
       // x stands in for the unused bias and residual.
       LinearParams p{s.T, s.K, count, s.N, n0, 0, 0};
-      c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type));
+      c.dispatches.push_back(
+          linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, {}, blocking));
     }
     c.note = split_note(w.device(), blocks.size());
     return c;
@@ -432,46 +452,125 @@ Case qkv_case(Workspace& w, const Shape& s) {
   return c;
 }
 
-Case seed_rmsnorm(Workspace& w, const Shape& s) {
-  Case c;
-  c.metric = Metric::Gbps;
-  uint64_t n = uint64_t(s.T) * kHidden;
-  c.bytes = 4.0 * n * 3;  // the reference's formula
-  const gpu::Buffer& input = w.floats("input", n);
-  const gpu::Buffer& weight = w.floats("weight", kHidden);
-  const gpu::Buffer& output = w.output("output", n);
-  c.dispatches.push_back(rmsnorm(w.device(), whole(input), whole(weight), whole(output), {s.T, kHidden, float_bits(1e-6f)}));
-  return c;
+// Norms and element-wise kernels: the seed kernel and its vec4 replacement (kernels/vector.h) share a
+// builder, so both rows of a family do exactly the same work.
+using RmsNormFn = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, BufferBinding, const RmsNormParams&);
+using LayerNormFn = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, BufferBinding, BufferBinding,
+                                 const LayerNormParams&);
+using UnaryFn = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, const ElementwiseParams&);
+using BinaryFn = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, BufferBinding, const ElementwiseParams&);
+
+Builder rmsnorm_case(RmsNormFn dispatch) {
+  return [dispatch](Workspace& w, const Shape& s) {
+    Case c;
+    c.metric = Metric::Gbps;
+    uint64_t n = uint64_t(s.T) * kHidden;
+    c.bytes = 4.0 * n * 3;  // the reference's formula
+    c.note = "GB/s by the reference's formula, T*D*4*3 bytes: 1.5x the bytes moved";
+    const gpu::Buffer& input = w.floats("input", n);
+    const gpu::Buffer& weight = w.floats("weight", kHidden);
+    const gpu::Buffer& output = w.output("output", n);
+    c.dispatches.push_back(dispatch(w.device(), whole(input), whole(weight), whole(output),
+                                    {s.T, kHidden, float_bits(1e-6f)}));
+    return c;
+  };
 }
 
-Case seed_add(Workspace& w, const Shape& s) {
-  Case c;
-  c.metric = Metric::Gbps;
-  uint32_t count = s.T * kHidden;
-  c.bytes = elementwise_bytes(count, 2);
-  const gpu::Buffer& a = w.floats("a", count);
-  const gpu::Buffer& b = w.floats("b", count);
-  const gpu::Buffer& out = w.output("out", count);
-  c.dispatches.push_back(add(w.device(), whole(a), whole(b), whole(out), {count}));
-  return c;
+Builder layernorm_case(LayerNormFn dispatch) {
+  return [dispatch](Workspace& w, const Shape& s) {
+    Case c;
+    c.metric = Metric::Gbps;
+    uint64_t n = uint64_t(s.T) * kHidden;
+    c.bytes = 4.0 * (2 * n + 2 * kHidden);  // input read, output written, weight and bias read once
+    const gpu::Buffer& input = w.floats("input", n, -1.f, 3.f);
+    const gpu::Buffer& weight = w.floats("weight", kHidden);
+    const gpu::Buffer& bias = w.floats("bias", kHidden);
+    const gpu::Buffer& output = w.output("output", n);
+    c.dispatches.push_back(dispatch(w.device(), whole(input), whole(weight), whole(bias), whole(output),
+                                    {s.T, kHidden, float_bits(1e-5f)}));
+    return c;
+  };
+}
+
+// `width` elements per token: the hidden size (residual add) or the MLP's intermediate size.
+Builder unary_case(UnaryFn dispatch, uint32_t width) {
+  return [dispatch, width](Workspace& w, const Shape& s) {
+    Case c;
+    c.metric = Metric::Gbps;
+    uint32_t count = s.T * width;
+    c.bytes = elementwise_bytes(count, 1);
+    const gpu::Buffer& input = w.floats("input", count, -4.f, 4.f);
+    const gpu::Buffer& out = w.output("out", count);
+    c.dispatches.push_back(dispatch(w.device(), whole(input), whole(out), {count}));
+    return c;
+  };
+}
+
+Builder binary_case(BinaryFn dispatch, uint32_t width) {
+  return [dispatch, width](Workspace& w, const Shape& s) {
+    Case c;
+    c.metric = Metric::Gbps;
+    uint32_t count = s.T * width;
+    c.bytes = elementwise_bytes(count, 2);
+    const gpu::Buffer& a = w.floats("a", count);
+    const gpu::Buffer& b = w.floats("b", count);
+    const gpu::Buffer& out = w.output("out", count);
+    c.dispatches.push_back(dispatch(w.device(), whole(a), whole(b), whole(out), {count}));
+    return c;
+  };
 }
 
 // ---- the table ---------------------------------------------------------------------------------------
 
-std::vector<Shape> projection_shapes() {
-  struct Projection {
-    const char* name;
-    uint32_t K, N;
-  };
+// The projections of one decoder layer (QKV and gate|up fused, as the model graphs run them) and the LM head.
+struct Projection {
+  const char* name;
+  uint32_t K, N;
+};
+const Projection kQwenProjections[] = {{"qwen qkv", kHidden, kHidden + 2 * kKvHeads * kHeadDim},
+                                       {"qwen o", kHidden, kHidden},
+                                       {"qwen gate_up", kHidden, 2 * kIntermediate},
+                                       {"qwen down", kIntermediate, kHidden}};
+// Llama-3-8B: hidden 4096, 32 / 8 heads of 128, intermediate 14336, vocabulary 128256.
+const Projection kLlamaProjections[] = {{"llama qkv", 4096, 6144},
+                                        {"llama o", 4096, 4096},
+                                        {"llama gate_up", 4096, 2 * 14336},
+                                        {"llama down", 14336, 4096}};
+
+Shape projection_shape(const Projection& p, uint32_t T, bool quick) {
+  return {fmt::format("{} M={} K={} N={}", p.name, T, p.K, p.N), T, p.K, p.N, 0, quick};
+}
+
+// Decoding: bound by reading the weights once (Llama's shapes stream 50-235 MB each).
+std::vector<Shape> decode_projection_shapes() {
+  std::vector<Shape> shapes;
+  for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, 1, true));
+  shapes.push_back(projection_shape({"qwen lm_head", kHidden, kVocab}, 1, false));
+  for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, 1, false));
+  shapes.push_back(projection_shape({"llama lm_head", 4096, 128256}, 1, false));
+  return shapes;
+}
+
+// Prompts: bound by arithmetic once M is large; M = 512 is the pp512 benchmark's chunk.
+std::vector<Shape> prefill_projection_shapes() {
+  std::vector<Shape> shapes;
+  for (uint32_t T : {50u, 512u, 2048u})
+    for (const Projection& p : kQwenProjections)
+      shapes.push_back(projection_shape(p, T, T == 50 && p.K == p.N));  // --quick: one prompt shape
+  for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, 512, false));
+  return shapes;
+}
+
+// The int4 kernels at the reference's shapes (Qwen2.5-0.5B's separate projections).
+std::vector<Shape> int4_projection_shapes() {
   const Projection projections[] = {{"q_proj", kHidden, kHidden},
                                     {"gate_proj", kHidden, kIntermediate},
                                     {"down_proj", kIntermediate, kHidden}};
   std::vector<Shape> shapes;
   for (uint32_t T : {1u, 50u, 2048u})
     for (const Projection& p : projections)
-      shapes.push_back({fmt::format("{} M={} K={} N={}", p.name, T, p.K, p.N), T, p.K, p.N, 0,
-                        T == 1 || (T == 50 && p.K == p.N)});  // --quick: decode, and one prompt shape
-  shapes.push_back({fmt::format("lm_head M=1 K={} N={}", kHidden, kVocab), 1, kHidden, kVocab, 0, false});
+      shapes.push_back(projection_shape(p, T, T == 1 || (T == 50 && p.K == p.N)));
+  shapes.push_back(projection_shape({"lm_head", kHidden, kVocab}, 1, false));
   return shapes;
 }
 
@@ -485,6 +584,14 @@ std::vector<Shape> attention_shapes() {
 std::vector<Shape> token_shapes() {
   std::vector<Shape> shapes;
   for (uint32_t T : {1u, 50u, 2048u}) shapes.push_back({fmt::format("T={}", T), T, 0, 0, 0, T != 2048});
+  return shapes;
+}
+
+// Element-wise work over T tokens of `width` elements each.
+std::vector<Shape> elementwise_shapes(uint32_t width) {
+  std::vector<Shape> shapes;
+  for (uint32_t T : {1u, 50u, 2048u})
+    shapes.push_back({fmt::format("T={} count={}", T, T * width), T, 0, 0, 0, T != 2048});
   return shapes;
 }
 
@@ -504,16 +611,33 @@ struct Family {
 const std::vector<Family>& families() {
   using enum WeightType;
   static const std::vector<Family> table = {
-      {projection_shapes(),
+      {decode_projection_shapes(),
+       {"matmul", seed_matmul},
+       {{"linear", linear_case(F32)},
+        {"linear", linear_case(F16)},
+        {"linear", linear_case(BF16)},
+        {"linear", linear_case(F16, {1, 1})},
+        {"linear", linear_case(F16, {1, 0})},
+        {"linear", linear_case(F16, {2, 0})},
+        {"linear", linear_case(F16, {4, 0})},
+        {"linear", linear_case(F16, {0, 1})}}},
+      {prefill_projection_shapes(),
        {"matmul", seed_matmul},
        {{"linear", linear_case(F32)}, {"linear", linear_case(F16)}, {"linear", linear_case(BF16)}}},
-      {projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
+      {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
       {token_shapes(), {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
       {token_shapes(), {"silu+mul", seed_silu_mul}, {{"gated_act", gated_case}}},
       {token_shapes(), {"rope", seed_rope}, {{"qkv_rope_store", qkv_case}}},
-      {token_shapes(), {"rmsnorm", seed_rmsnorm}, {}},
-      {token_shapes(), {"add", seed_add}, {}},
+      {token_shapes(), {"rmsnorm", rmsnorm_case(rmsnorm)}, {{"rmsnorm_vec4", rmsnorm_case(rmsnorm_vec4)}}},
+      {token_shapes(), {"layernorm", layernorm_case(layernorm)}, {{"layernorm_welford", layernorm_case(layernorm_welford)}}},
+      {token_shapes(), {"add", binary_case(add, kHidden)}, {{"add_vec4", binary_case(add_vec4, kHidden)}}},
+      {elementwise_shapes(kIntermediate), {"mul", binary_case(mul, kIntermediate)},
+       {{"mul_vec4", binary_case(mul_vec4, kIntermediate)}}},
+      {elementwise_shapes(kIntermediate), {"silu", unary_case(silu, kIntermediate)},
+       {{"silu_vec4", unary_case(silu_vec4, kIntermediate)}}},
+      {elementwise_shapes(kIntermediate), {"gelu", unary_case(gelu, kIntermediate)},
+       {{"gelu_vec4", unary_case(gelu_vec4, kIntermediate)}}},
   };
   return table;
 }
@@ -523,13 +647,12 @@ bool in_family(const Family& family, const std::string& name) {
   return std::any_of(family.variants.begin(), family.variants.end(), [&](const Kernel& k) { return k.name == name; });
 }
 
-Result run_case(gpu::Device& device, const Kernel& kernel, const Shape& shape, const Settings& settings,
-                bool timestamps, const Ceilings& ceilings) {
+Result run_case(gpu::Device& device, Workspace& workspace, const Kernel& kernel, const Shape& shape,
+                const Settings& settings, bool timestamps, const Ceilings& ceilings) {
   Result r;
   r.kernel = kernel.name;
   r.shape = shape.name;
   try {
-    Workspace workspace(device, 0x6765726269ull);
     Case c = kernel.build(workspace, shape);
     r.variant = c.variant;
     r.note = c.note;
@@ -671,13 +794,14 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
     if (!options.kernel.empty() && !in_family(family, options.kernel)) continue;
     for (const Shape& shape : family.shapes) {
       if (options.quick && !shape.quick) continue;
+      Workspace workspace(device, 0x6765726269ull);
       // The seed kernel runs whenever its family does, for the speed-ups.
-      Result seed = run_case(device, family.seed, shape, settings, timestamps, ceilings);
+      Result seed = run_case(device, workspace, family.seed, shape, settings, timestamps, ceilings);
       results.push_back(seed);
       if (done) done(seed);
       for (const Kernel& variant : family.variants) {
         if (!options.kernel.empty() && options.kernel != variant.name && options.kernel != family.seed.name) continue;
-        Result r = run_case(device, variant, shape, settings, timestamps, ceilings);
+        Result r = run_case(device, workspace, variant, shape, settings, timestamps, ceilings);
         r.seed = family.seed.name;
         if (r.error.empty() && seed.error.empty()) r.speedup = seed.ms / r.ms;
         results.push_back(r);
@@ -747,7 +871,7 @@ std::string format_header(const gpu::Device& device, const Options& options, con
       "adapter:  {}\n"
       "timing:   {}; {} after warm-up{}\n"
       "ceilings: copy {} GB/s ({} read + written in {:.3f} ms); FMA {} GFLOPS ({:.3g} FLOP in {:.3f} ms)\n\n"
-      "{:<17} {:<11} {:<30} {:>10} {:>15} {:>7} {:>8}\n",
+      "{:<20} {:<17} {:<34} {:>10} {:>15} {:>7} {:>8}\n",
       device.adapter().summary(), timing, iterations, options.quick ? " (--quick)" : "",
       number(ceilings.bandwidth_gbps), megabytes(ceilings.copy_bytes), ceilings.copy_ms, number(ceilings.gflops),
       ceilings.fma_flops, ceilings.fma_ms, "kernel", "variant", "shape", "ms/iter", "metric", "%ceil", "vs seed");
@@ -755,7 +879,7 @@ std::string format_header(const gpu::Device& device, const Options& options, con
 
 std::string format_row(const Result& r) {
   std::string kernel = r.seed.empty() ? r.kernel : "  " + r.kernel;
-  std::string line = fmt::format("{:<17} {:<11} {:<30}", kernel, r.variant, r.shape);
+  std::string line = fmt::format("{:<20} {:<17} {:<34}", kernel, r.variant, r.shape);
   if (!r.error.empty()) return line + " error: " + r.error + "\n";
   line += fmt::format(" {:>10.4f} {:>8} {:<6} {:>6.1f}%", r.ms, number(r.value),
                       r.metric == Metric::Gflops ? "GFLOPS" : "GB/s", r.ceiling_percent);

@@ -58,9 +58,12 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
   return dispatch;
 }
 
-void run(gpu::Device& device, const Dispatch& dispatch) {
-  gpu::Recorder recorder(device, dispatch.kernel);
-  dispatch.record(recorder);
+void run(gpu::Device& device, const Dispatch& dispatch) { run(device, std::span(&dispatch, 1)); }
+
+void run(gpu::Device& device, std::span<const Dispatch> dispatches) {
+  if (dispatches.empty()) return;
+  gpu::Recorder recorder(device, dispatches.front().kernel);
+  for (const Dispatch& dispatch : dispatches) dispatch.record(recorder);
   recorder.submit();
 }
 

@@ -61,7 +61,8 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
                  std::as_bytes(std::span<const Params>(&params, 1)), grid, constants);
 }
 
-// Records and submits one dispatch (tests, selftest, one-off work).
+// Records and submits one dispatch, or several in order in one pass (tests, selftest, one-off work).
 void run(gpu::Device& device, const Dispatch& dispatch);
+void run(gpu::Device& device, std::span<const Dispatch> dispatches);
 
 }  // namespace gerbil::kernels

@@ -1,6 +1,7 @@
 #include "kernels/model.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "gerbil/error.h"
 
@@ -15,6 +16,10 @@ constexpr uint32_t kMatvecRows = 4;
 constexpr uint32_t kTile = 64;
 constexpr uint32_t kLinearMatvecColumns = 8;  // linear.wgsl COLS
 constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
+constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
+constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
+constexpr uint64_t kMatvecUnroll = 4;         // linear_matvec_sg.wgsl UNROLL
+constexpr uint64_t kMatvecTargetSubgroups = 4096;  // ~16 warps on each of an H200's 132 SMs
 constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
 
 const char* name_of(WeightType type) {
@@ -94,7 +99,39 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
                  p, fold(ceil_div(n, kWorkgroupSize)), {{"WEIGHT_TYPE", double(type)}});
 }
 
-Grid linear_grid(const LinearParams& p) { return linear_like_grid(p.M, p.N, kLinearMatvecColumns); }
+namespace {
+
+// linear_tiled.wgsl serves prompts (M > kMatvecRows) whose rows are whole 32-byte pieces of x (K % 8 == 0,
+// which also makes 16-bit weight rows whole 16-byte pieces); other K fall back to linear.wgsl's 64 x 64 tiles.
+bool use_linear_tiled(const LinearParams& p) { return !use_matvec(p.M) && p.K % 8 == 0; }
+
+struct LinearTile {
+  uint32_t rows, cols;
+};
+
+// linear_tiled.wgsl's tile: the largest of 128 x 128 (8x8 outputs per thread, the fewest workgroup-memory
+// reads per FMA), 128 x 64, 64 x 128 that still yields kTiledFill workgroups, else 64 x 64, so that a short
+// or narrow product (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64) leaves fewer SMs idle.
+// kTiledFill is about one workgroup per SM of an H200 (132 SMs).
+constexpr uint32_t kTiledFill = 128;
+
+uint64_t tile_count(const LinearParams& p, LinearTile tile) {
+  return ceil_div(p.M, tile.rows) * ceil_div(p.N, tile.cols);
+}
+
+LinearTile linear_tile(const LinearParams& p) {
+  if (!use_linear_tiled(p)) return {kTile, kTile};
+  for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}})
+    if (tile_count(p, tile) >= kTiledFill) return tile;
+  return {64, 64};
+}
+
+}  // namespace
+
+Grid linear_grid(const LinearParams& p) {
+  if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
+  return fold(tile_count(p, linear_tile(p)));
+}
 
 namespace {
 
@@ -104,12 +141,48 @@ bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, Weigh
   return linear_fuses_input(device, p.M, p.K, type);
 }
 
-Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p) {
-  uint32_t columns = std::max<uint32_t>(1, kWorkgroupSize / device.adapter().subgroup_max_size);
-  return fold(ceil_div(p.N, columns));
+Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
+  uint32_t groups = std::max<uint32_t>(1, kWorkgroupSize / device.adapter().subgroup_max_size / blocking.split);
+  return fold(ceil_div(p.N, groups * blocking.columns));
 }
 
 }  // namespace
+
+MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
+                                      MatvecBlocking requested) {
+  MatvecBlocking b = requested;
+  // Measured on an H200 (docs/PERFORMANCE.md): more columns per group pay once the matrix has enough rows
+  // to keep every SM busy with fewer groups.
+  if (b.columns == 0) b.columns = N >= 16384 ? 4 : N >= 4096 ? 2 : 1;
+  // Split a group over more subgroups only when the groups alone leave the GPU short of warps (Qwen's
+  // 896-row down projection: 19 -> 15 us on an H200; Llama's 6144-row QKV got slower split), and never
+  // into shares of less than one step of kMatvecUnroll loads per lane.
+  uint32_t lanes = std::max<uint32_t>(1, device.adapter().subgroup_max_size);
+  uint32_t max_split = std::max<uint32_t>(1, kWorkgroupSize / lanes);
+  if (b.split == 0) {
+    uint64_t groups = ceil_div(N, b.columns);
+    uint64_t steps = uint64_t(K) * weight_bytes(type) / 16 / (kMatvecUnroll * lanes);
+    uint64_t wanted = std::min({kMatvecTargetSubgroups / groups, steps, kMaxMatvecSplit, uint64_t(max_split)});
+    b.split = uint32_t(std::bit_floor(std::max<uint64_t>(wanted, 1)));
+  }
+  if (b.columns > kMaxMatvecColumns)
+    fail("linear decode blocking: {} columns per group requested, at most {}", b.columns, kMaxMatvecColumns);
+  if (!std::has_single_bit(b.split) || b.split > max_split)
+    fail("linear decode blocking: split {} must be a power of two of at most {} (256 / subgroup size {})", b.split,
+         max_split, lanes);
+  return b;
+}
+
+bool linear_fusion_pays(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type) {
+  // Every column group recomputes the fused input over the whole row of x: ceil(N / columns) * K
+  // activations or normalised inputs per row. Past a few million of them that work, not the weight stream,
+  // bounds the kernel (H200, Llama-8B: the down projection with its SiLU fused (29M) took 61 us against
+  // 48 + 8 us unfused; gate|up with its RMSNorm fused (29M) 96 us against 71 us for the bare product),
+  // and a separate dispatch is cheaper; Qwen2.5-0.5B's largest (4.4M) stay fused.
+  constexpr uint64_t kMaxRecomputed = 8u << 20;
+  uint64_t groups = ceil_div(N, linear_matvec_blocking(device, K, N, type).columns);
+  return linear_fuses_input(device, M, K, type) && groups * K <= kMaxRecomputed;
+}
 
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
   return device.features().subgroups && device.adapter().subgroup_max_size > 0 && use_matvec(M) &&
@@ -118,7 +191,7 @@ bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, Weigh
 
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
-                BufferBinding norm_weight) {
+                BufferBinding norm_weight, MatvecBlocking blocking) {
   auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type),
                             p.out_stride, p.out_col);
   check_weight_type("linear", shapes, type);
@@ -132,6 +205,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   uint64_t x_count = count_of(p.M, p.K) * (p.x_gate ? 2 : 1);
   if (use_subgroup_matvec(device, p, type)) {
     BufferBinding norm = norm_weight.buffer ? norm_weight : x;
+    MatvecBlocking b = linear_matvec_blocking(device, p.K, p.N, type, blocking);
     return prepare(device, "linear_matvec_sg", shapes,
                    {{"x", x, x_count},
                     weight_operand("W", weight, count_of(p.N, p.K), type),
@@ -139,13 +213,26 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
                     {"residual", residual, used(p.has_residual, out_count)},
                     {"out", out, out_count},
                     {"norm_weight", norm, used(p.norm_x, p.K)}},
-                   p, subgroup_matvec_grid(device, p), {{"WEIGHT_TYPE", double(type)}});
+                   p, subgroup_matvec_grid(device, p, b),
+                   {{"WEIGHT_TYPE", double(type)},
+                    {"ROWS", double(p.M)},
+                    {"COLS", double(b.columns)},
+                    {"SPLIT", double(b.split)},
+                    {"X_GATE", double(p.x_gate)},
+                    {"NORM_X", p.norm_x ? 1.0 : 0.0}});
   }
   std::initializer_list<Operand> operands = {{"x", x, x_count},
                                              weight_operand("W", weight, count_of(p.N, p.K), type),
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
+  if (use_linear_tiled(p)) {
+    LinearTile tile = linear_tile(p);
+    return prepare(device, "linear_tiled", shapes, operands, p, linear_grid(p),
+                   {{"WEIGHT_TYPE", double(type)},
+                    {"ROW_GROUPS", tile.rows / 64.0},  // linear_tiled.wgsl: 64-row / -column groups
+                    {"COL_GROUPS", tile.cols / 64.0}});
+  }
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
@@ -232,26 +319,41 @@ void check_flash(const std::string& shapes, const FlashAttentionParams& p) {
          uint64_t(p.position_offset) + p.T - 1, p.S);
 }
 
-// flash_attention_block.wgsl's queries per block and keys per tile: the largest blocks whose workgroup
-// memory (flash_block_bytes) fits 32 KiB at each head_dim, with at most 16 outputs per thread.
+// flash_attention_block.wgsl's register blocking: each of its 128 threads (8 row threads x 16 key threads)
+// owns rows_per_thread rows (query, q head) of a block of 8 * rows_per_thread and keys_per_thread keys of a
+// tile of 16 * keys_per_thread. More of either means more arithmetic per workgroup-memory read but more
+// workgroup memory (flash_block_bytes) and, for rows, fewer workgroups.
 struct FlashBlock {
-  uint32_t queries, keys;
+  uint32_t rows_per_thread, keys_per_thread;
 };
 
-FlashBlock flash_block_shape(uint32_t head_dim) {
-  if (head_dim <= 64) return {32, 32};
-  if (head_dim <= 128) return {16, 32};
-  return {16, 8};
-}
+uint32_t flash_block_rows(FlashBlock b) { return 8 * b.rows_per_thread; }
 
 uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
-  return 4 * (uint64_t(b.queries + b.keys) * (head_dim + 1) + b.queries * b.keys + 3 * b.queries);
+  uint64_t row = 4 * ceil_div(head_dim, 4) + 4;  // floats per staged Q / K / V row
+  uint64_t rows = flash_block_rows(b), keys = 16 * b.keys_per_thread;
+  return 4 * ((rows + keys) * row + rows * (keys + 4) + rows * 16);
+}
+
+// About two workgroups per SM of an H200 (132 SMs): a prompt whose 4-row-per-thread blocks leave fewer
+// (Qwen2.5-0.5B at T = 512: 224) takes 2 rows per thread for more workgroups in flight. Not yet measured.
+constexpr uint64_t kFlashBlockFill = 256;
+
+// The first blocking, most reuse first, whose workgroup memory fits the device: at head_dim 64, 4 x 2 needs
+// 23.5 KiB; at 128, 4 x 2 needs 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and
+// 1 x 1 25.5 KiB. Returns {0, 0} when none fits.
+FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p) {
+  uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
+  bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= kFlashBlockFill;
+  for (FlashBlock b : {FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 2}, FlashBlock{2, 1}, FlashBlock{1, 1}}) {
+    if (b.rows_per_thread == 4 && !fill) continue;
+    if (flash_block_bytes(b, p.head_dim) <= device.limits().maxComputeWorkgroupStorageSize) return b;
+  }
+  return {0, 0};
 }
 
 bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
-  return p.T >= kFlashBlockMinQueries &&
-         flash_block_bytes(flash_block_shape(p.head_dim), p.head_dim) <=
-             device.limits().maxComputeWorkgroupStorageSize;
+  return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
 }
 
 uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
@@ -268,11 +370,13 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
   uint64_t kv = count_of(p.S, p.num_kv_heads) * p.head_dim;
   std::initializer_list<Operand> operands = {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"out", out, q}};
   if (use_flash_block(device, p)) {
-    FlashBlock block = flash_block_shape(p.head_dim);
-    Grid blocks = fold(ceil_div(p.T, block.queries));
-    return prepare(device, "flash_attention_block", shapes, operands, p, Grid{blocks.x, p.num_q_heads, blocks.y},
-                   {{"BLOCK_Q", double(block.queries)}, {"KEY_TILE", double(block.keys)},
-                    {"HEAD_DIM", double(p.head_dim)}});
+    FlashBlock block = flash_block_shape(device, p);
+    uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
+    Grid blocks = fold(ceil_div(rows, flash_block_rows(block)));
+    return prepare(device, "flash_attention_block", shapes, operands, p, Grid{blocks.x, p.num_kv_heads, blocks.y},
+                   {{"HEAD_DIM", double(p.head_dim)},
+                    {"ROWS_PER_THREAD", double(block.rows_per_thread)},
+                    {"KEYS_PER_THREAD", double(block.keys_per_thread)}});
   }
   Grid queries = fold(p.T);
   return prepare(device, "flash_attention", shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y});
@@ -312,13 +416,22 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
   return dispatches;
 }
 
-Dispatch argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                const ArgmaxParams& p) {
+std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                             BufferBinding partials, const ArgmaxParams& p) {
   auto shapes = fmt::format("count={} slot={}", p.count, p.slot);
   if (p.count == 0) fail("kernel 'argmax' ({}): no logits", shapes);
-  return prepare(device, "argmax", shapes,
-                 {{"logits", logits, p.count}, {"next_ids", next_ids, 1}, {"history", history, uint64_t(p.slot) + 1}}, p,
-                 {1, 1, 1});
+  auto stage = [&](gpu::Grid grid, bool final) {
+    return prepare(device, "argmax", shapes,
+                   {{"logits", logits, p.count},
+                    {"next_ids", next_ids, 1},
+                    {"history", history, uint64_t(p.slot) + 1},
+                    {"partials", partials, 2 * kArgmaxPartials}},
+                   p, grid, {{"FINAL", final ? 1.0 : 0.0}});
+  };
+  std::vector<Dispatch> dispatches;
+  dispatches.push_back(stage({kArgmaxPartials, 1, 1}, false));
+  dispatches.push_back(stage({1, 1, 1}, true));
+  return dispatches;
 }
 
 }  // namespace gerbil::kernels

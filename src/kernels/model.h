@@ -37,6 +37,8 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 params). Unused bias /
 // residual / norm_weight: bind any buffer, flag 0.
+// Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
+// chosen by linear_grid()'s shape rule), other K linear.wgsl's 64 x 64 tiles.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the step
 // before the projection (linear_fuses_input() says when): x_gate 1 / 2 reads x as a gated MLP's [M, 2K]
 // gate|up rows and uses act(gate) * up (SiLU / GELU-tanh); norm_x 1 applies an RMSNorm with norm_weight
@@ -50,12 +52,24 @@ struct LinearParams {
   uint32_t eps_bits = 0;
   uint32_t _pad0 = 0, _pad1 = 0;
 };
+// The subgroup decode variant's blocking: output columns per column group (1..4) and subgroups sharing
+// one group's dot products (a power of two); 0 leaves the choice to linear_matvec_blocking().
+struct MatvecBlocking {
+  uint32_t columns = 0, split = 0;
+};
 Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
-                BufferBinding norm_weight = {});
+                BufferBinding norm_weight = {}, MatvecBlocking blocking = {});
+// The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`
+// that are not 0 are kept; benchmarks compare blockings). Throws naming the limit if one is out of range.
+MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
+                                      MatvecBlocking requested = {});
 // Whether linear() can fuse a gate activation or an RMSNorm into its input for this shape on this device.
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
+// Whether fusing the input's activation or norm also pays for N output columns (each column group
+// recomputes it), or a separate dispatch is cheaper.
+bool linear_fusion_pays(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
 // linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
 // W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
@@ -102,8 +116,9 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 // (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D],
 // out [T, Hq * D]. Variants, picked by shape (T and head_dim only, so a graph may rewrite S and
 // position_offset in the dispatches' uniforms between runs):
-// - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill): one workgroup per block of
-//   consecutive queries of one q head, sharing each K/V tile through workgroup memory;
+// - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill, when a blocking fits the device's
+//   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
+//   heads sharing a kv head share each K/V tile staged in workgroup memory;
 // - flash_attention.wgsl (otherwise): one workgroup per (t, q head);
 // - split-KV, only through the overload with a scratch buffer (T <= kFlashSplitMaxQueries, decoding):
 //   flash_attention.wgsl in split mode writes one partial result per (t, q head, key chunk) to the scratch
@@ -135,12 +150,16 @@ uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t c
 
 // argmax.wgsl: greedy sampling on the GPU. The index of the largest logit (lowest index on ties, NaN
 // never wins) goes to next_ids[0] — the next decode step's input — and to history[slot].
-// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 params. Grid (1, 1, 1).
+// Two dispatches (record both, in order): kArgmaxPartials workgroups reduce chunks of the logits to
+// (value, index) pairs in `partials`, then one workgroup reduces those.
+// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 partials
+// [2 * kArgmaxPartials] u32 (scratch), 4 params.
 struct ArgmaxParams {
   uint32_t count, slot;
 };
-Dispatch argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                const ArgmaxParams& p);
+constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
+std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                             BufferBinding partials, const ArgmaxParams& p);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
 static_assert(sizeof(ArgmaxParams) == 8);

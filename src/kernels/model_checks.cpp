@@ -142,12 +142,18 @@ struct LinearShape {
   bool bias, residual;
   uint32_t out_stride = 0, out_col = 0;  // out_stride 0: N
   uint32_t row0 = 0;  // the block's first row in the bound weight (row0 * K * bytes is a multiple of 256)
+  MatvecBlocking blocking = {};  // the subgroup decode variant's; {0, 0}: the dispatcher's choice
 };
 
+std::string describe_blocking(MatvecBlocking b) {
+  return b.columns || b.split ? fmt::format(" columns={} split={}", b.columns, b.split) : "";
+}
+
 std::string describe_linear(const LinearShape& s) {
-  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}", s.M, s.K, s.N,
+  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}", s.M, s.K, s.N,
                      type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
-                     s.out_stride ? s.out_stride : s.N, s.out_col, s.row0);
+                     s.out_stride ? s.out_stride : s.N, s.out_col, s.row0,
+                     describe_blocking(s.blocking));
 }
 
 // x, bias, residual and out of a linear layer, uploaded; `ref` starts as the prior contents of out: NaN in
@@ -190,12 +196,27 @@ KernelCheck linear_check(bool quick) {
       {4, 33, 17, F32, false, false},
       {2, 64, 40, F16, true, true, 96, 50, 4},
       {1, 896, 896, BF16, true, false},
-      // tiled variant: single partial tiles, several tiles, row blocks
+      // several columns per group, N not a multiple of them (the last group's extra rows write nothing),
+      // and groups split over 2 or 4 subgroups (pieces per row not a multiple of lanes * split)
+      {1, 64, 41, F16, true, true, 0, 0, 0, {2, 1}},
+      {3, 72, 23, F32, false, true, 30, 5, 0, {3, 1}},
+      {4, 136, 37, BF16, true, false, 0, 0, 0, {4, 1}},
+      {1, 584, 29, F16, true, true, 0, 0, 0, {1, 2}},
+      {2, 1000, 19, F32, false, true, 0, 0, 0, {3, 4}},
+      // tiled variant, linear.wgsl for K % 8 != 0: single partial tiles, several tiles
       {5, 17, 5, F32, false, false},
       {33, 129, 67, F16, true, false, 100, 20},
+      // linear_tiled.wgsl (K % 8 == 0): 64 x 64 tiles, several slabs, odd M and N, row blocks
       {70, 64, 130, BF16, true, true},
       {9, 64, 72, F32, true, true, 200, 128, 3},
       {50, 896, 96, F32, true, false},
+      {37, 136, 133, F32, true, true, 140, 5},
+      {37, 136, 133, F16, false, true},
+      {6, 128, 20, BF16, true, true, 30, 10, 2},
+      // ... and its larger tiles, chosen once they give 128 workgroups: 128 x 128, 128 x 64, 64 x 128
+      {257, 24, 5501, BF16, true, false},
+      {200, 24, 4101, F32, false, true},
+      {4033, 24, 131, F16, true, true},
   };
   if (!quick) {
     shapes.push_back({64, 896, 257, BF16, true, true});
@@ -217,7 +238,7 @@ KernelCheck linear_check(bool quick) {
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual};
         run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
-                           {io.residual_buffer}, {io.out}, p, s.type));
+                           {io.residual_buffer}, {io.out}, p, s.type, {}, s.blocking));
         std::span<const double> block(weight.values.data() + size_t(s.row0) * s.K, size_t(s.N) * s.K);
         auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
                                      stride, s.out_col, std::move(io.ref));
@@ -231,16 +252,22 @@ struct FusedLinearShape {
   WeightType type;
   uint32_t gate;  // 0 none, 1 SiLU, 2 GELU-tanh
   bool norm, residual;
+  MatvecBlocking blocking = {};  // {0, 0}: the dispatcher's choice
 };
 
 KernelCheck linear_fused_check() {
-  std::vector<FusedLinearShape> shapes = {{1, 64, 48, F32, 1, false, true},  {1, 96, 40, F16, 2, false, false},
-                                          {3, 64, 33, BF16, 1, false, true}, {1, 128, 50, F16, 0, true, false},
-                                          {2, 896, 64, F32, 0, true, true},  {4, 64, 20, BF16, 2, true, false}};
+  std::vector<FusedLinearShape> shapes = {{1, 64, 48, F32, 1, false, true},    {1, 96, 40, F16, 2, false, false},
+                                          {3, 64, 33, BF16, 1, false, true},   {1, 128, 50, F16, 0, true, false},
+                                          {2, 896, 64, F32, 0, true, true},    {4, 64, 20, BF16, 2, true, false},
+                                          {1, 72, 29, F16, 1, false, true, {4, 1}},
+                                          {2, 64, 31, BF16, 0, true, false, {3, 1}},
+                                          {1, 1096, 23, F16, 1, false, true, {1, 4}},
+                                          {3, 904, 21, F32, 0, true, true, {2, 2}},
+                                          {4, 520, 13, BF16, 2, true, false, {1, 8}}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
-    return fmt::format("M={} K={} N={} {} gate={} norm={}{}", s.M, s.K, s.N, type_name(s.type), s.gate, s.norm,
-                       s.residual ? " residual" : "");
+    return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate, s.norm,
+                       s.residual ? " residual" : "", describe_blocking(s.blocking));
   };
   return make_check<FusedLinearShape>(
       "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per input", shapes, describe,
@@ -257,7 +284,7 @@ KernelCheck linear_fused_check() {
         LinearParams p{s.M, s.K, s.N, s.N, 0, 0, s.residual, s.gate, s.norm, float_bits(eps)};
         auto& xb = b.input("x", x);
         run(device, linear(device, {&xb}, {&b.input("W", weight.words)}, {&xb}, {&b.input("residual", residual)},
-                           {&out}, p, s.type, {&b.input("norm", norm_weight)}));
+                           {&out}, p, s.type, {&b.input("norm", norm_weight)}, s.blocking));
         std::vector<double> input = widen(x);
         if (s.gate)
           input = reference::gated_act(input, s.M, s.K,
@@ -444,6 +471,13 @@ KernelCheck flash_attention_check(bool quick) {
       {70, 171, 4, 2, 128, 100, 50},
       {17, 40, 7, 1, 256, 23, 0},
       {20, 23, 2, 1, 18, 0, 3},
+      // the smallest block prompt; GQA 7 at head_dim 72 (vec4 columns past 16 per thread); rows of one block
+      // spanning queries of different heads; windows across tiles; head_dim below 4 and not a multiple of 4
+      {16, 16, 4, 4, 64, 0, 0},
+      {23, 60, 14, 2, 72, 37, 0},
+      {50, 120, 8, 2, 128, 70, 20},
+      {36, 36, 3, 1, 6, 0, 0, 0.7f},
+      {19, 19, 1, 1, 3, 0, 5},
       // split-KV (T <= kFlashSplitMaxQueries with a capacity of several chunks): capacities above S leave
       // chunks empty; a window leaves the early keys out
       {1, 1500, 4, 1, 128, 1499, 0, 0, 1500},
@@ -454,6 +488,7 @@ KernelCheck flash_attention_check(bool quick) {
       {4, 60, 4, 2, 24, 50, 7, 0, 600}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
+    shapes.push_back({256, 256, 32, 4, 64, 0, 100});  // enough blocks for 4 rows per thread
     shapes.push_back({1, 3001, 4, 1, 128, 3000, 0, 0, 3001});
     shapes.push_back({2, 3000, 4, 1, 128, 2998, 1024, 0, 4096});
     shapes.push_back({4, 9000, 2, 1, 64, 8996, 0, 0, 9000});  // 64 chunks of 256 keys
@@ -496,7 +531,9 @@ KernelCheck argmax_check(bool quick) {
     uint32_t count;
     bool ties, nans;
   };
-  std::vector<Shape> shapes = {{1, false, false}, {5, true, false}, {1000, true, true}, {4097, false, true}};
+  // Counts below, at and above one element per chunk; ties across chunk boundaries (count / 4 apart).
+  std::vector<Shape> shapes = {{1, false, false},  {5, true, false},    {256, true, false},
+                               {1000, true, true}, {4097, false, true}, {70001, true, true}};
   if (!quick) shapes.push_back({151936, true, false});
   return make_check<Shape>(
       "argmax", 0.5, "an index: exactly the reference's or wrong", shapes,
@@ -510,7 +547,8 @@ KernelCheck argmax_check(bool quick) {
         Buffers b{device};
         auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
         auto& history = b.input("history", std::vector<uint32_t>(4, 0xDEADu));
-        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {s.count, 2}));
+        auto& partials = b.poisoned("partials", 2 * kArgmaxPartials);
+        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {&partials}, {s.count, 2}));
         auto want = reference::argmax(widen(logits));
         auto got_next = device.read_as<uint32_t>(next);
         auto got_history = device.read_as<uint32_t>(history);

@@ -4,6 +4,7 @@
 #include "gerbil/error.h"
 #include "kernels/check_support.h"
 #include "kernels/seed.h"
+#include "kernels/vector.h"
 #include "reference/reference.h"
 
 namespace gerbil::kernels {
@@ -87,37 +88,53 @@ std::vector<RowShape> row_shapes(bool quick) {
   return shapes;
 }
 
-KernelCheck rmsnorm_check(bool quick) {
+// Rows for the vec4 norms: D a multiple of 4 (vec4 path) or not (the seed fallback), T = 1, rows past the
+// 1024 vec4s a thread keeps in registers (D = 4100), and a few vec4s only (D = 4).
+std::vector<RowShape> vector_row_shapes(bool quick) {
+  std::vector<RowShape> shapes = {{1, 896}, {7, 36}, {3, 300}, {5, 4100}, {1, 4099}, {2, 33}, {9, 1000}, {1, 4}};
+  if (!quick) shapes.push_back({129, 4864});
+  return shapes;
+}
+
+using RmsNorm = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, BufferBinding, const RmsNormParams&);
+using LayerNorm = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, BufferBinding, BufferBinding,
+                               const LayerNormParams&);
+
+KernelCheck rmsnorm_check(bool quick, std::string kernel = "rmsnorm", RmsNorm dispatch = rmsnorm,
+                          std::vector<RowShape> shapes = {}) {
   constexpr double bound = 1e-5;
+  if (shapes.empty()) shapes = row_shapes(quick);
   return make_check<RowShape>(
-      "rmsnorm", bound, "one f32 sum of squares per row, then a scale: a few ulp", row_shapes(quick),
+      kernel, bound, "one f32 sum of squares per row, then a scale: a few ulp", shapes,
       [](auto& s) { return fmt::format("T={} D={}", s.T, s.D); },
-      [](gpu::Device& device, Rng& rng, const RowShape& s) {
+      [kernel, dispatch](gpu::Device& device, Rng& rng, const RowShape& s) {
         auto x = random_floats(rng, size_t(s.T) * s.D), w = random_floats(rng, s.D, 0.5f, 1.5f);
         const float eps = 1e-6f;
         Buffers b{device};
         auto& out = b.poisoned("output", x.size());
-        run(device, rmsnorm(device, {&b.input("x", x)}, {&b.input("w", w)}, {&out}, {s.T, s.D, float_bits(eps)}));
+        run(device, dispatch(device, {&b.input("x", x)}, {&b.input("w", w)}, {&out}, {s.T, s.D, float_bits(eps)}));
         auto ref = reference::rmsnorm(widen(x), widen(w), s.T, s.D, eps);
-        return result("rmsnorm", fmt::format("T={} D={}", s.T, s.D), b.read(out, ref.size()), ref, bound);
+        return result(kernel, fmt::format("T={} D={}", s.T, s.D), b.read(out, ref.size()), ref, bound);
       });
 }
 
-KernelCheck layernorm_check(bool quick) {
+KernelCheck layernorm_check(bool quick, std::string kernel = "layernorm", LayerNorm dispatch = layernorm,
+                            std::vector<RowShape> shapes = {}) {
   constexpr double bound = 1e-5;
+  if (shapes.empty()) shapes = row_shapes(quick);
   return make_check<RowShape>(
-      "layernorm", bound, "two f32 row reductions (mean, variance), then an affine map: a few ulp",
-      row_shapes(quick), [](auto& s) { return fmt::format("T={} D={}", s.T, s.D); },
-      [](gpu::Device& device, Rng& rng, const RowShape& s) {
+      kernel, bound, "f32 row statistics (mean, variance; two passes or Welford merges), then an affine map: a few ulp",
+      shapes, [](auto& s) { return fmt::format("T={} D={}", s.T, s.D); },
+      [kernel, dispatch](gpu::Device& device, Rng& rng, const RowShape& s) {
         auto x = random_floats(rng, size_t(s.T) * s.D, -1.f, 3.f);
         auto w = random_floats(rng, s.D, 0.5f, 1.5f), bias = random_floats(rng, s.D);
         const float eps = 1e-5f;
         Buffers b{device};
         auto& out = b.poisoned("output", x.size());
-        run(device, layernorm(device, {&b.input("x", x)}, {&b.input("w", w)}, {&b.input("b", bias)}, {&out},
-                              {s.T, s.D, float_bits(eps)}));
+        run(device, dispatch(device, {&b.input("x", x)}, {&b.input("w", w)}, {&b.input("b", bias)}, {&out},
+                             {s.T, s.D, float_bits(eps)}));
         auto ref = reference::layernorm(widen(x), widen(w), widen(bias), s.T, s.D, eps);
-        return result("layernorm", fmt::format("T={} D={}", s.T, s.D), b.read(out, ref.size()), ref, bound);
+        return result(kernel, fmt::format("T={} D={}", s.T, s.D), b.read(out, ref.size()), ref, bound);
       });
 }
 
@@ -205,15 +222,24 @@ std::vector<uint32_t> elementwise_counts(bool quick) {
   return counts;
 }
 
+// Counts for the vec4 kernels: multiples of 4 (vec4 path, incl. a partly filled last workgroup) and not
+// (the seed fallback). The folded grid is covered by the dispatch-formula tests: reaching it here would
+// take over 2^26 elements.
+std::vector<uint32_t> vector_counts(bool quick) {
+  std::vector<uint32_t> counts = {4, 1, 1028, 257, 4864 * 3, 100004, 100003};
+  if (!quick) counts.push_back(2048u * 4864u);
+  return counts;
+}
+
 using Unary = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, const ElementwiseParams&);
 using UnaryRef = std::vector<double> (*)(std::span<const double>);
 using Binary = Dispatch (*)(gpu::Device&, BufferBinding, BufferBinding, BufferBinding, const ElementwiseParams&);
 using BinaryRef = std::vector<double> (*)(std::span<const double>, std::span<const double>);
 
 KernelCheck unary_check(std::string kernel, Unary dispatch, UnaryRef ref_fn, double bound, std::string why,
-                        bool quick) {
+                        std::vector<uint32_t> counts) {
   return make_check<uint32_t>(
-      kernel, bound, std::move(why), elementwise_counts(quick), [](auto& n) { return fmt::format("count={}", n); },
+      kernel, bound, std::move(why), std::move(counts), [](auto& n) { return fmt::format("count={}", n); },
       [kernel, dispatch, ref_fn, bound](gpu::Device& device, Rng& rng, const uint32_t& n) {
         auto x = random_floats(rng, n, -8.f, 8.f);
         if (n > 2) x[0] = -90.f, x[1] = 90.f;  // saturated tails must not produce inf/NaN
@@ -225,10 +251,10 @@ KernelCheck unary_check(std::string kernel, Unary dispatch, UnaryRef ref_fn, dou
       });
 }
 
-KernelCheck binary_check(std::string kernel, Binary dispatch, BinaryRef ref_fn, bool quick) {
+KernelCheck binary_check(std::string kernel, Binary dispatch, BinaryRef ref_fn, std::vector<uint32_t> counts) {
   constexpr double bound = 1e-7;
   return make_check<uint32_t>(
-      kernel, bound, "one correctly rounded f32 operation per element", elementwise_counts(quick),
+      kernel, bound, "one correctly rounded f32 operation per element", std::move(counts),
       [](auto& n) { return fmt::format("count={}", n); },
       [kernel, dispatch, ref_fn](gpu::Device& device, Rng& rng, const uint32_t& n) {
         auto a = random_floats(rng, n), c = random_floats(rng, n);
@@ -256,10 +282,17 @@ std::vector<KernelCheck> kernel_checks(bool quick) {
       rope_check(quick),
       attention_check(quick),
       softmax_check(quick),
-      unary_check("silu", silu, reference::silu, 1e-5, kExpWhy, quick),
-      unary_check("gelu", gelu, reference::gelu_tanh, 1e-5, kExpWhy, quick),
-      binary_check("add", add, reference::add, quick),
-      binary_check("mul", mul, reference::mul, quick),
+      unary_check("silu", silu, reference::silu, 1e-5, kExpWhy, elementwise_counts(quick)),
+      unary_check("gelu", gelu, reference::gelu_tanh, 1e-5, kExpWhy, elementwise_counts(quick)),
+      binary_check("add", add, reference::add, elementwise_counts(quick)),
+      binary_check("mul", mul, reference::mul, elementwise_counts(quick)),
+      // The vectorised replacements (kernels/vector.h).
+      rmsnorm_check(quick, "rmsnorm_vec4", rmsnorm_vec4, vector_row_shapes(quick)),
+      layernorm_check(quick, "layernorm_welford", layernorm_welford, vector_row_shapes(quick)),
+      unary_check("silu_vec4", silu_vec4, reference::silu, 1e-5, kExpWhy, vector_counts(quick)),
+      unary_check("gelu_vec4", gelu_vec4, reference::gelu_tanh, 1e-5, kExpWhy, vector_counts(quick)),
+      binary_check("add_vec4", add_vec4, reference::add, vector_counts(quick)),
+      binary_check("mul_vec4", mul_vec4, reference::mul, vector_counts(quick)),
   };
   for (auto& check : model_kernel_checks(quick)) checks.push_back(std::move(check));
   return checks;

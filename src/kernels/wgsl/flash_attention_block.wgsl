@@ -1,16 +1,40 @@
-// Query-blocked flash attention for prefill: the same attention as flash_attention.wgsl (causal GQA, sliding
-// window, online softmax), but one workgroup of 256 serves BLOCK_Q consecutive queries of one q head, so each
-// K/V row is read from memory once per block instead of once per query.
-// Per tile of KEY_TILE keys: the K rows go to workgroup memory and every thread scores (query, key) pairs
-// from it; threads q < BLOCK_Q then fold row q into its query's running max / denominator (masking keys
-// outside the query's causal window) and turn the scores into weights, while all threads load the V rows
-// over the K rows; finally each thread adds weights * V into the output dims it owns (output i = lid + 256 r
-// is query i / head_dim, dim i % head_dim), rescaled when its query's max grows.
-// Rows in workgroup memory are head_dim + 1 floats apart, so threads reading one dim of different rows hit
-// different banks. Tile sizes come from kernels/model.cpp (flash_block_shape) to fit the workgroup memory.
+// Query-blocked flash attention for prefill (FlashAttention-2 forward, f32, workgroup memory only): the same
+// attention as flash_attention.wgsl. Query t (position p = position_offset + t) attends keys j with
+// first_key(p) <= j <= p (first_key: max(0, p - window + 1), window 0: no window), scores scaled by scale.
+// Q [T, Hq * D], K / V [S, Hkv * D], out [T, Hq * D], all f32; D = HEAD_DIM = params.head_dim (any 1..256).
+//
+// Work split. The rows of one kv head are the (query t, q head of its group) pairs, row = t * G + h % G with
+// G = Hq / Hkv; a workgroup takes BLOCK_ROWS consecutive rows of one kv head, so all q heads sharing a K/V
+// tile use it (GQA reuse), and walks the keys its rows see, [first_key(first row's p), last row's p], in
+// tiles of TILE_KEYS (tiles past the causal diagonal or before the window are never visited). Blocks run
+// latest first: the longest ones start first and the short ones fill the tail.
+// Per tile, the 128 threads, as 8 row threads ty x 16 key threads tx:
+//  1. score: thread (ty, tx) computes the scores of rows ty + 8i (i < ROWS_PER_THREAD) against keys
+//     tx + 16j (j < KEYS_PER_THREAD) as vec4 dot products over D, its Q and K rows read as vec4 from
+//     workgroup memory (Q is staged once per block, pre-scaled; rows are DIM4 + 1 vec4 apart, so the 16 key
+//     threads of a half-warp read 16 different bank groups and the 2 row threads of a warp are broadcasts);
+//  2. each thread writes its rows' max over its visible keys to `red`; after a barrier every thread reads
+//     the 16 partial maxima of its rows (the same for all 16 key threads of a row), rescales its output and
+//     its partial denominator by exp(old max - new max) and writes its weights exp(score - max) (0 where
+//     masked) to p_s;
+//  3. P V: thread (ty, tx) owns output rows ty + 8i and dims 4c .. 4c + 3 of vec4 columns c = tx + 16k
+//     (k < COLS), accumulated in registers from vec4 reads of p_s (4 keys of a row) and of V rows.
+// K and V share one staging buffer: each tile's V rows are loaded into registers while the scores are
+// computed and stored over the K rows once the scores are done; the next tile's K rows are loaded into
+// registers during P V. So global latency hides behind arithmetic and there are 4 barriers per tile.
+// A row's denominator is summed over its 16 key threads only at the end.
+// Loops over D and over a tile's keys have run-time bounds (params) so compilers do not unroll them fully
+// (lavapipe's LLVM takes minutes on big unrolled loops); loops over a thread's register blocks are small
+// constants, unrolled so the blocks stay in registers.
+// Masking: a row's keys outside [first_key(p), min(p, block's last position)] get weight 0; a row with no
+// visible key yet keeps max LOWEST_F32 and rescales its zero sums by exp(0) = 1. Rows past T * G (last
+// block) read zero queries and are never written.
+// Workgroup memory (floats): (BLOCK_ROWS + TILE_KEYS) * 4 (DIM4 + 1) + BLOCK_ROWS * (TILE_KEYS + 4) +
+// 16 BLOCK_ROWS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = 16 KEYS_PER_THREAD; kernels/model.cpp
+// (flash_block_bytes, flash_block_shape) picks the blocking that fits the device.
 // Bindings and params: those of flash_attention.wgsl (head_dim must equal HEAD_DIM).
-// Dispatch: (min(blocks, 65535), num_q_heads, ceil(blocks / 65535)), blocks = ceil(T / BLOCK_Q);
-// block = wid.x + wid.z * num_workgroups.x.
+// Dispatch: (min(B, 65535), num_kv_heads, ceil(B / 65535)), B = ceil(T * G / BLOCK_ROWS) blocks;
+// index = wid.x + wid.z * num_workgroups.x, block = B - 1 - index.
 
 struct Params {
   T: u32,
@@ -29,20 +53,33 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
-override BLOCK_Q: u32 = 16u;
-override KEY_TILE: u32 = 32u;
 override HEAD_DIM: u32 = 64u;
-const WORKGROUP_SIZE: u32 = 256u;
-const MAX_OUTPUTS: u32 = 16u;  // BLOCK_Q * HEAD_DIM / WORKGROUP_SIZE, rounded up, at most
+override ROWS_PER_THREAD: u32 = 4u;  // 1, 2 or 4
+override KEYS_PER_THREAD: u32 = 2u;  // 1 or 2
+
+const WORKGROUP_SIZE: u32 = 128u;
+const ROW_THREADS: u32 = 8u;
+const KEY_THREADS: u32 = 16u;
+const MAX_ROWS: u32 = 4u;    // ROWS_PER_THREAD at most
+const MAX_KEYS: u32 = 2u;    // KEYS_PER_THREAD at most
+const MAX_COLS: u32 = 4u;    // vec4 output columns per thread: D <= 256
+const MAX_STAGE: u32 = 32u;  // staged K / V floats per thread: 32 keys x 128 dims or 16 x 256, / 128 threads
 const LOWEST_F32: f32 = -3.4028234e38;  // stands in for -inf, which WGSL cannot write as a constant
 
-override ROW: u32 = HEAD_DIM + 1u;  // derived, not set by the host
-var<workgroup> q_rows: array<f32, BLOCK_Q * ROW>;
-var<workgroup> kv_rows: array<f32, KEY_TILE * ROW>;
-var<workgroup> weights: array<f32, BLOCK_Q * KEY_TILE>;  // [query, key]: scores, then softmax weights
-var<workgroup> row_max: array<f32, BLOCK_Q>;
-var<workgroup> row_sum: array<f32, BLOCK_Q>;
-var<workgroup> row_rescale: array<f32, BLOCK_Q>;
+// Derived, not set by the host.
+override DIM4: u32 = (HEAD_DIM + 3u) / 4u;     // vec4s per head row
+override ROW4: u32 = DIM4 + 1u;                // vec4s per staged Q / K / V row
+override DPAD: u32 = 4u * DIM4;                // staged floats per row, zeros past HEAD_DIM
+override BLOCK_ROWS: u32 = ROW_THREADS * ROWS_PER_THREAD;
+override TILE_KEYS: u32 = KEY_THREADS * KEYS_PER_THREAD;
+override P_ROW4: u32 = TILE_KEYS / 4u + 1u;    // vec4s per p_s row
+override COLS: u32 = (DIM4 + KEY_THREADS - 1u) / KEY_THREADS;
+override STAGE: u32 = (TILE_KEYS * DPAD + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+
+var<workgroup> q_s: array<vec4<f32>, BLOCK_ROWS * ROW4>;   // [row][d4], scaled queries
+var<workgroup> kv_s: array<vec4<f32>, TILE_KEYS * ROW4>;   // [key][d4], K rows, then V rows
+var<workgroup> p_s: array<vec4<f32>, BLOCK_ROWS * P_ROW4>; // [row][key / 4], softmax weights
+var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * 4u>;     // [row][key thread]: partial maxima, then sums
 
 fn first_key(position: u32) -> u32 {
   if (params.window != 0u && position >= params.window) {
@@ -51,14 +88,17 @@ fn first_key(position: u32) -> u32 {
   return 0u;
 }
 
-// Rows start .. start + keys - 1 of `K` (is_value false) or `V` into kv_rows; rows past `keys` are zeroed.
-fn load_rows(lid: u32, is_value: bool, start: u32, keys: u32, kv_offset: u32) {
+// Loads rows start .. start + keys - 1 of K (is_value false) or V into this thread's staging registers:
+// element e = lid + WORKGROUP_SIZE n of the tile is key e / DPAD, dim e % DPAD; zeros past keys / HEAD_DIM.
+fn load_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32, is_value: bool, start: u32, keys: u32,
+             kv_offset: u32) {
   let kv_stride = params.num_kv_heads * HEAD_DIM;
-  for (var i = lid; i < KEY_TILE * HEAD_DIM; i += WORKGROUP_SIZE) {
-    let k = i / HEAD_DIM;
-    let d = i % HEAD_DIM;
+  for (var n: u32 = 0u; n < STAGE; n++) {
+    let e = lid + n * WORKGROUP_SIZE;
+    let k = e / DPAD;
+    let d = e % DPAD;
     var value: f32 = 0.0;
-    if (k < keys) {
+    if (k < keys && d < HEAD_DIM) {
       let index = (start + k) * kv_stride + kv_offset + d;
       if (is_value) {
         value = V[index];
@@ -66,108 +106,185 @@ fn load_rows(lid: u32, is_value: bool, start: u32, keys: u32, kv_offset: u32) {
         value = K[index];
       }
     }
-    kv_rows[k * ROW + d] = value;
+    (*stage)[n] = value;
   }
+}
+
+fn store_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32) {
+  for (var n: u32 = 0u; n < STAGE; n++) {
+    let e = lid + n * WORKGROUP_SIZE;
+    if (e < TILE_KEYS * DPAD) {
+      let d = e % DPAD;
+      kv_s[(e / DPAD) * ROW4 + d / 4u][d % 4u] = (*stage)[n];
+    }
+  }
+}
+
+fn max4(v: vec4<f32>) -> f32 {
+  return max(max(v.x, v.y), max(v.z, v.w));
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let t0 = (wid.x + wid.z * nwg.x) * BLOCK_Q;
-  let h = wid.y;
-  if (t0 >= params.T) {  // uniform over the workgroup: the barriers below stay in uniform control flow
+  let group = params.num_q_heads / params.num_kv_heads;
+  let rows = params.T * group;
+  let blocks = (rows + BLOCK_ROWS - 1u) / BLOCK_ROWS;
+  let index = wid.x + wid.z * nwg.x;
+  if (index >= blocks) {  // uniform over the workgroup: the barriers below stay in uniform control flow
     return;
   }
-  let t_end = min(params.T, t0 + BLOCK_Q);
-  let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * HEAD_DIM;
+  let r0 = (blocks - 1u - index) * BLOCK_ROWS;
+  let r_end = min(rows, r0 + BLOCK_ROWS);
+  let kv_head = wid.y;
+  let kv_offset = kv_head * HEAD_DIM;
+  let block_first = first_key(params.position_offset + r0 / group);
+  let block_last = params.position_offset + (r_end - 1u) / group;
   let scale = bitcast<f32>(params.scale_bits);
-  // The block's keys run from its first query's first key to its last query's position.
-  let block_first = first_key(params.position_offset + t0);
-  let block_last = params.position_offset + t_end - 1u;
+  let tx = lid % KEY_THREADS;
+  let ty = lid / KEY_THREADS;
 
-  for (var i = lid; i < BLOCK_Q * HEAD_DIM; i += WORKGROUP_SIZE) {
-    let r = i / HEAD_DIM;
-    let d = i % HEAD_DIM;
+  for (var e = lid; e < BLOCK_ROWS * DPAD; e += WORKGROUP_SIZE) {
+    let r = e / DPAD;
+    let d = e % DPAD;
     var value: f32 = 0.0;
-    if (t0 + r < t_end) {
-      value = Q[((t0 + r) * params.num_q_heads + h) * HEAD_DIM + d];
+    if (r0 + r < r_end && d < HEAD_DIM) {
+      let row = r0 + r;
+      let head = kv_head * group + row % group;
+      value = Q[((row / group) * params.num_q_heads + head) * HEAD_DIM + d] * scale;
     }
-    q_rows[r * ROW + d] = value;
+    q_s[r * ROW4 + d / 4u][d % 4u] = value;
   }
-  if (lid < BLOCK_Q) {
-    row_max[lid] = LOWEST_F32;
-    row_sum[lid] = 0.0;
-  }
-  var acc: array<f32, MAX_OUTPUTS>;
-  workgroupBarrier();
 
-  for (var start = block_first; start <= block_last; start += KEY_TILE) {
-    let keys = min(KEY_TILE, block_last + 1u - start);
-    load_rows(lid, false, start, keys, kv_offset);
+  var first: array<u32, MAX_ROWS>;  // per owned row: its visible keys in this block
+  var last: array<u32, MAX_ROWS>;
+  var row_max: array<f32, MAX_ROWS>;
+  var row_sum: array<f32, MAX_ROWS>;  // over this thread's keys only
+  var acc: array<array<vec4<f32>, MAX_COLS>, MAX_ROWS>;
+  for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+    let position = params.position_offset + (r0 + ty + ROW_THREADS * i) / group;
+    first[i] = first_key(position);
+    last[i] = min(position, block_last);
+    row_max[i] = LOWEST_F32;
+    row_sum[i] = 0.0;
+  }
+
+  var stage: array<f32, MAX_STAGE>;
+  load_tile(&stage, lid, false, block_first, min(TILE_KEYS, block_last + 1u - block_first), kv_offset);
+  let dim4 = (params.head_dim + 3u) / 4u;  // DIM4, known only at run time: see the header
+  for (var start = block_first; start <= block_last; start += TILE_KEYS) {
+    let keys = min(TILE_KEYS, block_last + 1u - start);
+    store_tile(&stage, lid);  // K rows
     workgroupBarrier();
+    load_tile(&stage, lid, true, start, keys, kv_offset);  // V rows, in flight during the scores
 
-    for (var i = lid; i < BLOCK_Q * KEY_TILE; i += WORKGROUP_SIZE) {
-      let q_base = (i / KEY_TILE) * ROW;
-      let k_base = (i % KEY_TILE) * ROW;
-      var dot: f32 = 0.0;
-      // A bound known only at run time: a constant one gets this loop fully unrolled, which makes
-      // lavapipe's compile take minutes.
-      for (var d: u32 = 0u; d < params.head_dim; d++) {
-        dot += q_rows[q_base + d] * kv_rows[k_base + d];
+    // Zeroed explicitly: a plain `var dots: ...;` here kept the previous tile's sums on lavapipe.
+    var dots = array<array<vec4<f32>, MAX_KEYS>, MAX_ROWS>();
+    for (var d4: u32 = 0u; d4 < dim4; d4++) {
+      var k: array<vec4<f32>, MAX_KEYS>;
+      for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
+        k[j] = kv_s[(tx + KEY_THREADS * j) * ROW4 + d4];
       }
-      weights[i] = dot * scale;
-    }
-    workgroupBarrier();
-
-    if (lid < BLOCK_Q) {
-      // Keys outside [first_key(p), p] get weight 0; a row with no visible key yet keeps max LOWEST_F32
-      // and a rescale of exp(0) = 1 on zero sums. Rows past T are never written out.
-      let position = params.position_offset + t0 + lid;
-      let first = first_key(position);
-      let old_max = row_max[lid];
-      var new_max = old_max;
-      for (var k: u32 = 0u; k < keys; k++) {
-        let j = start + k;
-        if (j >= first && j <= position) {
-          new_max = max(new_max, weights[lid * KEY_TILE + k]);
+      for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+        let q = q_s[(ty + ROW_THREADS * i) * ROW4 + d4];
+        for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
+          dots[i][j] = fma(q, k[j], dots[i][j]);
         }
       }
+    }
+    var scores: array<array<f32, MAX_KEYS>, MAX_ROWS>;
+    for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+      var m = LOWEST_F32;
+      for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
+        let key = start + tx + KEY_THREADS * j;
+        let d = dots[i][j];
+        scores[i][j] = (d.x + d.y) + (d.z + d.w);
+        if (key >= first[i] && key <= last[i]) {
+          m = max(m, scores[i][j]);
+        }
+      }
+      red[(ty + ROW_THREADS * i) * 4u + tx / 4u][tx % 4u] = m;
+    }
+    workgroupBarrier();
+
+    for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+      let row = ty + ROW_THREADS * i;
+      let base = row * 4u;
+      let new_max = max(max(row_max[i], max(max4(red[base]), max4(red[base + 1u]))),
+                        max(max4(red[base + 2u]), max4(red[base + 3u])));
+      let rescale = exp(row_max[i] - new_max);
+      row_max[i] = new_max;
       var sum: f32 = 0.0;
-      for (var k: u32 = 0u; k < keys; k++) {  // weights past `keys` are never read
-        let j = start + k;
-        let visible = j >= first && j <= position;
-        let weight = select(0.0, exp(weights[lid * KEY_TILE + k] - new_max), visible);
-        weights[lid * KEY_TILE + k] = weight;
+      for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
+        let k = tx + KEY_THREADS * j;
+        let key = start + k;
+        let weight = select(0.0, exp(scores[i][j] - new_max), key >= first[i] && key <= last[i]);
+        p_s[row * P_ROW4 + k / 4u][k % 4u] = weight;
         sum += weight;
       }
-      let rescale = exp(old_max - new_max);
-      row_rescale[lid] = rescale;
-      row_sum[lid] = row_sum[lid] * rescale + sum;
-      row_max[lid] = new_max;
-    }
-    load_rows(lid, true, start, keys, kv_offset);  // the scores are done with the K rows
-    workgroupBarrier();
-
-    for (var r: u32 = 0u; r < MAX_OUTPUTS; r++) {
-      let i = lid + r * WORKGROUP_SIZE;
-      if (i < BLOCK_Q * HEAD_DIM) {
-        let q = i / HEAD_DIM;
-        let d = i % HEAD_DIM;
-        var a = acc[r] * row_rescale[q];
-        for (var k: u32 = 0u; k < keys; k++) {
-          a += weights[q * KEY_TILE + k] * kv_rows[k * ROW + d];
-        }
-        acc[r] = a;
+      row_sum[i] = row_sum[i] * rescale + sum;
+      for (var c: u32 = 0u; c < COLS; c++) {
+        acc[i][c] *= rescale;
       }
     }
-    workgroupBarrier();  // everyone is done with kv_rows and weights before the next tile
+    store_tile(&stage, lid);  // V rows over the K rows: the barrier above ends the scores
+    workgroupBarrier();
+    if (start + TILE_KEYS <= block_last) {  // the next tile's K rows, in flight during P V
+      let next = start + TILE_KEYS;
+      load_tile(&stage, lid, false, next, min(TILE_KEYS, block_last + 1u - next), kv_offset);
+    }
+
+    let key4 = (keys + 3u) / 4u;  // weights and V rows past `keys` are zeros
+    for (var k4: u32 = 0u; k4 < key4; k4++) {
+      var w: array<vec4<f32>, MAX_ROWS>;
+      for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+        w[i] = p_s[(ty + ROW_THREADS * i) * P_ROW4 + k4];
+      }
+      let v_base = 4u * k4 * ROW4;
+      for (var c: u32 = 0u; c < COLS; c++) {
+        let col = min(tx + KEY_THREADS * c, DIM4 - 1u);  // columns past DIM4 are computed, never stored
+        let v0 = kv_s[v_base + col];
+        let v1 = kv_s[v_base + ROW4 + col];
+        let v2 = kv_s[v_base + 2u * ROW4 + col];
+        let v3 = kv_s[v_base + 3u * ROW4 + col];
+        for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+          var a = acc[i][c];
+          a = fma(vec4<f32>(w[i].x), v0, a);
+          a = fma(vec4<f32>(w[i].y), v1, a);
+          a = fma(vec4<f32>(w[i].z), v2, a);
+          a = fma(vec4<f32>(w[i].w), v3, a);
+          acc[i][c] = a;
+        }
+      }
+    }
+    workgroupBarrier();  // everyone is done with kv_s, p_s and red before the next tile
   }
 
-  for (var r: u32 = 0u; r < MAX_OUTPUTS; r++) {
-    let i = lid + r * WORKGROUP_SIZE;
-    let q = i / HEAD_DIM;
-    if (i < BLOCK_Q * HEAD_DIM && t0 + q < t_end) {
-      out[((t0 + q) * params.num_q_heads + h) * HEAD_DIM + i % HEAD_DIM] = acc[r] / row_sum[q];
+  for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+    red[(ty + ROW_THREADS * i) * 4u + tx / 4u][tx % 4u] = row_sum[i];
+  }
+  workgroupBarrier();
+  for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
+    let r = ty + ROW_THREADS * i;
+    let row = r0 + r;
+    if (row >= r_end) {
+      continue;
+    }
+    let s = red[r * 4u] + red[r * 4u + 1u] + red[r * 4u + 2u] + red[r * 4u + 3u];
+    let inv = 1.0 / ((s.x + s.y) + (s.z + s.w));
+    let head = kv_head * group + row % group;
+    let out_base = ((row / group) * params.num_q_heads + head) * HEAD_DIM;
+    for (var c: u32 = 0u; c < COLS; c++) {
+      let col = tx + KEY_THREADS * c;
+      if (col < DIM4) {
+        let value = acc[i][c] * inv;
+        for (var e: u32 = 0u; e < 4u; e++) {
+          let d = 4u * col + e;
+          if (d < HEAD_DIM) {
+            out[out_base + d] = value[e];
+          }
+        }
+      }
     }
   }
 }

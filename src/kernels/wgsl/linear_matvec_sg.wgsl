@@ -1,20 +1,28 @@
-// Linear for decoding (M <= 4 rows), one subgroup per output column: the same contract as linear.wgsl,
+// Linear for decoding (M <= 4 rows) on adapters with the `subgroups` feature: the same contract as
+// linear.wgsl,
 //   out[m, out_col + n] = sum_k x'[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n]),
-// for adapters with the `subgroups` feature and rows of W that are a whole number of 16-byte pieces
-// (K % 4 == 0 for f32 weights, K % 8 == 0 for f16 / bf16). The lanes of a subgroup read neighbouring
-// 16-byte pieces of one weight row (vec4<u32> loads, fully coalesced) and add their partial sums with
-// subgroupAdd: no workgroup memory and no barriers, so weights stream at close to copy bandwidth.
-// Two fusions save a dispatch and a round trip through memory each:
-// * x_gate 1 / 2: the bound x is a gated MLP's [M, 2K] gate|up rows and x'[m, k] = act(gate) * up, with
+// for rows of W that are a whole number of 16-byte pieces (K % 4 == 0 for f32 weights, K % 8 == 0 for
+// f16 / bf16). Decoding streams every weight once, so the kernel is built to keep memory busy:
+// * a column group of COLS output columns is served by SPLIT subgroups, each taking every SPLIT-th run of
+//   `lanes` 16-byte pieces of the rows (vec4<u32> loads, coalesced across the lanes);
+// * each lane issues its UNROLL * COLS loads of a step before using any, and SPLIT is chosen so that a
+//   lane needs about one step: a row per subgroup with one load in flight leaves an SM too few bytes in
+//   flight to cover memory latency, and a long chain of steps makes small matrices latency-bound;
+// * subgroupAdd sums the lanes; with SPLIT > 1 the subgroups of a group add up through workgroup memory.
+// Each piece of x' read is reused for COLS rows of W. Two fusions save a dispatch and a round trip each:
+// * X_GATE 1 / 2: the bound x is a gated MLP's [M, 2K] gate|up rows and x'[m, k] = act(gate) * up, with
 //   act SiLU (1) or GELU-tanh (2) (the down projection reads the up projection's output directly);
-// * norm_x 1: x' = x / sqrt(mean(x^2) + eps) * norm_weight (an RMSNorm before the projection); every
-//   subgroup computes its rows' mean square itself, from x, which is small and stays in cache.
+// * NORM_X: x' = x / sqrt(mean(x^2) + eps) * norm_weight (an RMSNorm before the projection); each
+//   subgroup sums the squares of its share of x, which is small and stays in cache.
+// Row count, fusions and the blocking are override constants (the dispatcher sets ROWS, X_GATE and NORM_X
+// from the uniform's M, x_gate and norm_x), so the compiler unrolls the loops and drops unused paths.
 // Bindings (group 0): 0 x [M, K] (or [M, 2K]) read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
 //                     3 residual read, 4 out [M, out_stride] read_write, 5 norm_weight [K] read (any
-//                     buffer when norm_x is 0), 6 params uniform.
-// Dispatch: ceil(N / (256 / max_subgroup_size)) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
-// Each workgroup covers 256 / subgroup_size columns; sizing the grid by the largest subgroup size the
-// adapter reports covers every column whatever size the driver picks (extra workgroups find n >= N).
+//                     buffer when NORM_X is off), 6 params uniform.
+// Dispatch: ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))) workgroups of 256, folded as
+// (min(W, 65535), ceil(W / x), 1); SPLIT <= 256 / max_subgroup_size. Sizing the grid by the largest
+// subgroup size the adapter reports covers every column whatever size the driver picks (extra groups
+// find their columns >= N and write nothing).
 enable subgroups;
 
 struct Params {
@@ -41,9 +49,17 @@ struct Params {
 @group(0) @binding(6) var<uniform> params: Params;
 
 override WEIGHT_TYPE: u32 = 0u;  // 0 f32, 1 f16, 2 bf16
+override ROWS: u32 = 1u;         // M, 1..4
+override COLS: u32 = 1u;         // output columns per column group, 1..4
+override SPLIT: u32 = 1u;        // subgroups per column group, a power of two
+override X_GATE: u32 = 0u;       // params.x_gate
+override NORM_X: bool = false;   // params.norm_x != 0
 
 const WORKGROUP_SIZE: u32 = 256u;
-const MAX_ROWS: u32 = 4u;
+const UNROLL: u32 = 4u;  // 16-byte weight pieces in flight per lane and column
+const MAX_SUBGROUPS: u32 = 64u;  // 256 lanes in subgroups of at least 4
+var<workgroup> partial_sums: array<vec4<f32>, MAX_SUBGROUPS * 4u>;  // [subgroup][column]
+var<workgroup> partial_squares: array<vec4<f32>, MAX_SUBGROUPS>;
 
 fn silu(v: vec4<f32>) -> vec4<f32> {
   let e = exp(-abs(v));  // never overflows
@@ -58,12 +74,12 @@ fn gelu(v: vec4<f32>) -> vec4<f32> {
 // Four consecutive inputs k = 4i.. of row m, after the fused gate activation, unnormalised.
 fn x_piece(m: u32, i: u32) -> vec4<f32> {
   let K4 = params.K / 4u;
-  if (params.x_gate == 0u) {
+  if (X_GATE == 0u) {
     return x[m * K4 + i];
   }
   let gate = x[2u * m * K4 + i];
   let up = x[2u * m * K4 + K4 + i];
-  if (params.x_gate == 1u) {
+  if (X_GATE == 1u) {
     return silu(gate) * up;
   }
   return gelu(gate) * up;
@@ -72,7 +88,7 @@ fn x_piece(m: u32, i: u32) -> vec4<f32> {
 // x'[m, 4i..] before the 1 / rms factor: times the norm weights when an RMSNorm is fused.
 fn scaled_piece(m: u32, i: u32) -> vec4<f32> {
   let v = x_piece(m, i);
-  if (params.norm_x != 0u) {
+  if (NORM_X) {
     return v * norm_weight[i];
   }
   return v;
@@ -85,60 +101,109 @@ fn halves(word: u32) -> vec2<f32> {
   return bitcast<vec2<f32>>(vec2<u32>(word << 16u, word & 0xFFFF0000u));
 }
 
+// acc[c][m] += x'[m, piece p] . W[row c, piece p] for the COLS weight pieces w[c] of piece index p.
+fn accumulate(acc: ptr<function, array<vec4<f32>, 4>>, p: u32, w: array<vec4<u32>, 4>) {
+  for (var m = 0u; m < ROWS; m++) {
+    if (WEIGHT_TYPE == 0u) {
+      let xs = scaled_piece(m, p);
+      for (var c = 0u; c < COLS; c++) {
+        (*acc)[c][m] += dot(xs, bitcast<vec4<f32>>(w[c]));
+      }
+    } else {
+      let lo = scaled_piece(m, 2u * p);
+      let hi = scaled_piece(m, 2u * p + 1u);
+      for (var c = 0u; c < COLS; c++) {
+        (*acc)[c][m] += dot(lo, vec4<f32>(halves(w[c].x), halves(w[c].y))) +
+                        dot(hi, vec4<f32>(halves(w[c].z), halves(w[c].w)));
+      }
+    }
+  }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(subgroup_size) lanes: u32) {
-  let columns_per_workgroup = WORKGROUP_SIZE / lanes;
-  let n = (wid.x + wid.y * nwg.x) * columns_per_workgroup + lid / lanes;
-  let M = params.M;
+  let subgroup = lid / lanes;
+  let groups = WORKGROUP_SIZE / lanes / SPLIT;  // column groups per workgroup
+  let slice = subgroup % SPLIT;                 // this subgroup's share of the group's pieces
+  let first = ((wid.x + wid.y * nwg.x) * groups + subgroup / SPLIT) * COLS;
+  let N = params.N;
   let K = params.K;
-  // 16-byte pieces per weight row, and vec4s per row of x'.
-  let pieces = select(K / 8u, K / 4u, WEIGHT_TYPE == 0u);
-  let x_row = K / 4u;
+  let pieces = select(K / 8u, K / 4u, WEIGHT_TYPE == 0u);  // 16-byte pieces per weight row
+  let stride = lanes * SPLIT;                                // between one lane's consecutive pieces
 
-  var acc = vec4<f32>(0.0);  // acc[m]: the partial dot product of row m of x'
-  if (n < params.N) {
-    let row = n * pieces;
-    for (var p = lane; p < pieces; p += lanes) {
-      let w = W[row + p];
-      if (WEIGHT_TYPE == 0u) {
-        let wf = bitcast<vec4<f32>>(w);
-        for (var m = 0u; m < M; m++) {
-          acc[m] += dot(scaled_piece(m, p), wf);
-        }
-      } else {
-        let lo = vec4<f32>(halves(w.x), halves(w.y));
-        let hi = vec4<f32>(halves(w.z), halves(w.w));
-        for (var m = 0u; m < M; m++) {
-          acc[m] += dot(scaled_piece(m, 2u * p), lo) + dot(scaled_piece(m, 2u * p + 1u), hi);
+  // Rows past N read row N - 1 again (every lane keeps reaching the subgroupAdds) and write nothing.
+  var rows: array<u32, 4>;
+  for (var c = 0u; c < COLS; c++) {
+    rows[c] = min(first + c, N - 1u) * pieces;
+  }
+  var acc: array<vec4<f32>, 4>;  // acc[c][m]: the partial dot product of x' row m with weight row first + c
+  for (var base = slice * lanes + lane; base < pieces; base += UNROLL * stride) {
+    var w: array<array<vec4<u32>, 4>, UNROLL>;
+    for (var u = 0u; u < UNROLL; u++) {
+      if (base + u * stride < pieces) {
+        for (var c = 0u; c < COLS; c++) {
+          w[u][c] = W[rows[c] + base + u * stride];
         }
       }
     }
+    for (var u = 0u; u < UNROLL; u++) {
+      if (base + u * stride < pieces) {
+        accumulate(&acc, base + u * stride, w[u]);
+      }
+    }
   }
-  if (params.norm_x != 0u) {
-    // RMSNorm: the per-row factor 1 / rms comes out of the sum; the subgroup adds up x^2 over the row.
-    var squares = vec4<f32>(0.0);
-    for (var i = lane; i < x_row; i += lanes) {
-      for (var m = 0u; m < M; m++) {
+  var squares = vec4<f32>(0.0);  // squares[m]: this subgroup's share of sum x[m, :]^2 (NORM_X)
+  if (NORM_X) {
+    for (var i = slice * lanes + lane; i < K / 4u; i += stride) {
+      for (var m = 0u; m < ROWS; m++) {
         let v = x_piece(m, i);
         squares[m] += dot(v, v);
       }
     }
-    let eps = bitcast<f32>(params.eps_bits);
-    acc *= inverseSqrt(subgroupAdd(squares) / f32(K) + eps);
+    squares = subgroupAdd(squares);
   }
-  // Every lane of the subgroup shares n, so the subgroup is uniform here; the sums are taken for all rows.
-  let total = subgroupAdd(acc);
-  if (n < params.N && lane < M) {
-    var value = total[lane];
-    if (params.has_bias != 0u) {
-      value += bias[n];
+  for (var c = 0u; c < COLS; c++) {
+    acc[c] = subgroupAdd(acc[c]);
+  }
+  if (SPLIT > 1u) {
+    if (lane == 0u) {
+      for (var c = 0u; c < COLS; c++) {
+        partial_sums[subgroup * 4u + c] = acc[c];
+      }
+      partial_squares[subgroup] = squares;
     }
-    let o = lane * params.out_stride + params.out_col + n;
-    if (params.has_residual != 0u) {
-      value += residual[o];
+    workgroupBarrier();
+    // The group's first subgroup adds up the shares of all SPLIT (the others write nothing).
+    if (slice == 0u) {
+      for (var s = 1u; s < SPLIT; s++) {
+        for (var c = 0u; c < COLS; c++) {
+          acc[c] += partial_sums[(subgroup + s) * 4u + c];
+        }
+        squares += partial_squares[subgroup + s];
+      }
     }
-    out[o] = value;
+  }
+  if (NORM_X) {
+    // RMSNorm: the per-row factor 1 / rms comes out of the sum.
+    let scale = inverseSqrt(squares / f32(K) + bitcast<f32>(params.eps_bits));
+    for (var c = 0u; c < COLS; c++) {
+      acc[c] *= scale;
+    }
+  }
+  for (var c = 0u; c < COLS; c++) {
+    let n = first + c;
+    if (slice == 0u && n < N && lane < ROWS) {
+      var value = acc[c][lane];
+      if (params.has_bias != 0u) {
+        value += bias[n];
+      }
+      let o = lane * params.out_stride + params.out_col + n;
+      if (params.has_residual != 0u) {
+        value += residual[o];
+      }
+      out[o] = value;
+    }
   }
 }

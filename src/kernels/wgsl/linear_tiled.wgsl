@@ -1,0 +1,225 @@
+// Linear, register-blocked prompt variant (M > 4, K a multiple of 8): the contract of linear.wgsl,
+//   out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n]),  n < N,
+// with W [N, K] decoded by WEIGHT_TYPE (0 f32 bits, 1 f16, 2 bf16; two 16-bit values per u32, the
+// lower-indexed element in the low half); out and residual have out_stride columns, the others are left alone.
+// Why this shape of kernel (linear.wgsl's tiled variant, kept for K % 8 != 0, reached 13-17 TFLOP/s of an
+// H200's 38 TFLOP/s FMA ceiling at M = 2048: its 4x4 outputs per thread read 8 scalars from workgroup memory
+// per 16 FMAs, its global loads are scalar with a decode per weight, and it waits on every load):
+// * each workgroup computes a TILE_M x TILE_N tile (64 or 128 each, ROW_GROUPS / COL_GROUPS = 1 or 2 groups
+//   of 64; the dispatcher takes the largest that still gives about a workgroup per SM), each of its 16 x 16
+//   threads owns rows 4ty..4ty+3 (+64) and columns 4tx..4tx+3 (+64): up to 8x8 outputs, fed per k by vec4
+//   reads of workgroup memory (4 vec4 reads per 64 FMAs at 128 x 128), accumulated in four mat4x4 values
+//   indexed by constants only, so they stay in registers;
+// * K is walked in slabs of TILE_K = 8, staged k-major (x_s[k][m], w_s[k][n]) in two buffers: each thread
+//   loads its part of slab s + 1 into registers before computing slab s and stores it into the other buffer
+//   after, so global latency hides behind the FMAs and one barrier per slab suffices;
+// * global loads are 16 bytes: x as vec4<f32> (rows are whole 16-byte pieces since K % 8 == 0), W as
+//   vec4<u32> (4 f32 weights, or 8 16-bit weights decoded once per staged word); K % 8 == 0 for every weight
+//   type keeps slabs whole and the choice of kernel a function of the shape alone;
+// * the stores into workgroup memory are transposed scalars; slot s of k row k lives at slot s ^ (k & 4), so
+//   the threads of a warp writing k and k + 4 of the same rows hit distinct banks, and the vec4 reads stay
+//   whole;
+// * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees.
+// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W [N, K] read (as vec4<u32>), 2 bias [N] read,
+//                     3 residual [M, out_stride] read, 4 out [M, out_stride] read_write, 5 params uniform.
+// Dispatch, folded as (min(T, 65535), ceil(T / 65535), 1): T = ceil(N / TILE_N) * ceil(M / TILE_M) tiles,
+// column tiles fastest.
+
+struct Params {
+  M: u32,
+  K: u32,
+  N: u32,
+  out_stride: u32,
+  out_col: u32,
+  has_bias: u32,
+  has_residual: u32,
+  x_gate: u32,    // fusions of linear_matvec_sg.wgsl only; always 0 here
+  norm_x: u32,
+  eps_bits: u32,
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read> residual: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<uniform> params: Params;
+
+override WEIGHT_TYPE: u32 = 0u;
+override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
+override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
+
+const WORKGROUP_SIZE: u32 = 256u;
+const TILE_K: u32 = 8u;
+const SLOTS: u32 = 32u;             // vec4 slots per k row: 128 rows or columns at most
+const SLAB: u32 = TILE_K * SLOTS;   // vec4 slots per buffer
+var<workgroup> x_s: array<vec4<f32>, 2u * SLAB>;  // x_s[buffer * SLAB + k * SLOTS + (m / 4 ^ (k & 4))][m % 4]
+var<workgroup> w_s: array<vec4<f32>, 2u * SLAB>;  // likewise for n
+
+// One thread's share of a slab, held in registers between its load and its store.
+struct Staged {
+  x: vec4<f32>,  // x[row, k .. k + 3], row = lid / 2, k = 4 * (lid % 2)
+  w: vec4<u32>,  // f32: W[lid / 2, 4 * (lid % 2) ..] as bits; 16-bit: W[lid, 0 .. 8] packed
+}
+
+fn halves(word: u32) -> vec2<f32> {
+  if (WEIGHT_TYPE == 1u) {
+    return unpack2x16float(word);
+  }
+  return bitcast<vec2<f32>>(vec2<u32>(word << 16u, word & 0xFFFF0000u));
+}
+
+// Loads slab k0 .. k0 + 7 of the tile at (m0, n0); rows past M or N read as zeros.
+fn load(m0: u32, n0: u32, k0: u32, lid: u32) -> Staged {
+  var staged: Staged;
+  let K4 = params.K / 4u;
+  let row = lid / 2u;
+  let piece = k0 / 4u + lid % 2u;
+  if (row < 64u * ROW_GROUPS && m0 + row < params.M) {
+    staged.x = x[(m0 + row) * K4 + piece];
+  }
+  if (WEIGHT_TYPE == 0u) {
+    if (row < 64u * COL_GROUPS && n0 + row < params.N) {
+      staged.w = W[(n0 + row) * K4 + piece];
+    }
+  } else if (lid < 64u * COL_GROUPS && n0 + lid < params.N) {
+    staged.w = W[(n0 + lid) * (params.K / 8u) + k0 / 8u];
+  }
+  return staged;
+}
+
+fn put_x(base: u32, k: u32, m: u32, value: f32) {
+  x_s[base + k * SLOTS + ((m / 4u) ^ (k & 4u))][m % 4u] = value;
+}
+
+fn put_w(base: u32, k: u32, n: u32, value: f32) {
+  w_s[base + k * SLOTS + ((n / 4u) ^ (k & 4u))][n % 4u] = value;
+}
+
+// Stores a staged slab, transposed, into buffer `base`.
+fn stage(staged: Staged, base: u32, lid: u32) {
+  let row = lid / 2u;
+  let k = 4u * (lid % 2u);
+  if (row < 64u * ROW_GROUPS) {
+    for (var j: u32 = 0u; j < 4u; j++) {
+      put_x(base, k + j, row, staged.x[j]);
+    }
+  }
+  if (WEIGHT_TYPE == 0u) {
+    if (row < 64u * COL_GROUPS) {
+      let w = bitcast<vec4<f32>>(staged.w);
+      for (var j: u32 = 0u; j < 4u; j++) {
+        put_w(base, k + j, row, w[j]);
+      }
+    }
+  } else if (lid < 64u * COL_GROUPS) {
+    for (var j: u32 = 0u; j < 4u; j++) {
+      let pair = halves(staged.w[j]);
+      put_w(base, 2u * j, lid, pair.x);
+      put_w(base, 2u * j + 1u, lid, pair.y);
+    }
+  }
+}
+
+// c[r] += a[r] * b: the outer product of 4 rows and 4 columns.
+fn outer(a: vec4<f32>, b: vec4<f32>, c: mat4x4<f32>) -> mat4x4<f32> {
+  return mat4x4<f32>(fma(vec4<f32>(a.x), b, c[0]), fma(vec4<f32>(a.y), b, c[1]), fma(vec4<f32>(a.z), b, c[2]),
+                     fma(vec4<f32>(a.w), b, c[3]));
+}
+
+fn store(m: u32, n: u32, sum: f32) {
+  var value = sum;
+  if (params.has_bias != 0u) {
+    value += bias[n];
+  }
+  let o = m * params.out_stride + params.out_col + n;
+  if (params.has_residual != 0u) {
+    value += residual[o];
+  }
+  out[o] = value;
+}
+
+// Writes a thread's 4x4 block at rows m .. m + 3, columns n .. n + 3 (row r in c[r]).
+fn store_block(m: u32, n: u32, c: mat4x4<f32>) {
+  for (var r: u32 = 0u; r < 4u; r++) {
+    if (m + r < params.M) {
+      for (var j: u32 = 0u; j < 4u; j++) {
+        if (n + j < params.N) {
+          store(m + r, n + j, c[r][j]);
+        }
+      }
+    }
+  }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let tile_m = 64u * ROW_GROUPS;
+  let tile_n = 64u * COL_GROUPS;
+  let tiles_n = (params.N + tile_n - 1u) / tile_n;
+  // The whole workgroup shares its tile, so this return keeps the barriers in uniform control flow.
+  let tile = wid.x + wid.y * nwg.x;
+  if (tile >= tiles_n * ((params.M + tile_m - 1u) / tile_m)) {
+    return;
+  }
+  let m0 = (tile / tiles_n) * tile_m;
+  let n0 = (tile % tiles_n) * tile_n;
+  let tx = lid % 16u;
+  let ty = lid / 16u;
+
+  // acc_ij: rows m0 + 64i + 4ty + r (column r of the matrix), columns n0 + 64j + 4tx + 0..3.
+  var acc00: mat4x4<f32>;
+  var acc01: mat4x4<f32>;
+  var acc10: mat4x4<f32>;
+  var acc11: mat4x4<f32>;
+  let slabs = params.K / TILE_K;
+  stage(load(m0, n0, 0u, lid), 0u, lid);
+  workgroupBarrier();
+  for (var s: u32 = 0u; s < slabs; s++) {
+    let more = s + 1u < slabs;
+    var next: Staged;
+    if (more) {
+      next = load(m0, n0, (s + 1u) * TILE_K, lid);
+    }
+    let base = (s % 2u) * SLAB;
+    for (var k: u32 = 0u; k < TILE_K; k++) {
+      let row = base + k * SLOTS;
+      let swap = k & 4u;
+      // a1 and b1 are unused, and so not read, in a tile of one row or column group.
+      let a0 = x_s[row + (ty ^ swap)];
+      let a1 = x_s[row + ((16u + ty) ^ swap)];
+      let b0 = w_s[row + (tx ^ swap)];
+      let b1 = w_s[row + ((16u + tx) ^ swap)];
+      acc00 = outer(a0, b0, acc00);
+      if (COL_GROUPS == 2u) {
+        acc01 = outer(a0, b1, acc01);
+      }
+      if (ROW_GROUPS == 2u) {
+        acc10 = outer(a1, b0, acc10);
+      }
+      if (ROW_GROUPS == 2u && COL_GROUPS == 2u) {
+        acc11 = outer(a1, b1, acc11);
+      }
+    }
+    if (more) {
+      stage(next, SLAB - base, lid);
+    }
+    workgroupBarrier();
+  }
+
+  let m = m0 + 4u * ty;
+  let n = n0 + 4u * tx;
+  store_block(m, n, acc00);
+  if (COL_GROUPS == 2u) {
+    store_block(m, n + 64u, acc01);
+  }
+  if (ROW_GROUPS == 2u) {
+    store_block(m + 64u, n, acc10);
+    if (COL_GROUPS == 2u) {
+      store_block(m + 64u, n + 64u, acc11);
+    }
+  }
+}
