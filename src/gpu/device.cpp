@@ -291,6 +291,14 @@ void Device::scoped(const std::string& what, Fn&& create) {
   if (!first_error.empty()) throw Error(first_error);
 }
 
+BufferBinding Device::placeholder(uint32_t slot) {
+  constexpr uint32_t kSlots = 16;
+  uint64_t stride = std::max<uint64_t>(16, limits_.minStorageBufferOffsetAlignment);
+  if (slot >= kSlots) fail("placeholder binding {} requested, there are {}", slot, kSlots);
+  if (!placeholders_.get()) placeholders_ = create_buffer("unused bindings", kSlots * stride);
+  return {&placeholders_, slot * stride, 16};
+}
+
 Buffer Device::create_buffer(std::string label, uint64_t size, BufferKind kind) {
   uint64_t padded = std::max<uint64_t>(4, (size + 3) / 4 * 4);
   if (padded > limits_.maxBufferSize)

@@ -145,6 +145,10 @@ class Device {
   WGPUQueue queue() const { return queue_.get(); }
 
   Buffer create_buffer(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
+  // A small storage range for a writable binding the dispatch leaves unused: WebGPU forbids a read-only
+  // binding and a writable one (or two writable ones) over the same bytes, so such bindings cannot borrow
+  // another operand's buffer. Each `slot` (0..15) is a distinct 16-byte range of one buffer.
+  BufferBinding placeholder(uint32_t slot);
   // Upload: bytes are written at offset (padded with zeros to a multiple of 4).
   void write(const Buffer& buffer, std::span<const std::byte> bytes, uint64_t offset = 0);
   template <typename T>
@@ -206,6 +210,7 @@ class Device {
   WGPULimits limits_{};
   Features features_;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  Buffer placeholders_;  // see placeholder(); made on first use
 
   std::mutex errors_mutex_;
   std::vector<std::string> errors_;

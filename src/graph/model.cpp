@@ -212,18 +212,34 @@ class StepBuilder {
   void attention(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in) {
     uint32_t heads = uint32_t(config_.num_heads), kv_heads = uint32_t(config_.num_kv_heads);
     uint32_t head_dim = uint32_t(config_.head_dim);
-    linear(label("qkv"), L.qkv, in, T_, nullptr, b_.qkv);
-
     bool sliding = config_.sliding(l);
     bool rotary = arch_.positions == PositionKind::Rotary;
-    kernels::QkvRopeParams rp{T_, heads, kv_heads, head_dim, rotary ? uint32_t(config_.rotary_dim) : 0u, 0,
-                              L.q_norm ? 1u : 0u, kernels::float_bits(float(config_.norm_eps))};
-    Dispatch& split = add(label("qkv_rope_store"),
-                          kernels::qkv_rope_store(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
-                                                  L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(),
-                                                  rotary ? BufferBinding{&b_.inv_freq[sliding ? 1 : 0]} : unused(),
-                                                  {&b_.q}, {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]}, rp, context_));
-    at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
+    uint32_t rotary_dim = rotary ? uint32_t(config_.rotary_dim) : 0u;
+    BufferBinding inv_freq = rotary ? BufferBinding{&b_.inv_freq[sliding ? 1 : 0]} : unused();
+    BufferBinding k_cache{&b_.k_cache[size_t(l)]}, v_cache{&b_.v_cache[size_t(l)]};
+    uint32_t eps = kernels::float_bits(float(config_.norm_eps));
+
+    // Decoding without q/k norms: the projection rotates q and k and stores k and v itself.
+    const GpuLinear& qkv = L.qkv;
+    if (!L.q_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_fuses_input(device_, T_, qkv.in, qkv.type)) {
+      const RowBlock& block = qkv.blocks.front();
+      kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0, 0, in.fused_norm ? 1u : 0u, eps};
+      Dispatch& project = add(
+          label("qkv_rope"),
+          kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
+                                   qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq, {&b_.q}, k_cache, v_cache,
+                                   p, qkv.type, in.fused_norm ? BufferBinding{&in.fused_norm->weight} : BufferBinding{},
+                                   {heads, kv_heads, head_dim, rotary_dim, context_}));
+      at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
+    } else {
+      linear(label("qkv"), qkv, in, T_, nullptr, b_.qkv);
+      kernels::QkvRopeParams rp{T_, heads, kv_heads, head_dim, rotary_dim, 0, L.q_norm ? 1u : 0u, eps};
+      Dispatch& split = add(label("qkv_rope_store"),
+                            kernels::qkv_rope_store(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
+                                                    L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq,
+                                                    {&b_.q}, k_cache, v_cache, rp, context_));
+      at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
+    }
 
     uint32_t window = sliding ? uint32_t(config_.sliding_window) : 0;
     kernels::FlashAttentionParams ap{T_, T_, heads, kv_heads, head_dim, 0, window,

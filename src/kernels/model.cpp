@@ -146,6 +146,33 @@ Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, Matv
   return fold(ceil_div(p.N, groups * blocking.columns));
 }
 
+// linear_matvec_sg.wgsl's bindings in order: x, W, bias, residual (ROPE: inv_freq), out, norm_weight,
+// k_cache, v_cache; and the elements the kernel touches in the last four.
+struct MatvecBindings {
+  BufferBinding x, weight, bias, residual, out, norm_weight, k_cache, v_cache;
+};
+struct MatvecExtents {
+  uint64_t residual, out, cache;
+};
+
+Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBindings& b, const LinearParams& p,
+                         WeightType type, MatvecBlocking blocking, MatvecExtents extents, gpu::Constants rope) {
+  gpu::Constants constants = {{"WEIGHT_TYPE", double(type)},  {"ROWS", double(p.M)},
+                              {"COLS", double(blocking.columns)}, {"SPLIT", double(blocking.split)},
+                              {"X_GATE", double(p.x_gate)},       {"NORM_X", p.norm_x ? 1.0 : 0.0}};
+  constants.insert(constants.end(), rope.begin(), rope.end());
+  return prepare(device, "linear_matvec_sg", std::move(shapes),
+                 {{"x", b.x, count_of(p.M, p.K) * (p.x_gate ? 2 : 1)},
+                  weight_operand("W", b.weight, count_of(p.N, p.K), type),
+                  {"bias", b.bias, used(p.has_bias, p.N)},
+                  {"residual", b.residual, extents.residual},
+                  {"out", b.out, extents.out},
+                  {"norm_weight", b.norm_weight.buffer ? b.norm_weight : b.x, used(p.norm_x, p.K)},
+                  {"k_cache", b.k_cache, extents.cache},
+                  {"v_cache", b.v_cache, extents.cache}},
+                 p, subgroup_matvec_grid(device, p, blocking), constants);
+}
+
 }  // namespace
 
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
@@ -204,22 +231,12 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   uint64_t out_count = count_of(p.M, p.out_stride);
   uint64_t x_count = count_of(p.M, p.K) * (p.x_gate ? 2 : 1);
   if (use_subgroup_matvec(device, p, type)) {
-    BufferBinding norm = norm_weight.buffer ? norm_weight : x;
-    MatvecBlocking b = linear_matvec_blocking(device, p.K, p.N, type, blocking);
-    return prepare(device, "linear_matvec_sg", shapes,
-                   {{"x", x, x_count},
-                    weight_operand("W", weight, count_of(p.N, p.K), type),
-                    {"bias", bias, used(p.has_bias, p.N)},
-                    {"residual", residual, used(p.has_residual, out_count)},
-                    {"out", out, out_count},
-                    {"norm_weight", norm, used(p.norm_x, p.K)}},
-                   p, subgroup_matvec_grid(device, p, b),
-                   {{"WEIGHT_TYPE", double(type)},
-                    {"ROWS", double(p.M)},
-                    {"COLS", double(b.columns)},
-                    {"SPLIT", double(b.split)},
-                    {"X_GATE", double(p.x_gate)},
-                    {"NORM_X", p.norm_x ? 1.0 : 0.0}});
+    // The cache bindings are only the ROPE epilogue's.
+    return subgroup_matvec(device, shapes,
+                           {x, weight, bias, residual, out, norm_weight, device.placeholder(0), device.placeholder(1)},
+                           p, type,
+                           linear_matvec_blocking(device, p.K, p.N, type, blocking),
+                           {used(p.has_residual, out_count), out_count, 1}, {});
   }
   std::initializer_list<Operand> operands = {{"x", x, x_count},
                                              weight_operand("W", weight, count_of(p.N, p.K), type),
@@ -235,6 +252,39 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   }
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
+}
+
+Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
+                         const LinearParams& p, WeightType type, BufferBinding norm_weight, const QkvHeads& s) {
+  auto shapes = fmt::format("M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={}",
+                            p.M, p.K, p.N, name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim,
+                            p.position, s.capacity);
+  check_weight_type("linear_qkv_rope", shapes, type);
+  if (!linear_fuses_input(device, p.M, p.K, type))
+    fail("kernel 'linear_qkv_rope' ({}): needs the subgroup decode variant (see linear_fuses_input)", shapes);
+  if (s.q_heads == 0 || s.kv_heads == 0 || s.head_dim == 0 || s.head_dim % 2 != 0)
+    fail("kernel 'linear_qkv_rope' ({}): head counts must be positive and head_dim even", shapes);
+  if (s.rotary_dim % 2 != 0 || s.rotary_dim > s.head_dim)
+    fail("kernel 'linear_qkv_rope' ({}): rotary_dim must be even and at most head_dim", shapes);
+  if (uint64_t(p.N) != uint64_t(s.q_heads + 2 * s.kv_heads) * s.head_dim)
+    fail("kernel 'linear_qkv_rope' ({}): N must be (q_heads + 2 kv_heads) * head_dim", shapes);
+  if (p.has_residual || p.x_gate)
+    fail("kernel 'linear_qkv_rope' ({}): no residual or gated input on the q|k|v projection", shapes);
+  if (uint64_t(p.position) + p.M > s.capacity)
+    fail("kernel 'linear_qkv_rope' ({}): positions {}..{} lie past the cache capacity of {}", shapes, p.position,
+         uint64_t(p.position) + p.M - 1, s.capacity);
+  // The pairs of a head's rotation are the two columns of one group.
+  MatvecBlocking blocking = linear_matvec_blocking(device, p.K, p.N, type, {2, 0});
+  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm_weight, k_cache, v_cache}, p, type,
+                         blocking,
+                         {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,
+                          count_of(s.capacity, s.kv_heads) * s.head_dim},
+                         {{"ROPE", 1.0},
+                          {"Q_HEADS", double(s.q_heads)},
+                          {"KV_HEADS", double(s.kv_heads)},
+                          {"HEAD_DIM", double(s.head_dim)},
+                          {"ROTARY_DIM", double(s.rotary_dim)}});
 }
 
 Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight, BufferBinding qzeros,

@@ -35,8 +35,8 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // linear.wgsl: out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n])
 // for n in [0, N) — W is the row block [N, K] of a larger [*, K] weight; out has out_stride columns.
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
-// 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 params). Unused bias /
-// residual / norm_weight: bind any buffer, flag 0.
+// 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
+// 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
 // Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
 // chosen by linear_grid()'s shape rule), other K linear.wgsl's 64 x 64 tiles.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the step
@@ -50,7 +50,8 @@ struct LinearParams {
   uint32_t x_gate = 0;  // 0: none, 1: SiLU-gated, 2: GELU-tanh-gated
   uint32_t norm_x = 0;
   uint32_t eps_bits = 0;
-  uint32_t _pad0 = 0, _pad1 = 0;
+  uint32_t position = 0;  // linear_qkv_rope only: the rotary position (and cache row) of row 0
+  uint32_t _pad = 0;
 };
 // The subgroup decode variant's blocking: output columns per column group (1..4) and subgroups sharing
 // one group's dot products (a power of two); 0 leaves the choice to linear_matvec_blocking().
@@ -65,6 +66,20 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 // that are not 0 are kept; benchmarks compare blockings). Throws naming the limit if one is out of range.
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
                                       MatvecBlocking requested = {});
+// A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
+// out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
+// unused, no residual, no gate), then each q / k head rotated in rotate-half style over its first
+// rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
+// k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim]. Needs
+// linear_fuses_input() for the shape; head_dim and rotary_dim even, rotary_dim <= head_dim (0: no rotary;
+// bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
+struct QkvHeads {
+  uint32_t q_heads, kv_heads, head_dim, rotary_dim, capacity;
+};
+Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
+                         const LinearParams& p, WeightType type, BufferBinding norm_weight, const QkvHeads& heads);
+
 // Whether linear() can fuse a gate activation or an RMSNorm into its input for this shape on this device.
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
 // Whether fusing the input's activation or norm also pays for N output columns (each column group

@@ -296,6 +296,69 @@ KernelCheck linear_fused_check() {
       });
 }
 
+// The decode q|k|v projection with the rotary / cache-store epilogue, against linear then qkv_rope_store.
+struct QkvRopeCase {
+  uint32_t M, K, Hq, Hkv, D, rotary_dim, position;
+  WeightType type;
+  bool norm, bias;
+};
+
+KernelCheck linear_qkv_rope_check() {
+  std::vector<QkvRopeCase> shapes = {{1, 64, 2, 1, 16, 16, 0, F16, true, true},   {3, 72, 4, 2, 8, 4, 5, F32, false, true},
+                                     {2, 128, 7, 1, 24, 0, 9, BF16, true, false}, {4, 64, 2, 2, 64, 64, 100, F16, false, false},
+                                     {1, 896, 14, 2, 64, 64, 37, F16, true, true}};
+  constexpr double bound = 1e-5;
+  auto describe = [](const QkvRopeCase& s) {
+    return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,
+                       s.rotary_dim, s.position, type_name(s.type), s.norm ? " norm" : "", s.bias ? " bias" : "");
+  };
+  return make_check<QkvRopeCase>(
+      "linear_qkv_rope", bound, "linear's rounding, then qkv_rope_store's angles and f32 sin/cos", shapes, describe,
+      [describe](gpu::Device& device, Rng& rng, const QkvRopeCase& s) {
+        if (!linear_fuses_input(device, s.M, s.K, s.type))
+          return CaseResult{"linear_qkv_rope", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
+        uint32_t N = (s.Hq + 2 * s.Hkv) * s.D, capacity = s.position + s.M + 2;
+        size_t row = size_t(s.Hkv) * s.D;
+        Buffers b{device};
+        auto weight = random_weights(rng, size_t(N) * s.K, s.type);
+        auto x = random_floats(rng, size_t(s.M) * s.K);
+        auto bias = random_floats(rng, N);
+        auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
+        std::vector<float> inv_freq;
+        for (uint32_t i = 0; i < s.rotary_dim / 2; ++i)
+          inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
+        // Earlier cache rows must survive; the rows written now start as NaN.
+        auto k_prior = random_floats(rng, capacity * row), v_prior = random_floats(rng, capacity * row);
+        std::fill_n(k_prior.begin() + s.position * row, s.M * row, kNaN);
+        std::fill_n(v_prior.begin() + s.position * row, s.M * row, kNaN);
+        const float eps = 1e-6f;
+        auto& q_out = b.poisoned("q_out", size_t(s.M) * s.Hq * s.D);
+        auto& k_cache = b.input("k_cache", k_prior);
+        auto& v_cache = b.input("v_cache", v_prior);
+        auto& xb = b.input("x", x);
+        LinearParams p{s.M, s.K, N, N, 0, s.bias, 0, 0, s.norm, float_bits(eps), s.position};
+        run(device, linear_qkv_rope(device, {&xb}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
+                                    {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)},
+                                    {&q_out}, {&k_cache}, {&v_cache}, p, s.type, {&b.input("norm", norm_weight)},
+                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, capacity}));
+        std::vector<double> input = widen(x);
+        if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
+        auto qkv = reference::linear(input, weight.values, s.bias ? widen(bias) : std::vector<double>{}, {}, s.M, s.K,
+                                     N, N, 0, std::vector<double>(size_t(s.M) * N, 0.0));
+        auto ref = reference::qkv_rope_store(qkv, {}, {}, widen(inv_freq),
+                                             {s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position}, eps, widen(k_prior),
+                                             widen(v_prior));
+        auto gpu = b.read(q_out, ref.q.size());
+        for (auto* cache : {&k_cache, &v_cache}) {
+          auto values = b.read(*cache, capacity * row);
+          gpu.insert(gpu.end(), values.begin(), values.end());
+        }
+        ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
+        ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
+        return result("linear_qkv_rope", describe(s), gpu, ref.q, bound);
+      });
+}
+
 struct GptqShape {
   uint32_t M, K, N, group;
   bool bias, residual;
@@ -561,7 +624,7 @@ KernelCheck argmax_check(bool quick) {
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
   return {embed_check(quick),     linear_check(quick),         linear_gptq_check(quick),
           gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick),
-          argmax_check(quick),    linear_fused_check()};
+          argmax_check(quick),    linear_fused_check(),        linear_qkv_rope_check()};
 }
 
 }  // namespace gerbil::kernels

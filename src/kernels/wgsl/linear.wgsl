@@ -26,7 +26,7 @@ struct Params {
   x_gate: u32,    // fusions of linear_matvec_sg.wgsl only; always 0 here
   norm_x: u32,
   eps_bits: u32,
-  _pad0: u32,
+  position: u32,  // linear_matvec_sg.wgsl ROPE only: the rotary position of row 0
   _pad1: u32,
 }
 

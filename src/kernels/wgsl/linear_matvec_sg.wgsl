@@ -16,9 +16,16 @@
 //   subgroup sums the squares of its share of x, which is small and stays in cache.
 // Row count, fusions and the blocking are override constants (the dispatcher sets ROWS, X_GATE and NORM_X
 // from the uniform's M, x_gate and norm_x), so the compiler unrolls the loops and drops unused paths.
+// ROPE turns the kernel into a decode step's q|k|v projection that also does qkv_rope_store.wgsl's work
+// (without its q/k norm): N = (Q_HEADS + 2 KV_HEADS) * HEAD_DIM, COLS = 2, and column group g holds a
+// rotary pair of one head, (j, j + r/2) for j < r/2 = ROTARY_DIM / 2 in q and k heads, else the neighbours
+// (2j, 2j + 1); the pair is rotated in rotate-half style at angle (position + m) * inv_freq[j] and stored
+// to q_out [M, Q_HEADS * HEAD_DIM] (bound as out) or to rows position + m of the k and v caches
+// [capacity, KV_HEADS * HEAD_DIM]. It saves the store kernel's dispatch per layer.
 // Bindings (group 0): 0 x [M, K] (or [M, 2K]) read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
-//                     3 residual read, 4 out [M, out_stride] read_write, 5 norm_weight [K] read (any
-//                     buffer when NORM_X is off), 6 params uniform.
+//                     3 residual read (ROPE: inv_freq [ROTARY_DIM / 2]), 4 out [M, out_stride] read_write,
+//                     5 norm_weight [K] read (any buffer when NORM_X is off), 6 k_cache, 7 v_cache
+//                     read_write (ROPE only; any buffer otherwise), 8 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))) workgroups of 256, folded as
 // (min(W, 65535), ceil(W / x), 1); SPLIT <= 256 / max_subgroup_size. Sizing the grid by the largest
 // subgroup size the adapter reports covers every column whatever size the driver picks (extra groups
@@ -36,7 +43,7 @@ struct Params {
   x_gate: u32,
   norm_x: u32,
   eps_bits: u32,
-  _pad0: u32,
+  position: u32,  // ROPE only: the rotary position of row 0
   _pad1: u32,
 }
 
@@ -46,7 +53,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> norm_weight: array<vec4<f32>>;
-@group(0) @binding(6) var<uniform> params: Params;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(8) var<uniform> params: Params;
 
 override WEIGHT_TYPE: u32 = 0u;  // 0 f32, 1 f16, 2 bf16
 override ROWS: u32 = 1u;         // M, 1..4
@@ -54,6 +63,11 @@ override COLS: u32 = 1u;         // output columns per column group, 1..4
 override SPLIT: u32 = 1u;        // subgroups per column group, a power of two
 override X_GATE: u32 = 0u;       // params.x_gate
 override NORM_X: bool = false;   // params.norm_x != 0
+override ROPE: bool = false;     // the q|k|v epilogue (see above), with the head shape below
+override Q_HEADS: u32 = 1u;
+override KV_HEADS: u32 = 1u;
+override HEAD_DIM: u32 = 2u;
+override ROTARY_DIM: u32 = 0u;
 
 const WORKGROUP_SIZE: u32 = 256u;
 const UNROLL: u32 = 4u;  // 16-byte weight pieces in flight per lane and column
@@ -120,6 +134,61 @@ fn accumulate(acc: ptr<function, array<vec4<f32>, 4>>, p: u32, w: array<vec4<u32
   }
 }
 
+// ROPE: the two columns of column group g (a rotary pair, or two neighbours), and whether they rotate.
+struct RopePair {
+  head: u32,
+  j: u32,          // the pair's index within its head
+  rotated: bool,
+  first: u32,      // dims within the head
+  second: u32,
+}
+
+fn rope_pair(g: u32) -> RopePair {
+  let head = g / (HEAD_DIM / 2u);
+  let j = g % (HEAD_DIM / 2u);
+  let half_rotary = select(0u, ROTARY_DIM / 2u, head < Q_HEADS + KV_HEADS);  // v heads do not rotate
+  if (j < half_rotary) {
+    return RopePair(head, j, true, j, j + half_rotary);
+  }
+  return RopePair(head, j, false, 2u * j, 2u * j + 1u);
+}
+
+// ROPE: dim d of head `head` for row m, to q_out or to the cache row of position + m.
+fn store_head_value(m: u32, head: u32, d: u32, value: f32) {
+  if (head < Q_HEADS) {
+    out[(m * Q_HEADS + head) * HEAD_DIM + d] = value;
+    return;
+  }
+  let kv = select(head - Q_HEADS - KV_HEADS, head - Q_HEADS, head < Q_HEADS + KV_HEADS);
+  let o = ((params.position + m) * KV_HEADS + kv) * HEAD_DIM + d;
+  if (head < Q_HEADS + KV_HEADS) {
+    k_cache[o] = value;
+  } else {
+    v_cache[o] = value;
+  }
+}
+
+// ROPE: rows m's values of group g's pair (bias not yet added), rotated where they rotate, then stored.
+fn store_rope_pair(m: u32, g: u32, a: f32, b: f32) {
+  let pair = rope_pair(g);
+  var x0 = a;
+  var x1 = b;
+  if (params.has_bias != 0u) {
+    x0 += bias[pair.head * HEAD_DIM + pair.first];
+    x1 += bias[pair.head * HEAD_DIM + pair.second];
+  }
+  if (pair.rotated) {
+    let angle = f32(params.position + m) * residual[pair.j];  // residual is bound to inv_freq
+    let c = cos(angle);
+    let s = sin(angle);
+    let rotated = vec2<f32>(x0 * c - x1 * s, x1 * c + x0 * s);
+    x0 = rotated.x;
+    x1 = rotated.y;
+  }
+  store_head_value(m, pair.head, pair.first, x0);
+  store_head_value(m, pair.head, pair.second, x1);
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
@@ -127,7 +196,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let subgroup = lid / lanes;
   let groups = WORKGROUP_SIZE / lanes / SPLIT;  // column groups per workgroup
   let slice = subgroup % SPLIT;                 // this subgroup's share of the group's pieces
-  let first = ((wid.x + wid.y * nwg.x) * groups + subgroup / SPLIT) * COLS;
+  let group = (wid.x + wid.y * nwg.x) * groups + subgroup / SPLIT;
+  let first = group * COLS;
   let N = params.N;
   let K = params.K;
   let pieces = select(K / 8u, K / 4u, WEIGHT_TYPE == 0u);  // 16-byte pieces per weight row
@@ -135,8 +205,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   // Rows past N read row N - 1 again (every lane keeps reaching the subgroupAdds) and write nothing.
   var rows: array<u32, 4>;
-  for (var c = 0u; c < COLS; c++) {
-    rows[c] = min(first + c, N - 1u) * pieces;
+  if (ROPE) {
+    let pair = rope_pair(min(group, N / 2u - 1u));
+    rows[0] = (pair.head * HEAD_DIM + pair.first) * pieces;
+    rows[1] = (pair.head * HEAD_DIM + pair.second) * pieces;
+  } else {
+    for (var c = 0u; c < COLS; c++) {
+      rows[c] = min(first + c, N - 1u) * pieces;
+    }
   }
   var acc: array<vec4<f32>, 4>;  // acc[c][m]: the partial dot product of x' row m with weight row first + c
   for (var base = slice * lanes + lane; base < pieces; base += UNROLL * stride) {
@@ -191,6 +267,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var c = 0u; c < COLS; c++) {
       acc[c] *= scale;
     }
+  }
+  if (ROPE) {
+    if (slice == 0u && group < N / 2u && lane < ROWS) {
+      store_rope_pair(lane, group, acc[0][lane], acc[1][lane]);
+    }
+    return;
   }
   for (var c = 0u; c < COLS; c++) {
     let n = first + c;
