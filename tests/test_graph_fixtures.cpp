@@ -168,7 +168,9 @@ TEST_P(FixtureModel, ProfileTimesEveryDispatchOfTheStep) {
     ASSERT_EQ(timings.size(), entries.size() + (tokens == 1 ? 2 : 0)) << tokens;  // + the greedy argmax pair
     for (size_t i = 0; i < entries.size(); ++i)
       EXPECT_EQ(timings[i].label, entries[i].label + "|" + entries[i].kernel) << tokens;
-    for (const auto& t : timings) EXPECT_GE(t.ns, 0.0) << t.label;
+    double total = 0;
+    for (const auto& t : timings) total += t.ns;
+    EXPECT_GT(total, 0.0) << tokens;  // real GPU time was measured
   }
   EXPECT_THROW(model_->profile(64), Error);  // past the context of 64 from position 5
 }

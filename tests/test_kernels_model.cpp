@@ -209,6 +209,27 @@ TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
   EXPECT_NO_THROW(project({1, 3, 3, 3, 0, 0, 0}, WeightType::F16, {&exact}));
 }
 
+TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
+  if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  auto project = [&](LinearParams p, QkvHeads heads) {
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, p, WeightType::F32, {}, heads);
+  };
+  // 2 q heads and 1 kv head of 8 dims: N = 32.
+  EXPECT_THAT([&] { project({1, 64, 30, 30, 0, 0, 0}, {2, 1, 8, 8, 4}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear_qkv_rope'"), HasSubstr("N must be"))));
+  EXPECT_THAT([&] { project({1, 64, 28, 28, 0, 0, 0}, {2, 1, 7, 0, 4}); },
+              ThrowsMessage<Error>(HasSubstr("head_dim must be even")));
+  EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 0}, {2, 1, 8, 10, 4}); },
+              ThrowsMessage<Error>(HasSubstr("at most head_dim")));
+  EXPECT_THAT([&] { project({2, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}); },
+              ThrowsMessage<Error>(HasSubstr("positions 3..4 lie past the cache capacity of 4")));
+  EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 1}, {2, 1, 8, 8, 4}); },
+              ThrowsMessage<Error>(HasSubstr("no residual")));
+  EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 0, 0, 1}, {2, 1, 8, 8, 4}); },
+              ThrowsMessage<Error>(HasSubstr("norm_x needs a norm_weight")));
+  EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}));
+}
+
 TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {
   auto gptq = [&](uint32_t K, uint32_t N, uint32_t group) {
     linear_gptq(device(), any, any, any, any, any, any, any, {1, K, N, N, 0, 0, 0, group});
@@ -239,7 +260,7 @@ TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
     qkv_rope_store(device(), any, any, any, any, any, any, any, p, capacity);
   };
   EXPECT_THAT([&] { store({1, 2, 1, 320, 64, 0, 0, 0}, 8); },
-              ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
+              ThrowsMessage<Error>(HasSubstr("head_dim must be at most 256")));
   EXPECT_THAT([&] { store({1, 2, 1, 16, 15, 0, 0, 0}, 8); },
               ThrowsMessage<Error>(HasSubstr("rotary_dim must be even")));
   EXPECT_THAT([&] { store({1, 2, 1, 16, 32, 0, 0, 0}, 8); },

@@ -76,10 +76,12 @@ class StepBuilder {
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
     logits(current, all_logits);
-    if (greedy_token)  // the next input id, picked on the GPU: the host need not see the logits
-      for (Dispatch& d : kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials},
-                                         {uint32_t(config_.vocab_size), 0}))
-        add("argmax", std::move(d));
+    if (greedy_token) {  // the next input id, picked on the GPU: the host need not see the logits
+      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials},
+                                    {uint32_t(config_.vocab_size), 0});
+      add("argmax partials", std::move(stages[0]));
+      add("argmax final", std::move(stages[1]));
+    }
   }
 
  private:
@@ -221,7 +223,7 @@ class StepBuilder {
 
     // Decoding without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
-    if (!L.q_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_fuses_input(device_, T_, qkv.in, qkv.type)) {
+    if (!L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_fuses_input(device_, T_, qkv.in, qkv.type)) {
       const RowBlock& block = qkv.blocks.front();
       kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0, 0, in.fused_norm ? 1u : 0u, eps};
       Dispatch& project = add(

@@ -19,6 +19,8 @@ using gpu::Grid;
 constexpr uint32_t kWorkgroupSize = 256;  // threads per workgroup of the 1-D and row kernels
 
 inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+// Elements of an a x b operand, in 64 bits.
+inline uint64_t count_of(uint64_t a, uint64_t b) { return a * b; }
 
 // Folds a 1-D workgroup count into (x, y) so neither exceeds the per-dimension limit; shaders recover
 // the linear index as wid.x + wid.y * num_workgroups.x and skip indices past the end.

@@ -8,8 +8,6 @@
 namespace gerbil::kernels {
 namespace {
 
-uint64_t count_of(uint64_t a, uint64_t b) { return a * b; }
-
 // The linear kernels' matrix-vector variant serves up to this many rows (linear.wgsl MATVEC_ROWS); larger M
 // goes to the tiled variant with TILE x TILE output tiles.
 constexpr uint32_t kMatvecRows = 4;
@@ -54,6 +52,18 @@ bool use_matvec(uint32_t M) { return M <= kMatvecRows; }
 Grid linear_like_grid(uint32_t M, uint32_t N, uint32_t matvec_columns) {
   if (use_matvec(M)) return fold(ceil_div(N, matvec_columns));
   return fold(ceil_div(N, kTile) * ceil_div(M, kTile));
+}
+
+// Head rules shared by qkv_rope_store and linear_qkv_rope: `tokens` rows stored from cache row `position`.
+void check_heads(std::string_view kernel, const std::string& shapes, const QkvHeads& h, uint32_t position,
+                 uint32_t tokens) {
+  if (h.q_heads == 0 || h.kv_heads == 0 || h.head_dim == 0)
+    fail("kernel '{}' ({}): head counts and head_dim must be positive", kernel, shapes);
+  if (h.rotary_dim % 2 != 0 || h.rotary_dim > h.head_dim)
+    fail("kernel '{}' ({}): rotary_dim must be even and at most head_dim", kernel, shapes);
+  if (uint64_t(position) + tokens > h.capacity)
+    fail("kernel '{}' ({}): positions {}..{} lie past the cache capacity of {}", kernel, shapes, position,
+         uint64_t(position) + tokens - 1, h.capacity);
 }
 
 // Shape rules shared by linear and linear_gptq.
@@ -157,6 +167,8 @@ struct MatvecExtents {
 
 Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBindings& b, const LinearParams& p,
                          WeightType type, MatvecBlocking blocking, MatvecExtents extents, gpu::Constants rope) {
+  if (p.norm_x && !b.norm_weight.buffer)
+    fail("kernel 'linear_matvec_sg' ({}): norm_x needs a norm_weight operand", shapes);
   gpu::Constants constants = {{"WEIGHT_TYPE", double(type)},  {"ROWS", double(p.M)},
                               {"COLS", double(blocking.columns)}, {"SPLIT", double(blocking.split)},
                               {"X_GATE", double(p.x_gate)},       {"NORM_X", p.norm_x ? 1.0 : 0.0}};
@@ -177,6 +189,8 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
 
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
                                       MatvecBlocking requested) {
+  auto shapes = [&] { return fmt::format("K={} N={} type={}", K, N, name_of(type)); };
+  if (K == 0 || N == 0) fail("kernel 'linear_matvec_sg' ({}): K and N must be positive", shapes());
   MatvecBlocking b = requested;
   // Measured on an H200 (docs/PERFORMANCE.md): more columns per group pay once the matrix has enough rows
   // to keep every SM busy with fewer groups.
@@ -193,10 +207,11 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
     b.split = uint32_t(std::bit_floor(std::max<uint64_t>(wanted, 1)));
   }
   if (b.columns > kMaxMatvecColumns)
-    fail("linear decode blocking: {} columns per group requested, at most {}", b.columns, kMaxMatvecColumns);
+    fail("kernel 'linear_matvec_sg' ({}): {} columns per group requested, at most {}", shapes(), b.columns,
+         kMaxMatvecColumns);
   if (!std::has_single_bit(b.split) || b.split > max_split)
-    fail("linear decode blocking: split {} must be a power of two of at most {} (256 / subgroup size {})", b.split,
-         max_split, lanes);
+    fail("kernel 'linear_matvec_sg' ({}): split {} must be a power of two of at most {} (256 / subgroup size {})",
+         shapes(), b.split, max_split, lanes);
   return b;
 }
 
@@ -207,12 +222,15 @@ bool linear_fusion_pays(const gpu::Device& device, uint32_t M, uint32_t K, uint3
   // 48 + 8 us unfused; gate|up with its RMSNorm fused (29M) 96 us against 71 us for the bare product),
   // and a separate dispatch is cheaper; Qwen2.5-0.5B's largest (4.4M) stay fused.
   constexpr uint64_t kMaxRecomputed = 8u << 20;
+  if (!linear_fuses_input(device, M, K, type) || N == 0) return false;
   uint64_t groups = ceil_div(N, linear_matvec_blocking(device, K, N, type).columns);
-  return linear_fuses_input(device, M, K, type) && groups * K <= kMaxRecomputed;
+  return groups * K <= kMaxRecomputed;
 }
 
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
-  return device.features().subgroups && device.adapter().subgroup_max_size > 0 && use_matvec(M) &&
+  // At least 4 lanes: lane m of a group writes row m (M <= 4), and the shader sizes its workgroup arrays
+  // for subgroups of 4 or more.
+  return device.features().subgroups && device.adapter().subgroup_min_size >= 4 && use_matvec(M) &&
          (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
 
@@ -261,19 +279,16 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
                             p.M, p.K, p.N, name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim,
                             p.position, s.capacity);
   check_weight_type("linear_qkv_rope", shapes, type);
+  check_linear("linear_qkv_rope", shapes, p.M, p.K, p.N, p.N, 0);
   if (!linear_fuses_input(device, p.M, p.K, type))
     fail("kernel 'linear_qkv_rope' ({}): needs the subgroup decode variant (see linear_fuses_input)", shapes);
-  if (s.q_heads == 0 || s.kv_heads == 0 || s.head_dim == 0 || s.head_dim % 2 != 0)
-    fail("kernel 'linear_qkv_rope' ({}): head counts must be positive and head_dim even", shapes);
-  if (s.rotary_dim % 2 != 0 || s.rotary_dim > s.head_dim)
-    fail("kernel 'linear_qkv_rope' ({}): rotary_dim must be even and at most head_dim", shapes);
-  if (uint64_t(p.N) != uint64_t(s.q_heads + 2 * s.kv_heads) * s.head_dim)
+  check_heads("linear_qkv_rope", shapes, s, p.position, p.M);
+  if (s.head_dim % 2 != 0)
+    fail("kernel 'linear_qkv_rope' ({}): head_dim must be even (dims pair up in column groups)", shapes);
+  if (uint64_t(p.N) != (uint64_t(s.q_heads) + 2ull * s.kv_heads) * s.head_dim)
     fail("kernel 'linear_qkv_rope' ({}): N must be (q_heads + 2 kv_heads) * head_dim", shapes);
   if (p.has_residual || p.x_gate)
     fail("kernel 'linear_qkv_rope' ({}): no residual or gated input on the q|k|v projection", shapes);
-  if (uint64_t(p.position) + p.M > s.capacity)
-    fail("kernel 'linear_qkv_rope' ({}): positions {}..{} lie past the cache capacity of {}", shapes, p.position,
-         uint64_t(p.position) + p.M - 1, s.capacity);
   // The pairs of a head's rotation are the two columns of one group.
   MatvecBlocking blocking = linear_matvec_blocking(device, p.K, p.N, type, {2, 0});
   return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm_weight, k_cache, v_cache}, p, type,
@@ -327,15 +342,9 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
   auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={}",
                             p.seq_len, p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim,
                             p.position_offset, p.use_qk_norm, cache_capacity);
-  if (p.num_q_heads == 0 || p.num_kv_heads == 0)
-    fail("kernel 'qkv_rope_store' ({}): head counts must be positive", shapes);
-  if (p.head_dim == 0 || p.head_dim > kMaxHeadDim)
-    fail("kernel 'qkv_rope_store' ({}): head_dim must be in 1..{}", shapes, kMaxHeadDim);
-  if (p.rotary_dim % 2 != 0 || p.rotary_dim > p.head_dim)
-    fail("kernel 'qkv_rope_store' ({}): rotary_dim must be even and at most head_dim", shapes);
-  if (uint64_t(p.position_offset) + p.seq_len > cache_capacity)
-    fail("kernel 'qkv_rope_store' ({}): positions {}..{} lie past the cache capacity of {}", shapes,
-         p.position_offset, uint64_t(p.position_offset) + p.seq_len - 1, cache_capacity);
+  if (p.head_dim > kMaxHeadDim) fail("kernel 'qkv_rope_store' ({}): head_dim must be at most {}", shapes, kMaxHeadDim);
+  check_heads("qkv_rope_store", shapes, {p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim, cache_capacity},
+              p.position_offset, p.seq_len);
   uint64_t cache = count_of(cache_capacity, p.num_kv_heads) * p.head_dim;
   return prepare(device, "qkv_rope_store", shapes,
                  {{"qkv", qkv, count_of(p.seq_len, p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim},
@@ -388,6 +397,7 @@ uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
 // About two workgroups per SM of an H200 (132 SMs): a prompt whose 4-row-per-thread blocks leave fewer
 // (Qwen2.5-0.5B at T = 512: 224) takes 2 rows per thread for more workgroups in flight. Not yet measured.
 constexpr uint64_t kFlashBlockFill = 256;
+constexpr uint64_t kFlashMaxStage = 32;  // flash_attention_block.wgsl MAX_STAGE
 
 // The first blocking, most reuse first, whose workgroup memory fits the device: at head_dim 64, 4 x 2 needs
 // 23.5 KiB; at 128, 4 x 2 needs 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and
@@ -397,6 +407,9 @@ FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionPara
   bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= kFlashBlockFill;
   for (FlashBlock b : {FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 2}, FlashBlock{2, 1}, FlashBlock{1, 1}}) {
     if (b.rows_per_thread == 4 && !fill) continue;
+    // Each of the 128 threads stages its share of a K / V tile in registers (the shader's MAX_STAGE).
+    uint64_t staged = 16 * b.keys_per_thread * 4 * ceil_div(p.head_dim, 4);
+    if (staged > kFlashMaxStage * 128) continue;
     if (flash_block_bytes(b, p.head_dim) <= device.limits().maxComputeWorkgroupStorageSize) return b;
   }
   return {0, 0};
@@ -476,7 +489,7 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
                     {"next_ids", next_ids, 1},
                     {"history", history, uint64_t(p.slot) + 1},
                     {"partials", partials, 2 * kArgmaxPartials}},
-                   p, grid, {{"FINAL", final ? 1.0 : 0.0}});
+                   p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(kArgmaxPartials)}});
   };
   std::vector<Dispatch> dispatches;
   dispatches.push_back(stage({kArgmaxPartials, 1, 1}, false));

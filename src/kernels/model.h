@@ -129,8 +129,8 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 // Flash attention: causal GQA attention over the cache with an online softmax, K/V processed in tiles;
 // query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
 // (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D],
-// out [T, Hq * D]. Variants, picked by shape (T and head_dim only, so a graph may rewrite S and
-// position_offset in the dispatches' uniforms between runs):
+// out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
+// so a graph may rewrite those in the dispatches' uniforms between runs):
 // - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill, when a blocking fits the device's
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
 //   heads sharing a kv head share each K/V tile staged in workgroup memory;

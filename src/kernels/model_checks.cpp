@@ -541,6 +541,9 @@ KernelCheck flash_attention_check(bool quick) {
       {50, 120, 8, 2, 128, 70, 20},
       {36, 36, 3, 1, 6, 0, 0, 0.7f},
       {19, 19, 1, 1, 3, 0, 5},
+      // head_dim between 128 and 256: tiles staged in fewer keys per thread
+      {20, 20, 2, 1, 160, 0, 0},
+      {40, 60, 8, 1, 192, 20, 0},
       // split-KV (T <= kFlashSplitMaxQueries with a capacity of several chunks): capacities above S leave
       // chunks empty; a window leaves the early keys out
       {1, 1500, 4, 1, 128, 1499, 0, 0, 1500},

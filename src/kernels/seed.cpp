@@ -5,11 +5,6 @@
 #include "gerbil/error.h"
 
 namespace gerbil::kernels {
-namespace {
-
-uint64_t count_of(uint64_t a, uint64_t b) { return a * b; }
-
-}  // namespace
 
 Grid embedding_grid(const EmbeddingParams& p) {
   return fold(ceil_div(count_of(p.seq_len, p.hidden_size), kWorkgroupSize));

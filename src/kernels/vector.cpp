@@ -5,8 +5,6 @@
 namespace gerbil::kernels {
 namespace {
 
-uint64_t count_of(uint64_t a, uint64_t b) { return a * b; }
-
 // elementwise_vec4.wgsl's OP override.
 enum class Op : uint32_t { Add = 0, Mul = 1, Silu = 2, Gelu = 3 };
 

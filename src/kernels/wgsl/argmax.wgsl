@@ -22,7 +22,7 @@ struct Params {
 @group(0) @binding(4) var<uniform> params: Params;
 
 override FINAL: bool = false;
-const PARTIALS: u32 = 256u;
+override PARTIALS: u32 = 256u;  // kernels/model.h kArgmaxPartials, set by the dispatcher
 const WORKGROUP_SIZE: u32 = 256u;
 const NONE: u32 = 0xFFFFFFFFu;
 var<workgroup> best_value: array<f32, WORKGROUP_SIZE>;

@@ -21,7 +21,8 @@
 // rotary pair of one head, (j, j + r/2) for j < r/2 = ROTARY_DIM / 2 in q and k heads, else the neighbours
 // (2j, 2j + 1); the pair is rotated in rotate-half style at angle (position + m) * inv_freq[j] and stored
 // to q_out [M, Q_HEADS * HEAD_DIM] (bound as out) or to rows position + m of the k and v caches
-// [capacity, KV_HEADS * HEAD_DIM]. It saves the store kernel's dispatch per layer.
+// [capacity, KV_HEADS * HEAD_DIM]. It saves the store kernel's dispatch per layer. ROPE needs COLS = 2
+// (kernels::linear_qkv_rope sets it).
 // Bindings (group 0): 0 x [M, K] (or [M, 2K]) read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
 //                     3 residual read (ROPE: inv_freq [ROTARY_DIM / 2]), 4 out [M, out_stride] read_write,
 //                     5 norm_weight [K] read (any buffer when NORM_X is off), 6 k_cache, 7 v_cache
