@@ -12,6 +12,7 @@
 #include "kernels/check_support.h"
 #include "kernels/model.h"
 #include "reference/model.h"
+#include "support/kernel_checks.h"
 #include "support/paths.h"
 
 namespace gerbil::kernels {
@@ -28,18 +29,7 @@ gpu::Device& device() {
 class ModelKernel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelKernel, MatchesFloat64Reference) {
-  uint64_t seed = std::random_device{}();
-  // On a CPU adapter (lavapipe, ~1 GFLOP/s) the largest shapes would take minutes: `gerbil selftest` runs them.
-  bool quick = device().adapter().adapter_type == "CPU";
-  for (const auto& check : model_kernel_checks(quick)) {
-    if (check.kernel != GetParam()) continue;
-    SCOPED_TRACE("seed " + std::to_string(seed) + "; bound: " + check.why);
-    for (const auto& result : run_check(device(), check, seed))
-      EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error << " > "
-                                   << result.bound;
-    return;
-  }
-  FAIL() << "no check for kernel " << GetParam();
+  test::expect_check_passes(device(), model_kernel_checks(test::cpu_adapter(device())), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ModelKernel,

@@ -8,6 +8,7 @@
 #include "gerbil/error.h"
 #include "kernels/seed.h"
 #include "kernels/selftest.h"
+#include "support/kernel_checks.h"
 
 namespace gerbil::kernels {
 namespace {
@@ -22,16 +23,7 @@ gpu::Device& device() {
 class SeedKernel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SeedKernel, MatchesFloat64Reference) {
-  uint64_t seed = std::random_device{}();
-  for (const auto& check : kernel_checks()) {
-    if (check.kernel != GetParam()) continue;
-    SCOPED_TRACE("seed " + std::to_string(seed) + "; bound: " + check.why);
-    for (const auto& result : run_check(device(), check, seed))
-      EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error << " > "
-                                   << result.bound;
-    return;
-  }
-  FAIL() << "no check for kernel " << GetParam();
+  test::expect_check_passes(device(), kernels::kernel_checks(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SeedKernel,

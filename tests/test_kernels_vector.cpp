@@ -9,6 +9,7 @@
 
 #include "gerbil/error.h"
 #include "kernels/selftest.h"
+#include "support/kernel_checks.h"
 #include "kernels/vector.h"
 
 namespace gerbil::kernels {
@@ -27,18 +28,7 @@ const std::vector<std::string> kVectorKernels = {"rmsnorm_vec4", "layernorm_welf
 class VectorKernel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VectorKernel, MatchesFloat64Reference) {
-  uint64_t seed = std::random_device{}();
-  // On a CPU adapter the largest shapes would take minutes: `gerbil selftest` runs them.
-  bool quick = device().adapter().adapter_type == "CPU";
-  for (const auto& check : kernel_checks(quick)) {
-    if (check.kernel != GetParam()) continue;
-    SCOPED_TRACE("seed " + std::to_string(seed) + "; bound: " + check.why);
-    for (const auto& result : run_check(device(), check, seed))
-      EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error << " > "
-                                   << result.bound;
-    return;
-  }
-  FAIL() << "no check for kernel " << GetParam();
+  test::expect_check_passes(device(), kernel_checks(test::cpu_adapter(device())), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(All, VectorKernel, ::testing::ValuesIn(kVectorKernels));

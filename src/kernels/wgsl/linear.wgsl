@@ -15,20 +15,7 @@
 // Dispatch, folded as (min(W, 65535), ceil(W / x), 1): tiled W = ceil(N / 64) * ceil(M / 64) tiles, column
 // tiles fastest; matrix-vector W = ceil(N / 8).
 
-struct Params {
-  M: u32,
-  K: u32,
-  N: u32,
-  out_stride: u32,
-  out_col: u32,
-  has_bias: u32,
-  has_residual: u32,
-  x_gate: u32,    // fusions of linear_matvec_sg.wgsl only; always 0 here
-  norm_x: u32,
-  eps_bits: u32,
-  position: u32,  // linear_matvec_sg.wgsl ROPE only: the rotary position of row 0
-  _pad1: u32,
-}
+//!include linear_params.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
@@ -37,7 +24,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<uniform> params: Params;
 
-override WEIGHT_TYPE: u32 = 0u;
 override MATVEC: bool = false;
 
 const WORKGROUP_SIZE: u32 = 256u;
@@ -68,29 +54,11 @@ fn weight_at(e: u32) -> f32 {
   return bitcast<f32>(half << 16u);
 }
 
-// The two 16-bit weights packed in one word, lower index first.
-fn halves(word: u32) -> vec2<f32> {
-  if (WEIGHT_TYPE == 1u) {
-    return unpack2x16float(word);
-  }
-  return bitcast<vec2<f32>>(vec2<u32>(word << 16u, word & 0xFFFF0000u));
-}
-
 fn x4(i: u32) -> vec4<f32> {
   return vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 
-fn store(m: u32, n: u32, sum: f32) {
-  var value = sum;
-  if (params.has_bias != 0u) {
-    value += bias[n];
-  }
-  let o = m * params.out_stride + params.out_col + n;
-  if (params.has_residual != 0u) {
-    value += residual[o];
-  }
-  out[o] = value;
-}
+//!include linear_store.wgsl
 
 fn tiled(tile: u32, lid: u32) {
   let M = params.M;

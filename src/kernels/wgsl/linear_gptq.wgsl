@@ -69,17 +69,7 @@ fn dequantize_word(kw: u32, n: u32) -> array<f32, 8> {
   return w;
 }
 
-fn store(m: u32, n: u32, sum: f32) {
-  var value = sum;
-  if (params.has_bias != 0u) {
-    value += bias[n];
-  }
-  let o = m * params.out_stride + params.out_col + n;
-  if (params.has_residual != 0u) {
-    value += residual[o];
-  }
-  out[o] = value;
-}
+//!include linear_store.wgsl
 
 fn tiled(tile: u32, lid: u32) {
   let M = params.M;

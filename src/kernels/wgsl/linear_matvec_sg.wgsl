@@ -33,20 +33,8 @@
 // find their columns >= N and write nothing).
 enable subgroups;
 
-struct Params {
-  M: u32,
-  K: u32,
-  N: u32,
-  out_stride: u32,
-  out_col: u32,
-  has_bias: u32,
-  has_residual: u32,
-  x_gate: u32,
-  norm_x: u32,
-  eps_bits: u32,
-  position: u32,  // ROPE only: the rotary position of row 0
-  _pad1: u32,
-}
+//!include linear_params.wgsl
+//!include linear_store.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -58,7 +46,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> v_cache: array<f32>;
 @group(0) @binding(8) var<uniform> params: Params;
 
-override WEIGHT_TYPE: u32 = 0u;  // 0 f32, 1 f16, 2 bf16
 override ROWS: u32 = 1u;         // M, 1..4
 override COLS: u32 = 1u;         // output columns per column group, 1..4
 override SPLIT: u32 = 1u;        // subgroups per column group, a power of two
@@ -107,13 +94,6 @@ fn scaled_piece(m: u32, i: u32) -> vec4<f32> {
     return v * norm_weight[i];
   }
   return v;
-}
-
-fn halves(word: u32) -> vec2<f32> {
-  if (WEIGHT_TYPE == 1u) {
-    return unpack2x16float(word);
-  }
-  return bitcast<vec2<f32>>(vec2<u32>(word << 16u, word & 0xFFFF0000u));
 }
 
 // acc[c][m] += x'[m, piece p] . W[row c, piece p] for the COLS weight pieces w[c] of piece index p.
@@ -278,15 +258,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var c = 0u; c < COLS; c++) {
     let n = first + c;
     if (slice == 0u && n < N && lane < ROWS) {
-      var value = acc[c][lane];
-      if (params.has_bias != 0u) {
-        value += bias[n];
-      }
-      let o = lane * params.out_stride + params.out_col + n;
-      if (params.has_residual != 0u) {
-        value += residual[o];
-      }
-      out[o] = value;
+      store(lane, n, acc[c][lane]);
     }
   }
 }

@@ -25,20 +25,7 @@
 // Dispatch, folded as (min(T, 65535), ceil(T / 65535), 1): T = ceil(N / TILE_N) * ceil(M / TILE_M) tiles,
 // column tiles fastest.
 
-struct Params {
-  M: u32,
-  K: u32,
-  N: u32,
-  out_stride: u32,
-  out_col: u32,
-  has_bias: u32,
-  has_residual: u32,
-  x_gate: u32,    // fusions of linear_matvec_sg.wgsl only; always 0 here
-  norm_x: u32,
-  eps_bits: u32,
-  position: u32,  // linear_matvec_sg.wgsl ROPE only: the rotary position of row 0
-  _pad1: u32,
-}
+//!include linear_params.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -47,7 +34,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<uniform> params: Params;
 
-override WEIGHT_TYPE: u32 = 0u;
 override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
 override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
 
@@ -62,13 +48,6 @@ var<workgroup> w_s: array<vec4<f32>, 2u * SLAB>;  // likewise for n
 struct Staged {
   x: vec4<f32>,  // x[row, k .. k + 3], row = lid / 2, k = 4 * (lid % 2)
   w: vec4<u32>,  // f32: W[lid / 2, 4 * (lid % 2) ..] as bits; 16-bit: W[lid, 0 .. 8] packed
-}
-
-fn halves(word: u32) -> vec2<f32> {
-  if (WEIGHT_TYPE == 1u) {
-    return unpack2x16float(word);
-  }
-  return bitcast<vec2<f32>>(vec2<u32>(word << 16u, word & 0xFFFF0000u));
 }
 
 // Loads slab k0 .. k0 + 7 of the tile at (m0, n0); rows past M or N read as zeros.
@@ -129,17 +108,7 @@ fn outer(a: vec4<f32>, b: vec4<f32>, c: mat4x4<f32>) -> mat4x4<f32> {
                      fma(vec4<f32>(a.w), b, c[3]));
 }
 
-fn store(m: u32, n: u32, sum: f32) {
-  var value = sum;
-  if (params.has_bias != 0u) {
-    value += bias[n];
-  }
-  let o = m * params.out_stride + params.out_col + n;
-  if (params.has_residual != 0u) {
-    value += residual[o];
-  }
-  out[o] = value;
-}
+//!include linear_store.wgsl
 
 // Writes a thread's 4x4 block at rows m .. m + 3, columns n .. n + 3 (row r in c[r]).
 fn store_block(m: u32, n: u32, c: mat4x4<f32>) {
