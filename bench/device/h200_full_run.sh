@@ -2,6 +2,7 @@
 # One H200 device call: correctness (selftest, fixture models), model benchmarks with profiles and transformers
 # beside them, the kernel table. Stage first (../shared/device/stage.sh, binaries in .device/bin, Dawn in
 # .device/lib, fixtures in .device/fixtures), then run it through the device tool with carry [".device"].
+cd "$(dirname "$0")/../.." && source .device/gpu-env.sh
 export GERBIL_FIXTURES=$PWD/.device/fixtures PYTHONUNBUFFERED=1
 o=$OUT; date > $o/log.txt
 step() { local t=$1; shift; echo "== $*" >> $o/log.txt; timeout $t "$@" >> $o/log.txt 2>&1; }
