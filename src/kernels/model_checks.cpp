@@ -296,6 +296,47 @@ KernelCheck linear_fused_check() {
       });
 }
 
+// What both q / k / v store kernels (qkv_rope_store, linear_qkv_rope) take and write: inverse frequencies of
+// the rotary dims, caches whose earlier rows must survive (the rows written now start as NaN), and a poisoned
+// q output. check() compares q and both caches with the reference at once.
+struct QkvStoreIo {
+  uint32_t capacity;
+  size_t row;  // floats per cache row
+  std::vector<float> inv_freq, k_prior, v_prior;
+  const gpu::Buffer *q_out, *k_cache, *v_cache, *inv_freq_buffer;
+
+  CaseResult check(Buffers& b, reference::QkvRopeOutput ref, const std::string& kernel, std::string shape,
+                   double bound) const {
+    auto gpu = b.read(*q_out, ref.q.size());
+    for (auto* cache : {k_cache, v_cache}) {
+      auto values = b.read(*cache, capacity * row);
+      gpu.insert(gpu.end(), values.begin(), values.end());
+    }
+    ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
+    ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
+    return result(kernel, std::move(shape), gpu, ref.q, bound);
+  }
+};
+
+// `tokens` rows stored from cache row `position`, in a cache of position + tokens + `spare` rows.
+QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint32_t Hkv, uint32_t D,
+                        uint32_t rotary_dim, uint32_t position, uint32_t spare) {
+  QkvStoreIo io;
+  io.capacity = position + tokens + spare;
+  io.row = size_t(Hkv) * D;
+  for (uint32_t i = 0; i < rotary_dim / 2; ++i)
+    io.inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
+  io.k_prior = random_floats(rng, io.capacity * io.row);
+  io.v_prior = random_floats(rng, io.capacity * io.row);
+  std::fill_n(io.k_prior.begin() + position * io.row, tokens * io.row, kNaN);
+  std::fill_n(io.v_prior.begin() + position * io.row, tokens * io.row, kNaN);
+  io.q_out = &b.poisoned("q_out", size_t(tokens) * Hq * D);
+  io.k_cache = &b.input("k_cache", io.k_prior);
+  io.v_cache = &b.input("v_cache", io.v_prior);
+  io.inv_freq_buffer = &b.input("inv_freq", io.inv_freq.empty() ? std::vector<float>{0.f} : io.inv_freq);
+  return io;
+}
+
 // The decode q|k|v projection with the rotary / cache-store epilogue, against linear then qkv_rope_store.
 struct QkvRopeCase {
   uint32_t M, K, Hq, Hkv, D, rotary_dim, position;
@@ -317,45 +358,26 @@ KernelCheck linear_qkv_rope_check() {
       [describe](gpu::Device& device, Rng& rng, const QkvRopeCase& s) {
         if (!linear_fuses_input(device, s.M, s.K, s.type))
           return CaseResult{"linear_qkv_rope", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
-        uint32_t N = (s.Hq + 2 * s.Hkv) * s.D, capacity = s.position + s.M + 2;
-        size_t row = size_t(s.Hkv) * s.D;
+        uint32_t N = (s.Hq + 2 * s.Hkv) * s.D;
         Buffers b{device};
         auto weight = random_weights(rng, size_t(N) * s.K, s.type);
         auto x = random_floats(rng, size_t(s.M) * s.K);
         auto bias = random_floats(rng, N);
         auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
-        std::vector<float> inv_freq;
-        for (uint32_t i = 0; i < s.rotary_dim / 2; ++i)
-          inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
-        // Earlier cache rows must survive; the rows written now start as NaN.
-        auto k_prior = random_floats(rng, capacity * row), v_prior = random_floats(rng, capacity * row);
-        std::fill_n(k_prior.begin() + s.position * row, s.M * row, kNaN);
-        std::fill_n(v_prior.begin() + s.position * row, s.M * row, kNaN);
+        auto io = qkv_store_io(b, rng, s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, 2);
         const float eps = 1e-6f;
-        auto& q_out = b.poisoned("q_out", size_t(s.M) * s.Hq * s.D);
-        auto& k_cache = b.input("k_cache", k_prior);
-        auto& v_cache = b.input("v_cache", v_prior);
-        auto& xb = b.input("x", x);
         LinearParams p{s.M, s.K, N, N, 0, s.bias, 0, 0, s.norm, float_bits(eps), s.position};
-        run(device, linear_qkv_rope(device, {&xb}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
-                                    {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)},
-                                    {&q_out}, {&k_cache}, {&v_cache}, p, s.type, {&b.input("norm", norm_weight)},
-                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, capacity}));
+        run(device, linear_qkv_rope(device, {&b.input("x", x)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
+                                    {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, p, s.type,
+                                    {&b.input("norm", norm_weight)}, {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity}));
         std::vector<double> input = widen(x);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
         auto qkv = reference::linear(input, weight.values, s.bias ? widen(bias) : std::vector<double>{}, {}, s.M, s.K,
                                      N, N, 0, std::vector<double>(size_t(s.M) * N, 0.0));
-        auto ref = reference::qkv_rope_store(qkv, {}, {}, widen(inv_freq),
-                                             {s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position}, eps, widen(k_prior),
-                                             widen(v_prior));
-        auto gpu = b.read(q_out, ref.q.size());
-        for (auto* cache : {&k_cache, &v_cache}) {
-          auto values = b.read(*cache, capacity * row);
-          gpu.insert(gpu.end(), values.begin(), values.end());
-        }
-        ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
-        ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
-        return result("linear_qkv_rope", describe(s), gpu, ref.q, bound);
+        auto ref = reference::qkv_rope_store(qkv, {}, {}, widen(io.inv_freq),
+                                             {s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position}, eps,
+                                             widen(io.k_prior), widen(io.v_prior));
+        return io.check(b, std::move(ref), "linear_qkv_rope", describe(s), bound);
       });
 }
 
@@ -462,42 +484,21 @@ KernelCheck qkv_rope_store_check(bool quick) {
       "an f32 RMS per head, then angles f32(pos) * inv_freq whose absolute error grows with the position "
       "(~pos * 6e-8; positions here stay below 260) and f32 sin/cos",
       shapes, describe_qkv, [](gpu::Device& device, Rng& rng, const QkvCase& s) {
-        uint32_t capacity = s.offset + s.T + 3;
-        size_t row = size_t(s.Hkv) * s.D;
         auto qkv = random_floats(rng, size_t(s.T) * (s.Hq + 2 * s.Hkv) * s.D);
         auto q_norm = random_floats(rng, s.D, 0.5f, 1.5f), k_norm = random_floats(rng, s.D, 0.5f, 1.5f);
-        std::vector<float> inv_freq;
-        for (uint32_t i = 0; i < s.rotary_dim / 2; ++i)
-          inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
-        // The caches hold earlier rows that must survive; the rows written now start as NaN.
-        auto k_prior = random_floats(rng, capacity * row), v_prior = random_floats(rng, capacity * row);
-        std::fill_n(k_prior.begin() + s.offset * row, s.T * row, kNaN);
-        std::fill_n(v_prior.begin() + s.offset * row, s.T * row, kNaN);
-        const float eps = 1e-6f;
         Buffers b{device};
-        auto& q_out = b.poisoned("q_out", size_t(s.T) * s.Hq * s.D);
-        auto& k_cache = b.input("k_cache", k_prior);
-        auto& v_cache = b.input("v_cache", v_prior);
-        auto& inv_freq_buffer =
-            inv_freq.empty() ? b.input("inv_freq", std::vector<float>{0.f}) : b.input("inv_freq", inv_freq);
+        auto io = qkv_store_io(b, rng, s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, 3);
+        const float eps = 1e-6f;
         QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.qk_norm, float_bits(eps)};
         run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)},
-                                   {&b.input("k_norm", k_norm)}, {&inv_freq_buffer}, {&q_out}, {&k_cache},
-                                   {&v_cache}, p, capacity));
+                                   {&b.input("k_norm", k_norm)}, {io.inv_freq_buffer}, {io.q_out}, {io.k_cache},
+                                   {io.v_cache}, p, io.capacity));
         std::vector<double> no_norm;
         auto ref = reference::qkv_rope_store(widen(qkv), s.qk_norm ? widen(q_norm) : no_norm,
-                                             s.qk_norm ? widen(k_norm) : no_norm, widen(inv_freq),
+                                             s.qk_norm ? widen(k_norm) : no_norm, widen(io.inv_freq),
                                              {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset}, eps,
-                                             widen(k_prior), widen(v_prior));
-        // q, k cache and v cache checked together.
-        auto gpu = b.read(q_out, ref.q.size());
-        for (auto* cache : {&k_cache, &v_cache}) {
-          auto values = b.read(*cache, capacity * row);
-          gpu.insert(gpu.end(), values.begin(), values.end());
-        }
-        ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
-        ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
-        return result("qkv_rope_store", describe_qkv(s), gpu, ref.q, bound);
+                                             widen(io.k_prior), widen(io.v_prior));
+        return io.check(b, std::move(ref), "qkv_rope_store", describe_qkv(s), bound);
       });
 }
 
