@@ -18,16 +18,7 @@
 // ((t * num_q_heads + h) * SPLITS + z) * (head_dim + 2): [running max, softmax denominator, acc[head_dim]];
 // an empty chunk writes [LOWEST_F32, 0, 0...]. flash_attention_combine.wgsl merges the records.
 
-struct Params {
-  T: u32,
-  S: u32,
-  num_q_heads: u32,
-  num_kv_heads: u32,
-  head_dim: u32,
-  position_offset: u32,
-  window: u32,
-  scale_bits: u32,
-}
+//!include flash_params.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
 @group(0) @binding(1) var<storage, read> K: array<f32>;
@@ -41,7 +32,6 @@ const CHUNK_GRANULE: u32 = 128u;  // kernels/model.cpp kSplitGranule
 const WORKGROUP_SIZE: u32 = 256u;
 const TILE: u32 = WORKGROUP_SIZE;  // keys per tile, one per thread
 const MAX_HEAD_DIM: u32 = WORKGROUP_SIZE;
-const LOWEST_F32: f32 = -3.4028234e38;  // stands in for -inf, which WGSL cannot write as a constant
 
 var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 var<workgroup> weights: array<f32, TILE>;
@@ -93,10 +83,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D;
   let q_base = (t * params.num_q_heads + h) * D;
   let position = params.position_offset + t;
-  var first: u32 = 0u;
-  if (params.window != 0u && position >= params.window) {
-    first = position + 1u - params.window;
-  }
+  var first = first_key(position);
   // The keys this workgroup covers: [first, last] (empty when first > last).
   var last = position;
   if (split_mode) {

@@ -36,16 +36,7 @@
 // Dispatch: (min(B, 65535), num_kv_heads, ceil(B / 65535)), B = ceil(T * G / BLOCK_ROWS) blocks;
 // index = wid.x + wid.z * num_workgroups.x, block = B - 1 - index.
 
-struct Params {
-  T: u32,
-  S: u32,
-  num_q_heads: u32,
-  num_kv_heads: u32,
-  head_dim: u32,
-  position_offset: u32,
-  window: u32,
-  scale_bits: u32,
-}
+//!include flash_params.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
 @group(0) @binding(1) var<storage, read> K: array<f32>;
@@ -64,7 +55,6 @@ const MAX_ROWS: u32 = 4u;    // ROWS_PER_THREAD at most
 const MAX_KEYS: u32 = 2u;    // KEYS_PER_THREAD at most
 const MAX_COLS: u32 = 4u;    // vec4 output columns per thread: D <= 256
 const MAX_STAGE: u32 = 32u;  // staged K / V floats per thread: 32 keys x 128 dims or 16 x 256, / 128 threads
-const LOWEST_F32: f32 = -3.4028234e38;  // stands in for -inf, which WGSL cannot write as a constant
 
 // Derived, not set by the host.
 override DIM4: u32 = (HEAD_DIM + 3u) / 4u;     // vec4s per head row
@@ -80,13 +70,6 @@ var<workgroup> q_s: array<vec4<f32>, BLOCK_ROWS * ROW4>;   // [row][d4], scaled 
 var<workgroup> kv_s: array<vec4<f32>, TILE_KEYS * ROW4>;   // [key][d4], K rows, then V rows
 var<workgroup> p_s: array<vec4<f32>, BLOCK_ROWS * P_ROW4>; // [row][key / 4], softmax weights
 var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * 4u>;     // [row][key thread]: partial maxima, then sums
-
-fn first_key(position: u32) -> u32 {
-  if (params.window != 0u && position >= params.window) {
-    return position + 1u - params.window;
-  }
-  return 0u;
-}
 
 // Loads rows start .. start + keys - 1 of K (is_value false) or V into this thread's staging registers:
 // element e = lid + WORKGROUP_SIZE n of the tile is key e / DPAD, dim e % DPAD; zeros past keys / HEAD_DIM.

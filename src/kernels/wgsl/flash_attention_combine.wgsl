@@ -7,16 +7,7 @@
 //                     read_write, 2 params uniform (flash_attention.wgsl's, unchanged).
 // Dispatch: (T, num_q_heads, 1); thread d < head_dim writes output dim d.
 
-struct Params {
-  T: u32,
-  S: u32,
-  num_q_heads: u32,
-  num_kv_heads: u32,
-  head_dim: u32,
-  position_offset: u32,
-  window: u32,
-  scale_bits: u32,
-}
+//!include flash_params.wgsl
 
 @group(0) @binding(0) var<storage, read> partials: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
@@ -24,7 +15,6 @@ struct Params {
 
 override SPLITS: u32 = 2u;
 const WORKGROUP_SIZE: u32 = 256u;  // >= the largest head_dim
-const LOWEST_F32: f32 = -3.4028234e38;
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
