@@ -35,37 +35,7 @@ const MAX_HEAD_DIM: u32 = WORKGROUP_SIZE;
 
 var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 var<workgroup> weights: array<f32, TILE>;
-var<workgroup> partial: array<f32, WORKGROUP_SIZE>;
-
-// The max of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
-fn workgroup_max(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      partial[lid] = max(partial[lid], partial[lid + stride]);
-    }
-    workgroupBarrier();
-  }
-  let result = partial[0];
-  workgroupBarrier();  // all threads have read the result before `partial` can be reused
-  return result;
-}
-
-// The sum of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
-fn workgroup_sum(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      partial[lid] += partial[lid + stride];
-    }
-    workgroupBarrier();
-  }
-  let result = partial[0];
-  workgroupBarrier();
-  return result;
-}
+//!include workgroup_reduce.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

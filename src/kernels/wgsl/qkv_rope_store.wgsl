@@ -37,22 +37,7 @@ const WORKGROUP_SIZE: u32 = 64u;
 const MAX_HEAD_DIM: u32 = 256u;
 
 var<workgroup> head: array<f32, MAX_HEAD_DIM>;  // the head's input values: rotation pairs cross threads
-var<workgroup> partial: array<f32, WORKGROUP_SIZE>;
-
-// The sum of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
-fn workgroup_sum(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      partial[lid] += partial[lid + stride];
-    }
-    workgroupBarrier();
-  }
-  let total = partial[0];
-  workgroupBarrier();
-  return total;
-}
+//!include workgroup_reduce.wgsl
 
 // Element d of the head after the optional RMSNorm (inv_rms is 1 without it).
 fn normed(d: u32, inv_rms: f32, is_q: bool) -> f32 {
