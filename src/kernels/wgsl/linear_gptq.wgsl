@@ -40,13 +40,6 @@ override MATVEC: bool = false;
 
 const WORKGROUP_SIZE: u32 = 256u;
 
-// Tiled variant (the layout of linear.wgsl).
-const TILE: u32 = 64u;
-const TILE_K: u32 = 16u;
-const TILE_K_WORDS: u32 = TILE_K / 8u;
-const PITCH: u32 = TILE + 1u;
-var<workgroup> x_tile: array<f32, TILE_K * PITCH>;  // x_tile[k * PITCH + m]
-var<workgroup> w_tile: array<f32, TILE_K * PITCH>;  // w_tile[k * PITCH + n]
 
 // Matrix-vector variant: COLS columns per workgroup, SLICES threads per column.
 const MATVEC_ROWS: u32 = 4u;
@@ -71,58 +64,18 @@ fn dequantize_word(kw: u32, n: u32) -> array<f32, 8> {
 
 //!include linear_store.wgsl
 
-fn tiled(tile: u32, lid: u32) {
-  let M = params.M;
-  let K = params.K;
-  let N = params.N;
-  let tiles_n = (N + TILE - 1u) / TILE;
-  let m0 = (tile / tiles_n) * TILE;
-  let n0 = (tile % tiles_n) * TILE;
-  let tx = lid % 16u;
-  let ty = lid / 16u;
-
-  var acc: array<vec4<f32>, 4>;  // acc[i][j]: row m0 + ty + 16i, column n0 + tx + 16j
-  for (var k0: u32 = 0u; k0 < K; k0 += TILE_K) {
-    for (var r: u32 = 0u; r < 4u; r++) {
-      let idx = lid + r * WORKGROUP_SIZE;
-      let row = idx / TILE_K;
-      let kk = idx % TILE_K;
-      var xv: f32 = 0.0;
-      if (m0 + row < M && k0 + kk < K) {
-        xv = x[(m0 + row) * K + k0 + kk];
-      }
-      x_tile[kk * PITCH + row] = xv;
+// W rows n0.. and k0.. into w_tile: threads below TILE_K / 8 * TILE dequantise one qweight word (8 k of
+// one column) each. K % 8 == 0, so a word is either wholly inside K or wholly past it.
+fn stage_w_tile(n0: u32, k0: u32, lid: u32) {
+  if (lid < TILE_K / 8u * TILE) {
+    let n = lid % TILE;
+    let word = lid / TILE;
+    var w = array<f32, 8>();  // zeros where the word lies outside W
+    if (n0 + n < params.N && k0 + 8u * word < params.K) {
+      w = dequantize_word(k0 / 8u + word, n0 + n);
     }
-    // K % 8 == 0, so a word is either wholly inside K or wholly past it.
-    if (lid < TILE_K_WORDS * TILE) {
-      let n = lid % TILE;
-      let word = lid / TILE;
-      var w: array<f32, 8>;
-      if (n0 + n < N && k0 + 8u * word < K) {
-        w = dequantize_word(k0 / 8u + word, n0 + n);
-      }
-      for (var i: u32 = 0u; i < 8u; i++) {
-        w_tile[(8u * word + i) * PITCH + n] = w[i];
-      }
-    }
-    workgroupBarrier();
-    for (var kk: u32 = 0u; kk < TILE_K; kk++) {
-      let base = kk * PITCH;
-      let b = vec4<f32>(w_tile[base + tx], w_tile[base + tx + 16u], w_tile[base + tx + 32u],
-                        w_tile[base + tx + 48u]);
-      for (var i: u32 = 0u; i < 4u; i++) {
-        acc[i] += x_tile[base + ty + 16u * i] * b;
-      }
-    }
-    workgroupBarrier();
-  }
-  for (var i: u32 = 0u; i < 4u; i++) {
-    for (var j: u32 = 0u; j < 4u; j++) {
-      let m = m0 + ty + 16u * i;
-      let n = n0 + tx + 16u * j;
-      if (m < M && n < N) {
-        store(m, n, acc[i][j]);
-      }
+    for (var i: u32 = 0u; i < 8u; i++) {
+      w_tile[(8u * word + i) * PITCH + n] = w[i];
     }
   }
 }
@@ -170,21 +123,4 @@ fn matvec(block: u32, lid: u32) {
   }
 }
 
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  // The whole workgroup shares its block, so these returns keep the barriers in uniform control flow.
-  let block = wid.x + wid.y * nwg.x;
-  if (MATVEC) {
-    if (block * COLS >= params.N) {
-      return;
-    }
-    matvec(block, lid);
-  } else {
-    let tiles = ((params.N + TILE - 1u) / TILE) * ((params.M + TILE - 1u) / TILE);
-    if (block >= tiles) {
-      return;
-    }
-    tiled(block, lid);
-  }
-}
+//!include tile64.wgsl
