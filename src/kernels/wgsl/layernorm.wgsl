@@ -20,22 +20,7 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 
-var<workgroup> partial: array<f32, WORKGROUP_SIZE>;
-
-// The sum of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
-fn workgroup_sum(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      partial[lid] += partial[lid + stride];
-    }
-    workgroupBarrier();
-  }
-  let total = partial[0];
-  workgroupBarrier();  // all threads have read the total before `partial` can be reused
-  return total;
-}
+//!include workgroup_reduce.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -17,37 +17,7 @@ struct Params {
 const WORKGROUP_SIZE: u32 = 256u;
 const LOWEST_F32: f32 = -3.4028234e38;  // stands in for -inf, which WGSL cannot write as a constant
 
-var<workgroup> partial: array<f32, WORKGROUP_SIZE>;
-
-// The max of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
-fn workgroup_max(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      partial[lid] = max(partial[lid], partial[lid + stride]);
-    }
-    workgroupBarrier();
-  }
-  let result = partial[0];
-  workgroupBarrier();  // all threads have read the result before `partial` can be reused
-  return result;
-}
-
-// The sum of `value` over the workgroup, returned to every thread. Call from uniform control flow only.
-fn workgroup_sum(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  for (var stride: u32 = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      partial[lid] += partial[lid + stride];
-    }
-    workgroupBarrier();
-  }
-  let result = partial[0];
-  workgroupBarrier();
-  return result;
-}
+//!include workgroup_reduce.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
