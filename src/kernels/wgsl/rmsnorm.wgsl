@@ -5,12 +5,7 @@
 //                     2 output [T, hidden_size] read_write, 3 params uniform (eps as f32 bits).
 // Dispatch: T workgroups, folded as (min(T, 65535), ceil(T / x), 1).
 
-struct Params {
-  seq_len: u32,
-  hidden_size: u32,
-  eps_bits: u32,
-  _pad: u32,
-}
+//!include norm_params.wgsl
 
 @group(0) @binding(0) var<storage, read> input: array<f32>;
 @group(0) @binding(1) var<storage, read> weight: array<f32>;

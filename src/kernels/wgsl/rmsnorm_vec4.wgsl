@@ -10,12 +10,7 @@
 //                     the arrays are bound as vec4<f32>.
 // Dispatch: T workgroups, folded as (min(T, 65535), ceil(T / x), 1).
 
-struct Params {
-  seq_len: u32,
-  hidden_size: u32,
-  eps_bits: u32,
-  _pad: u32,
-}
+//!include norm_params.wgsl
 
 @group(0) @binding(0) var<storage, read> input: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> weight: array<vec4<f32>>;
