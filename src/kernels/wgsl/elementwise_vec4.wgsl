@@ -19,22 +19,8 @@ struct Params {
 override OP: u32 = 0u;
 
 const WORKGROUP_SIZE: u32 = 256u;
-const SQRT_2_OVER_PI: f32 = 0.7978845608;
-const GELU_COEFF: f32 = 0.044715;
 
-// x * sigmoid(x) with exp of a non-positive argument only: no overflow, no inf / inf for very negative x.
-fn silu(x: vec4<f32>) -> vec4<f32> {
-  let e = exp(-abs(x));
-  return select(x * e, x, x >= vec4<f32>(0.0)) / (1.0 + e);
-}
-
-// 0.5 * x * (1 + tanh(u)) written as x / (1 + exp(-2u)): the same function without the cancellation of
-// 1 + tanh(u) near -1. The exponent is clamped where the result is already 0 in f32, so the division never
-// meets an infinite denominator.
-fn gelu(x: vec4<f32>) -> vec4<f32> {
-  let u = SQRT_2_OVER_PI * (x + GELU_COEFF * x * x * x);
-  return x / (1.0 + exp(min(-2.0 * u, vec4<f32>(80.0))));
-}
+//!include activations.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -52,10 +38,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       output[idx] = x * b[idx];
     }
     case 2u: {
-      output[idx] = silu(x);
+      output[idx] = silu4(x);
     }
     default: {
-      output[idx] = gelu(x);
+      output[idx] = gelu4(x);
     }
   }
 }

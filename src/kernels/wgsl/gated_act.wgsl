@@ -16,22 +16,8 @@ struct Params {
 @group(0) @binding(2) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
-const SQRT_2_OVER_PI: f32 = 0.7978845608;
-const GELU_COEFF: f32 = 0.044715;
 
-// x * sigmoid(x) with exp of a non-positive argument only: no overflow, no inf / inf for very negative x.
-fn silu(x: f32) -> f32 {
-  let e = exp(-abs(x));
-  return select(x * e, x, x >= 0.0) / (1.0 + e);
-}
-
-// 0.5 * x * (1 + tanh(u)) written as x / (1 + exp(-2u)): the same function without the cancellation of
-// 1 + tanh(u) near -1. The exponent is clamped where the result is already 0 in f32 (|x| / e^80 underflows),
-// so the division never meets an infinite denominator.
-fn gelu(x: f32) -> f32 {
-  let u = SQRT_2_OVER_PI * (x + GELU_COEFF * x * x * x);
-  return x / (1.0 + exp(min(-2.0 * u, 80.0)));
-}
+//!include activations.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

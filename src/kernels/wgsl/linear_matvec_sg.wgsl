@@ -35,6 +35,7 @@ enable subgroups;
 
 //!include linear_params.wgsl
 //!include linear_store.wgsl
+//!include activations.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -63,16 +64,6 @@ const MAX_SUBGROUPS: u32 = 64u;  // 256 lanes in subgroups of at least 4
 var<workgroup> partial_sums: array<vec4<f32>, MAX_SUBGROUPS * 4u>;  // [subgroup][column]
 var<workgroup> partial_squares: array<vec4<f32>, MAX_SUBGROUPS>;
 
-fn silu(v: vec4<f32>) -> vec4<f32> {
-  let e = exp(-abs(v));  // never overflows
-  return select(v * e, v, v >= vec4<f32>(0.0)) / (1.0 + e);
-}
-
-fn gelu(v: vec4<f32>) -> vec4<f32> {
-  let u = 0.7978845608 * (v + 0.044715 * v * v * v);
-  return v / (1.0 + exp(min(-2.0 * u, vec4<f32>(80.0))));
-}
-
 // Four consecutive inputs k = 4i.. of row m, after the fused gate activation, unnormalised.
 fn x_piece(m: u32, i: u32) -> vec4<f32> {
   let K4 = params.K / 4u;
@@ -82,9 +73,9 @@ fn x_piece(m: u32, i: u32) -> vec4<f32> {
   let gate = x[2u * m * K4 + i];
   let up = x[2u * m * K4 + K4 + i];
   if (X_GATE == 1u) {
-    return silu(gate) * up;
+    return silu4(gate) * up;
   }
-  return gelu(gate) * up;
+  return gelu4(gate) * up;
 }
 
 // x'[m, 4i..] before the 1 / rms factor: times the norm weights when an RMSNorm is fused.

@@ -12,12 +12,7 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 
-// For x < 0 the same value is computed as x * exp(x) / (1 + exp(x)): exp(-x) would overflow for very
-// negative x, and x / inf is NaN or garbage on GPUs whose division is only accurate for finite operands.
-fn silu(x: f32) -> f32 {
-  let e = exp(-abs(x));
-  return select(x * e, x, x >= 0.0) / (1.0 + e);
-}
+//!include activations.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
