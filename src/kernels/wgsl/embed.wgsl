@@ -25,19 +25,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
-override WEIGHT_TYPE: u32 = 0u;
+//!include weights.wgsl
 const WORKGROUP_SIZE: u32 = 256u;
 
 fn table_at(e: u32) -> f32 {
-  if (WEIGHT_TYPE == 0u) {
-    return bitcast<f32>(table[e]);
-  }
-  let word = table[e / 2u];
-  let half = select(word & 0xFFFFu, word >> 16u, (e & 1u) == 1u);
-  if (WEIGHT_TYPE == 1u) {
-    return unpack2x16float(half).x;
-  }
-  return bitcast<f32>(half << 16u);
+  return weight_element(table[weight_word(e)], e);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

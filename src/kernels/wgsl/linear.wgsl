@@ -16,6 +16,7 @@
 // tiles fastest; matrix-vector W = ceil(N / 8).
 
 //!include linear_params.wgsl
+//!include weights.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
@@ -35,15 +36,7 @@ const COLS: u32 = WORKGROUP_SIZE / LANES;
 var<workgroup> partial: array<f32, MATVEC_ROWS * WORKGROUP_SIZE>;  // partial[m * WORKGROUP_SIZE + lid]
 
 fn weight_at(e: u32) -> f32 {
-  if (WEIGHT_TYPE == 0u) {
-    return bitcast<f32>(W[e]);
-  }
-  let word = W[e / 2u];
-  let half = select(word & 0xFFFFu, word >> 16u, (e & 1u) == 1u);
-  if (WEIGHT_TYPE == 1u) {
-    return unpack2x16float(half).x;
-  }
-  return bitcast<f32>(half << 16u);
+  return weight_element(W[weight_word(e)], e);
 }
 
 fn x4(i: u32) -> vec4<f32> {

@@ -34,6 +34,7 @@
 enable subgroups;
 
 //!include linear_params.wgsl
+//!include weights.wgsl
 //!include linear_store.wgsl
 //!include activations.wgsl
 

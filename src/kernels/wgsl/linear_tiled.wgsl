@@ -26,6 +26,7 @@
 // column tiles fastest.
 
 //!include linear_params.wgsl
+//!include weights.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;

@@ -1,4 +1,4 @@
-// linear's uniform struct (kernels::LinearParams) and weight decoding, shared by linear.wgsl,
+// linear's uniform struct (kernels::LinearParams), shared by linear.wgsl,
 // linear_tiled.wgsl and linear_matvec_sg.wgsl.
 struct Params {
   M: u32,
@@ -13,14 +13,4 @@ struct Params {
   eps_bits: u32,
   position: u32,  // linear_matvec_sg.wgsl ROPE only: the rotary position of row 0
   _pad: u32,
-}
-
-override WEIGHT_TYPE: u32 = 0u;  // 0 f32, 1 f16, 2 bf16
-
-// The two 16-bit weights packed in one word, lower index first.
-fn halves(word: u32) -> vec2<f32> {
-  if (WEIGHT_TYPE == 1u) {
-    return unpack2x16float(word);
-  }
-  return bitcast<vec2<f32>>(vec2<u32>(word << 16u, word & 0xFFFF0000u));
 }
