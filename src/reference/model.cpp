@@ -5,28 +5,16 @@
 #include <numbers>
 
 #include "gerbil/error.h"
+#include "reference/checks.h"
 
 namespace gerbil::reference {
 namespace {
 
-void expect_size(const char* function, const char* tensor, size_t actual, size_t expected) {
-  if (actual != expected)
-    fail("reference::{}: {} has {} elements, expected {}", function, tensor, actual, expected);
-}
-
-void expect_positive(const char* function, const char* argument, size_t value) {
-  if (value == 0) fail("reference::{}: {} must be positive", function, argument);
-}
+using detail::expect_positive;
+using detail::expect_size;
 
 // Bits 4*i .. 4*i+3 of word.
 uint32_t nibble(uint32_t word, size_t i) { return (word >> (4 * i)) & 0xFu; }
-
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-
-double gelu_tanh(double x) {
-  double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
-  return x / (1.0 + std::exp(-2.0 * u));
-}
 
 // RMS-normalises `head` [D] in place with weight w (no-op when w is empty).
 void rms_normalise(std::span<double> head, std::span<const double> w, double eps) {
@@ -128,7 +116,7 @@ std::vector<double> gated_act(std::span<const double> gate_up, size_t T, size_t 
   for (size_t t = 0; t < T; ++t) {
     for (size_t i = 0; i < I; ++i) {
       double gate = gate_up[t * 2 * I + i];
-      out[t * I + i] = (act == Activation::Silu ? silu(gate) : gelu_tanh(gate)) * gate_up[t * 2 * I + I + i];
+      out[t * I + i] = (act == Activation::Silu ? detail::silu_at(gate) : detail::gelu_tanh_at(gate)) * gate_up[t * 2 * I + I + i];
     }
   }
   return out;

@@ -5,19 +5,13 @@
 #include <numbers>
 
 #include "gerbil/error.h"
+#include "reference/checks.h"
 
 namespace gerbil::reference {
 namespace {
 
-// Throws unless `tensor` of reference function `function` holds exactly `expected` elements.
-void expect_size(const char* function, const char* tensor, size_t actual, size_t expected) {
-  if (actual != expected)
-    fail("reference::{}: {} has {} elements, expected {}", function, tensor, actual, expected);
-}
-
-void expect_positive(const char* function, const char* argument, size_t value) {
-  if (value == 0) fail("reference::{}: {} must be positive", function, argument);
-}
+using detail::expect_positive;
+using detail::expect_size;
 
 template <typename Op>
 std::vector<double> map(std::span<const double> x, Op op) {
@@ -215,16 +209,9 @@ std::vector<double> softmax(std::span<const double> x, size_t rows, size_t cols)
   return out;
 }
 
-std::vector<double> silu(std::span<const double> x) {
-  return map(x, [](double v) { return v / (1.0 + std::exp(-v)); });
-}
+std::vector<double> silu(std::span<const double> x) { return map(x, detail::silu_at); }
 
-std::vector<double> gelu_tanh(std::span<const double> x) {
-  const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
-  // 0.5 * (1 + tanh(u)) == 1 / (1 + exp(-2u)); the second form keeps its digits where tanh(u) is near -1,
-  // which even double loses for x < -6.
-  return map(x, [=](double v) { return v / (1.0 + std::exp(-2.0 * sqrt_2_over_pi * (v + 0.044715 * v * v * v))); });
-}
+std::vector<double> gelu_tanh(std::span<const double> x) { return map(x, detail::gelu_tanh_at); }
 
 std::vector<double> add(std::span<const double> a, std::span<const double> b) {
   return zip("add", a, b, [](double x, double y) { return x + y; });
