@@ -67,6 +67,16 @@ TEST(GpuDevice, UnknownAdapterNameListsTheAvailableOnes) {
   }
 }
 
+// Placeholders stand in for unused writable bindings: distinct 16-byte ranges of one buffer, a fixed number.
+TEST(GpuDevice, PlaceholdersAreDistinctRangesAndBounded) {
+  BufferBinding a = device().placeholder(0), b = device().placeholder(15);
+  EXPECT_EQ(a.buffer, b.buffer);
+  EXPECT_EQ(a.size, 16u);
+  EXPECT_GE(b.offset, a.offset + 15 * 16);
+  EXPECT_EQ(b.offset % device().limits().minStorageBufferOffsetAlignment, 0u);
+  EXPECT_THAT([] { device().placeholder(16); }, ::testing::ThrowsMessage<Error>(HasSubstr("placeholder binding 16")));
+}
+
 TEST(GpuBuffer, RoundTripsOddSizes) {
   for (size_t bytes : {1u, 3u, 13u, 4096u, (1u << 20) + 3}) {
     std::vector<std::byte> data(bytes);

@@ -220,6 +220,19 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}));
 }
 
+TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
+  EXPECT_THAT([] { linear_matvec_blocking(device(), 0, 8, WeightType::F16); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear_matvec_sg' (K=0 N=8 type=f16)"),
+                                         HasSubstr("must be positive"))));
+  EXPECT_THAT([] { linear_matvec_blocking(device(), 64, 8, WeightType::F32, {5, 1}); },
+              ThrowsMessage<Error>(HasSubstr("5 columns per group requested, at most 4")));
+  EXPECT_THAT([] { linear_matvec_blocking(device(), 64, 8, WeightType::F32, {1, 3}); },
+              ThrowsMessage<Error>(HasSubstr("split 3 must be a power of two")));
+  EXPECT_THAT([] { linear_matvec_blocking(device(), 64, 8, WeightType::F32, {1, 1024}); },
+              ThrowsMessage<Error>(HasSubstr("split 1024 must be a power of two of at most")));
+  EXPECT_FALSE(linear_fusion_pays(device(), 1, 64, 0, WeightType::F32));  // no columns: nothing to fuse into
+}
+
 TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {
   auto gptq = [&](uint32_t K, uint32_t N, uint32_t group) {
     linear_gptq(device(), any, any, any, any, any, any, any, {1, K, N, N, 0, 0, 0, group});
