@@ -54,11 +54,12 @@ struct Model::Step {
     // When set, the entry is recorded only for steps whose key count (cache position + tokens) it accepts:
     // a graph may hold alternative kernels for short and long caches.
     std::function<bool(uint32_t keys)> for_keys;
+    // When set, rewrites the dispatch's position-dependent uniform before each step that records it.
+    std::function<void(uint32_t position)> at_position;
   };
   uint32_t tokens = 0;
   uint32_t logit_rows = 0;
   std::deque<Entry> entries;  // a deque: entries stay put while the graph grows
-  std::vector<std::function<void(uint32_t position)>> at_position;
 };
 
 namespace {
@@ -90,14 +91,18 @@ class StepBuilder {
     return *step_.entries.back().dispatch;
   }
 
-  // Re-writes a position-dependent dispatch's uniform at every step: `update` sets the fields.
+  // Re-writes a position-dependent dispatch's uniform before every step that records it: `update` sets the
+  // fields.
   template <typename Params>
   void at_position(Dispatch& dispatch, Params params, std::function<void(Params&, uint32_t)> update) {
+    auto owner = std::find_if(step_.entries.rbegin(), step_.entries.rend(),
+                              [&](const Model::Step::Entry& e) { return e.dispatch && &*e.dispatch == &dispatch; });
+    if (owner == step_.entries.rend()) fail("graph: at_position() for a dispatch not in this step");
     gpu::Device* device = &device_;
-    step_.at_position.push_back([device, buffer = &dispatch.params, params, update](uint32_t position) mutable {
+    owner->at_position = [device, buffer = &dispatch.params, params, update](uint32_t position) mutable {
       update(params, position);
       device->write(*buffer, bytes_of(params));
-    });
+    };
   }
 
   // An attention dispatch: its uniform follows the position; `for_keys` as Step::Entry's.
@@ -412,9 +417,9 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 }
 
 void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
-  for (auto& update : s.at_position) update(position_);
-  for (const auto& entry : s.entries) {
+  for (auto& entry : s.entries) {
     if (entry.for_keys && !entry.for_keys(position_ + s.tokens)) continue;
+    if (entry.at_position) entry.at_position(position_);
     if (entry.copy)
       recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination, 0, entry.copy->size);
     else if (timer)
