@@ -219,7 +219,8 @@ bool linear_fusion_pays(const gpu::Device& device, uint32_t M, uint32_t K, uint3
   // Every column group recomputes the fused input over the whole row of x: ceil(N / columns) * K
   // activations or normalised inputs per row. Past a few million of them that work, not the weight stream,
   // bounds the kernel (H200, Llama-8B: the down projection with its SiLU fused (29M) took 61 us against
-  // 48 + 8 us unfused; gate|up with its RMSNorm fused (29M) 96 us against 71 us for the bare product),
+  // 48 + 8 us unfused, two calls apart; gate|up with its RMSNorm fused (29M) 96 us against 71 us for the
+  // bare product in one call),
   // and a separate dispatch is cheaper; Qwen2.5-0.5B's largest (4.4M) stay fused.
   constexpr uint64_t kMaxRecomputed = 8u << 20;
   if (!linear_fuses_input(device, M, K, type) || N == 0) return false;
