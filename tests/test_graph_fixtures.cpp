@@ -12,7 +12,9 @@
 #include "gerbil/error.h"
 #include "graph/model.h"
 #include "kernels/model.h"
+#include "model/synth.h"
 #include "support/paths.h"
+#include "test_model_support.h"
 
 namespace gerbil::graph {
 namespace {
@@ -181,6 +183,31 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureModel, ::testing::ValuesIn(fixture_mod
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// A prompt whose down projection is split along K (a 1024-wide MLP has 128 slabs: 4 parts for 24 rows of 64
+// columns, one tile) against the same tokens decoded one at a time, which never split.
+TEST(SplitPrefill, MatchesTokenByTokenDecoding) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-llama", .seed = 5, .intermediate = 1024});
+  ModelFiles files = ModelFiles::open(dir.path());
+  Model model(device(), files, ModelOptions{.context = 32});
+  constexpr uint32_t kTokens = 24;
+  ASSERT_EQ(kernels::linear_split_parts({kTokens, 1024, 64, 64, 0, 0, 1}), 4u);
+  auto entries = model.describe(kTokens);
+  EXPECT_EQ(std::count_if(entries.begin(), entries.end(), [](auto& e) { return e.kernel == "linear_split_sum"; }),
+            files.config().num_layers);
+  size_t vocab = size_t(files.config().vocab_size);
+  std::vector<int32_t> ids(kTokens);
+  for (uint32_t i = 0; i < kTokens; ++i) ids[i] = int32_t((i * 131u + 7u) % vocab);
+  auto want = model.forward(ids, /*all_logits=*/true);
+  model.reset();
+  for (uint32_t t = 0; t < kTokens; ++t) {
+    auto row = model.forward(std::span(ids).subspan(t, 1));
+    std::span<const float> expected(want.data() + t * vocab, vocab);
+    EXPECT_LT(relative_error(row, expected), 1e-5) << "position " << t;
+    EXPECT_EQ(argmax(row), argmax(expected)) << "position " << t;
+  }
+}
 
 TEST(ModelErrors, TokenOutOfRangeAndContextOverflow) {
   GERBIL_REQUIRE_FIXTURES();

@@ -102,6 +102,16 @@ TEST(KernelBenchmark, MatmulCasesCountTwoFlopsPerMultiplyAdd) {
   for (const Result& r : results) expect_measured(r);
 }
 
+TEST(KernelBenchmark, ShapeFilterKeepsOnlyMatchingShapes) {
+  Options options{.quick = true, .kernel = "rmsnorm_vec4", .shape = "T=50", .iterations = 1};
+  auto results = run(device(), options, kCeilings);
+  ASSERT_EQ(results.size(), 2u);  // the seed and rmsnorm_vec4 at T = 50 only
+  for (const Result& r : results) EXPECT_EQ(r.shape, "T=50");
+  options.shape = "no such shape";
+  EXPECT_THAT([&] { run(device(), options, kCeilings); },
+              ThrowsMessage<Error>(HasSubstr("no shape name contains 'no such shape'")));
+}
+
 TEST(KernelBenchmark, HostClockWhenForced) {
   Options options{.quick = true, .kernel = "rmsnorm", .iterations = 3, .clock = gpu::TimerClock::Host};
   EXPECT_FALSE(uses_timestamps(device(), options));

@@ -199,6 +199,25 @@ TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
   EXPECT_NO_THROW(project({1, 3, 3, 3, 0, 0, 0}, WeightType::F16, {&exact}));
 }
 
+TEST_F(ShapeErrors, LinearGateActChecksPairsAndOutputColumns) {
+  if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  auto project = [&](LinearParams p, MatvecBlocking blocking = {}) {
+    linear(device(), any, any, any, any, any, p, WeightType::F32, {}, blocking);
+  };
+  // 32 gate|up rows: 16 act(gate) * up columns.
+  EXPECT_THAT([&] { project({1, 64, 32, 16, 0, 0, 0, 3}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear'"), HasSubstr("gate_act must be 0, 1"))));
+  EXPECT_THAT([&] { project({1, 64, 31, 16, 0, 0, 0, 1}); }, ThrowsMessage<Error>(HasSubstr("an even count")));
+  EXPECT_THAT([&] { project({1, 64, 32, 16, 0, 0, 1, 1}); }, ThrowsMessage<Error>(HasSubstr("takes no residual")));
+  EXPECT_THAT([&] { project({1, 64, 32, 16, 4, 0, 0, 1}); }, ThrowsMessage<Error>(HasSubstr("[4, 20)")));
+  EXPECT_THAT([&] { project({1, 64, 32, 16, 0, 0, 0, 2}, {4, 0}); },
+              ThrowsMessage<Error>(HasSubstr("groups of 2 columns, 4 requested")));
+  EXPECT_NO_THROW(project({1, 64, 32, 16, 0, 0, 0, 2}));
+  // The tiled prompt kernels have no gate epilogue.
+  EXPECT_THAT([&] { project({5, 64, 32, 16, 0, 0, 0, 1}); },
+              ThrowsMessage<Error>(HasSubstr("needs the subgroup decode variant")));
+}
+
 TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto project = [&](LinearParams p, QkvHeads heads) {
@@ -230,7 +249,27 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
               ThrowsMessage<Error>(HasSubstr("split 3 must be a power of two")));
   EXPECT_THAT([] { linear_matvec_blocking(device(), 64, 8, WeightType::F32, {1, 1024}); },
               ThrowsMessage<Error>(HasSubstr("split 1024 must be a power of two of at most")));
-  EXPECT_FALSE(linear_fusion_pays(device(), 1, 64, 0, WeightType::F32));  // no columns: nothing to fuse into
+  EXPECT_THAT([] { linear_matvec_blocking(device(), 64, 8, WeightType::F32, {1, 1, 9}); },
+              ThrowsMessage<Error>(HasSubstr("9 loads in flight per lane requested, at most 8")));
+}
+
+// The model allocates linear_split_scratch_bound() once for all its prompt products: every split a
+// product of that size or smaller can choose must fit.
+TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
+  for (uint32_t max_rows : {5u, 64u, 512u, 2048u})
+    for (uint32_t max_columns : {40u, 896u, 4096u, 151936u})
+      for (uint32_t M : {5u, 17u, 64u, 300u, 512u, 2048u})
+        for (uint32_t N : {8u, 40u, 896u, 1152u, 4096u, 9728u, 151936u})
+          for (uint32_t K : {64u, 256u, 896u, 4864u, 14336u}) {
+            if (M > max_rows || N > max_columns) continue;
+            LinearParams p{M, K, N, N, 0, 0, 0};
+            EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound(max_rows, max_columns))
+                << "M=" << M << " K=" << K << " N=" << N;
+            EXPECT_LE(linear_split_parts(p), 8u);
+          }
+  EXPECT_EQ(linear_split_parts({2, 4096, 64, 64, 0, 0, 0}), 1u);   // decoding never splits
+  EXPECT_EQ(linear_split_parts({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile: as many parts as allowed
+  EXPECT_EQ(linear_split_parts({20, 128, 40, 40, 0, 0, 0}), 1u);   // too short a K to split
 }
 
 TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {

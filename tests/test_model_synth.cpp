@@ -191,6 +191,18 @@ TEST(Synth, RejectsBadOptions) {
   EXPECT_THAT(error_of([&] { synth_config({.preset = "qwen2.5-0.5b", .vocab = 1000}); }),
               AllOf(HasSubstr("--vocab 1000"), HasSubstr("151643")));
   EXPECT_THAT(error_of([&] { synth_config({.preset = "tiny-llama", .vocab = 0}); }), HasSubstr("--vocab"));
+  EXPECT_THAT(error_of([&] { synth_config({.preset = "tiny-llama", .intermediate = -4}); }),
+              HasSubstr("--intermediate must be positive, got -4"));
+  EXPECT_THAT(error_of([&] { synth_config({.preset = "tiny-gpt2", .intermediate = 256}); }),
+              HasSubstr("preset tiny-gpt2 sets no intermediate_size"));
+}
+
+TEST(Synth, IntermediateOverrideWidensTheMlp) {
+  ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-llama", .seed = 2, .intermediate = 200});
+  Safetensors t = Safetensors::open(dir.path());
+  EXPECT_EQ(t.at("model.layers.0.mlp.down_proj.weight").shape, (std::vector<int64_t>{64, 200}));
+  EXPECT_EQ(t.at("model.layers.1.mlp.up_proj.weight").shape, (std::vector<int64_t>{200, 64}));
 }
 
 }  // namespace

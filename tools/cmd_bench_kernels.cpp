@@ -42,6 +42,8 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                  app.add_flag("--json", options->json, "Print JSON (all numbers, adapter, ceilings)");
                  app.add_option("--kernel", options->bench.kernel,
                                 "Only this kernel (a seed kernel with its variants, a variant beside its seed)");
+                 app.add_option("--shape", options->bench.shape,
+                                "Only shapes whose name contains this text (e.g. llama, \"M=1 \")");
                  app.add_flag("--quick", options->bench.quick, "Decode shapes and a few T = 50 ones, fewer iterations");
                  app.add_option("--iterations", options->bench.iterations,
                                 "Timed iterations per case (default: up to 100, --quick 10, fewer for slow cases)")

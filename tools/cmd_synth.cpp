@@ -23,6 +23,7 @@ std::function<int()> setup(CLI::App& app) {
     std::string dtype = "f32";
     std::string out;
     int64_t vocab = 0;
+    int64_t intermediate = 0;
     double max_shard_gb = 4.0;
   };
   auto args = std::make_shared<Args>();
@@ -33,12 +34,14 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--seed", args->options.seed, "random seed")->capture_default_str();
   app.add_option("--out", args->out, "output folder")->required();
   app.add_option("--vocab", args->vocab, "vocabulary size (default: the preset's)");
+  app.add_option("--intermediate", args->intermediate, "MLP width, intermediate_size (default: the preset's)");
   app.add_option("--max-shard-gb", args->max_shard_gb, "split weights into files of at most this many GB")
       ->capture_default_str();
   return [args] {
     SynthOptions options = args->options;
     options.dtype = parse_weight_dtype(args->dtype);
     if (args->vocab != 0) options.vocab = args->vocab;
+    if (args->intermediate != 0) options.intermediate = args->intermediate;
     if (!(args->max_shard_gb > 0)) fail("--max-shard-gb must be positive");
     options.max_shard_bytes = uint64_t(args->max_shard_gb * 1e9);
     SynthResult result = synth_model(args->out, options);

@@ -33,6 +33,7 @@ struct Model::Buffers {
   std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
   gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
+  gpu::Buffer split_scratch;          // partial sums of prompt projections split along K, shared by layers
   uint32_t logit_rows = 0;            // rows `logits` holds
   gpu::Buffer sampled;                // the GPU-sampled token of a greedy step
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
@@ -148,12 +149,18 @@ class StepBuilder {
   struct Input {
     const gpu::Buffer* x;
     const GpuNorm* fused_norm = nullptr;
-    uint32_t gate = 0;  // the buffer holds gate|up rows and the layer applies the activation (fused)
   };
 
-  // Whether `L` should apply its input's norm or gate activation itself (see kernels::linear_fusion_pays).
+  // Whether the gate|up projection `L` can apply the gate activation to its own output (its gate and up
+  // rows must lie in one binding).
+  bool can_gate(const GpuLinear& L) const {
+    return !L.gptq && L.blocks.size() == 1 && kernels::linear_fuses_input(device_, T_, L.in, L.type);
+  }
+
+  // Whether `L` can apply its input's RMSNorm itself (the decode kernel sums x's squares as it reads x,
+  // so the fused norm costs no extra pass).
   bool fusable(const GpuLinear& L, uint32_t M) const {
-    return !L.gptq && kernels::linear_fusion_pays(device_, M, L.in, L.out, L.type);
+    return !L.gptq && kernels::linear_fuses_input(device_, M, L.in, L.type);
   }
 
   // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can,
@@ -166,8 +173,10 @@ class StepBuilder {
   }
 
   // out[:, n] (+)= x' W^T + b over M rows; `residual` (when given) is added, and must differ from `out`.
+  // With `gate_act` (1 SiLU, 2 GELU-tanh; see can_gate), L is a gate|up projection that writes
+  // act(gate) * up.
   void linear(const std::string& label, const GpuLinear& L, Input in, uint32_t M, const gpu::Buffer* residual,
-              const gpu::Buffer& out) {
+              const gpu::Buffer& out, uint32_t gate_act = 0) {
     BufferBinding res = residual ? BufferBinding{residual} : unused();
     uint32_t has_bias = L.bias ? 1 : 0, has_residual = residual ? 1 : 0;
     const gpu::Buffer& x = *in.x;
@@ -180,12 +189,19 @@ class StepBuilder {
     uint32_t eps = kernels::float_bits(float(config_.norm_eps));
     BufferBinding norm_weight = in.fused_norm ? BufferBinding{&in.fused_norm->weight} : BufferBinding{};
     for (const RowBlock& block : L.blocks) {
-      kernels::LinearParams p{M,           L.in, block.rows, L.out, block.first_row, has_bias, has_residual,
-                              in.gate,     in.fused_norm ? 1u : 0u, eps};
+      uint32_t out_stride = gate_act ? L.out / 2 : L.out;
+      kernels::LinearParams p{M,           L.in, block.rows, out_stride, block.first_row, has_bias, has_residual,
+                              gate_act,    in.fused_norm ? 1u : 0u, eps};
       BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
-      add(L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label,
-          kernels::linear(device_, {&x}, {L.weight.get(), block.byte_offset, block.byte_size}, bias, res, {&out}, p,
-                          L.type, norm_weight));
+      std::string name = L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label;
+      BufferBinding weight{L.weight.get(), block.byte_offset, block.byte_size};
+      if (kernels::linear_split_parts(p) > 1) {
+        // A prompt product with too few tiles for the GPU: split along K, then summed (two dispatches).
+        for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type, {&b_.split_scratch}))
+          add(name, std::move(d));
+      } else {
+        add(name, kernels::linear(device_, {&x}, weight, bias, res, {&out}, p, L.type, norm_weight));
+      }
     }
   }
 
@@ -272,15 +288,17 @@ class StepBuilder {
   void mlp(const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in,
            const gpu::Buffer& residual, const gpu::Buffer& out) {
     uint32_t intermediate = uint32_t(config_.intermediate_size);
-    linear(label(arch_.gated_mlp() ? "gate_up" : "up"), L.up, in, T_, nullptr, b_.up);
-    Input down_in{&b_.act};
     uint32_t act = config_.activation == Activation::SiLU ? 0 : 1;
-    if (arch_.gated_mlp() && fusable(L.down, T_))
-      down_in = {&b_.up, nullptr, act + 1};  // the down projection applies act(gate) * up itself
-    else if (arch_.gated_mlp())
+    if (arch_.gated_mlp() && can_gate(L.up)) {
+      linear(label("gate_up"), L.up, in, T_, nullptr, b_.act, act + 1);  // writes act(gate) * up itself
+    } else if (arch_.gated_mlp()) {
+      linear(label("gate_up"), L.up, in, T_, nullptr, b_.up);
       add(label("gated_act"), kernels::gated_act(device_, {&b_.up}, {&b_.act}, {T_, intermediate, act}));
-    else
+    } else {
+      linear(label("up"), L.up, in, T_, nullptr, b_.up);
       add(label("gelu"), kernels::gelu_vec4(device_, {&b_.up}, {&b_.act}, {T_ * intermediate}));
+    }
+    Input down_in{&b_.act};
     if (L.mlp_post_norm) {
       linear(label("down"), L.down, down_in, T_, nullptr, b_.branch);
       norm(label("mlp_post_norm"), *L.mlp_post_norm, b_.branch, b_.branch_normed, T_);
@@ -369,6 +387,9 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                        uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
                                        uint32_t(config_.head_dim)};
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
+  uint64_t widest_linear = std::max({q_width + 2 * kv_width, H, 2 * I, vocab});
+  b.split_scratch = f32("split-K partial sums", std::max<uint64_t>(1, kernels::linear_split_scratch_bound(
+                                                                        uint32_t(chunk), uint32_t(widest_linear))));
   b.sampled = f32("sampled token", 1);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
   for (int slot = 0; slot < 4; ++slot)

@@ -267,24 +267,53 @@ Case seed_matmul(Workspace& w, const Shape& s) {
   return c;
 }
 
+// What the subgroup decode variant fuses around a product (benchmarks time each fusion beside the bare one).
+struct MatvecFusion {
+  bool norm = false;      // an RMSNorm of x
+  uint32_t gate_act = 0;  // act(gate) * up over the N rows as gate|up halves (1 SiLU)
+};
+
 // `blocking`: the subgroup decode variant's (zeros: the dispatcher's choice).
-Builder linear_case(WeightType type, MatvecBlocking blocking = {}) {
-  return [type, blocking](Workspace& w, const Shape& s) {
+Builder linear_case(WeightType type, MatvecBlocking blocking = {}, MatvecFusion fusion = {}) {
+  return [type, blocking, fusion](Workspace& w, const Shape& s) {
     Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
     c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
+    if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
+    if (fusion.norm) c.variant += " norm";
+    if (fusion.gate_act) c.variant += " gated";
     const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
+    const gpu::Buffer& norm_weight = w.floats("norm_weight", s.K, 0.5f, 1.5f);
     auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
+    if (fusion.gate_act && blocks.size() > 1)
+      fail("kernel 'linear' ({}): a gated product needs its gate and up rows in one binding", s.name);
     for (auto [n0, count] : blocks) {
       const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
       // x stands in for the unused bias and residual.
-      LinearParams p{s.T, s.K, count, s.N, n0, 0, 0};
-      c.dispatches.push_back(
-          linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, {}, blocking));
+      LinearParams p{s.T, s.K, count, fusion.gate_act ? s.N / 2 : s.N, n0, 0, 0, fusion.gate_act, fusion.norm};
+      c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
+                                    fusion.norm ? whole(norm_weight) : BufferBinding{}, blocking));
     }
     c.note = split_note(w.device(), blocks.size());
+    return c;
+  };
+}
+
+// A prompt product split along K where its tiles alone are few (linear_split_k; one dispatch when not).
+Builder linear_split_case(WeightType type) {
+  return [type](Workspace& w, const Shape& s) {
+    Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
+    c.variant = fmt::format("{} tiled split", type_name(type));
+    LinearParams p{s.T, s.K, s.N, s.N, 0, 0, 0};
+    const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
+    const gpu::Buffer& W = w.weights("W", uint64_t(s.N) * s.K, type);
+    const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
+    const gpu::Buffer& scratch = w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p)));
+    // x stands in for the unused bias and residual.
+    c.dispatches = linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, whole(scratch));
+    c.note = fmt::format("split_k={}", linear_split_parts(p));
     return c;
   };
 }
@@ -620,10 +649,18 @@ const std::vector<Family>& families() {
         {"linear", linear_case(F16, {1, 0})},
         {"linear", linear_case(F16, {2, 0})},
         {"linear", linear_case(F16, {4, 0})},
-        {"linear", linear_case(F16, {0, 1})}}},
+        {"linear", linear_case(F16, {0, 1})},
+        {"linear", linear_case(F16, {0, 0, 2})},
+        {"linear", linear_case(F16, {0, 0, 8})},
+        {"linear", linear_case(F16, {2, 0, 8})},
+        {"linear", linear_case(F16, {}, {.norm = true})},
+        {"linear", linear_case(F16, {}, {.gate_act = 1})}}},
       {prefill_projection_shapes(),
        {"matmul", seed_matmul},
-       {{"linear", linear_case(F32)}, {"linear", linear_case(F16)}, {"linear", linear_case(BF16)}}},
+       {{"linear", linear_case(F32)},
+        {"linear", linear_case(F16)},
+        {"linear", linear_case(BF16)},
+        {"linear", linear_split_case(F16)}}},
       {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
       {token_shapes(), {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
@@ -768,7 +805,18 @@ std::vector<std::string> kernel_names() {
   return names;
 }
 
+bool shape_selected(const Options& options, const Shape& shape) {
+  return options.shape.empty() || shape.name.find(options.shape) != std::string::npos;
+}
+
 void check_options(const Options& options) {
+  if (!options.shape.empty()) {
+    bool any = std::any_of(families().begin(), families().end(), [&](const Family& family) {
+      return std::any_of(family.shapes.begin(), family.shapes.end(),
+                         [&](const Shape& shape) { return shape_selected(options, shape); });
+    });
+    if (!any) fail("bench kernels: no shape name contains '{}'", options.shape);
+  }
   if (options.kernel.empty()) return;
   auto names = kernel_names();
   if (std::find(names.begin(), names.end(), options.kernel) == names.end())
@@ -793,7 +841,7 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
   for (const Family& family : families()) {
     if (!options.kernel.empty() && !in_family(family, options.kernel)) continue;
     for (const Shape& shape : family.shapes) {
-      if (options.quick && !shape.quick) continue;
+      if ((options.quick && !shape.quick) || !shape_selected(options, shape)) continue;
       Workspace workspace(device, 0x6765726269ull);
       // The seed kernel runs whenever its family does, for the speed-ups.
       Result seed = run_case(device, workspace, family.seed, shape, settings, timestamps, ceilings);

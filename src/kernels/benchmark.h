@@ -29,6 +29,8 @@ struct Options {
   bool quick = false;
   // Only this kernel: a seed kernel runs with its variants, a variant beside its seed kernel. Empty: all.
   std::string kernel;
+  // Only shapes whose name contains this text (e.g. "llama", "M=1 "). Empty: all.
+  std::string shape;
   uint32_t iterations = 0;  // timed iterations per case; 0: up to 100 (quick: 10), fewer for slow cases
   gpu::TimerClock clock = gpu::TimerClock::Auto;
 };

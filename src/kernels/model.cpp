@@ -16,7 +16,8 @@ constexpr uint32_t kLinearMatvecColumns = 8;  // linear.wgsl COLS
 constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
 constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
 constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
-constexpr uint64_t kMatvecUnroll = 4;         // linear_matvec_sg.wgsl UNROLL
+constexpr uint32_t kMatvecUnroll = 4;         // linear_matvec_sg.wgsl UNROLL by default
+constexpr uint32_t kMaxMatvecUnroll = 8;      // its weight registers per column
 constexpr uint64_t kMatvecTargetSubgroups = 4096;  // ~16 warps on each of an H200's 132 SMs
 constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
 
@@ -136,7 +137,31 @@ LinearTile linear_tile(const LinearParams& p) {
   return {64, 64};
 }
 
+// Split along K: parts so that tiles * parts approaches kSplitFill workgroups (about two per SM of an
+// H200), each part at least kMinSplitSlabs slabs of 8 (the split's partial sums and second pass cost about
+// as much as that many slabs), at most kMaxSplitK.
+constexpr uint64_t kSplitFill = 256;
+constexpr uint64_t kMinSplitSlabs = 32;
+constexpr uint64_t kMaxSplitK = 8;
+
 }  // namespace
+
+uint32_t linear_split_parts(const LinearParams& p) {
+  if (!use_linear_tiled(p) || p.gate_act || p.norm_x) return 1;
+  uint64_t tiles = tile_count(p, linear_tile(p));
+  if (tiles >= kSplitFill) return 1;
+  return uint32_t(std::max<uint64_t>(1, std::min({kSplitFill / tiles, p.K / 8 / kMinSplitSlabs, kMaxSplitK})));
+}
+
+uint64_t linear_split_scratch_floats(const LinearParams& p) {
+  uint32_t parts = linear_split_parts(p);
+  return parts > 1 ? parts * count_of(p.M, p.N) : 0;
+}
+
+uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns) {
+  // parts * M * N <= parts * tiles * (a tile's outputs) < kSplitFill * 128 * 128, and parts <= kMaxSplitK.
+  return std::min<uint64_t>(kSplitFill * 128 * 128, kMaxSplitK * count_of(max_rows, max_columns));
+}
 
 Grid linear_grid(const LinearParams& p) {
   if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
@@ -171,10 +196,11 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
     fail("kernel 'linear_matvec_sg' ({}): norm_x needs a norm_weight operand", shapes);
   gpu::Constants constants = {{"WEIGHT_TYPE", double(type)},  {"ROWS", double(p.M)},
                               {"COLS", double(blocking.columns)}, {"SPLIT", double(blocking.split)},
-                              {"X_GATE", double(p.x_gate)},       {"NORM_X", p.norm_x ? 1.0 : 0.0}};
+                              {"UNROLL", double(blocking.unroll)},
+                              {"GATE_ACT", double(p.gate_act)},   {"NORM_X", p.norm_x ? 1.0 : 0.0}};
   constants.insert(constants.end(), rope.begin(), rope.end());
   return prepare(device, "linear_matvec_sg", std::move(shapes),
-                 {{"x", b.x, count_of(p.M, p.K) * (p.x_gate ? 2 : 1)},
+                 {{"x", b.x, count_of(p.M, p.K)},
                   weight_operand("W", b.weight, count_of(p.N, p.K), type),
                   {"bias", b.bias, used(p.has_bias, p.N)},
                   {"residual", b.residual, extents.residual},
@@ -192,17 +218,21 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   auto shapes = [&] { return fmt::format("K={} N={} type={}", K, N, name_of(type)); };
   if (K == 0 || N == 0) fail("kernel 'linear_matvec_sg' ({}): K and N must be positive", shapes());
   MatvecBlocking b = requested;
-  // Measured on an H200 (docs/PERFORMANCE.md): more columns per group pay once the matrix has enough rows
-  // to keep every SM busy with fewer groups.
-  if (b.columns == 0) b.columns = N >= 16384 ? 4 : N >= 4096 ? 2 : 1;
+  // Measured on an H200 (docs/PERFORMANCE.md): two columns per group pay once the matrix has enough rows
+  // to keep every SM busy with fewer groups; four were slower on every Llama-8B and Qwen2.5-0.5B shape.
+  if (b.columns == 0) b.columns = N >= 4096 ? 2 : 1;
   // Split a group over more subgroups only when the groups alone leave the GPU short of warps (Qwen's
   // 896-row down projection: 19 -> 15 us on an H200; Llama's 6144-row QKV got slower split), and never
   // into shares of less than one step of kMatvecUnroll loads per lane.
+  if (b.unroll == 0) b.unroll = kMatvecUnroll;
+  if (b.unroll > kMaxMatvecUnroll)
+    fail("kernel 'linear_matvec_sg' ({}): {} loads in flight per lane requested, at most {}", shapes(), b.unroll,
+         kMaxMatvecUnroll);
   uint32_t lanes = std::max<uint32_t>(1, device.adapter().subgroup_max_size);
   uint32_t max_split = std::max<uint32_t>(1, kWorkgroupSize / lanes);
   if (b.split == 0) {
     uint64_t groups = ceil_div(N, b.columns);
-    uint64_t steps = uint64_t(K) * weight_bytes(type) / 16 / (kMatvecUnroll * lanes);
+    uint64_t steps = uint64_t(K) * weight_bytes(type) / 16 / (uint64_t(b.unroll) * lanes);
     uint64_t wanted = std::min({kMatvecTargetSubgroups / groups, steps, kMaxMatvecSplit, uint64_t(max_split)});
     b.split = uint32_t(std::bit_floor(std::max<uint64_t>(wanted, 1)));
   }
@@ -213,19 +243,6 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
     fail("kernel 'linear_matvec_sg' ({}): split {} must be a power of two of at most {} (256 / subgroup size {})",
          shapes(), b.split, max_split, lanes);
   return b;
-}
-
-bool linear_fusion_pays(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type) {
-  // Every column group recomputes the fused input over the whole row of x: ceil(N / columns) * K
-  // activations or normalised inputs per row. Past a few million of them that work, not the weight stream,
-  // bounds the kernel (H200, Llama-8B: the down projection with its SiLU fused (29M) took 61 us against
-  // 48 + 8 us unfused, two calls apart; gate|up with its RMSNorm fused (29M) 96 us against 71 us for the
-  // bare product in one call),
-  // and a separate dispatch is cheaper; Qwen2.5-0.5B's largest (4.4M) stay fused.
-  constexpr uint64_t kMaxRecomputed = 8u << 20;
-  if (!linear_fuses_input(device, M, K, type) || N == 0) return false;
-  uint64_t groups = ceil_div(N, linear_matvec_blocking(device, K, N, type).columns);
-  return groups * K <= kMaxRecomputed;
 }
 
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
@@ -241,15 +258,26 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type),
                             p.out_stride, p.out_col);
   check_weight_type("linear", shapes, type);
-  check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
-  if (p.x_gate > 2) fail("kernel 'linear' ({}): x_gate must be 0, 1 (SiLU) or 2 (GELU)", shapes);
-  bool fused = p.x_gate != 0 || p.norm_x != 0;
+  if (p.gate_act > 2) fail("kernel 'linear' ({}): gate_act must be 0, 1 (SiLU) or 2 (GELU)", shapes);
+  if (p.gate_act && p.N % 2 != 0)
+    fail("kernel 'linear' ({}): gate_act needs N = gate rows + up rows, an even count", shapes);
+  if (p.gate_act && p.has_residual) fail("kernel 'linear' ({}): gate_act takes no residual", shapes);
+  // A gated projection writes one act(gate) * up column per gate|up pair of rows.
+  check_linear("linear", shapes, p.M, p.K, p.gate_act ? p.N / 2 : p.N, p.out_stride, p.out_col);
+  bool fused = p.gate_act != 0 || p.norm_x != 0;
   if (fused && !use_subgroup_matvec(device, p, type))
-    fail("kernel 'linear' ({}): fused gate / norm inputs need the subgroup decode variant (see linear_fuses_input)",
-         shapes);
+    fail("kernel 'linear' ({}): a fused norm or gate activation needs the subgroup decode variant (see "
+         "linear_fuses_input)", shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  uint64_t x_count = count_of(p.M, p.K) * (p.x_gate ? 2 : 1);
+  uint64_t x_count = count_of(p.M, p.K);
   if (use_subgroup_matvec(device, p, type)) {
+    if (p.gate_act) {
+      // The gate and up rows of an output are the two columns of one group.
+      if (blocking.columns != 0 && blocking.columns != 2)
+        fail("kernel 'linear' ({}): gate_act pairs rows in groups of 2 columns, {} requested", shapes,
+             blocking.columns);
+      blocking.columns = 2;
+    }
     // The cache bindings are only the ROPE epilogue's.
     return subgroup_matvec(device, shapes,
                            {x, weight, bias, residual, out, norm_weight, device.placeholder(0), device.placeholder(1)},
@@ -273,6 +301,43 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
+std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                                     BufferBinding residual, BufferBinding out, const LinearParams& p,
+                                     WeightType type, BufferBinding scratch) {
+  uint32_t parts = linear_split_parts(p);
+  std::vector<Dispatch> dispatches;
+  if (parts < 2) {
+    dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));
+    return dispatches;
+  }
+  auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={} split_k={}", p.M, p.K, p.N,
+                            name_of(type), p.out_stride, p.out_col, parts);
+  check_weight_type("linear", shapes, type);
+  check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
+  uint64_t out_count = count_of(p.M, p.out_stride);
+  uint64_t partials = parts * count_of(p.M, p.N);
+  LinearTile tile = linear_tile(p);
+  // The first pass reads neither bias nor residual (bound because the shader declares them).
+  dispatches.push_back(prepare(device, "linear_tiled", shapes,
+                               {{"x", x, count_of(p.M, p.K)},
+                                weight_operand("W", weight, count_of(p.N, p.K), type),
+                                {"bias", bias, 1},
+                                {"residual", residual, 1},
+                                {"partials", scratch, partials}},
+                               p, fold(tile_count(p, tile) * parts),
+                               {{"WEIGHT_TYPE", double(type)},
+                                {"ROW_GROUPS", tile.rows / 64.0},
+                                {"COL_GROUPS", tile.cols / 64.0},
+                                {"SPLIT_K", double(parts)}}));
+  dispatches.push_back(prepare(device, "linear_split_sum", shapes,
+                               {{"partials", scratch, partials},
+                                {"bias", bias, used(p.has_bias, p.N)},
+                                {"residual", residual, used(p.has_residual, out_count)},
+                                {"out", out, out_count}},
+                               p, fold(ceil_div(count_of(p.M, p.N), kWorkgroupSize)), {{"SPLIT_K", double(parts)}}));
+  return dispatches;
+}
+
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                          const LinearParams& p, WeightType type, BufferBinding norm_weight, const QkvHeads& s) {
@@ -288,8 +353,8 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
     fail("kernel 'linear_qkv_rope' ({}): head_dim must be even (dims pair up in column groups)", shapes);
   if (uint64_t(p.N) != (uint64_t(s.q_heads) + 2ull * s.kv_heads) * s.head_dim)
     fail("kernel 'linear_qkv_rope' ({}): N must be (q_heads + 2 kv_heads) * head_dim", shapes);
-  if (p.has_residual || p.x_gate)
-    fail("kernel 'linear_qkv_rope' ({}): no residual or gated input on the q|k|v projection", shapes);
+  if (p.has_residual || p.gate_act)
+    fail("kernel 'linear_qkv_rope' ({}): no residual or gate activation on the q|k|v projection", shapes);
   // The pairs of a head's rotation are the two columns of one group.
   MatvecBlocking blocking = linear_matvec_blocking(device, p.K, p.N, type, {2, 0});
   return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm_weight, k_cache, v_cache}, p, type,
@@ -420,6 +485,28 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
   return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
 }
 
+// flash_attention_sg.wgsl: lanes read rows in vec4 pieces, at most 8 per lane (its registers), and its
+// workgroup arrays hold 64 subgroups (subgroups of 4 lanes or more).
+constexpr uint32_t kFlashSgMaxPieces = 8;
+
+uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& p) {
+  return uint32_t(ceil_div(p.head_dim, 4 * std::max(1u, device.adapter().subgroup_min_size)));
+}
+
+// The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole vec4s,
+// else flash_attention.wgsl; both take the same grid and write the same records in split mode.
+Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
+                             const FlashAttentionParams& p, Grid grid, uint32_t splits) {
+  bool subgroups = device.features().subgroups && device.adapter().subgroup_min_size >= 4 && p.head_dim % 4 == 0 &&
+                   flash_sg_pieces(device, p) <= kFlashSgMaxPieces;
+  if (!subgroups) return prepare(device, "flash_attention", std::move(shapes), operands, p, grid, {{"SPLITS", double(splits)}});
+  return prepare(device, "flash_attention_sg", std::move(shapes), operands, p, grid,
+                 {{"SPLITS", double(splits)},
+                  {"HEAD_DIM", double(p.head_dim)},
+                  {"PIECES", double(flash_sg_pieces(device, p))},
+                  {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
+}
+
 uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
   return count_of(p.T, p.num_q_heads) * splits * (p.head_dim + 2);
 }
@@ -443,7 +530,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
                     {"KEYS_PER_THREAD", double(block.keys_per_thread)}});
   }
   Grid queries = fold(p.T);
-  return prepare(device, "flash_attention", shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y});
+  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1);
 }
 
 uint32_t flash_attention_splits(uint32_t capacity) {
@@ -470,13 +557,12 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
   uint64_t kv = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
   uint64_t partials = flash_partials(p, splits);
-  gpu::Constants constants = {{"SPLITS", double(splits)}};
-  dispatches.push_back(prepare(device, "flash_attention", shapes,
-                               {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"partials", scratch, partials}}, p,
-                               Grid{p.T, p.num_q_heads, splits}, constants));
+  dispatches.push_back(per_query_attention(device, shapes,
+                                           {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"partials", scratch, partials}},
+                                           p, Grid{p.T, p.num_q_heads, splits}, splits));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
                                {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
-                               constants));
+                               {{"SPLITS", double(splits)}}));
   return dispatches;
 }
 

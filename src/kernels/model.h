@@ -39,29 +39,43 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
 // Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
 // chosen by linear_grid()'s shape rule), other K linear.wgsl's 64 x 64 tiles.
-// Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the step
-// before the projection (linear_fuses_input() says when): x_gate 1 / 2 reads x as a gated MLP's [M, 2K]
-// gate|up rows and uses act(gate) * up (SiLU / GELU-tanh); norm_x 1 applies an RMSNorm with norm_weight
-// and eps to x first.
+// Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
+// around the projection (linear_fuses_input() says when): norm_x 1 applies an RMSNorm with norm_weight and
+// eps to x first; gate_act 1 / 2 makes it a gated MLP's gate|up projection: W's N rows are N / 2 gate rows
+// then N / 2 up rows, and out[m, out_col + j] = act(gate_j) * up_j for j < N / 2 (SiLU / GELU-tanh; biases
+// added before the activation; no residual).
 struct LinearParams {
   uint32_t M, K, N;
   uint32_t out_stride, out_col;
   uint32_t has_bias, has_residual;
-  uint32_t x_gate = 0;  // 0: none, 1: SiLU-gated, 2: GELU-tanh-gated
+  uint32_t gate_act = 0;  // 0: none, 1: SiLU-gated, 2: GELU-tanh-gated output
   uint32_t norm_x = 0;
   uint32_t eps_bits = 0;
   uint32_t position = 0;  // linear_qkv_rope only: the rotary position (and cache row) of row 0
   uint32_t _pad = 0;
 };
-// The subgroup decode variant's blocking: output columns per column group (1..4) and subgroups sharing
-// one group's dot products (a power of two); 0 leaves the choice to linear_matvec_blocking().
+// The subgroup decode variant's blocking: output columns per column group (1..4), subgroups sharing one
+// group's dot products (a power of two) and 16-byte weight loads each lane has in flight per column (1..8);
+// 0 leaves the choice to linear_matvec_blocking().
 struct MatvecBlocking {
-  uint32_t columns = 0, split = 0;
+  uint32_t columns = 0, split = 0, unroll = 0;
 };
 Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
                 BufferBinding norm_weight = {}, MatvecBlocking blocking = {});
+// linear() for prompts, with K split into parts where the product alone has too few tiles to fill the
+// GPU (linear_split_parts() > 1): linear_tiled.wgsl writes each part's partial sums to `scratch`, then
+// linear_split_sum.wgsl adds them up with bias and residual into out. Returns the dispatches to record in
+// order (one when not split, the plain linear()). `scratch` holds linear_split_scratch_floats(p) floats;
+// no fused norm or gate (those are decode-only).
+std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                                     BufferBinding residual, BufferBinding out, const LinearParams& p,
+                                     WeightType type, BufferBinding scratch);
+uint32_t linear_split_parts(const LinearParams& p);
+uint64_t linear_split_scratch_floats(const LinearParams& p);
+// Scratch floats enough for every split product of at most `max_rows` rows and `max_columns` columns.
+uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns);
 // The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`
 // that are not 0 are kept; benchmarks compare blockings). Throws naming the limit if one is out of range.
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
@@ -80,11 +94,9 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                          const LinearParams& p, WeightType type, BufferBinding norm_weight, const QkvHeads& heads);
 
-// Whether linear() can fuse a gate activation or an RMSNorm into its input for this shape on this device.
+// Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
+// on this device.
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
-// Whether fusing the input's activation or norm also pays for N output columns (each column group
-// recomputes it), or a separate dispatch is cheaper.
-bool linear_fusion_pays(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
 // linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
 // W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
@@ -134,10 +146,12 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 // - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill, when a blocking fits the device's
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
 //   heads sharing a kv head share each K/V tile staged in workgroup memory;
-// - flash_attention.wgsl (otherwise): one workgroup per (t, q head);
+// - otherwise one workgroup per (t, q head): flash_attention_sg.wgsl where the adapter has subgroups (of 4
+//   lanes or more) and head_dim is a multiple of 4 (a subgroup reads a K / V row together), else
+//   flash_attention.wgsl (a thread scores one key);
 // - split-KV, only through the overload with a scratch buffer (T <= kFlashSplitMaxQueries, decoding):
-//   flash_attention.wgsl in split mode writes one partial result per (t, q head, key chunk) to the scratch
-//   buffer, and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy.
+//   either per-query kernel in split mode writes one partial result per (t, q head, key chunk) to the
+//   scratch buffer, and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy.
 struct FlashAttentionParams {
   uint32_t T, S, num_q_heads, num_kv_heads, head_dim, position_offset;
   uint32_t window;

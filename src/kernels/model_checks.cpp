@@ -142,18 +142,25 @@ struct LinearShape {
   bool bias, residual;
   uint32_t out_stride = 0, out_col = 0;  // out_stride 0: N
   uint32_t row0 = 0;  // the block's first row in the bound weight (row0 * K * bytes is a multiple of 256)
-  MatvecBlocking blocking = {};  // the subgroup decode variant's; {0, 0}: the dispatcher's choice
+  MatvecBlocking blocking = {};  // the subgroup decode variant's; zeros: the dispatcher's choice
 };
 
 std::string describe_blocking(MatvecBlocking b) {
-  return b.columns || b.split ? fmt::format(" columns={} split={}", b.columns, b.split) : "";
+  return b.columns || b.split || b.unroll
+             ? fmt::format(" columns={} split={} unroll={}", b.columns, b.split, b.unroll)
+             : "";
+}
+
+LinearParams linear_params(const LinearShape& s) {
+  return {s.M, s.K, s.N, s.out_stride ? s.out_stride : s.N, s.out_col, s.bias, s.residual};
 }
 
 std::string describe_linear(const LinearShape& s) {
-  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}", s.M, s.K, s.N,
+  uint32_t parts = linear_split_parts(linear_params(s));
+  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}", s.M, s.K, s.N,
                      type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
                      s.out_stride ? s.out_stride : s.N, s.out_col, s.row0,
-                     describe_blocking(s.blocking));
+                     describe_blocking(s.blocking), parts > 1 ? fmt::format(" split_k={}", parts) : "");
 }
 
 // x, bias, residual and out of a linear layer, uploaded; `ref` starts as the prior contents of out: NaN in
@@ -217,6 +224,11 @@ KernelCheck linear_check(bool quick) {
       {257, 24, 5501, BF16, true, false},
       {200, 24, 4101, F32, false, true},
       {4033, 24, 131, F16, true, true},
+      // ... split along K where the tiles alone are few: 8 parts, 3 uneven parts (125 slabs) into a strided
+      // output, 2 parts
+      {20, 2048, 40, F16, true, true},
+      {37, 1000, 70, BF16, true, true, 90, 11},
+      {100, 512, 300, F32, false, true},
   };
   if (!quick) {
     shapes.push_back({64, 896, 257, BF16, true, true});
@@ -236,9 +248,16 @@ KernelCheck linear_check(bool quick) {
         auto weight = random_weights(rng, size_t(s.row0 + s.N) * s.K, s.type);
         auto& weight_buffer = b.input("W", weight.words);
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
-        LinearParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual};
-        run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
-                           {io.residual_buffer}, {io.out}, p, s.type, {}, s.blocking));
+        LinearParams p = linear_params(s);
+        if (linear_split_parts(p) > 1) {
+          auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p));
+          for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
+                                                  {io.residual_buffer}, {io.out}, p, s.type, {&scratch}))
+            run(device, d);
+        } else {
+          run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
+                             {io.residual_buffer}, {io.out}, p, s.type, {}, s.blocking));
+        }
         std::span<const double> block(weight.values.data() + size_t(s.row0) * s.K, size_t(s.N) * s.K);
         auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
                                      stride, s.out_col, std::move(io.ref));
@@ -247,51 +266,58 @@ KernelCheck linear_check(bool quick) {
 }
 
 // The decode variant's fused inputs: a gated activation (x is gate|up) and/or an RMSNorm before the product.
+// N is the output width: a gated case projects onto N gate and N up rows.
 struct FusedLinearShape {
   uint32_t M, K, N;
   WeightType type;
   uint32_t gate;  // 0 none, 1 SiLU, 2 GELU-tanh
-  bool norm, residual;
-  MatvecBlocking blocking = {};  // {0, 0}: the dispatcher's choice
+  bool norm, residual_or_bias;  // a gated case takes a bias, others a residual
+  MatvecBlocking blocking = {};  // zeros: the dispatcher's choice
 };
 
 KernelCheck linear_fused_check() {
   std::vector<FusedLinearShape> shapes = {{1, 64, 48, F32, 1, false, true},    {1, 96, 40, F16, 2, false, false},
                                           {3, 64, 33, BF16, 1, false, true},   {1, 128, 50, F16, 0, true, false},
                                           {2, 896, 64, F32, 0, true, true},    {4, 64, 20, BF16, 2, true, false},
-                                          {1, 72, 29, F16, 1, false, true, {4, 1}},
-                                          {2, 64, 31, BF16, 0, true, false, {3, 1}},
-                                          {1, 1096, 23, F16, 1, false, true, {1, 4}},
+                                          {1, 72, 29, F16, 1, true, true},     {2, 64, 31, BF16, 0, true, false, {3, 1}},
+                                          {1, 1096, 23, F16, 1, false, true, {0, 4}},
                                           {3, 904, 21, F32, 0, true, true, {2, 2}},
-                                          {4, 520, 13, BF16, 2, true, false, {1, 8}}};
+                                          {4, 520, 13, BF16, 2, true, false, {2, 8}},
+                                          {2, 4104, 9, F16, 0, true, false, {1, 8, 8}},
+                                          {1, 200, 7, F16, 1, false, true, {2, 1, 3}},
+                                          {3, 136, 5, F32, 0, false, true, {1, 2, 1}}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
     return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate, s.norm,
-                       s.residual ? " residual" : "", describe_blocking(s.blocking));
+                       s.residual_or_bias ? (s.gate ? " bias" : " residual") : "", describe_blocking(s.blocking));
   };
   return make_check<FusedLinearShape>(
-      "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per input", shapes, describe,
+      "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per output", shapes, describe,
       [describe](gpu::Device& device, Rng& rng, const FusedLinearShape& s) {
         if (!linear_fuses_input(device, s.M, s.K, s.type))
           return CaseResult{"linear_fused", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
         Buffers b{device};
-        auto weight = random_weights(rng, size_t(s.N) * s.K, s.type);
-        auto x = random_floats(rng, size_t(s.M) * s.K * (s.gate ? 2 : 1), -2.f, 2.f);
+        uint32_t rows = s.gate ? 2 * s.N : s.N;
+        bool bias = s.gate && s.residual_or_bias, residual = !s.gate && s.residual_or_bias;
+        auto weight = random_weights(rng, size_t(rows) * s.K, s.type);
+        auto x = random_floats(rng, size_t(s.M) * s.K, -2.f, 2.f);
         auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
-        auto residual = random_floats(rng, size_t(s.M) * s.N);
+        auto bias_values = random_floats(rng, rows);
+        auto residual_values = random_floats(rng, size_t(s.M) * s.N);
         auto& out = b.poisoned("out", size_t(s.M) * s.N);
         const float eps = 1e-6f;
-        LinearParams p{s.M, s.K, s.N, s.N, 0, 0, s.residual, s.gate, s.norm, float_bits(eps)};
-        auto& xb = b.input("x", x);
-        run(device, linear(device, {&xb}, {&b.input("W", weight.words)}, {&xb}, {&b.input("residual", residual)},
-                           {&out}, p, s.type, {&b.input("norm", norm_weight)}, s.blocking));
+        LinearParams p{s.M, s.K, rows, s.N, 0, bias, residual, s.gate, s.norm, float_bits(eps)};
+        run(device, linear(device, {&b.input("x", x)}, {&b.input("W", weight.words)}, {&b.input("bias", bias_values)},
+                           {&b.input("residual", residual_values)}, {&out}, p, s.type, {&b.input("norm", norm_weight)},
+                           s.blocking));
         std::vector<double> input = widen(x);
-        if (s.gate)
-          input = reference::gated_act(input, s.M, s.K,
-                                       s.gate == 1 ? reference::Activation::Silu : reference::Activation::GeluTanh);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
-        auto ref = reference::linear(input, weight.values, {}, s.residual ? widen(residual) : std::vector<double>{},
-                                     s.M, s.K, s.N, s.N, 0, std::vector<double>(size_t(s.M) * s.N, 0.0));
+        auto ref = reference::linear(input, weight.values, bias ? widen(bias_values) : std::vector<double>{},
+                                     residual ? widen(residual_values) : std::vector<double>{}, s.M, s.K, rows, rows,
+                                     0, std::vector<double>(size_t(s.M) * rows, 0.0));
+        if (s.gate)
+          ref = reference::gated_act(ref, s.M, s.N,
+                                     s.gate == 1 ? reference::Activation::Silu : reference::Activation::GeluTanh);
         return result("linear_fused", describe(s), b.read(out, ref.size()), ref, bound);
       });
 }
@@ -552,7 +578,11 @@ KernelCheck flash_attention_check(bool quick) {
       {3, 777, 7, 1, 256, 774, 0, 0, 1000},
       {2, 301, 2, 2, 80, 299, 0, 0.0625f, 301},
       {1, 5, 2, 1, 16, 4, 0, 0, 2048},
-      {4, 60, 4, 2, 24, 50, 7, 0, 600}};
+      {4, 60, 4, 2, 24, 50, 7, 0, 600},
+      // split-KV rows that are not whole vec4s (the portable kernel where the subgroup one serves the rest)
+      // and the narrowest rows
+      {2, 500, 3, 1, 18, 498, 0, 0, 800},
+      {1, 300, 2, 1, 4, 299, 0, 0, 300}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
     shapes.push_back({256, 256, 32, 4, 64, 0, 100});  // enough blocks for 4 rows per thread

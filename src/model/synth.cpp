@@ -308,6 +308,12 @@ json synth_config(const SynthOptions& options) {
     if (*options.vocab <= 0) fail("--vocab must be positive, got {}", *options.vocab);
     config["vocab_size"] = *options.vocab;
   }
+  if (options.intermediate) {
+    if (*options.intermediate <= 0) fail("--intermediate must be positive, got {}", *options.intermediate);
+    if (!config.contains("intermediate_size"))
+      fail("--intermediate: preset {} sets no intermediate_size", preset.name);
+    config["intermediate_size"] = *options.intermediate;
+  }
   config["dtype"] = torch_dtype_name(options.dtype);
   check_special_tokens(config, config["vocab_size"].get<int64_t>(), preset.name);
   check_special_tokens(preset.generation, config["vocab_size"].get<int64_t>(), preset.name);

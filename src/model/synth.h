@@ -20,6 +20,7 @@ struct SynthOptions {
   DType dtype = DType::F32;  // F32, F16 or BF16
   uint64_t seed = 0;
   std::optional<int64_t> vocab;              // overrides the preset's vocab_size
+  std::optional<int64_t> intermediate;       // overrides the preset's intermediate_size (MLP width)
   uint64_t max_shard_bytes = 4'000'000'000;  // larger models are split into model-0000i-of-0000n files
 };
 

@@ -19,11 +19,15 @@
 // * the stores into workgroup memory are transposed scalars; slot s of k row k lives at slot s ^ (k & 4), so
 //   the threads of a warp writing k and k + 4 of the same rows hit distinct banks, and the vec4 reads stay
 //   whole;
-// * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees.
+// * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees;
+// * SPLIT_K > 1 splits K into SPLIT_K parts of whole slabs, one workgroup per (tile, part), for products
+//   with too few tiles to fill the GPU (a 512 x 896 output is 112 tiles): each writes its raw partial sums
+//   to out as partials [SPLIT_K, M, N] (no bias, residual, out_stride or out_col) and
+//   linear_split_sum.wgsl adds them up with the epilogue.
 // Bindings (group 0): 0 x [M, K] read (as vec4), 1 W [N, K] read (as vec4<u32>), 2 bias [N] read,
 //                     3 residual [M, out_stride] read, 4 out [M, out_stride] read_write, 5 params uniform.
-// Dispatch, folded as (min(T, 65535), ceil(T / 65535), 1): T = ceil(N / TILE_N) * ceil(M / TILE_M) tiles,
-// column tiles fastest.
+// Dispatch, folded as (min(T, 65535), ceil(T / 65535), 1): T = ceil(N / TILE_N) * ceil(M / TILE_M) * SPLIT_K
+// workgroups, column tiles fastest, then row tiles, then parts.
 
 //!include linear_params.wgsl
 //!include weights.wgsl
@@ -37,6 +41,7 @@
 
 override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
 override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
+override SPLIT_K: u32 = 1u;     // parts of K, each of ceil(slabs / SPLIT_K) slabs (the last may be shorter)
 
 const WORKGROUP_SIZE: u32 = 256u;
 const TILE_K: u32 = 8u;
@@ -111,13 +116,18 @@ fn outer(a: vec4<f32>, b: vec4<f32>, c: mat4x4<f32>) -> mat4x4<f32> {
 
 //!include linear_store.wgsl
 
-// Writes a thread's 4x4 block at rows m .. m + 3, columns n .. n + 3 (row r in c[r]).
-fn store_block(m: u32, n: u32, c: mat4x4<f32>) {
+// Writes a thread's 4x4 block at rows m .. m + 3, columns n .. n + 3 (row r in c[r]): through the epilogue,
+// or as part `part` of the partial sums.
+fn store_block(part: u32, m: u32, n: u32, c: mat4x4<f32>) {
   for (var r: u32 = 0u; r < 4u; r++) {
     if (m + r < params.M) {
       for (var j: u32 = 0u; j < 4u; j++) {
         if (n + j < params.N) {
-          store(m + r, n + j, c[r][j]);
+          if (SPLIT_K > 1u) {
+            out[(part * params.M + m + r) * params.N + n + j] = c[r][j];
+          } else {
+            store(m + r, n + j, c[r][j]);
+          }
         }
       }
     }
@@ -130,11 +140,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tile_m = 64u * ROW_GROUPS;
   let tile_n = 64u * COL_GROUPS;
   let tiles_n = (params.N + tile_n - 1u) / tile_n;
+  let tiles = tiles_n * ((params.M + tile_m - 1u) / tile_m);
   // The whole workgroup shares its tile, so this return keeps the barriers in uniform control flow.
-  let tile = wid.x + wid.y * nwg.x;
-  if (tile >= tiles_n * ((params.M + tile_m - 1u) / tile_m)) {
+  let index = wid.x + wid.y * nwg.x;
+  if (index >= tiles * SPLIT_K) {
     return;
   }
+  // Unsplit (SPLIT_K = 1) these fold to the tile alone and the whole K, as if the split did not exist.
+  let tile = select(index, index % tiles, SPLIT_K > 1u);
+  let part = select(0u, index / tiles, SPLIT_K > 1u);
   let m0 = (tile / tiles_n) * tile_m;
   let n0 = (tile % tiles_n) * tile_n;
   let tx = lid % 16u;
@@ -145,16 +159,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc01: mat4x4<f32>;
   var acc10: mat4x4<f32>;
   var acc11: mat4x4<f32>;
+  // This part's slabs: [first_slab, end_slab) (the whole K unless split).
   let slabs = params.K / TILE_K;
-  stage(load(m0, n0, 0u, lid), 0u, lid);
+  let part_slabs = select(slabs, (slabs + SPLIT_K - 1u) / SPLIT_K, SPLIT_K > 1u);
+  let first_slab = part * part_slabs;
+  let end_slab = select(slabs, min(slabs, first_slab + part_slabs), SPLIT_K > 1u);
+  if (first_slab < end_slab) {
+    stage(load(m0, n0, first_slab * TILE_K, lid), 0u, lid);
+  }
   workgroupBarrier();
-  for (var s: u32 = 0u; s < slabs; s++) {
-    let more = s + 1u < slabs;
+  for (var s: u32 = first_slab; s < end_slab; s++) {
+    let more = s + 1u < end_slab;
     var next: Staged;
     if (more) {
       next = load(m0, n0, (s + 1u) * TILE_K, lid);
     }
-    let base = (s % 2u) * SLAB;
+    let base = ((s - first_slab) % 2u) * SLAB;
     for (var k: u32 = 0u; k < TILE_K; k++) {
       let row = base + k * SLOTS;
       let swap = k & 4u;
@@ -182,14 +202,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   let m = m0 + 4u * ty;
   let n = n0 + 4u * tx;
-  store_block(m, n, acc00);
+  store_block(part, m, n, acc00);
   if (COL_GROUPS == 2u) {
-    store_block(m, n + 64u, acc01);
+    store_block(part, m, n + 64u, acc01);
   }
   if (ROW_GROUPS == 2u) {
-    store_block(m + 64u, n, acc10);
+    store_block(part, m + 64u, n, acc10);
     if (COL_GROUPS == 2u) {
-      store_block(m + 64u, n + 64u, acc11);
+      store_block(part, m + 64u, n + 64u, acc11);
     }
   }
 }

@@ -8,7 +8,7 @@ struct Params {
   out_col: u32,
   has_bias: u32,
   has_residual: u32,
-  x_gate: u32,    // linear_matvec_sg.wgsl's fusions (X_GATE / NORM_X overrides mirror them); 0 elsewhere
+  gate_act: u32,  // linear_matvec_sg.wgsl's fusions (GATE_ACT / NORM_X overrides mirror them); 0 elsewhere
   norm_x: u32,
   eps_bits: u32,
   position: u32,  // linear_matvec_sg.wgsl ROPE only: the rotary position of row 0

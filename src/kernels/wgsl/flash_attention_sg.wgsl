@@ -1,0 +1,173 @@
+// Flash attention for few queries (decoding) on adapters with the `subgroups` feature: the contract, grid,
+// bindings and split-KV records of flash_attention.wgsl, for head_dim a multiple of 4.
+// flash_attention.wgsl scores one key per thread, so a thread walks a whole K row alone and a warp's loads
+// touch 32 rows at once; here a subgroup reads a row together (lane l holds the row's vec4 pieces l,
+// l + lanes, ...: coalesced) and adds the lanes' partial dot products with subgroupAdd:
+// * subgroup g of the workgroup takes the keys g * KEYS .. + KEYS - 1 of every round of SUBGROUPS * KEYS
+//   keys, scores its KEYS keys with one subgroupAdd of a vec4, and keeps its own online softmax (running
+//   max, denominator) and weighted sum of V in the lanes' registers: no barrier until the end;
+// * at the end the subgroups' results are merged through workgroup memory, rescaled to the largest max.
+// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read,
+//                     3 out [T, Hq * head_dim] (split mode: the partial records) read_write, 4 params uniform.
+// Dispatch: as flash_attention.wgsl: (min(T, 65535), num_q_heads, ceil(T / 65535)), or (T, num_q_heads,
+// SPLITS) in split mode.
+enable subgroups;
+
+//!include flash_params.wgsl
+
+@group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> K: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> V: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+override SPLITS: u32 = 1u;
+override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
+override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8: ceil(HEAD_DIM / (4 * smallest subgroup))
+override MAX_SUBGROUPS: u32 = 8u;   // WORKGROUP_SIZE / the smallest subgroup size
+const CHUNK_GRANULE: u32 = 128u;    // kernels/model.cpp kSplitGranule
+const WORKGROUP_SIZE: u32 = 256u;
+const KEYS: u32 = 4u;               // keys a subgroup scores per step
+
+var<workgroup> maxes: array<f32, MAX_SUBGROUPS>;
+var<workgroup> denominators: array<f32, MAX_SUBGROUPS>;
+var<workgroup> sums: array<vec4<f32>, 64>;  // [HEAD_DIM / 4]
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
+        @builtin(subgroup_size) lanes: u32) {
+  // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
+  let split_mode = SPLITS > 1u;
+  let t = select(wid.x + wid.z * nwg.x, wid.x, split_mode);
+  let chunk_index = select(0u, wid.z, split_mode);
+  let h = wid.y;
+  if (t >= params.T) {
+    return;
+  }
+  let D4 = HEAD_DIM / 4u;
+  let kv_stride = params.num_kv_heads * D4;
+  let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D4;
+  let q_base = (t * params.num_q_heads + h) * D4;
+  let position = params.position_offset + t;
+  var first = first_key(position);
+  var last = position;  // the keys this workgroup covers: [first, last] (empty when first > last)
+  if (split_mode) {
+    let chunk = (position - first) / (SPLITS * CHUNK_GRANULE) * CHUNK_GRANULE + CHUNK_GRANULE;
+    first += chunk_index * chunk;
+    last = min(position, first + chunk - 1u);
+  }
+  let scale = bitcast<f32>(params.scale_bits);
+  let subgroup = lid / lanes;
+  let subgroups = WORKGROUP_SIZE / lanes;
+
+  // Lane `lane` holds pieces lane + i * lanes (i < PIECES) of q (scaled), of the key rows and of the sum.
+  var q: array<vec4<f32>, 8>;
+  for (var i = 0u; i < PIECES; i++) {
+    let d4 = lane + i * lanes;
+    if (d4 < D4) {
+      q[i] = Q[q_base + d4] * scale;
+    }
+  }
+  var running_max = LOWEST_F32;
+  var denominator: f32 = 0.0;
+  var acc: array<vec4<f32>, 8>;
+  // Rounds are walked by the whole workgroup (subgroupAdd needs uniform control flow); a subgroup whose
+  // keys lie past `last` adds zeros.
+  for (var round = first; round <= last; round += subgroups * KEYS) {
+    let base = round + subgroup * KEYS;
+    var partial = vec4<f32>(0.0);
+    for (var r = 0u; r < KEYS; r++) {
+      if (base + r <= last) {
+        let row = (base + r) * kv_stride + kv_offset;
+        for (var i = 0u; i < PIECES; i++) {
+          let d4 = lane + i * lanes;
+          if (d4 < D4) {
+            partial[r] += dot(q[i], K[row + d4]);
+          }
+        }
+      }
+    }
+    let scores = subgroupAdd(partial);
+    // With a valid key new_max is finite and the first rescale exp(-huge) = 0; with none it stays and
+    // the rescale is 1.
+    var new_max = running_max;
+    for (var r = 0u; r < KEYS; r++) {
+      if (base + r <= last) {
+        new_max = max(new_max, scores[r]);
+      }
+    }
+    let rescale = exp(running_max - new_max);
+    denominator *= rescale;
+    for (var i = 0u; i < PIECES; i++) {
+      acc[i] *= rescale;
+    }
+    for (var r = 0u; r < KEYS; r++) {
+      if (base + r <= last) {
+        let weight = exp(scores[r] - new_max);
+        denominator += weight;
+        let row = (base + r) * kv_stride + kv_offset;
+        for (var i = 0u; i < PIECES; i++) {
+          let d4 = lane + i * lanes;
+          if (d4 < D4) {
+            acc[i] += weight * V[row + d4];
+          }
+        }
+      }
+    }
+    running_max = new_max;
+  }
+
+  // Merge the subgroups: rescale each to the workgroup's max (a subgroup without keys has max LOWEST_F32
+  // and nothing summed, so its factor is 0 or it adds zeros), then add them up one subgroup at a time.
+  if (lane == 0u) {
+    maxes[subgroup] = running_max;
+  }
+  for (var i = lid; i < D4; i += WORKGROUP_SIZE) {
+    sums[i] = vec4<f32>(0.0);
+  }
+  workgroupBarrier();
+  var workgroup_max = LOWEST_F32;
+  for (var g = 0u; g < subgroups; g++) {
+    workgroup_max = max(workgroup_max, maxes[g]);
+  }
+  let factor = exp(running_max - workgroup_max);
+  if (lane == 0u) {
+    denominators[subgroup] = denominator * factor;
+  }
+  for (var g = 0u; g < MAX_SUBGROUPS; g++) {
+    if (g == subgroup) {
+      for (var i = 0u; i < PIECES; i++) {
+        let d4 = lane + i * lanes;
+        if (d4 < D4) {
+          sums[d4] += acc[i] * factor;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  var total: f32 = 0.0;
+  for (var g = 0u; g < subgroups; g++) {
+    total += denominators[g];
+  }
+  if (lid >= D4) {
+    return;
+  }
+  let sum = sums[lid];
+  if (split_mode) {
+    // [max, denominator, acc[head_dim]], unnormalised, as flash_attention_combine.wgsl reads it.
+    let record = ((t * params.num_q_heads + h) * SPLITS + chunk_index) * (HEAD_DIM + 2u);
+    for (var j = 0u; j < 4u; j++) {
+      out[record + 2u + 4u * lid + j] = sum[j];
+    }
+    if (lid == 0u) {
+      out[record] = workgroup_max;
+      out[record + 1u] = total;
+    }
+  } else {
+    let o = 4u * (q_base + lid);
+    for (var j = 0u; j < 4u; j++) {
+      out[o + j] = sum[j] / total;
+    }
+  }
+}
