@@ -184,6 +184,23 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureModel, ::testing::ValuesIn(fixture_mod
                            return name;
                          });
 
+// Decoding a Llama-style layer takes five dispatches where the adapter has subgroups: the RMSNorms ride in
+// the projections after them and the gate activation in the gate|up projection.
+TEST(DecodeGraph, FusesNormsAndGateIntoTheProjections) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(fixtures_dir() / "llama-tiny");
+  if (!kernels::linear_fuses_input(device(), 1, uint32_t(files.config().hidden_size),
+                                   kernels::WeightType::F32))
+    GTEST_SKIP() << "the adapter lacks subgroups";
+  Model model(device(), files, ModelOptions{.context = 32});
+  auto entries = model.describe(1);
+  for (const char* separate : {"rmsnorm_vec4", "gated_act", "qkv_rope_store"})
+    EXPECT_EQ(std::count_if(entries.begin(), entries.end(), [&](auto& e) { return e.kernel == separate; }), 0)
+        << separate;
+  // embed, 5 per layer, argmax is not in a logits step: embed + 5 * layers + lm_head.
+  EXPECT_EQ(entries.size(), 2 + 5 * size_t(files.config().num_layers));
+}
+
 // A prompt whose down projection is split along K (a 1024-wide MLP has 128 slabs: 4 parts for 24 rows of 64
 // columns, one tile) against the same tokens decoded one at a time, which never split.
 TEST(SplitPrefill, MatchesTokenByTokenDecoding) {

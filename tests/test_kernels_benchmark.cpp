@@ -188,6 +188,16 @@ TEST(KernelBenchmark, ErrorRowsSayWhatFailed) {
   EXPECT_FALSE(json["results"][0].contains("ms"));
 }
 
+TEST(KernelBenchmark, SkippedRowsSayWhyAndCarryNoTimes) {
+  Result skipped{.kernel = "linear", .variant = "f16 matvec norm", .shape = "T=1", .seed = "matmul"};
+  skipped.skipped = "fusions need the subgroup decode variant";
+  EXPECT_THAT(format_row(skipped), HasSubstr("not run: fusions need the subgroup decode variant"));
+  nlohmann::json json = to_json(device(), {}, kCeilings, {skipped});
+  EXPECT_EQ(json["results"][0]["skipped"], "fusions need the subgroup decode variant");
+  EXPECT_FALSE(json["results"][0].contains("ms"));
+  EXPECT_FALSE(json["results"][0].contains("error"));
+}
+
 TEST(RecordTimed, TimesAPreparedDispatchUnderItsKernelName) {
   std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
   gpu::Buffer A = device().upload("a", std::span<const float>(a));

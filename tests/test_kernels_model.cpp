@@ -265,11 +265,36 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
             LinearParams p{M, K, N, N, 0, 0, 0};
             EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound(max_rows, max_columns))
                 << "M=" << M << " K=" << K << " N=" << N;
-            EXPECT_LE(linear_split_parts(p), 8u);
           }
   EXPECT_EQ(linear_split_parts({2, 4096, 64, 64, 0, 0, 0}), 1u);   // decoding never splits
   EXPECT_EQ(linear_split_parts({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile: as many parts as allowed
   EXPECT_EQ(linear_split_parts({20, 128, 40, 40, 0, 0, 0}), 1u);   // too short a K to split
+}
+
+TEST(LinearSplit, RejectsShortScratchAndFusions) {
+  LinearParams p{20, 2048, 40, 40, 0, 0, 0};  // one tile: 8 parts of 20 x 40 partial sums
+  ASSERT_EQ(linear_split_scratch_floats(p), 8u * 20 * 40);
+  auto x = device().create_buffer("x", 4ull * 20 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
+  auto out = device().create_buffer("out", 4ull * 20 * 40);
+  auto short_scratch = device().create_buffer("scratch", 4ull * (8 * 20 * 40 - 1));
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&short_scratch}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("split_k=8"), HasSubstr("operand 'partials'"))));
+  LinearParams gated = p;
+  gated.gate_act = 1;
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, gated, WeightType::F16, {&short_scratch}); },
+              ThrowsMessage<Error>(HasSubstr("fuse no norm or gate")));
+}
+
+// Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.
+TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
+  if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  auto kernel_for = [&](uint32_t head_dim) {
+    FlashAttentionParams p{1, 8, 2, 1, head_dim, 7, 0, 0x3e000000u};  // scale 0.125
+    return flash_attention(device(), any, any, any, any, p).kernel;
+  };
+  EXPECT_EQ(kernel_for(64), "flash_attention_sg");
+  EXPECT_EQ(kernel_for(128), "flash_attention_sg");
+  EXPECT_EQ(kernel_for(18), "flash_attention");  // rows that are not whole vec4s
 }
 
 TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {

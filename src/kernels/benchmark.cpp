@@ -219,6 +219,7 @@ struct Shape {
 // One iteration of a kernel at one shape, and the work it does.
 struct Case {
   std::string variant, note;
+  std::string skipped;  // set (and no dispatches) when the case does not apply on this adapter or shape
   std::vector<Dispatch> dispatches;
   Metric metric = Metric::Gflops;
   double flops = 0, bytes = 0;
@@ -283,12 +284,19 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, MatvecFusion 
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
     if (fusion.norm) c.variant += " norm";
     if (fusion.gate_act) c.variant += " gated";
+    bool fused = fusion.norm || fusion.gate_act;
+    if (fused && !linear_fuses_input(w.device(), s.T, s.K, type)) {
+      c.skipped = "fusions need the subgroup decode variant";
+      return c;
+    }
     const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
     const gpu::Buffer& norm_weight = w.floats("norm_weight", s.K, 0.5f, 1.5f);
     auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
-    if (fusion.gate_act && blocks.size() > 1)
-      fail("kernel 'linear' ({}): a gated product needs its gate and up rows in one binding", s.name);
+    if (fusion.gate_act && blocks.size() > 1) {
+      c.skipped = "a gated product needs its gate and up rows in one binding";
+      return c;
+    }
     for (auto [n0, count] : blocks) {
       const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
       // x stands in for the unused bias and residual.
@@ -306,14 +314,22 @@ Builder linear_split_case(WeightType type) {
   return [type](Workspace& w, const Shape& s) {
     Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
     c.variant = fmt::format("{} tiled split", type_name(type));
-    LinearParams p{s.T, s.K, s.N, s.N, 0, 0, 0};
     const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
-    const gpu::Buffer& W = w.weights("W", uint64_t(s.N) * s.K, type);
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
-    const gpu::Buffer& scratch = w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p)));
-    // x stands in for the unused bias and residual.
-    c.dispatches = linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, whole(scratch));
-    c.note = fmt::format("split_k={}", linear_split_parts(p));
+    auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
+    std::vector<uint32_t> parts;
+    for (auto [n0, count] : blocks) {
+      LinearParams p{s.T, s.K, count, s.N, n0, 0, 0};
+      const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
+      const gpu::Buffer& scratch = w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p)));
+      // x stands in for the unused bias and residual.
+      for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
+                                        whole(scratch)))
+        c.dispatches.push_back(std::move(d));
+      parts.push_back(linear_split_parts(p));
+    }
+    c.note = fmt::format("split_k={}", fmt::join(parts, "/"));
+    if (blocks.size() > 1) c.note += ", " + split_note(w.device(), blocks.size());
     return c;
   };
 }
@@ -693,6 +709,10 @@ Result run_case(gpu::Device& device, Workspace& workspace, const Kernel& kernel,
     Case c = kernel.build(workspace, shape);
     r.variant = c.variant;
     r.note = c.note;
+    if (!c.skipped.empty()) {
+      r.skipped = c.skipped;
+      return r;
+    }
     for (const Dispatch& dispatch : c.dispatches) r.dispatches.push_back(dispatch.kernel + " " + dispatch.shapes);
     Measurement m = measure(device, c.dispatches, settings, timestamps);
     if (!(m.median_ms > 0))
@@ -851,7 +871,7 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
         if (!options.kernel.empty() && options.kernel != variant.name && options.kernel != family.seed.name) continue;
         Result r = run_case(device, workspace, variant, shape, settings, timestamps, ceilings);
         r.seed = family.seed.name;
-        if (r.error.empty() && seed.error.empty()) r.speedup = seed.ms / r.ms;
+        if (r.ms > 0 && seed.ms > 0) r.speedup = seed.ms / r.ms;
         results.push_back(r);
         if (done) done(r);
       }
@@ -884,6 +904,8 @@ nlohmann::json to_json(const gpu::Device& device, const Options& options, const 
     if (!r.note.empty()) row["note"] = r.note;
     if (!r.error.empty()) {
       row["error"] = r.error;
+    } else if (!r.skipped.empty()) {
+      row["skipped"] = r.skipped;
     } else {
       row.update({{"iterations", r.iterations}, {"ms", r.ms}, {"ms_mean", r.ms_mean}, {"ms_min", r.ms_min},
                   {"metric", r.metric == Metric::Gflops ? "GFLOPS" : "GB/s"}, {"value", r.value},
@@ -929,6 +951,7 @@ std::string format_row(const Result& r) {
   std::string kernel = r.seed.empty() ? r.kernel : "  " + r.kernel;
   std::string line = fmt::format("{:<20} {:<17} {:<34}", kernel, r.variant, r.shape);
   if (!r.error.empty()) return line + " error: " + r.error + "\n";
+  if (!r.skipped.empty()) return line + " not run: " + r.skipped + "\n";
   line += fmt::format(" {:>10.4f} {:>8} {:<6} {:>6.1f}%", r.ms, number(r.value),
                       r.metric == Metric::Gflops ? "GFLOPS" : "GB/s", r.ceiling_percent);
   if (r.speedup > 0) line += fmt::format(" {:>7.2f}x", r.speedup);

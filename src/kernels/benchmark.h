@@ -74,7 +74,8 @@ struct Result {
   double ceiling_percent = 0;
   double speedup = 0;  // seed ms / ms; 0 for seed kernels or when the seed did not run
 
-  std::string error;  // set when the case could not run; the numbers are then 0
+  std::string error;    // set when the case could not run; the numbers are then 0
+  std::string skipped;  // why a case that does not apply here (e.g. needs subgroups) was not timed
 };
 
 // Every kernel name --kernel accepts, seed kernels and variants, in table order.

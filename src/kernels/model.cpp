@@ -42,6 +42,12 @@ Operand weight_operand(std::string_view name, BufferBinding binding, uint64_t el
 // An operand the kernel ignores (its flag is 0) only has to be some buffer.
 uint64_t used(uint32_t flag, uint64_t elements) { return flag ? elements : 1; }
 
+// The subgroup kernels (linear_matvec_sg, flash_attention_sg) need the feature and subgroups of at least 4
+// lanes: their workgroup arrays hold one slot per subgroup of a 256-invocation workgroup, at most 64.
+bool has_subgroups(const gpu::Device& device) {
+  return device.features().subgroups && device.adapter().subgroup_min_size >= 4;
+}
+
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
   if (type != WeightType::F32 && type != WeightType::F16 && type != WeightType::BF16)
     fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1) or bf16 (2)", kernel, shapes,
@@ -159,7 +165,8 @@ uint64_t linear_split_scratch_floats(const LinearParams& p) {
 }
 
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns) {
-  // parts * M * N <= parts * tiles * (a tile's outputs) < kSplitFill * 128 * 128, and parts <= kMaxSplitK.
+  // parts * M * N <= parts * tiles * (a tile's outputs) <= kSplitFill * 128 * 128 (parts <= kSplitFill / tiles),
+  // and parts <= kMaxSplitK.
   return std::min<uint64_t>(kSplitFill * 128 * 128, kMaxSplitK * count_of(max_rows, max_columns));
 }
 
@@ -221,13 +228,13 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   // Measured on an H200 (docs/PERFORMANCE.md): two columns per group pay once the matrix has enough rows
   // to keep every SM busy with fewer groups; four were slower on every Llama-8B and Qwen2.5-0.5B shape.
   if (b.columns == 0) b.columns = N >= 4096 ? 2 : 1;
-  // Split a group over more subgroups only when the groups alone leave the GPU short of warps (Qwen's
-  // 896-row down projection: 19 -> 15 us on an H200; Llama's 6144-row QKV got slower split), and never
-  // into shares of less than one step of kMatvecUnroll loads per lane.
   if (b.unroll == 0) b.unroll = kMatvecUnroll;
   if (b.unroll > kMaxMatvecUnroll)
     fail("kernel 'linear_matvec_sg' ({}): {} loads in flight per lane requested, at most {}", shapes(), b.unroll,
          kMaxMatvecUnroll);
+  // Split a group over more subgroups only when the groups alone leave the GPU short of warps (Qwen's
+  // 896-row down projection: 19 -> 15 us on an H200; Llama's 6144-row QKV got slower split), and never
+  // into shares of less than one step of b.unroll loads per lane.
   uint32_t lanes = std::max<uint32_t>(1, device.adapter().subgroup_max_size);
   uint32_t max_split = std::max<uint32_t>(1, kWorkgroupSize / lanes);
   if (b.split == 0) {
@@ -246,10 +253,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
 }
 
 bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
-  // At least 4 lanes: lane m of a group writes row m (M <= 4), and the shader sizes its workgroup arrays
-  // for subgroups of 4 or more.
-  return device.features().subgroups && device.adapter().subgroup_min_size >= 4 && use_matvec(M) &&
-         (uint64_t(K) * weight_bytes(type)) % 16 == 0;
+  // Lane m of a group writes row m (M <= 4).
+  return has_subgroups(device) && use_matvec(M) && (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
 
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
@@ -304,6 +309,9 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
                                      WeightType type, BufferBinding scratch) {
+  if (p.gate_act || p.norm_x)
+    fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
+         p.N);
   uint32_t parts = linear_split_parts(p);
   std::vector<Dispatch> dispatches;
   if (parts < 2) {
@@ -485,8 +493,8 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
   return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
 }
 
-// flash_attention_sg.wgsl: lanes read rows in vec4 pieces, at most 8 per lane (its registers), and its
-// workgroup arrays hold 64 subgroups (subgroups of 4 lanes or more).
+// flash_attention_sg.wgsl: lane l holds the vec4 pieces l, l + lanes, ... of a row, at most 8 (its registers),
+// so head_dim <= 32 x the smallest subgroup size.
 constexpr uint32_t kFlashSgMaxPieces = 8;
 
 uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& p) {
@@ -497,9 +505,9 @@ uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& 
 // else flash_attention.wgsl; both take the same grid and write the same records in split mode.
 Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
                              const FlashAttentionParams& p, Grid grid, uint32_t splits) {
-  bool subgroups = device.features().subgroups && device.adapter().subgroup_min_size >= 4 && p.head_dim % 4 == 0 &&
-                   flash_sg_pieces(device, p) <= kFlashSgMaxPieces;
-  if (!subgroups) return prepare(device, "flash_attention", std::move(shapes), operands, p, grid, {{"SPLITS", double(splits)}});
+  bool subgroups = has_subgroups(device) && p.head_dim % 4 == 0 && flash_sg_pieces(device, p) <= kFlashSgMaxPieces;
+  if (!subgroups)
+    return prepare(device, "flash_attention", std::move(shapes), operands, p, grid, {{"SPLITS", double(splits)}});
   return prepare(device, "flash_attention_sg", std::move(shapes), operands, p, grid,
                  {{"SPLITS", double(splits)},
                   {"HEAD_DIM", double(p.head_dim)},

@@ -147,8 +147,8 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
 //   heads sharing a kv head share each K/V tile staged in workgroup memory;
 // - otherwise one workgroup per (t, q head): flash_attention_sg.wgsl where the adapter has subgroups (of 4
-//   lanes or more) and head_dim is a multiple of 4 (a subgroup reads a K / V row together), else
-//   flash_attention.wgsl (a thread scores one key);
+//   lanes or more) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
+//   reads a K / V row together), else flash_attention.wgsl (a thread scores one key);
 // - split-KV, only through the overload with a scratch buffer (T <= kFlashSplitMaxQueries, decoding):
 //   either per-query kernel in split mode writes one partial result per (t, q head, key chunk) to the
 //   scratch buffer, and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy.

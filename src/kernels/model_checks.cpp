@@ -265,7 +265,8 @@ KernelCheck linear_check(bool quick) {
       });
 }
 
-// The decode variant's fused inputs: a gated activation (x is gate|up) and/or an RMSNorm before the product.
+// The decode variant's fusions: a gate activation on the gate|up output and/or an RMSNorm of x before the
+// product.
 // N is the output width: a gated case projects onto N gate and N up rows.
 struct FusedLinearShape {
   uint32_t M, K, N;

@@ -27,7 +27,6 @@
 @group(0) @binding(4) var<uniform> params: Params;
 
 override SPLITS: u32 = 1u;
-const CHUNK_GRANULE: u32 = 128u;  // kernels/model.cpp kSplitGranule
 
 const WORKGROUP_SIZE: u32 = 256u;
 const TILE: u32 = WORKGROUP_SIZE;  // keys per tile, one per thread
@@ -53,14 +52,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D;
   let q_base = (t * params.num_q_heads + h) * D;
   let position = params.position_offset + t;
-  var first = first_key(position);
   // The keys this workgroup covers: [first, last] (empty when first > last).
-  var last = position;
-  if (split_mode) {
-    let chunk = (position - first) / (SPLITS * CHUNK_GRANULE) * CHUNK_GRANULE + CHUNK_GRANULE;
-    first += chunk_index * chunk;
-    last = min(position, first + chunk - 1u);
-  }
+  let keys = chunk_keys(position, chunk_index, SPLITS);
+  let first = keys.x;
+  let last = keys.y;
   let scale = bitcast<f32>(params.scale_bits);
 
   for (var d = lid; d < D; d += WORKGROUP_SIZE) {

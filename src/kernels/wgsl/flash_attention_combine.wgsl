@@ -1,5 +1,5 @@
 // The second half of split-KV flash attention: merges the SPLITS partial records that flash_attention.wgsl
-// (split mode) wrote for each (query t, q head) into the normalised output,
+// or flash_attention_sg.wgsl (split mode) wrote for each (query t, q head) into the normalised output,
 //   m* = max_i m_i,  out[d] = sum_i exp(m_i - m*) acc_i[d] / sum_i exp(m_i - m*) l_i.
 // Empty chunks carry m_i = LOWEST_F32 and l_i = acc_i = 0, so their weight exp(m_i - m*) is 0 (every query
 // sees at least one key, which lies in chunk 0, so m* is a real score).

@@ -1,5 +1,6 @@
-// Flash attention for few queries (decoding) on adapters with the `subgroups` feature: the contract, grid,
-// bindings and split-KV records of flash_attention.wgsl, for head_dim a multiple of 4.
+// Flash attention, one workgroup per (query, q head) — decoding and prompts too short for the block kernel —
+// on adapters with the `subgroups` feature: the contract, grid, bindings and split-KV records of
+// flash_attention.wgsl, for head_dim a multiple of 4 and at most 32 x the smallest subgroup size (PIECES <= 8).
 // flash_attention.wgsl scores one key per thread, so a thread walks a whole K row alone and a warp's loads
 // touch 32 rows at once; here a subgroup reads a row together (lane l holds the row's vec4 pieces l,
 // l + lanes, ...: coalesced) and adds the lanes' partial dot products with subgroupAdd:
@@ -25,7 +26,6 @@ override SPLITS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
 override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8: ceil(HEAD_DIM / (4 * smallest subgroup))
 override MAX_SUBGROUPS: u32 = 8u;   // WORKGROUP_SIZE / the smallest subgroup size
-const CHUNK_GRANULE: u32 = 128u;    // kernels/model.cpp kSplitGranule
 const WORKGROUP_SIZE: u32 = 256u;
 const KEYS: u32 = 4u;               // keys a subgroup scores per step
 
@@ -50,13 +50,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D4;
   let q_base = (t * params.num_q_heads + h) * D4;
   let position = params.position_offset + t;
-  var first = first_key(position);
-  var last = position;  // the keys this workgroup covers: [first, last] (empty when first > last)
-  if (split_mode) {
-    let chunk = (position - first) / (SPLITS * CHUNK_GRANULE) * CHUNK_GRANULE + CHUNK_GRANULE;
-    first += chunk_index * chunk;
-    last = min(position, first + chunk - 1u);
-  }
+  // The keys this workgroup covers: [first, last] (empty when first > last).
+  let keys = chunk_keys(position, chunk_index, SPLITS);
+  let first = keys.x;
+  let last = keys.y;
   let scale = bitcast<f32>(params.scale_bits);
   let subgroup = lid / lanes;
   let subgroups = WORKGROUP_SIZE / lanes;

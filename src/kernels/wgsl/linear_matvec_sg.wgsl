@@ -18,8 +18,9 @@
 // * GATE_ACT 1 / 2: a gated MLP's gate|up projection, W = [gate rows; up rows] (N / 2 each) and column
 //   group g = the pair (g, N / 2 + g), writes act(gate) * up to out[m, out_col + g] for g < N / 2, act
 //   SiLU (1) or GELU-tanh (2), so the down projection reads the activation directly (COLS = 2).
-// Row count, fusions and the blocking (COLS, SPLIT, UNROLL) are override constants (the dispatcher sets ROWS, GATE_ACT and NORM_X
-// from the uniform's M, gate_act and norm_x), so the compiler unrolls the loops and drops unused paths.
+// Row count, fusions and the blocking (COLS, SPLIT, UNROLL) are override constants (the dispatcher sets ROWS,
+// GATE_ACT and NORM_X from the uniform's M, gate_act and norm_x), so the compiler unrolls the loops and drops
+// unused paths.
 // ROPE turns the kernel into a decode step's q|k|v projection that also does qkv_rope_store.wgsl's work
 // (without its q/k norm): N = (Q_HEADS + 2 KV_HEADS) * HEAD_DIM, COLS = 2, and column group g holds a
 // rotary pair of one head, (j, j + r/2) for j < r/2 = ROTARY_DIM / 2 in q and k heads, else the neighbours
