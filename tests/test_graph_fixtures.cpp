@@ -189,7 +189,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureModel, ::testing::ValuesIn(fixture_mod
 TEST(DecodeGraph, FusesNormsAndGateIntoTheProjections) {
   GERBIL_REQUIRE_FIXTURES();
   ModelFiles files = ModelFiles::open(fixtures_dir() / "llama-tiny");
-  if (!kernels::linear_fuses_input(device(), 1, uint32_t(files.config().hidden_size),
+  if (!kernels::linear_can_fuse(device(), 1, uint32_t(files.config().hidden_size),
                                    kernels::WeightType::F32))
     GTEST_SKIP() << "the adapter lacks subgroups";
   Model model(device(), files, ModelOptions{.context = 32});

@@ -200,7 +200,7 @@ TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
 }
 
 TEST_F(ShapeErrors, LinearGateActChecksPairsAndOutputColumns) {
-  if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto project = [&](LinearParams p, MatvecBlocking blocking = {}) {
     linear(device(), any, any, any, any, any, p, WeightType::F32, {}, blocking);
   };
@@ -219,7 +219,7 @@ TEST_F(ShapeErrors, LinearGateActChecksPairsAndOutputColumns) {
 }
 
 TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
-  if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto project = [&](LinearParams p, QkvHeads heads) {
     linear_qkv_rope(device(), any, any, any, any, any, any, any, p, WeightType::F32, {}, heads);
   };
@@ -287,7 +287,7 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
 
 // Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.
 TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
-  if (!linear_fuses_input(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto kernel_for = [&](uint32_t head_dim) {
     FlashAttentionParams p{1, 8, 2, 1, head_dim, 7, 0, 0x3e000000u};  // scale 0.125
     return flash_attention(device(), any, any, any, any, p).kernel;

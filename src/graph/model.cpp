@@ -154,13 +154,13 @@ class StepBuilder {
   // Whether the gate|up projection `L` can apply the gate activation to its own output (its gate and up
   // rows must lie in one binding).
   bool can_gate(const GpuLinear& L) const {
-    return !L.gptq && L.blocks.size() == 1 && kernels::linear_fuses_input(device_, T_, L.in, L.type);
+    return !L.gptq && L.blocks.size() == 1 && kernels::linear_can_fuse(device_, T_, L.in, L.type);
   }
 
   // Whether `L` can apply its input's RMSNorm itself (the decode kernel sums x's squares as it reads x,
   // so the fused norm costs no extra pass).
   bool fusable(const GpuLinear& L, uint32_t M) const {
-    return !L.gptq && kernels::linear_fuses_input(device_, M, L.in, L.type);
+    return !L.gptq && kernels::linear_can_fuse(device_, M, L.in, L.type);
   }
 
   // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can,
@@ -244,7 +244,7 @@ class StepBuilder {
 
     // Decoding without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
-    if (!L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_fuses_input(device_, T_, qkv.in, qkv.type)) {
+    if (!L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type)) {
       const RowBlock& block = qkv.blocks.front();
       kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0, 0, in.fused_norm ? 1u : 0u, eps};
       Dispatch& project = add(

@@ -285,7 +285,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, MatvecFusion 
     if (fusion.norm) c.variant += " norm";
     if (fusion.gate_act) c.variant += " gated";
     bool fused = fusion.norm || fusion.gate_act;
-    if (fused && !linear_fuses_input(w.device(), s.T, s.K, type)) {
+    if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
       return c;
     }

@@ -180,7 +180,7 @@ namespace {
 // linear_matvec_sg.wgsl serves decoding when the adapter has subgroups of a known size and weight rows are
 // whole 16-byte pieces; it covers 256 / subgroup_size columns per workgroup.
 bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, WeightType type) {
-  return linear_fuses_input(device, p.M, p.K, type);
+  return linear_can_fuse(device, p.M, p.K, type);
 }
 
 Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
@@ -252,7 +252,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   return b;
 }
 
-bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
+bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
   // Lane m of a group writes row m (M <= 4).
   return has_subgroups(device) && use_matvec(M) && (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
@@ -272,7 +272,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   bool fused = p.gate_act != 0 || p.norm_x != 0;
   if (fused && !use_subgroup_matvec(device, p, type))
     fail("kernel 'linear' ({}): a fused norm or gate activation needs the subgroup decode variant (see "
-         "linear_fuses_input)", shapes);
+         "linear_can_fuse)", shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);
   uint64_t x_count = count_of(p.M, p.K);
   if (use_subgroup_matvec(device, p, type)) {
@@ -354,8 +354,8 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
                             p.position, s.capacity);
   check_weight_type("linear_qkv_rope", shapes, type);
   check_linear("linear_qkv_rope", shapes, p.M, p.K, p.N, p.N, 0);
-  if (!linear_fuses_input(device, p.M, p.K, type))
-    fail("kernel 'linear_qkv_rope' ({}): needs the subgroup decode variant (see linear_fuses_input)", shapes);
+  if (!linear_can_fuse(device, p.M, p.K, type))
+    fail("kernel 'linear_qkv_rope' ({}): needs the subgroup decode variant (see linear_can_fuse)", shapes);
   check_heads("linear_qkv_rope", shapes, s, p.position, p.M);
   if (s.head_dim % 2 != 0)
     fail("kernel 'linear_qkv_rope' ({}): head_dim must be even (dims pair up in column groups)", shapes);

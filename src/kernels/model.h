@@ -40,7 +40,7 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
 // chosen by linear_grid()'s shape rule), other K linear.wgsl's 64 x 64 tiles.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
-// around the projection (linear_fuses_input() says when): norm_x 1 applies an RMSNorm with norm_weight and
+// around the projection (linear_can_fuse() says when): norm_x 1 applies an RMSNorm with norm_weight and
 // eps to x first; gate_act 1 / 2 makes it a gated MLP's gate|up projection: W's N rows are N / 2 gate rows
 // then N / 2 up rows, and out[m, out_col + j] = act(gate_j) * up_j for j < N / 2 (SiLU / GELU-tanh; biases
 // added before the activation; no residual).
@@ -85,7 +85,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
 // unused, no residual, no gate), then each q / k head rotated in rotate-half style over its first
 // rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
 // k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim]. Needs
-// linear_fuses_input() for the shape; head_dim and rotary_dim even, rotary_dim <= head_dim (0: no rotary;
+// linear_can_fuse() for the shape; head_dim and rotary_dim even, rotary_dim <= head_dim (0: no rotary;
 // bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
 struct QkvHeads {
   uint32_t q_heads, kv_heads, head_dim, rotary_dim, capacity;
@@ -96,7 +96,7 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
 
 // Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
 // on this device.
-bool linear_fuses_input(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
+bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
 
 // linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
 // W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],

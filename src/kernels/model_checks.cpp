@@ -295,7 +295,7 @@ KernelCheck linear_fused_check() {
   return make_check<FusedLinearShape>(
       "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per output", shapes, describe,
       [describe](gpu::Device& device, Rng& rng, const FusedLinearShape& s) {
-        if (!linear_fuses_input(device, s.M, s.K, s.type))
+        if (!linear_can_fuse(device, s.M, s.K, s.type))
           return CaseResult{"linear_fused", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
         Buffers b{device};
         uint32_t rows = s.gate ? 2 * s.N : s.N;
@@ -383,7 +383,7 @@ KernelCheck linear_qkv_rope_check() {
   return make_check<QkvRopeCase>(
       "linear_qkv_rope", bound, "linear's rounding, then qkv_rope_store's angles and f32 sin/cos", shapes, describe,
       [describe](gpu::Device& device, Rng& rng, const QkvRopeCase& s) {
-        if (!linear_fuses_input(device, s.M, s.K, s.type))
+        if (!linear_can_fuse(device, s.M, s.K, s.type))
           return CaseResult{"linear_qkv_rope", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
         uint32_t N = (s.Hq + 2 * s.Hkv) * s.D;
         Buffers b{device};
