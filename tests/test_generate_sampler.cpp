@@ -1,7 +1,9 @@
 // The sampler: greedy and its ties, seeded reproducibility, the distribution it draws from, each
 // truncation rule and penalty, and bad parameters.
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -58,6 +60,60 @@ TEST(Sampler, TopKTopPAndMinPTruncate) {
   // min_p 0.5: tokens 2 and 3 have p far below half the best's.
   Sampler min_p({.min_p = 0.5f, .seed = 4});
   for (int i = 0; i < 300; ++i) EXPECT_THAT(draw(min_p, logits), ::testing::AnyOf(0, 1, 4));
+}
+
+// The whole-vocabulary sort the sampler avoids: sort every candidate, then cut and draw as it does.
+int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, std::mt19937_64& rng) {
+  std::vector<std::pair<float, int32_t>> c;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isnan(logits[i])) c.emplace_back(logits[i], int32_t(i));
+  std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  if (p.top_k > 0 && size_t(p.top_k) < c.size()) c.resize(size_t(p.top_k));
+  float best = c.front().first;
+  std::vector<float> w;
+  double total = 0;
+  for (auto& [logit, id] : c) total += w.emplace_back(std::exp((logit - best) / p.temperature));
+  size_t cut = c.size();
+  double kept = total;
+  if (p.top_p < 1.0f || p.min_p > 0.0f) {
+    double cumulative = 0;
+    kept = 0;
+    for (cut = 0; cut < c.size(); ++cut) {
+      double q = w[cut] / total;
+      if (cut > 0 && q < p.min_p * (1.0 / total)) break;
+      cumulative += q;
+      kept += w[cut];
+      if (cumulative >= p.top_p) {
+        ++cut;
+        break;
+      }
+    }
+  }
+  double r = std::uniform_real_distribution<double>(0.0, kept)(rng);
+  for (size_t i = 0; i < cut; ++i)
+    if ((r -= w[i]) <= 0) return c[i].second;
+  return c[cut - 1].second;
+}
+
+// Ordering only the prefix the cut and the draw reach picks what a full sort picks: a 50,000-token
+// vocabulary with repeated logits (ties broken by id) and NaNs, every truncation rule, draws deep into the order.
+TEST(Sampler, PartialOrderingDrawsWhatAFullSortDraws) {
+  std::mt19937 values(11);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(50000);
+  for (float& l : logits) l = std::round(normal(values) * 64.0f) / 64.0f;  // many equal logits
+  for (size_t i = 0; i < logits.size(); i += 997) logits[i] = NAN;
+  for (SamplingParams p : {SamplingParams{.temperature = 1.0f, .seed = 3}, SamplingParams{.temperature = 3.0f, .seed = 4},
+                           SamplingParams{.temperature = 0.7f, .top_p = 0.9f, .seed = 5},
+                           SamplingParams{.temperature = 1.5f, .top_p = 0.5f, .min_p = 0.01f, .seed = 6},
+                           SamplingParams{.temperature = 0.8f, .top_k = 300, .top_p = 0.95f, .seed = 7},
+                           SamplingParams{.temperature = 1.0f, .min_p = 0.2f, .seed = 8}}) {
+    Sampler sampler(p);
+    std::mt19937_64 rng(p.seed);
+    for (int i = 0; i < 40; ++i)
+      ASSERT_EQ(draw(sampler, logits), full_sort_draw(logits, p, rng))
+          << "draw " << i << " temperature " << p.temperature << " top_k " << p.top_k << " top_p " << p.top_p;
+  }
 }
 
 TEST(Sampler, PenaltiesLowerSeenTokens) {

@@ -35,11 +35,14 @@ class Sampler {
 
  private:
   void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
+  // Puts candidates_[0, count) in sampling order (they and more may already be).
+  void order_through(size_t count);
 
   SamplingParams params_;
   uint64_t seed_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // reused between calls
+  std::vector<std::pair<float, int32_t>> candidates_;  // (logit, id), reused between calls
+  size_t ordered_ = 0;                                   // candidates_[0, ordered_) is in sampling order
 };
 
 }  // namespace gerbil
