@@ -268,23 +268,26 @@ Case seed_matmul(Workspace& w, const Shape& s) {
   return c;
 }
 
-// What the subgroup decode variant fuses around a product (benchmarks time each fusion beside the bare one).
-struct MatvecFusion {
+// What a linear case adds to the bare product: the subgroup decode variant's fusions, or for prompts the split
+// along K (benchmarks time each beside the bare one).
+struct LinearExtras {
   bool norm = false;      // an RMSNorm of x
   uint32_t gate_act = 0;  // act(gate) * up over the N rows as gate|up halves (1 SiLU)
+  bool split_k = false;   // linear_split_k: K split into parts where the tiles are few (one dispatch when not)
 };
 
 // `blocking`: the subgroup decode variant's (zeros: the dispatcher's choice).
-Builder linear_case(WeightType type, MatvecBlocking blocking = {}, MatvecFusion fusion = {}) {
-  return [type, blocking, fusion](Workspace& w, const Shape& s) {
+Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras extras = {}) {
+  return [type, blocking, extras](Workspace& w, const Shape& s) {
     Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
     c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
-    if (fusion.norm) c.variant += " norm";
-    if (fusion.gate_act) c.variant += " gated";
-    bool fused = fusion.norm || fusion.gate_act;
+    if (extras.norm) c.variant += " norm";
+    if (extras.gate_act) c.variant += " gated";
+    if (extras.split_k) c.variant += " split";
+    bool fused = extras.norm || extras.gate_act;
     if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
       return c;
@@ -293,43 +296,30 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, MatvecFusion 
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
     const gpu::Buffer& norm_weight = w.floats("norm_weight", s.K, 0.5f, 1.5f);
     auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
-    if (fusion.gate_act && blocks.size() > 1) {
+    if (extras.gate_act && blocks.size() > 1) {
       c.skipped = "a gated product needs its gate and up rows in one binding";
       return c;
     }
-    for (auto [n0, count] : blocks) {
-      const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
-      // x stands in for the unused bias and residual.
-      LinearParams p{s.T, s.K, count, fusion.gate_act ? s.N / 2 : s.N, n0, 0, 0, fusion.gate_act, fusion.norm};
-      c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
-                                    fusion.norm ? whole(norm_weight) : BufferBinding{}, blocking));
-    }
-    c.note = split_note(w.device(), blocks.size());
-    return c;
-  };
-}
-
-// A prompt product split along K where its tiles alone are few (linear_split_k; one dispatch when not).
-Builder linear_split_case(WeightType type) {
-  return [type](Workspace& w, const Shape& s) {
-    Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
-    c.variant = fmt::format("{} tiled split", type_name(type));
-    const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
-    const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
-    auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
     std::vector<uint32_t> parts;
     for (auto [n0, count] : blocks) {
-      LinearParams p{s.T, s.K, count, s.N, n0, 0, 0};
       const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
-      const gpu::Buffer& scratch = w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p)));
       // x stands in for the unused bias and residual.
-      for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
-                                        whole(scratch)))
-        c.dispatches.push_back(std::move(d));
-      parts.push_back(linear_split_parts(p));
+      LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm};
+      if (extras.split_k) {
+        const gpu::Buffer& scratch = w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p)));
+        for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
+                                          whole(scratch)))
+          c.dispatches.push_back(std::move(d));
+        parts.push_back(linear_split_parts(p));
+      } else {
+        c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
+                                      extras.norm ? whole(norm_weight) : BufferBinding{}, blocking));
+      }
     }
-    c.note = fmt::format("split_k={}", fmt::join(parts, "/"));
-    if (blocks.size() > 1) c.note += ", " + split_note(w.device(), blocks.size());
+    std::vector<std::string> notes;
+    if (extras.split_k) notes.push_back(fmt::format("split_k={}", fmt::join(parts, "/")));
+    if (blocks.size() > 1) notes.push_back(split_note(w.device(), blocks.size()));
+    c.note = fmt::format("{}", fmt::join(notes, ", "));
     return c;
   };
 }
@@ -676,7 +666,7 @@ const std::vector<Family>& families() {
        {{"linear", linear_case(F32)},
         {"linear", linear_case(F16)},
         {"linear", linear_case(BF16)},
-        {"linear", linear_split_case(F16)}}},
+        {"linear", linear_case(F16, {}, {.split_k = true})}}},
       {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
       {token_shapes(), {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},

@@ -143,6 +143,19 @@ LinearTile linear_tile(const LinearParams& p) {
   return {64, 64};
 }
 
+std::string linear_shapes(const LinearParams& p, WeightType type) {
+  return fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type), p.out_stride,
+                     p.out_col);
+}
+
+// linear_tiled.wgsl's override constants for a tile (64-row / -column groups) and, when split, its parts of K.
+gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t parts) {
+  gpu::Constants constants = {
+      {"WEIGHT_TYPE", double(type)}, {"ROW_GROUPS", tile.rows / 64.0}, {"COL_GROUPS", tile.cols / 64.0}};
+  if (parts > 1) constants.push_back({"SPLIT_K", double(parts)});
+  return constants;
+}
+
 // Split along K: parts so that tiles * parts approaches kSplitFill workgroups (about two per SM of an
 // H200), each part at least kMinSplitSlabs slabs of 8 (the split's partial sums and second pass cost about
 // as much as that many slabs), at most kMaxSplitK.
@@ -260,8 +273,7 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
                 BufferBinding norm_weight, MatvecBlocking blocking) {
-  auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type),
-                            p.out_stride, p.out_col);
+  auto shapes = linear_shapes(p, type);
   check_weight_type("linear", shapes, type);
   if (p.gate_act > 2) fail("kernel 'linear' ({}): gate_act must be 0, 1 (SiLU) or 2 (GELU)", shapes);
   if (p.gate_act && p.N % 2 != 0)
@@ -295,13 +307,9 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
-  if (use_linear_tiled(p)) {
-    LinearTile tile = linear_tile(p);
+  if (use_linear_tiled(p))
     return prepare(device, "linear_tiled", shapes, operands, p, linear_grid(p),
-                   {{"WEIGHT_TYPE", double(type)},
-                    {"ROW_GROUPS", tile.rows / 64.0},  // linear_tiled.wgsl: 64-row / -column groups
-                    {"COL_GROUPS", tile.cols / 64.0}});
-  }
+                   tiled_constants(type, linear_tile(p), 1));
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
@@ -318,8 +326,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
     dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));
     return dispatches;
   }
-  auto shapes = fmt::format("M={} K={} N={} type={} out_stride={} out_col={} split_k={}", p.M, p.K, p.N,
-                            name_of(type), p.out_stride, p.out_col, parts);
+  auto shapes = fmt::format("{} split_k={}", linear_shapes(p, type), parts);
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
@@ -332,11 +339,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
                                 {"bias", bias, 1},
                                 {"residual", residual, 1},
                                 {"partials", scratch, partials}},
-                               p, fold(tile_count(p, tile) * parts),
-                               {{"WEIGHT_TYPE", double(type)},
-                                {"ROW_GROUPS", tile.rows / 64.0},
-                                {"COL_GROUPS", tile.cols / 64.0},
-                                {"SPLIT_K", double(parts)}}));
+                               p, fold(tile_count(p, tile) * parts), tiled_constants(type, tile, parts)));
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,
                                {{"partials", scratch, partials},
                                 {"bias", bias, used(p.has_bias, p.N)},
