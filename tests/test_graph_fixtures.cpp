@@ -15,6 +15,7 @@
 #include "model/synth.h"
 #include "support/paths.h"
 #include "test_model_support.h"
+#include "support/device.h"
 
 namespace gerbil::graph {
 namespace {
@@ -28,10 +29,7 @@ std::vector<float> read_f32(const std::filesystem::path& path) {
   return values;
 }
 
-gpu::Device& device() {
-  static gpu::Device shared;
-  return shared;
-}
+using test::device;
 
 struct FixtureCase {
   std::string name;

@@ -14,6 +14,7 @@
 #include "reference/model.h"
 #include "support/kernel_checks.h"
 #include "support/paths.h"
+#include "support/device.h"
 
 namespace gerbil::kernels {
 namespace {
@@ -21,10 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-gpu::Device& device() {
-  static gpu::Device shared;
-  return shared;
-}
+using test::device;
 
 class ModelKernel : public ::testing::TestWithParam<std::string> {};
 

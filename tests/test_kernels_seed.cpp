@@ -9,16 +9,14 @@
 #include "kernels/seed.h"
 #include "kernels/selftest.h"
 #include "support/kernel_checks.h"
+#include "support/device.h"
 
 namespace gerbil::kernels {
 namespace {
 
 using ::testing::HasSubstr;
 
-gpu::Device& device() {
-  static gpu::Device shared;
-  return shared;
-}
+using test::device;
 
 class SeedKernel : public ::testing::TestWithParam<std::string> {};
 

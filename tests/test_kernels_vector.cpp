@@ -11,16 +11,14 @@
 #include "kernels/selftest.h"
 #include "support/kernel_checks.h"
 #include "kernels/vector.h"
+#include "support/device.h"
 
 namespace gerbil::kernels {
 namespace {
 
 using ::testing::HasSubstr;
 
-gpu::Device& device() {
-  static gpu::Device shared;
-  return shared;
-}
+using test::device;
 
 const std::vector<std::string> kVectorKernels = {"rmsnorm_vec4", "layernorm_welford", "silu_vec4",
                                                 "gelu_vec4",    "add_vec4",          "mul_vec4"};
