@@ -251,6 +251,28 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
               ThrowsMessage<Error>(HasSubstr("9 loads in flight per lane requested, at most 8")));
 }
 
+// The dispatcher's choices follow the rules fitted to the H200 sweeps (docs/PERFORMANCE.md): a decode
+// task of at most 16 KiB of weights and at least 2048 tasks; prompt splits that fill the last wave.
+TEST(DispatcherChoices, FollowTheMeasuredRules) {
+  if (!linear_can_fuse(device(), 1, 4096, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
+  auto blocking = [](uint32_t K, uint32_t N, MatvecBlocking requested = {}) {
+    MatvecBlocking b = linear_matvec_blocking(device(), K, N, WeightType::F16, requested);
+    return std::vector<uint32_t>{b.columns, b.split, b.unroll};
+  };
+  EXPECT_EQ(blocking(4096, 4096), (std::vector<uint32_t>{1, 2, 1}));    // Llama's o: 4096 rows, each in 2
+  EXPECT_EQ(blocking(14336, 4096), (std::vector<uint32_t>{1, 2, 1}));   // its down: 28 KiB rows halved
+  EXPECT_EQ(blocking(4096, 128256), (std::vector<uint32_t>{2, 1, 1}));  // its LM head: pairs of 16 KiB
+  EXPECT_EQ(blocking(4864, 896), (std::vector<uint32_t>{1, 8, 1}));     // Qwen's down: too few rows
+  EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1}));  // its gate|up pairs: never split
+  EXPECT_EQ(blocking(4096, 6144, {2}), (std::vector<uint32_t>{2, 1, 1}));  // Llama's q|k|v pairs
+  EXPECT_EQ(blocking(8192, 28672, {2}), (std::vector<uint32_t>{2, 2, 4}));  // 32 KiB pairs split: 4 loads
+  auto parts = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_parts({M, K, N, N, 0, 0, 0}); };
+  EXPECT_EQ(parts(512, 4096, 6144), 4u);   // 192 tiles of 128 x 128
+  EXPECT_EQ(parts(512, 4096, 28672), 2u);  // 896
+  EXPECT_EQ(parts(512, 896, 9728), 3u);    // 304, and K = 896 allows 3 parts at most
+  EXPECT_EQ(parts(2048, 896, 9728), 1u);   // 1216: 4.6 waves, the last one full enough
+}
+
 // The model allocates linear_split_scratch_bound() once for all its prompt products: every split a
 // product of that size or smaller can choose must fit.
 TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
@@ -281,6 +303,13 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
   gated.gate_act = 1;
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, gated, WeightType::F16, {&short_scratch}); },
               ThrowsMessage<Error>(HasSubstr("fuse no norm or gate")));
+  // A requested count of parts: at most 8, and never for decoding's matrix-vector rows.
+  auto scratch = device().create_buffer("scratch", 4ull * 9 * 20 * 40);
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}, 9); },
+              ThrowsMessage<Error>(HasSubstr("split_k=9 requested")));
+  LinearParams decoding{2, 2048, 40, 40, 0, 0, 0};
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, decoding, WeightType::F16, {&scratch}, 2); },
+              ThrowsMessage<Error>(HasSubstr("splits M > 4 rows")));
 }
 
 // Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.

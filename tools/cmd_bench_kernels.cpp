@@ -3,6 +3,8 @@
 // bandwidth and FMA ceilings. See kernels/benchmark.h for the method.
 #include <cstdio>
 
+#include "gerbil/error.h"
+
 #include "command.h"
 #include "gpu/device.h"
 #include "gpu/profiler.h"
@@ -13,26 +15,39 @@ namespace {
 
 struct BenchKernelsOptions {
   kernels::bench::Options bench;
+  std::vector<std::string> blockings;  // "C,S,U" as typed
   bool json = false;
   std::string adapter;
 };
 
+// "C,S,U": columns per group, split, unroll (0 leaves one to the dispatcher).
+kernels::MatvecBlocking parse_blocking(const std::string& text) {
+  kernels::MatvecBlocking b;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%u,%u,%u%c", &b.columns, &b.split, &b.unroll, &tail) != 3)
+    fail("bench kernels: --blocking '{}' is not COLUMNS,SPLIT,UNROLL (three whole numbers, 0 for the default)",
+         text);
+  return b;
+}
+
 int bench_kernels(const BenchKernelsOptions& options) {
   namespace bench = kernels::bench;
-  bench::check_options(options.bench);
+  bench::Options bench_options = options.bench;
+  for (const std::string& text : options.blockings) bench_options.blockings.push_back(parse_blocking(text));
+  bench::check_options(bench_options);
   gpu::DeviceOptions device_options{.adapter = options.adapter};
   gpu::request_precise_timestamps(device_options);
   gpu::Device device(device_options);
-  bench::Ceilings ceilings = bench::measure_ceilings(device, options.bench);
-  if (!options.json) std::printf("%s", bench::format_header(device, options.bench, ceilings).c_str());
+  bench::Ceilings ceilings = bench::measure_ceilings(device, bench_options);
+  if (!options.json) std::printf("%s", bench::format_header(device, bench_options, ceilings).c_str());
   bool failed = false;
-  auto results = bench::run(device, options.bench, ceilings, [&](const bench::Result& result) {
+  auto results = bench::run(device, bench_options, ceilings, [&](const bench::Result& result) {
     failed = failed || !result.error.empty();
     if (options.json) return;
     std::printf("%s", bench::format_row(result).c_str());
     std::fflush(stdout);
   });
-  if (options.json) std::printf("%s\n", bench::to_json(device, options.bench, ceilings, results).dump(2).c_str());
+  if (options.json) std::printf("%s\n", bench::to_json(device, bench_options, ceilings, results).dump(2).c_str());
   return failed ? 1 : 0;
 }
 
@@ -44,6 +59,12 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                                 "Only this kernel (a seed kernel with its variants, a variant beside its seed)");
                  app.add_option("--shape", options->bench.shape,
                                 "Only shapes whose name contains this text (e.g. llama, \"M=1 \")");
+                 app.add_option("--blocking", options->blockings,
+                                "Also time f16 decode products at this blocking, COLUMNS,SPLIT,UNROLL (repeatable; "
+                                "0 leaves one to the dispatcher)");
+                 app.add_option("--split-parts", options->bench.split_parts,
+                                "Also time f16 prompt products split along K into this many parts (repeatable)")
+                     ->check(CLI::Range(1u, 8u));
                  app.add_flag("--quick", options->bench.quick, "Decode shapes and a few T = 50 ones, fewer iterations");
                  app.add_option("--iterations", options->bench.iterations,
                                 "Timed iterations per case (default: up to 100, --quick 10, fewer for slow cases)")

@@ -37,11 +37,14 @@ struct Settings {
   uint32_t iterations;      // timed iterations at most
   uint32_t min_iterations;  // ... and at least, however slow the case
   double budget_s;          // time to spend on the timed iterations of one case; 0: exactly `iterations`
+  double settle_s = 0;      // warm-up goes on until the timings are steady, for at most this long
 };
 
 Settings settings_for(const Options& options) {
-  if (options.iterations) return {options.quick ? 2u : 10u, options.iterations, options.iterations, 0};
-  return options.quick ? Settings{2, 10, 1, 0.1} : Settings{10000, 100, 3, 1.0};
+  constexpr double kSettle = 3.0;
+  if (options.iterations)
+    return {options.quick ? 2u : 10u, options.iterations, options.iterations, 0, options.quick ? 0 : kSettle};
+  return options.quick ? Settings{2, 10, 1, 0.1} : Settings{10000, 100, 3, 1.0, kSettle};
 }
 
 struct Measurement {
@@ -92,24 +95,43 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
+// Runs the case in rounds of about 20 ms until two rounds in a row take the same time per iteration
+// (within 2 %), or for at most `max_s`. An H200 that idled while the host filled the next shape's buffers
+// ran the cases of the following second or two up to 2x slow (run 20: Llama's gate_up product read
+// 0.11-0.17 ms in the first rows of its shape, 0.065 ms later), longer than any fixed warm-up covered.
+// GPU timestamps judge it where the adapter has them: the host's time per iteration of a 10 us kernel is
+// its submit overhead, steady whatever the GPU does.
+void settle(gpu::Device& device, gpu::Recorder& recorder, std::span<const Dispatch> dispatches, double estimate_s,
+            bool timestamps, double max_s) {
+  constexpr double kRound = 0.02, kSteady = 0.02;
+  auto round = static_cast<uint32_t>(std::clamp(kRound / std::max(estimate_s, 1e-9), 1.0, 1000.0));
+  double previous = 0, spent = 0;
+  while (spent < max_s) {
+    double per_iteration = timestamps ? median(timestamp_ms(device, recorder, dispatches, round)) / 1e3
+                                      : host_seconds(device, recorder, dispatches, round);
+    spent += std::max(per_iteration, estimate_s) * round;
+    if (previous > 0 && std::abs(per_iteration - previous) <= kSteady * per_iteration) return;
+    previous = per_iteration;
+  }
+}
+
 Measurement measure(gpu::Device& device, std::span<const Dispatch> dispatches, const Settings& settings,
                     bool timestamps) {
   gpu::Recorder recorder(device, "bench");
   double first = host_seconds(device, recorder, dispatches, 1);  // some drivers compile pipelines only now
+  // A case slower than the budget gets min_iterations and no warm-up; for the others a second run, past any
+  // compilation, estimates the cost of one iteration.
+  double slow = std::max(settings.budget_s, settings.settle_s);
+  double estimate = std::max(first >= slow ? first : host_seconds(device, recorder, dispatches, 1), 1e-9);
   uint32_t warmup = settings.warmup, n = settings.iterations;
   if (settings.budget_s > 0) {
-    // A case slower than the whole budget gets min_iterations and no warm-up; for the others a second run,
-    // past any compilation, estimates the cost of one iteration.
-    double estimate = first >= settings.budget_s ? first : host_seconds(device, recorder, dispatches, 1);
-    estimate = std::max(estimate, 1e-9);
     auto fitting = [&](double seconds) { return static_cast<uint32_t>(std::min(seconds / estimate, 1e9)); };
-    // Warm up for a fifth of the budget however many iterations that takes: an H200 coming back from
-    // idle (while the host fills the next case's buffers) needs ~100 ms to reach full clocks, and ten
-    // iterations of a 0.1 ms kernel measured 2-5x slow.
+    // At least a fifth of the budget is warm-up, however many iterations that takes.
     warmup = std::min(fitting(0.2 * settings.budget_s), settings.warmup);
     n = std::clamp(fitting(settings.budget_s), settings.min_iterations, settings.iterations);
   }
   if (warmup) host_seconds(device, recorder, dispatches, warmup);
+  if (first < settings.settle_s) settle(device, recorder, dispatches, estimate, timestamps, settings.settle_s);
   if (!timestamps) {
     double ms = host_seconds(device, recorder, dispatches, n) * 1e3;
     return {n, ms, ms, ms};
@@ -131,8 +153,11 @@ uint64_t binding_limit(const gpu::Device& device) {
 // where re-allocating hundreds of MB per case made later variants of a shape measure up to 2x slower.
 class Workspace {
  public:
-  Workspace(gpu::Device& device, uint64_t seed) : device_(device), state_(seed) {}
+  // `cold`: decode cases read their weights from memory, not from a cache (see linear_case); off for --quick,
+  // whose cases must take seconds on a CPU adapter.
+  Workspace(gpu::Device& device, uint64_t seed, bool cold) : device_(device), state_(seed), cold_(cold) {}
   gpu::Device& device() { return device_; }
+  bool cold() const { return cold_; }
 
   // Uniform f32 in [lo, hi).
   const gpu::Buffer& floats(std::string label, uint64_t n, float lo = -1.f, float hi = 1.f) {
@@ -163,6 +188,17 @@ class Workspace {
   const gpu::Buffer& values(std::string label, const std::vector<float>& values) {
     buffers_.push_back(device_.upload(std::move(label), std::span<const float>(values)));
     return buffers_.back();
+  }
+  // A copy of `source` made on the GPU (many copies of large weights, without generating them on the host).
+  const gpu::Buffer& copy_of(const gpu::Buffer& source, std::string label) {
+    Key key{label, "copy of " + source.label(), source.size()};
+    if (auto found = made_.find(key); found != made_.end()) return *found->second;
+    gpu::Buffer buffer = device_.create_buffer(std::move(label), source.size());
+    gpu::Recorder recorder(device_, "copy");
+    recorder.copy(source, 0, buffer, 0, (source.size() + 3) / 4 * 4);
+    recorder.submit();
+    buffers_.push_back(std::move(buffer));
+    return *(made_[key] = &buffers_.back());
   }
   const gpu::Buffer& output(std::string label, uint64_t n) {
     Key key{label, "output", n};
@@ -200,6 +236,7 @@ class Workspace {
   using Key = std::tuple<std::string, std::string, uint64_t>;  // label, kind of contents, words
   gpu::Device& device_;
   uint64_t state_;
+  bool cold_;
   std::deque<gpu::Buffer> buffers_;  // a deque: references stay valid as buffers are added
   std::map<Key, const gpu::Buffer*> made_;
 };
@@ -223,6 +260,7 @@ struct Case {
   std::vector<Dispatch> dispatches;
   Metric metric = Metric::Gflops;
   double flops = 0, bytes = 0;
+  uint32_t repeats = 1;  // the dispatches do the case's work this many times (the time is divided by it)
 };
 
 using Builder = std::function<Case(Workspace&, const Shape&)>;
@@ -274,6 +312,7 @@ struct LinearExtras {
   bool norm = false;      // an RMSNorm of x
   uint32_t gate_act = 0;  // act(gate) * up over the N rows as gate|up halves (1 SiLU)
   bool split_k = false;   // linear_split_k: K split into parts where the tiles are few (one dispatch when not)
+  uint32_t parts = 0;     // split_k: this many parts (0: the dispatcher's choice)
 };
 
 // `blocking`: the subgroup decode variant's (zeros: the dispatcher's choice).
@@ -286,7 +325,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
     if (extras.norm) c.variant += " norm";
     if (extras.gate_act) c.variant += " gated";
-    if (extras.split_k) c.variant += " split";
+    if (extras.split_k) c.variant += extras.parts ? fmt::format(" split{}", extras.parts) : " split";
     bool fused = extras.norm || extras.gate_act;
     if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
@@ -300,17 +339,31 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
       c.skipped = "a gated product needs its gate and up rows in one binding";
       return c;
     }
+    // Decoding reads each weight once per token, from memory: a product small enough to stay in the L2
+    // cache between iterations (Llama's o, 34 MB, against an H200's 50 MB) would measure the cache. So the
+    // decode case reads copies of its weights in turn, kColdBytes in all.
+    constexpr uint64_t kColdBytes = 256ull << 20;
+    constexpr uint32_t kMaxCopies = 64;
+    uint64_t weight_total = uint64_t(weight_bytes(type)) * s.K * s.N;
+    uint32_t copies = w.cold() && s.T <= kMatvecRows && blocks.size() == 1
+                          ? uint32_t(std::clamp<uint64_t>(ceil_div(kColdBytes, weight_total), 1, kMaxCopies))
+                          : 1;
+    c.repeats = copies;
     std::vector<uint32_t> parts;
+    for (uint32_t copy = 0; copy < copies; ++copy)
     for (auto [n0, count] : blocks) {
-      const gpu::Buffer& W = w.weights("W", uint64_t(count) * s.K, type);
+      const gpu::Buffer& first = w.weights("W", uint64_t(count) * s.K, type);
+      const gpu::Buffer& W = copy == 0 ? first : w.copy_of(first, fmt::format("W#{}", copy));
       // x stands in for the unused bias and residual.
       LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm};
       if (extras.split_k) {
-        const gpu::Buffer& scratch = w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p)));
+        uint32_t used_parts = extras.parts ? extras.parts : linear_split_parts(p);
+        const gpu::Buffer& scratch =
+            w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, used_parts)));
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
-                                          whole(scratch)))
+                                          whole(scratch), used_parts))
           c.dispatches.push_back(std::move(d));
-        parts.push_back(linear_split_parts(p));
+        parts.push_back(used_parts);
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                       extras.norm ? whole(norm_weight) : BufferBinding{}, blocking));
@@ -319,6 +372,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     std::vector<std::string> notes;
     if (extras.split_k) notes.push_back(fmt::format("split_k={}", fmt::join(parts, "/")));
     if (blocks.size() > 1) notes.push_back(split_note(w.device(), blocks.size()));
+    if (copies > 1) notes.push_back(fmt::format("{} weight copies read in turn", copies));
     c.note = fmt::format("{}", fmt::join(notes, ", "));
     return c;
   };
@@ -709,9 +763,9 @@ Result run_case(gpu::Device& device, Workspace& workspace, const Kernel& kernel,
       fail("kernel '{}' ({}): measured {} ms per iteration (are Dawn's timestamps quantized? see "
            "gpu::request_precise_timestamps)", kernel.name, shape.name, m.median_ms);
     r.iterations = m.iterations;
-    r.ms = m.median_ms;
-    r.ms_mean = m.mean_ms;
-    r.ms_min = m.min_ms;
+    r.ms = m.median_ms / c.repeats;
+    r.ms_mean = m.mean_ms / c.repeats;
+    r.ms_min = m.min_ms / c.repeats;
     r.metric = c.metric;
     r.flops = c.flops;
     r.bytes = c.bytes;
@@ -787,12 +841,12 @@ CeilingRun measure_ceiling(gpu::Device& device, const CeilingBuilder& build, dou
                            const Settings& settings) {
   double fraction = 1;
   {
-    Workspace workspace(device, 1);
+    Workspace workspace(device, 1, false);
     Case c = build(workspace, probe);
     double ms = measure(device, c.dispatches, {1, 3, 3, 0}, timestamps).median_ms;
     fraction = std::clamp(probe * kCeilingMs / std::max(ms, 1e-6), probe, 1.0);
   }
-  Workspace workspace(device, 2);
+  Workspace workspace(device, 2, false);
   Case c = build(workspace, fraction);
   double ms = measure(device, c.dispatches, settings, timestamps).median_ms;
   if (!(ms > 0)) fail("ceiling kernel '{}' measured {} ms", c.dispatches.front().kernel, ms);
@@ -842,6 +896,25 @@ Ceilings measure_ceilings(gpu::Device& device, const Options& options) {
   return {copy.work / (copy.ms * 1e6), copy.work, copy.ms, fma.work / (fma.ms * 1e6), fma.work, fma.ms};
 }
 
+// The tuning rows Options asks for, added to the linear families: blockings to the decode shapes (M <= 4),
+// split counts to the prompt shapes.
+std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) {
+  std::vector<Kernel> kernels;
+  if (shape.T <= kMatvecRows) {
+    for (MatvecBlocking b : options.blockings) {
+      kernels.push_back({"linear", linear_case(WeightType::F16, b)});
+      kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = true})});
+      bool pairs = b.columns == 0 || b.columns == 2;  // a gated product pairs gate and up rows
+      if (pairs && shape.name.find("gate_up") != std::string::npos)
+        kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = true, .gate_act = 1})});
+    }
+  } else {
+    for (uint32_t parts : options.split_parts)
+      kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .parts = parts})});
+  }
+  return kernels;
+}
+
 std::vector<Result> run(gpu::Device& device, const Options& options, const Ceilings& ceilings,
                         const std::function<void(const Result&)>& done) {
   check_options(options);
@@ -852,12 +925,17 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
     if (!options.kernel.empty() && !in_family(family, options.kernel)) continue;
     for (const Shape& shape : family.shapes) {
       if ((options.quick && !shape.quick) || !shape_selected(options, shape)) continue;
-      Workspace workspace(device, 0x6765726269ull);
+      Workspace workspace(device, 0x6765726269ull, !options.quick);
       // The seed kernel runs whenever its family does, for the speed-ups.
       Result seed = run_case(device, workspace, family.seed, shape, settings, timestamps, ceilings);
       results.push_back(seed);
       if (done) done(seed);
-      for (const Kernel& variant : family.variants) {
+      std::vector<Kernel> variants = family.variants;
+      if (in_family(family, "linear")) {
+        auto tuning = tuning_variants(options, shape);
+        variants.insert(variants.end(), tuning.begin(), tuning.end());
+      }
+      for (const Kernel& variant : variants) {
         if (!options.kernel.empty() && options.kernel != variant.name && options.kernel != family.seed.name) continue;
         Result r = run_case(device, workspace, variant, shape, settings, timestamps, ceilings);
         r.seed = family.seed.name;

@@ -15,6 +15,7 @@
 
 #include "gpu/profiler.h"
 #include "kernels/dispatch.h"
+#include "kernels/model.h"
 
 namespace gerbil::kernels {
 
@@ -32,6 +33,11 @@ struct Options {
   // Only shapes whose name contains this text (e.g. "llama", "M=1 "). Empty: all.
   std::string shape;
   uint32_t iterations = 0;  // timed iterations per case; 0: up to 100 (quick: 10), fewer for slow cases
+  // Extra rows for tuning, beside the fixed variants: f16 decode products at each of these blockings, bare
+  // and with a fused norm (gate_up shapes also gated, as decoding runs them), f16 prompt products split
+  // into each of these counts of parts.
+  std::vector<MatvecBlocking> blockings;
+  std::vector<uint32_t> split_parts;
   gpu::TimerClock clock = gpu::TimerClock::Auto;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "gerbil/error.h"
 
@@ -16,9 +17,7 @@ constexpr uint32_t kLinearMatvecColumns = 8;  // linear.wgsl COLS
 constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
 constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
 constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
-constexpr uint32_t kMatvecUnroll = 4;         // linear_matvec_sg.wgsl UNROLL by default
-constexpr uint32_t kMaxMatvecUnroll = 8;      // its weight registers per column
-constexpr uint64_t kMatvecTargetSubgroups = 4096;  // ~16 warps on each of an H200's 132 SMs
+constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weight registers per column
 constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
 
 const char* name_of(WeightType type) {
@@ -156,31 +155,50 @@ gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t parts)
   return constants;
 }
 
-// Split along K: parts so that tiles * parts approaches kSplitFill workgroups (about two per SM of an
-// H200), each part at least kMinSplitSlabs slabs of 8 (the split's partial sums and second pass cost about
-// as much as that many slabs), at most kMaxSplitK.
-constexpr uint64_t kSplitFill = 256;
+// Split along K where the tiles alone leave SMs idle: a GPU runs kResidentTiles workgroups of
+// linear_tiled.wgsl at once (an H200: 132 SMs x 2), so T workgroups take ceil(T / kResidentTiles) waves and
+// waste the rest of the last one. Run 20's split sweep at M = 512 on the H200 fits that count: Llama's qkv
+// (192 tiles) is fastest in 4 parts (768 workgroups, 2.9 waves) and its gate_up (896 tiles, 3.4 waves) in 2
+// (6.8 waves); Qwen's gate_up (304 tiles) in 3. Other GPUs differ in SMs and in workgroups per SM, so there
+// the choice is only a sensible one, not a tuned one. Each part spans at least kMinSplitSlabs slabs of 8
+// (its partial sums and the second pass cost about as much), at most kMaxSplitK parts, and all parts
+// together at most kMaxSplitTiles workgroups, which bounds the scratch memory (partial sums of 128 x 128
+// floats each: 128 MiB).
+constexpr double kResidentTiles = 264;
+constexpr double kWaveSlack = 1.1;  // a last wave this full is good enough: 1 / 1.1 of the slots busy
 constexpr uint64_t kMinSplitSlabs = 32;
 constexpr uint64_t kMaxSplitK = 8;
+constexpr uint64_t kMaxSplitTiles = 2048;
+
+// Slot-waves spent per wave of useful work when `workgroups` tiles run kResidentTiles at a time (>= 1).
+double wave_waste(uint64_t workgroups) {
+  double waves = double(workgroups) / kResidentTiles;
+  return std::ceil(waves) / waves;
+}
 
 }  // namespace
 
 uint32_t linear_split_parts(const LinearParams& p) {
   if (!use_linear_tiled(p) || p.gate_act || p.norm_x) return 1;
   uint64_t tiles = tile_count(p, linear_tile(p));
-  if (tiles >= kSplitFill) return 1;
-  return uint32_t(std::max<uint64_t>(1, std::min({kSplitFill / tiles, p.K / 8 / kMinSplitSlabs, kMaxSplitK})));
+  uint64_t most = std::min({kMaxSplitK, p.K / 8 / kMinSplitSlabs, kMaxSplitTiles / tiles});
+  // The fewest parts whose waves are full enough, else the parts that waste the least.
+  uint32_t best = 1;
+  for (uint32_t parts = 1; parts <= most; ++parts) {
+    if (wave_waste(tiles * parts) <= kWaveSlack) return parts;
+    if (wave_waste(tiles * parts) < wave_waste(tiles * best)) best = parts;
+  }
+  return best;
 }
 
-uint64_t linear_split_scratch_floats(const LinearParams& p) {
-  uint32_t parts = linear_split_parts(p);
+uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t parts) {
+  if (parts == 0) parts = linear_split_parts(p);
   return parts > 1 ? parts * count_of(p.M, p.N) : 0;
 }
 
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns) {
-  // parts * M * N <= parts * tiles * (a tile's outputs) <= kSplitFill * 128 * 128 (parts <= kSplitFill / tiles),
-  // and parts <= kMaxSplitK.
-  return std::min<uint64_t>(kSplitFill * 128 * 128, kMaxSplitK * count_of(max_rows, max_columns));
+  // parts * M * N <= parts * tiles * (a tile's outputs) <= kMaxSplitTiles * 128 * 128, and parts <= kMaxSplitK.
+  return std::min<uint64_t>(kMaxSplitTiles * 128 * 128, kMaxSplitK * count_of(max_rows, max_columns));
 }
 
 Grid linear_grid(const LinearParams& p) {
@@ -238,24 +256,35 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   auto shapes = [&] { return fmt::format("K={} N={} type={}", K, N, name_of(type)); };
   if (K == 0 || N == 0) fail("kernel 'linear_matvec_sg' ({}): K and N must be positive", shapes());
   MatvecBlocking b = requested;
-  // Measured on an H200 (docs/PERFORMANCE.md): two columns per group pay once the matrix has enough rows
-  // to keep every SM busy with fewer groups; four were slower on every Llama-8B and Qwen2.5-0.5B shape.
-  if (b.columns == 0) b.columns = N >= 4096 ? 2 : 1;
-  if (b.unroll == 0) b.unroll = kMatvecUnroll;
+  // Chosen from run 23's sweep of blockings on an H200 with the weights cold in the cache, as decoding
+  // reads them (docs/PERFORMANCE.md): a subgroup's task (the weights it streams for one column group)
+  // should be at most kMatvecTaskBytes and there should be about kMatvecTasks tasks. So two columns per
+  // group only where the pairs alone are that many (the LM heads), else one, then each group split over
+  // just enough subgroups (Llama's o and down: 2, Qwen's down: 8). A caller that fixes the columns (the
+  // gate|up and rotary pairs) gets its groups split only for size: Qwen's 3.5 KiB gate|up pairs ran 25 %
+  // slower in two. One 16-byte load in flight per lane and column measured fastest (the compiler overlaps
+  // the loop's iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
+  // (Two for Llama's few q|k|v pairs measured faster alone, 28.9 -> 25.4 us, but slower in the model,
+  // 26.3 -> 28.4 us: runs 22 and 24.)
+  constexpr uint64_t kMatvecTaskBytes = 16384, kMatvecTasks = 8192;
+  uint64_t row_bytes = uint64_t(K) * weight_bytes(type);
+  bool fixed_columns = b.columns != 0;
+  if (b.columns == 0) b.columns = N / 2 >= kMatvecTasks && 2 * row_bytes <= kMatvecTaskBytes ? 2 : 1;
+  uint32_t lanes = std::max<uint32_t>(1, device.adapter().subgroup_max_size);
+  uint32_t max_split = std::max<uint32_t>(1, kWorkgroupSize / lanes);
+  uint64_t groups = ceil_div(N, b.columns);
+  if (b.split == 0) {
+    // A share never shorter than one 16-byte piece per lane.
+    uint64_t most = std::bit_floor(
+        std::clamp<uint64_t>(row_bytes / 16 / lanes, 1, std::min<uint64_t>(kMaxMatvecSplit, max_split)));
+    auto too_big = [&] { return b.columns * row_bytes / b.split > kMatvecTaskBytes; };
+    auto too_few = [&] { return !fixed_columns && groups * b.split < kMatvecTasks; };
+    for (b.split = 1; b.split < most && (too_big() || too_few());) b.split *= 2;
+  }
+  if (b.unroll == 0) b.unroll = b.columns >= 2 && b.split >= 2 ? 4 : 1;
   if (b.unroll > kMaxMatvecUnroll)
     fail("kernel 'linear_matvec_sg' ({}): {} loads in flight per lane requested, at most {}", shapes(), b.unroll,
          kMaxMatvecUnroll);
-  // Split a group over more subgroups only when the groups alone leave the GPU short of warps (Qwen's
-  // 896-row down projection: 19 -> 15 us on an H200; Llama's 6144-row QKV got slower split), and never
-  // into shares of less than one step of b.unroll loads per lane.
-  uint32_t lanes = std::max<uint32_t>(1, device.adapter().subgroup_max_size);
-  uint32_t max_split = std::max<uint32_t>(1, kWorkgroupSize / lanes);
-  if (b.split == 0) {
-    uint64_t groups = ceil_div(N, b.columns);
-    uint64_t steps = uint64_t(K) * weight_bytes(type) / 16 / (uint64_t(b.unroll) * lanes);
-    uint64_t wanted = std::min({kMatvecTargetSubgroups / groups, steps, kMaxMatvecSplit, uint64_t(max_split)});
-    b.split = uint32_t(std::bit_floor(std::max<uint64_t>(wanted, 1)));
-  }
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_matvec_sg' ({}): {} columns per group requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);
@@ -316,11 +345,17 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
-                                     WeightType type, BufferBinding scratch) {
+                                     WeightType type, BufferBinding scratch, uint32_t parts) {
   if (p.gate_act || p.norm_x)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
-  uint32_t parts = linear_split_parts(p);
+  if (parts == 0) {
+    parts = linear_split_parts(p);
+  } else if (!use_linear_tiled(p) || parts > std::min<uint64_t>(kMaxSplitK, p.K / 8)) {
+    fail("kernel 'linear' ({}): split_k={} requested; the prompt kernel splits M > {} rows with K % 8 == 0 into "
+         "at most min({}, K / 8) parts",
+         linear_shapes(p, type), parts, kMatvecRows, kMaxSplitK);
+  }
   std::vector<Dispatch> dispatches;
   if (parts < 2) {
     dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));

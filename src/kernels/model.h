@@ -67,13 +67,14 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 // linear() for prompts, with K split into parts where the product alone has too few tiles to fill the
 // GPU (linear_split_parts() > 1): linear_tiled.wgsl writes each part's partial sums to `scratch`, then
 // linear_split_sum.wgsl adds them up with bias and residual into out. Returns the dispatches to record in
-// order (one when not split, the plain linear()). `scratch` holds linear_split_scratch_floats(p) floats;
-// no fused norm or gate (those are decode-only).
+// order (one when not split, the plain linear()). `scratch` holds linear_split_scratch_floats(p, parts)
+// floats; no fused norm or gate (those are decode-only). `parts` other than 0 overrides linear_split_parts()
+// (benchmarks compare splits); it must lie in 1..min(8, K / 8).
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
-                                     WeightType type, BufferBinding scratch);
+                                     WeightType type, BufferBinding scratch, uint32_t parts = 0);
 uint32_t linear_split_parts(const LinearParams& p);
-uint64_t linear_split_scratch_floats(const LinearParams& p);
+uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t parts = 0);
 // Scratch floats enough for every split product of at most `max_rows` rows and `max_columns` columns.
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns);
 // The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`

@@ -143,6 +143,7 @@ struct LinearShape {
   uint32_t out_stride = 0, out_col = 0;  // out_stride 0: N
   uint32_t row0 = 0;  // the block's first row in the bound weight (row0 * K * bytes is a multiple of 256)
   MatvecBlocking blocking = {};  // the subgroup decode variant's; zeros: the dispatcher's choice
+  uint32_t parts = 0;            // prompts: parts of K (linear_split_k); 0: the dispatcher's choice
 };
 
 std::string describe_blocking(MatvecBlocking b) {
@@ -156,7 +157,7 @@ LinearParams linear_params(const LinearShape& s) {
 }
 
 std::string describe_linear(const LinearShape& s) {
-  uint32_t parts = linear_split_parts(linear_params(s));
+  uint32_t parts = s.parts ? s.parts : linear_split_parts(linear_params(s));
   return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}", s.M, s.K, s.N,
                      type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
                      s.out_stride ? s.out_stride : s.N, s.out_col, s.row0,
@@ -225,10 +226,13 @@ KernelCheck linear_check(bool quick) {
       {200, 24, 4101, F32, false, true},
       {4033, 24, 131, F16, true, true},
       // ... split along K where the tiles alone are few: 8 parts, 3 uneven parts (125 slabs) into a strided
-      // output, 2 parts
+      // output, 2 parts; and splits a benchmark asks for: 5 parts of 13 slabs (the last of 12), and 7 parts of
+      // 8 slabs, 2 each, so that the last three parts are empty and must write zeros
       {20, 2048, 40, F16, true, true},
       {37, 1000, 70, BF16, true, true, 90, 11},
       {100, 512, 300, F32, false, true},
+      {40, 512, 50, F16, true, true, 0, 0, 0, {}, 5},
+      {300, 64, 2100, BF16, false, true, 0, 0, 0, {}, 7},
   };
   if (!quick) {
     shapes.push_back({64, 896, 257, BF16, true, true});
@@ -249,10 +253,11 @@ KernelCheck linear_check(bool quick) {
         auto& weight_buffer = b.input("W", weight.words);
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearParams p = linear_params(s);
-        if (linear_split_parts(p) > 1) {
-          auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p));
+        uint32_t parts = s.parts ? s.parts : linear_split_parts(p);
+        if (parts > 1) {
+          auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p, parts));
           for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
-                                                  {io.residual_buffer}, {io.out}, p, s.type, {&scratch}))
+                                                  {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, parts))
             run(device, d);
         } else {
           run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
