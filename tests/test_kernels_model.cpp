@@ -255,11 +255,12 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
 // task of at most 16 KiB of weights and at least 2048 tasks; prompt splits that fill the last wave.
 TEST(DispatcherChoices, FollowTheMeasuredRules) {
   if (!linear_can_fuse(device(), 1, 4096, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
-  auto blocking = [](uint32_t K, uint32_t N, MatvecBlocking requested = {}) {
-    MatvecBlocking b = linear_matvec_blocking(device(), K, N, WeightType::F16, requested);
+  auto blocking = [](uint32_t K, uint32_t N, MatvecBlocking requested = {}, bool norm = false) {
+    MatvecBlocking b = linear_matvec_blocking(device(), K, N, WeightType::F16, requested, norm);
     return std::vector<uint32_t>{b.columns, b.split, b.unroll};
   };
   EXPECT_EQ(blocking(4096, 4096), (std::vector<uint32_t>{1, 2, 1}));    // Llama's o: 4096 rows, each in 2
+  EXPECT_EQ(blocking(4096, 4096, {}, true), (std::vector<uint32_t>{1, 1, 1}));  // ... with a fused norm: whole
   EXPECT_EQ(blocking(14336, 4096), (std::vector<uint32_t>{1, 2, 1}));   // its down: 28 KiB rows halved
   EXPECT_EQ(blocking(4096, 128256), (std::vector<uint32_t>{2, 1, 1}));  // its LM head: pairs of 16 KiB
   EXPECT_EQ(blocking(4864, 896), (std::vector<uint32_t>{1, 8, 1}));     // Qwen's down: too few rows

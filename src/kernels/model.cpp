@@ -252,7 +252,7 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
 }  // namespace
 
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
-                                      MatvecBlocking requested) {
+                                      MatvecBlocking requested, bool norm_x) {
   auto shapes = [&] { return fmt::format("K={} N={} type={}", K, N, name_of(type)); };
   if (K == 0 || N == 0) fail("kernel 'linear_matvec_sg' ({}): K and N must be positive", shapes());
   MatvecBlocking b = requested;
@@ -262,7 +262,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   // group only where the pairs alone are that many (the LM heads), else one, then each group split over
   // just enough subgroups (Llama's o and down: 2, Qwen's down: 8). A caller that fixes the columns (the
   // gate|up and rotary pairs) gets its groups split only for size: Qwen's 3.5 KiB gate|up pairs ran 25 %
-  // slower in two. One 16-byte load in flight per lane and column measured fastest (the compiler overlaps
+  // slower in two. So does a product with a fused norm: Llama's o shape with a norm took 24.4 us split in
+  // two, 19.4 us whole (runs 25, 23). One 16-byte load in flight per lane and column measured fastest (the compiler overlaps
   // the loop's iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
   // (Two for Llama's few q|k|v pairs measured faster alone, 28.9 -> 25.4 us, but slower in the model,
   // 26.3 -> 28.4 us: runs 22 and 24.)
@@ -278,7 +279,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
     uint64_t most = std::bit_floor(
         std::clamp<uint64_t>(row_bytes / 16 / lanes, 1, std::min<uint64_t>(kMaxMatvecSplit, max_split)));
     auto too_big = [&] { return b.columns * row_bytes / b.split > kMatvecTaskBytes; };
-    auto too_few = [&] { return !fixed_columns && groups * b.split < kMatvecTasks; };
+    auto too_few = [&] { return !fixed_columns && !norm_x && groups * b.split < kMatvecTasks; };
     for (b.split = 1; b.split < most && (too_big() || too_few());) b.split *= 2;
   }
   if (b.unroll == 0) b.unroll = b.columns >= 2 && b.split >= 2 ? 4 : 1;
@@ -328,7 +329,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
     return subgroup_matvec(device, shapes,
                            {x, weight, bias, residual, out, norm_weight, device.placeholder(0), device.placeholder(1)},
                            p, type,
-                           linear_matvec_blocking(device, p.K, p.N, type, blocking),
+                           linear_matvec_blocking(device, p.K, p.N, type, blocking, p.norm_x != 0),
                            {used(p.has_residual, out_count), out_count, 1}, {});
   }
   std::initializer_list<Operand> operands = {{"x", x, x_count},

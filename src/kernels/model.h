@@ -78,9 +78,10 @@ uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t parts = 0);
 // Scratch floats enough for every split product of at most `max_rows` rows and `max_columns` columns.
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns);
 // The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`
-// that are not 0 are kept; benchmarks compare blockings). Throws naming the limit if one is out of range.
+// that are not 0 are kept; benchmarks compare blockings), `norm_x` whether the product fuses an RMSNorm.
+// Throws naming the limit if one is out of range.
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
-                                      MatvecBlocking requested = {});
+                                      MatvecBlocking requested = {}, bool norm_x = false);
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate), then each q / k head rotated in rotate-half style over its first
