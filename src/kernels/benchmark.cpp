@@ -315,6 +315,16 @@ struct LinearExtras {
   uint32_t parts = 0;     // split_k: this many parts (0: the dispatcher's choice)
 };
 
+// Decoding reads each weight once per token, from memory: a product small enough to stay in the L2 cache
+// between iterations (Llama's o, 34 MB, against an H200's 50 MB) would measure the cache. So a decode case
+// in a cold workspace reads copies of its weights in turn, kColdBytes in all; this is how many (1: none).
+uint32_t decode_copies(const Workspace& w, const Shape& s, uint64_t weight_bytes, size_t blocks) {
+  constexpr uint64_t kColdBytes = 256ull << 20;
+  constexpr uint64_t kMaxCopies = 64;
+  if (!w.cold() || s.T > kMatvecRows || blocks > 1) return 1;
+  return uint32_t(std::clamp<uint64_t>(ceil_div(kColdBytes, weight_bytes), 1, kMaxCopies));
+}
+
 // `blocking`: the subgroup decode variant's (zeros: the dispatcher's choice).
 Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras extras = {}) {
   return [type, blocking, extras](Workspace& w, const Shape& s) {
@@ -339,21 +349,19 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
       c.skipped = "a gated product needs its gate and up rows in one binding";
       return c;
     }
-    // Decoding reads each weight once per token, from memory: a product small enough to stay in the L2
-    // cache between iterations (Llama's o, 34 MB, against an H200's 50 MB) would measure the cache. So the
-    // decode case reads copies of its weights in turn, kColdBytes in all.
-    constexpr uint64_t kColdBytes = 256ull << 20;
-    constexpr uint32_t kMaxCopies = 64;
-    uint64_t weight_total = uint64_t(weight_bytes(type)) * s.K * s.N;
-    uint32_t copies = w.cold() && s.T <= kMatvecRows && blocks.size() == 1
-                          ? uint32_t(std::clamp<uint64_t>(ceil_div(kColdBytes, weight_total), 1, kMaxCopies))
-                          : 1;
-    c.repeats = copies;
+    // The weight of each dispatch: its column blocks, and for decoding copies of it read in turn.
+    struct Weight {
+      const gpu::Buffer* buffer;
+      uint32_t n0, count;
+    };
+    std::vector<Weight> weights;
+    for (auto [n0, count] : blocks) weights.push_back({&w.weights("W", uint64_t(count) * s.K, type), n0, count});
+    c.repeats = decode_copies(w, s, uint64_t(weight_bytes(type)) * s.K * s.N, blocks.size());
+    for (uint32_t copy = 1; copy < c.repeats; ++copy)
+      weights.push_back({&w.copy_of(*weights[0].buffer, fmt::format("W#{}", copy)), 0, s.N});
     std::vector<uint32_t> parts;
-    for (uint32_t copy = 0; copy < copies; ++copy)
-    for (auto [n0, count] : blocks) {
-      const gpu::Buffer& first = w.weights("W", uint64_t(count) * s.K, type);
-      const gpu::Buffer& W = copy == 0 ? first : w.copy_of(first, fmt::format("W#{}", copy));
+    for (auto [buffer, n0, count] : weights) {
+      const gpu::Buffer& W = *buffer;
       // x stands in for the unused bias and residual.
       LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm};
       if (extras.split_k) {
@@ -372,7 +380,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     std::vector<std::string> notes;
     if (extras.split_k) notes.push_back(fmt::format("split_k={}", fmt::join(parts, "/")));
     if (blocks.size() > 1) notes.push_back(split_note(w.device(), blocks.size()));
-    if (copies > 1) notes.push_back(fmt::format("{} weight copies read in turn", copies));
+    if (c.repeats > 1) notes.push_back(fmt::format("{} weight copies read in turn", c.repeats));
     c.note = fmt::format("{}", fmt::join(notes, ", "));
     return c;
   };
