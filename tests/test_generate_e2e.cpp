@@ -313,6 +313,31 @@ TEST_F(Generate, SameSeedSameTextDifferentSeedDifferentText) {
   EXPECT_NE(text_for(12), first);
 }
 
+// With top-k and no penalties the tokens are drawn on the GPU (graph::Model::decode_sampled): seeded like
+// host sampling, and top_k 1 is greedy decoding.
+TEST_F(Generate, TopKSamplingOnTheGpuRepeatsWithItsSeedAndTopOneIsGreedy) {
+  Engine& engine = Models::get().random();
+  CompletionOptions options;
+  options.max_new_tokens = 16;
+  options.ignore_eos = true;
+  options.sampling.top_k = 20;
+  options.sampling.top_p = 0.9f;
+  options.sampling.temperature = 1.5f;
+  auto tokens_for = [&](uint64_t seed) {
+    options.sampling.seed = seed;
+    engine.reset();
+    return engine.complete("Once upon a time", options).tokens;
+  };
+  auto first = tokens_for(21);
+  ASSERT_EQ(first.size(), 16u);
+  EXPECT_EQ(tokens_for(21), first);
+  EXPECT_NE(tokens_for(22), first);
+  options.sampling.top_k = 1;
+  auto top_one = tokens_for(21);
+  options.sampling.temperature = 0;
+  EXPECT_EQ(tokens_for(21), top_one);
+}
+
 TEST_F(Generate, RandomTextStreamsAsValidUtf8ThatMatchesTheFullDecode) {
   Engine& engine = Models::get().random();
   CompletionOptions options;

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -197,6 +199,59 @@ TEST(DecodeGraph, FusesNormsAndGateIntoTheProjections) {
         << separate;
   // embed, 5 per layer, argmax is not in a logits step: embed + 5 * layers + lm_head.
   EXPECT_EQ(entries.size(), 2 + 5 * size_t(files.config().num_layers));
+}
+
+// Sampled decoding keeps the token on the GPU like greedy decoding: every drawn token must be among the
+// top_k best logits of its position (checked against one prefill of the whole sequence), the same seed must
+// give the same tokens, and top_k 1 must give the greedy tokens.
+TEST(GpuSampling, DrawsFromTheTopKRepeatsWithItsSeedAndTopOneIsGreedy) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-llama", .seed = 3});
+  ModelFiles files = ModelFiles::open(dir.path());
+  Model model(device(), files, ModelOptions{.context = 64});
+  const std::vector<int32_t> prompt = {5, 17, 29, 3};
+  constexpr uint32_t kSteps = 24;
+  auto decode = [&](const Model::GpuSampling& sampling, bool greedy = false) {
+    model.reset();
+    auto logits = model.forward(prompt);
+    std::vector<int32_t> tokens = {int32_t(argmax(logits))};
+    auto keep = [&](int32_t id) {
+      tokens.push_back(id);
+      return true;
+    };
+    uint32_t produced = greedy ? model.decode_greedy(tokens[0], kSteps, keep)
+                               : model.decode_sampled(tokens[0], kSteps, sampling, keep);
+    EXPECT_EQ(produced, kSteps);
+    return tokens;
+  };
+  const Model::GpuSampling three{.temperature = 1.5f, .top_k = 3, .seed = 9};
+  auto sampled = decode(three);
+  ASSERT_EQ(sampled.size(), kSteps + 1);
+  EXPECT_EQ(decode(three), sampled);
+  EXPECT_NE(decode({.temperature = 1.5f, .top_k = 3, .seed = 10}), sampled);
+  EXPECT_EQ(decode({.temperature = 1.0f, .top_k = 1, .seed = 9}), decode({}, /*greedy=*/true));
+
+  // Row r of the prefill of prompt + sampled[0..kSteps) holds the logits that sampled[r - prompt + 1] was
+  // drawn from.
+  std::vector<int32_t> sequence = prompt;
+  sequence.insert(sequence.end(), sampled.begin(), sampled.end() - 1);
+  model.reset();
+  auto rows = model.forward(sequence, /*all_logits=*/true);
+  size_t vocab = size_t(files.config().vocab_size);
+  std::set<int32_t> distinct;
+  for (uint32_t t = 1; t <= kSteps; ++t) {
+    std::span<const float> row(rows.data() + (prompt.size() + t - 1) * vocab, vocab);
+    std::vector<float> sorted(row.begin(), row.end());
+    std::nth_element(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    EXPECT_GE(row[size_t(sampled[t])], sorted[2]) << "token " << t << " is not among the 3 best";
+    distinct.insert(sampled[t]);
+  }
+  EXPECT_GT(distinct.size(), 1u);  // it did sample, not always take the best
+
+  EXPECT_THAT([&] { decode({.temperature = 1.0f, .top_k = 65, .seed = 1}); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("top_k in 1..64 (got 65)")));
+  EXPECT_THAT([&] { decode({.temperature = 1.0f, .top_k = 5, .top_p = 0.0f, .seed = 1}); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("top_p must be in (0, 1], got 0")));
 }
 
 // A prompt whose down projection is split along K (a 1024-wide MLP has 128 slabs: 4 parts for 24 rows of 64

@@ -173,11 +173,14 @@ Generation Generator::generate(std::span<const int32_t> prompt, const GenerateOp
   int32_t id = sampler.sample(logits, sequence);
   if (accept(id)) {
     const auto& s = options.sampling;
-    bool plain_greedy = s.greedy() && s.repetition_penalty == 1.0f && s.presence_penalty == 0.0f &&
-                        s.frequency_penalty == 0.0f;
-    if (plain_greedy) {
-      // Argmax on the GPU, steps queued back to back; `accept` sees each id a few steps later.
-      model_.decode_greedy(id, options.max_new_tokens - uint32_t(result.tokens.size()), accept);
+    bool no_penalties = s.repetition_penalty == 1.0f && s.presence_penalty == 0.0f && s.frequency_penalty == 0.0f;
+    graph::Model::GpuSampling on_gpu{s.temperature, uint32_t(std::max(s.top_k, 0)), s.top_p, s.min_p, sampler.seed()};
+    uint32_t steps = options.max_new_tokens - uint32_t(result.tokens.size());
+    // The token picked on the GPU, steps queued back to back; `accept` sees each id a few steps later.
+    if (no_penalties && s.greedy()) {
+      model_.decode_greedy(id, steps, accept);
+    } else if (no_penalties && model_.sampling_on_gpu(on_gpu)) {
+      model_.decode_sampled(id, steps, on_gpu, accept);
     } else {
       bool going = true;
       while (going) {

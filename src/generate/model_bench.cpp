@@ -66,6 +66,14 @@ std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchO
                                 model.rewind(depth);
                                 model.decode_greedy(first, options.generated_tokens, all);
                               }));
+    // Drawn on the GPU with Qwen2.5's recommended settings (its generation_config.json), steps back to back.
+    const graph::Model::GpuSampling qwen_settings{.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 1};
+    if (model.sampling_on_gpu(qwen_settings))
+      results.push_back(measure(fmt::format("tg{} (top-k 20 sampling)", options.generated_tokens), depth,
+                                options.generated_tokens, options.repeats, [&] {
+                                  model.rewind(depth);
+                                  model.decode_sampled(first, options.generated_tokens, qwen_settings, all);
+                                }));
     // The same tokens with the logits read back and sampled on the host at every step.
     results.push_back(measure(fmt::format("tg{} (host sampling)", options.generated_tokens), depth,
                               options.generated_tokens, options.repeats, [&] {

@@ -35,8 +35,9 @@ struct Model::Buffers {
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
   gpu::Buffer split_scratch;          // partial sums of prompt projections split along K, shared by layers
   uint32_t logit_rows = 0;            // rows `logits` holds
-  gpu::Buffer sampled;                // the GPU-sampled token of a greedy step
+  gpu::Buffer sampled;                // the GPU-picked token of a greedy or sampled step
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
+  gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
 };
 
@@ -73,16 +74,32 @@ class StepBuilder {
       : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
         step_(step), T_(step.tokens) {}
 
-  void build(bool all_logits, bool greedy_token) {
+  // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
+  // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step).
+  void build(bool all_logits, bool greedy_token, const kernels::SampleParams* sampling) {
     embed();
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
     logits(current, all_logits);
-    if (greedy_token) {  // the next input id, picked on the GPU: the host need not see the logits
-      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials},
-                                    {uint32_t(config_.vocab_size), 0});
+    uint32_t vocab = uint32_t(config_.vocab_size);
+    if (greedy_token) {
+      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials}, {vocab, 0});
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
+    }
+    if (sampling) {
+      kernels::SampleParams p = *sampling;
+      p.count = vocab;
+      p.slot = 0;
+      auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates}, p);
+      add("sample chunks", std::move(stages[0]));
+      Dispatch& draw = add("sample draw", std::move(stages[1]));
+      at_position<kernels::SampleParams>(draw, p, [sampling, vocab](auto& q, uint32_t position) {
+        q = *sampling;
+        q.count = vocab;
+        q.slot = 0;
+        q.position = position;
+      });
     }
   }
 
@@ -392,6 +409,8 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                                                         uint32_t(chunk), uint32_t(widest_linear))));
   b.sampled = f32("sampled token", 1);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
+  if (vocab <= kernels::kMaxSampleCount)
+    b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
 }
@@ -415,7 +434,8 @@ Model::Step& Model::step(uint32_t tokens, Output output) {
   auto step = std::make_unique<Step>();
   step->tokens = tokens;
   StepBuilder(device_, config_, weights_, *buffers_, context_, *step)
-      .build(output == Output::AllLogits, output == Output::GreedyToken);
+      .build(output == Output::AllLogits, output == Output::GreedyToken,
+             output == Output::SampledToken ? &sampling_ : nullptr);
   return *steps_.emplace(key, std::move(step)).first->second;
 }
 
@@ -463,10 +483,33 @@ std::vector<float> Model::run_chunk(std::span<const int32_t> tokens, bool all_lo
 }
 
 uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token) {
+  return decode_on_gpu(Output::GreedyToken, first, max_steps, on_token);
+}
+
+bool Model::sampling_on_gpu(const GpuSampling& s) const {
+  return s.temperature > 0 && std::isfinite(s.temperature) && s.top_k >= 1 && s.top_k <= kernels::kMaxSampleTopK &&
+         uint64_t(config_.vocab_size) <= kernels::kMaxSampleCount;
+}
+
+uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
+                               const std::function<bool(int32_t)>& on_token) {
+  if (!sampling_on_gpu(s))
+    fail("sampling on the GPU needs a positive temperature (got {}), top_k in 1..{} (got {}) and a vocabulary of at "
+         "most {} (the model's: {})",
+         s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
+  if (!(s.top_p > 0 && s.top_p <= 1)) fail("sampling: top_p must be in (0, 1], got {}", s.top_p);
+  if (!(s.min_p >= 0 && s.min_p <= 1)) fail("sampling: min_p must be in [0, 1], got {}", s.min_p);
+  sampling_ = {uint32_t(config_.vocab_size), 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
+               uint32_t(s.seed), uint32_t(s.seed >> 32)};
+  return decode_on_gpu(Output::SampledToken, first, max_steps, on_token);
+}
+
+uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
+                              const std::function<bool(int32_t)>& on_token) {
   check_token_id(config_, first, "first token");
   max_steps = std::min(max_steps, context_ - position_);
   if (max_steps == 0) return 0;
-  Step& s = step(1, Output::GreedyToken);
+  Step& s = step(1, output);
   Buffers& b = *buffers_;
   const uint32_t start = position_;
   uint32_t first_id = uint32_t(first);
@@ -487,7 +530,7 @@ uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::func
   while (!stopped && (submitted < max_steps || !in_flight.empty())) {
     if (submitted < max_steps && in_flight.size() <= lag) {
       const gpu::Buffer& slot = b.token_ring[submitted % b.token_ring.size()];
-      gpu::Recorder recorder(device_, "greedy step");
+      gpu::Recorder recorder(device_, "decode step");
       record(s, recorder);
       recorder.copy(b.ids, 0, slot, 0, 4);
       recorder.submit();

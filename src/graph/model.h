@@ -17,6 +17,7 @@
 #include "gpu/profiler.h"
 #include "graph/gpu_weights.h"
 #include "kernels/dispatch.h"
+#include "kernels/model.h"
 #include "model/weights.h"
 
 namespace gerbil::graph {
@@ -66,6 +67,22 @@ class Model {
   // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
 
+  // decode_greedy() with each token drawn on the GPU (kernels::sample: temperature, top-k of 1..
+  // kernels::kMaxSampleTopK, then top-p and min-p; no penalties) instead of the argmax: the draw at
+  // position p hashes (seed, p), so the same seed gives the same tokens. Throws naming the setting when the
+  // GPU cannot sample with it (sampling_on_gpu() says which can).
+  struct GpuSampling {
+    float temperature = 1.0f;
+    uint32_t top_k = 0;
+    float top_p = 1.0f, min_p = 0.0f;
+    uint64_t seed = 0;
+  };
+  uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
+                          const std::function<bool(int32_t)>& on_token);
+  // Whether decode_sampled() takes these settings: top_k in 1..kMaxSampleTopK, a vocabulary of at most
+  // kMaxSampleCount, a positive temperature.
+  bool sampling_on_gpu(const GpuSampling& sampling) const;
+
   // The dispatches of one step over `tokens` tokens (T = 1: a decode step) at the current position (a
   // decode step's attention kernels depend on how many keys the cache holds).
   std::vector<StepEntry> describe(uint32_t tokens, bool all_logits = false);
@@ -80,8 +97,11 @@ class Model {
   struct Step;     // one step's recorded graph (defined in model.cpp)
 
  private:
-  enum class Output { LastLogits, AllLogits, GreedyToken };
+  enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken };
   Step& step(uint32_t tokens, Output output);
+  // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
+  // back to back, ids read back a few steps behind.
+  uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
   std::vector<float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
@@ -94,6 +114,7 @@ class Model {
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
   std::map<std::pair<uint32_t, Output>, std::unique_ptr<Step>> steps_;
+  kernels::SampleParams sampling_{};  // decode_sampled()'s settings, which its steps' uniforms follow
 };
 
 }  // namespace gerbil::graph

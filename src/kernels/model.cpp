@@ -631,4 +631,34 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
   return dispatches;
 }
 
+uint64_t sample_candidates_words(uint32_t count) { return 2ull * ceil_div(count, kSampleChunk) * kMaxSampleTopK; }
+
+std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                             BufferBinding candidates, const SampleParams& p) {
+  auto shapes = fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}", p.count, p.slot, p.top_k,
+                            p.top_p, p.min_p, p.inv_temperature);
+  if (p.count == 0 || p.count > kMaxSampleCount)
+    fail("kernel 'sample' ({}): count must be 1..{} (the merge's 256 chunks of {})", shapes, kMaxSampleCount,
+         kSampleChunk);
+  if (p.top_k == 0 || p.top_k > kMaxSampleTopK)
+    fail("kernel 'sample' ({}): top_k must be 1..{}", shapes, kMaxSampleTopK);
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("kernel 'sample' ({}): top_p must be in (0, 1]", shapes);
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("kernel 'sample' ({}): min_p must be in [0, 1]", shapes);
+  if (!(p.inv_temperature > 0.0f) || !std::isfinite(p.inv_temperature))
+    fail("kernel 'sample' ({}): inv_temperature must be positive and finite", shapes);
+  uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
+  auto stage = [&](gpu::Grid grid, bool final) {
+    return prepare(device, "sample", shapes,
+                   {{"logits", logits, p.count},
+                    {"next_ids", next_ids, 1},
+                    {"history", history, uint64_t(p.slot) + 1},
+                    {"candidates", candidates, sample_candidates_words(p.count)}},
+                   p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(partials)}});
+  };
+  std::vector<Dispatch> dispatches;
+  dispatches.push_back(stage({partials, 1, 1}, false));
+  dispatches.push_back(stage({1, 1, 1}, true));
+  return dispatches;
+}
+
 }  // namespace gerbil::kernels

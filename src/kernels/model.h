@@ -192,8 +192,31 @@ constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p);
 
+// sample.wgsl: top-k sampling on the GPU (then top-p and min-p among the top_k, at a temperature), with
+// generate/sampler.cpp's candidates, order and cuts and a random number hashed from (seed, position). The
+// drawn token goes to next_ids[0] and history[slot], as argmax's. Two dispatches (record both, in order):
+// ceil(count / kSampleChunk) workgroups keep each chunk's kMaxSampleTopK best in `candidates`, then one
+// workgroup merges them and draws. Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot]
+// u32, 3 candidates [sample_candidates_words(count)] u32 (scratch), 4 params.
+struct SampleParams {
+  uint32_t count, slot;
+  uint32_t top_k;       // 1..kMaxSampleTopK
+  uint32_t position;    // of the step: with the seed, picks the random number
+  float top_p = 1.0f;   // (0, 1]
+  float min_p = 0.0f;   // [0, 1]
+  float inv_temperature = 1.0f;
+  uint32_t seed_lo = 0, seed_hi = 0;
+  uint32_t _pad[3] = {};
+};
+constexpr uint32_t kMaxSampleTopK = 64;       // sample.wgsl MAX_TOP_K
+constexpr uint32_t kSampleChunk = 1024;       // sample.wgsl CHUNK
+constexpr uint32_t kMaxSampleCount = 262144;  // 256 chunks: the merging workgroup's invocations
+uint64_t sample_candidates_words(uint32_t count);
+std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                             BufferBinding candidates, const SampleParams& p);
+
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
-static_assert(sizeof(ArgmaxParams) == 8);
+static_assert(sizeof(ArgmaxParams) == 8 && sizeof(SampleParams) == 48);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 
 }  // namespace gerbil::kernels

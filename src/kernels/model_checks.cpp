@@ -661,10 +661,70 @@ KernelCheck argmax_check(bool quick) {
       });
 }
 
+// Sampling draws tokens, so the check is statistical but deterministic (the draws hash fixed seeds and
+// positions): the chunks' candidates once, then `draws` merges and draws at positions 0, 1, ..., each into
+// its own history slot. The figure reported is the largest z-score of a token's frequency against its
+// reference probability, |f - p| / sqrt(p (1 - p) / draws); a token the reference never keeps, drawn even
+// once, is an infinite error.
+KernelCheck sample_check(bool quick) {
+  struct Shape {
+    uint32_t count, top_k;
+    float top_p, min_p, temperature;
+    bool ties, nans;
+  };
+  // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
+  // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN.
+  std::vector<Shape> shapes = {{3000, 5, 1.f, 0.f, 1.f, false, false},   {7, 64, 0.9f, 0.f, 1.f, false, true},
+                               {4097, 1, 1.f, 0.f, 1.f, true, true},     {5000, 40, 1.f, 0.3f, 1.f, true, false},
+                               {70001, 64, 0.8f, 0.f, 0.7f, false, true}, {2500, 20, 0.8f, 0.05f, 0.7f, true, true}};
+  if (!quick) shapes.push_back({kMaxSampleCount, 20, 0.8f, 0.f, 0.7f, true, false});
+  constexpr double bound = 5;
+  auto describe = [](const Shape& s) {
+    return fmt::format("count={} top_k={} top_p={} min_p={} temperature={}{}{}", s.count, s.top_k, s.top_p, s.min_p,
+                       s.temperature, s.ties ? " ties" : "", s.nans ? " NaN" : "");
+  };
+  return make_check<Shape>(
+      "sample", bound, "z-score of drawn frequencies against the reference's probabilities", shapes, describe,
+      [describe, quick](gpu::Device& device, Rng& rng, const Shape& s) {
+        const uint32_t draws = quick ? 512 : 2048;
+        auto logits = random_floats(rng, s.count, -4.f, 4.f);
+        if (s.ties)  // equal logits at the top, in different chunks: the lower index comes first
+          for (uint32_t i = s.count / 5; i < s.count; i += std::max(1u, s.count / 3)) logits[i] = 4.5f;
+        if (s.nans)
+          for (uint32_t i = 1; i < s.count; i += 3) logits[i] = std::numeric_limits<float>::quiet_NaN();
+        Buffers b{device};
+        auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
+        auto& history = b.input("history", std::vector<uint32_t>(draws, 0xDEADu));
+        auto& candidates = b.input("candidates", std::vector<uint32_t>(sample_candidates_words(s.count), 0xDEADu));
+        SampleParams p{s.count, 0, s.top_k, 0, s.top_p, s.min_p, 1.f / s.temperature, 0x5eed, 0x1234};
+        auto stages = sample(device, {&b.input("logits", logits)}, {&next}, {&history}, {&candidates}, p);
+        run(device, stages[0]);
+        for (uint32_t d = 0; d < draws; ++d) {
+          p.position = p.slot = d;
+          device.write(stages[1].params, std::as_bytes(std::span(&p, 1)));
+          run(device, stages[1]);
+        }
+        auto want = reference::sampling_probabilities(widen(logits), s.temperature, s.top_k, s.top_p, s.min_p);
+        std::vector<double> frequency(s.count, 0.0);
+        double worst = 0;
+        for (uint32_t token : device.read_as<uint32_t>(history)) {
+          if (token >= s.count || want[token] == 0) return CaseResult{"sample", describe(s), INFINITY, bound};
+          frequency[token] += 1.0 / draws;
+        }
+        for (uint32_t i = 0; i < s.count; ++i) {
+          double spread = std::sqrt(want[i] * (1 - want[i]) / draws);
+          double z = spread > 0 ? std::abs(frequency[i] - want[i]) / spread : frequency[i] == want[i] ? 0 : INFINITY;
+          worst = std::max(worst, z);
+        }
+        return CaseResult{"sample", describe(s), worst, bound};
+      });
+}
+
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
   return {embed_check(quick),     linear_check(quick),         linear_gptq_check(quick),
           gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick),
-          argmax_check(quick),    linear_fused_check(),        linear_qkv_rope_check()};
+          argmax_check(quick),    sample_check(quick),         linear_fused_check(),
+          linear_qkv_rope_check()};
 }
 
 }  // namespace gerbil::kernels

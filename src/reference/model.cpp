@@ -209,6 +209,37 @@ std::vector<double> flash_attention(std::span<const double> Q, std::span<const d
   return out;
 }
 
+std::vector<double> sampling_probabilities(std::span<const double> logits, double temperature, size_t top_k,
+                                           double top_p, double min_p) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isnan(logits[i])) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  if (top_k > 0 && top_k < order.size()) order.resize(top_k);
+  std::vector<double> p(logits.size(), 0.0);
+  if (order.empty()) return p;
+  std::vector<double> weight;
+  double total = 0;
+  for (size_t i : order) total += weight.emplace_back(std::exp((logits[i] - logits[order[0]]) / temperature));
+  size_t cut = order.size();
+  double cumulative = 0, kept = total;
+  if (top_p < 1 || min_p > 0) kept = 0;
+  for (size_t r = 0; r < order.size() && (top_p < 1 || min_p > 0); ++r) {
+    if (r > 0 && weight[r] < min_p) {  // p < min_p * p(best): weights are relative to the best's, 1
+      cut = r;
+      break;
+    }
+    cumulative += weight[r] / total;
+    kept += weight[r];
+    if (cumulative >= top_p) {
+      cut = r + 1;
+      break;
+    }
+  }
+  for (size_t r = 0; r < cut; ++r) p[order[r]] = weight[r] / kept;
+  return p;
+}
+
 size_t argmax(std::span<const double> values) {
   size_t best = 0;
   bool found = false;

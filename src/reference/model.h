@@ -69,4 +69,11 @@ std::vector<double> flash_attention(std::span<const double> Q, std::span<const d
 // The index of the largest value, the lowest on ties; NaN never wins (all NaN: 0).
 size_t argmax(std::span<const double> values);
 
+// The probability of drawing each token under temperature, top-k (0: off), top-p and min-p sampling as
+// generate/sampler.cpp defines them: candidates in order of higher logit, then lower index (NaN excluded);
+// probabilities over the top_k; top-p keeps the shortest prefix reaching top_p; min-p drops those below
+// min_p times the best's probability. Zero for the tokens not kept.
+std::vector<double> sampling_probabilities(std::span<const double> logits, double temperature, size_t top_k,
+                                           double top_p, double min_p);
+
 }  // namespace gerbil::reference
