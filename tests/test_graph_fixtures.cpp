@@ -15,6 +15,7 @@
 #include "graph/model.h"
 #include "kernels/model.h"
 #include "model/synth.h"
+#include "reference/model.h"
 #include "support/paths.h"
 #include "test_model_support.h"
 #include "support/device.h"
@@ -248,8 +249,26 @@ TEST(GpuSampling, DrawsFromTheTopKRepeatsWithItsSeedAndTopOneIsGreedy) {
   }
   EXPECT_GT(distinct.size(), 1u);  // it did sample, not always take the best
 
+  // Top-k off: the random model's flat logits put the top-p cut past the 64 best, so the kernel draws by
+  // rejection over the whole vocabulary; every token must still lie inside the reference's nucleus.
+  const Model::GpuSampling nucleus{.temperature = 1.0f, .top_k = 0, .top_p = 0.6f, .seed = 4};
+  auto drawn = decode(nucleus);
+  sequence = prompt;
+  sequence.insert(sequence.end(), drawn.begin(), drawn.end() - 1);
+  model.reset();
+  rows = model.forward(sequence, /*all_logits=*/true);
+  size_t kept_sizes = 0;
+  for (uint32_t t = 1; t <= kSteps; ++t) {
+    std::span<const float> row(rows.data() + (prompt.size() + t - 1) * vocab, vocab);
+    std::vector<double> logits(row.begin(), row.end());
+    auto p = reference::sampling_probabilities(logits, 1.0, 0, 0.6, 0.0);
+    EXPECT_GT(p[size_t(drawn[t])], 0.0) << "token " << t << " lies outside the top-p 0.6 nucleus";
+    kept_sizes += size_t(std::count_if(p.begin(), p.end(), [](double q) { return q > 0; }));
+  }
+  EXPECT_GT(kept_sizes / kSteps, size_t(kernels::kMaxSampleTopK)) << "the nucleus should exceed the 64 best";
+
   EXPECT_THAT([&] { decode({.temperature = 1.0f, .top_k = 65, .seed = 1}); },
-              testing::ThrowsMessage<Error>(testing::HasSubstr("top_k in 1..64 (got 65)")));
+              testing::ThrowsMessage<Error>(testing::HasSubstr("top_k of at most 64 (got 65; 0 is off)")));
   EXPECT_THAT([&] { decode({.temperature = 1.0f, .top_k = 5, .top_p = 0.0f, .seed = 1}); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("top_p must be in (0, 1], got 0")));
 }

@@ -32,7 +32,7 @@ TEST_P(ModelKernel, MatchesFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
                          ::testing::Values("embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
-                                           "flash_attention", "argmax", "linear_fused", "linear_qkv_rope"));
+                                           "flash_attention", "argmax", "sample", "linear_fused", "linear_qkv_rope"));
 
 // The same linear check on a device without subgroups: decoding then runs linear.wgsl's workgroup-memory
 // matrix-vector path instead of linear_matvec_sg.wgsl, and both must meet the bound.

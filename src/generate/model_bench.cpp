@@ -66,14 +66,19 @@ std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchO
                                 model.rewind(depth);
                                 model.decode_greedy(first, options.generated_tokens, all);
                               }));
-    // Drawn on the GPU with Qwen2.5's recommended settings (its generation_config.json), steps back to back.
-    const graph::Model::GpuSampling qwen_settings{.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 1};
-    if (model.sampling_on_gpu(qwen_settings))
-      results.push_back(measure(fmt::format("tg{} (top-k 20 sampling)", options.generated_tokens), depth,
-                                options.generated_tokens, options.repeats, [&] {
-                                  model.rewind(depth);
-                                  model.decode_sampled(first, options.generated_tokens, qwen_settings, all);
-                                }));
+    // Drawn on the GPU, steps back to back, with the settings of Qwen2.5's and Llama 3's generation_config.json
+    // (top-p alone: on random weights the cut usually lies past the 64 best, so the kernel draws by rejection
+    // over the whole vocabulary, its slow path).
+    const std::pair<const char*, graph::Model::GpuSampling> settings[] = {
+        {"top-k 20 sampling", {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 1}},
+        {"top-p 0.9 sampling", {.temperature = 0.6f, .top_k = 0, .top_p = 0.9f, .seed = 1}}};
+    for (const auto& [name, sampling] : settings)
+      if (model.sampling_on_gpu(sampling))
+        results.push_back(measure(fmt::format("tg{} ({})", options.generated_tokens, name), depth,
+                                  options.generated_tokens, options.repeats, [&] {
+                                    model.rewind(depth);
+                                    model.decode_sampled(first, options.generated_tokens, sampling, all);
+                                  }));
     // The same tokens with the logits read back and sampled on the host at every step.
     results.push_back(measure(fmt::format("tg{} (host sampling)", options.generated_tokens), depth,
                               options.generated_tokens, options.repeats, [&] {

@@ -92,14 +92,16 @@ class StepBuilder {
       p.count = vocab;
       p.slot = 0;
       auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates}, p);
-      add("sample chunks", std::move(stages[0]));
-      Dispatch& draw = add("sample draw", std::move(stages[1]));
-      at_position<kernels::SampleParams>(draw, p, [sampling, vocab](auto& q, uint32_t position) {
+      // Both stages read the settings (the chunks weigh their logits at the temperature), which may change
+      // between calls of decode_sampled(): their uniforms are rewritten at every step.
+      auto follow = [sampling, vocab](kernels::SampleParams& q, uint32_t position) {
         q = *sampling;
         q.count = vocab;
         q.slot = 0;
         q.position = position;
-      });
+      };
+      at_position<kernels::SampleParams>(add("sample chunks", std::move(stages[0])), p, follow);
+      at_position<kernels::SampleParams>(add("sample draw", std::move(stages[1])), p, follow);
     }
   }
 
@@ -487,15 +489,15 @@ uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::func
 }
 
 bool Model::sampling_on_gpu(const GpuSampling& s) const {
-  return s.temperature > 0 && std::isfinite(s.temperature) && s.top_k >= 1 && s.top_k <= kernels::kMaxSampleTopK &&
+  return s.temperature > 0 && std::isfinite(s.temperature) && s.top_k <= kernels::kMaxSampleTopK &&
          uint64_t(config_.vocab_size) <= kernels::kMaxSampleCount;
 }
 
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
                                const std::function<bool(int32_t)>& on_token) {
   if (!sampling_on_gpu(s))
-    fail("sampling on the GPU needs a positive temperature (got {}), top_k in 1..{} (got {}) and a vocabulary of at "
-         "most {} (the model's: {})",
+    fail("sampling on the GPU needs a positive temperature (got {}), top_k of at most {} (got {}; 0 is off) and a "
+         "vocabulary of at most {} (the model's: {})",
          s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
   if (!(s.top_p > 0 && s.top_p <= 1)) fail("sampling: top_p must be in (0, 1], got {}", s.top_p);
   if (!(s.min_p >= 0 && s.min_p <= 1)) fail("sampling: min_p must be in [0, 1], got {}", s.min_p);

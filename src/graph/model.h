@@ -67,8 +67,8 @@ class Model {
   // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
 
-  // decode_greedy() with each token drawn on the GPU (kernels::sample: temperature, top-k of 1..
-  // kernels::kMaxSampleTopK, then top-p and min-p; no penalties) instead of the argmax: the draw at
+  // decode_greedy() with each token drawn on the GPU (kernels::sample: temperature, top-k of at most
+  // kernels::kMaxSampleTopK or off, then top-p and min-p; no penalties) instead of the argmax: the draw at
   // position p hashes (seed, p), so the same seed gives the same tokens. Throws naming the setting when the
   // GPU cannot sample with it (sampling_on_gpu() says which can).
   struct GpuSampling {
@@ -79,8 +79,8 @@ class Model {
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
                           const std::function<bool(int32_t)>& on_token);
-  // Whether decode_sampled() takes these settings: top_k in 1..kMaxSampleTopK, a vocabulary of at most
-  // kMaxSampleCount, a positive temperature.
+  // Whether decode_sampled() takes these settings: top_k of at most kMaxSampleTopK (0: off), a vocabulary of
+  // at most kMaxSampleCount, a positive temperature.
   bool sampling_on_gpu(const GpuSampling& sampling) const;
 
   // The dispatches of one step over `tokens` tokens (T = 1: a decode step) at the current position (a

@@ -631,7 +631,8 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
   return dispatches;
 }
 
-uint64_t sample_candidates_words(uint32_t count) { return 2ull * ceil_div(count, kSampleChunk) * kMaxSampleTopK; }
+// Per chunk: kMaxSampleTopK (value, index) pairs, then (largest logit, weight sum) after all chunks' pairs.
+uint64_t sample_candidates_words(uint32_t count) { return 2ull * ceil_div(count, kSampleChunk) * (kMaxSampleTopK + 1); }
 
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding candidates, const SampleParams& p) {
@@ -640,8 +641,7 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   if (p.count == 0 || p.count > kMaxSampleCount)
     fail("kernel 'sample' ({}): count must be 1..{} (the merge's 256 chunks of {})", shapes, kMaxSampleCount,
          kSampleChunk);
-  if (p.top_k == 0 || p.top_k > kMaxSampleTopK)
-    fail("kernel 'sample' ({}): top_k must be 1..{}", shapes, kMaxSampleTopK);
+  if (p.top_k > kMaxSampleTopK) fail("kernel 'sample' ({}): top_k must be 0 (off) or 1..{}", shapes, kMaxSampleTopK);
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("kernel 'sample' ({}): top_p must be in (0, 1]", shapes);
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("kernel 'sample' ({}): min_p must be in [0, 1]", shapes);
   if (!(p.inv_temperature > 0.0f) || !std::isfinite(p.inv_temperature))

@@ -192,15 +192,16 @@ constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p);
 
-// sample.wgsl: top-k sampling on the GPU (then top-p and min-p among the top_k, at a temperature), with
-// generate/sampler.cpp's candidates, order and cuts and a random number hashed from (seed, position). The
-// drawn token goes to next_ids[0] and history[slot], as argmax's. Two dispatches (record both, in order):
-// ceil(count / kSampleChunk) workgroups keep each chunk's kMaxSampleTopK best in `candidates`, then one
-// workgroup merges them and draws. Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot]
+// sample.wgsl: sampling on the GPU (top-k of 1..kMaxSampleTopK or off, then top-p and min-p, at a
+// temperature), with generate/sampler.cpp's candidates, order and cuts and random numbers hashed from (seed,
+// position). The drawn token goes to next_ids[0] and history[slot], as argmax's. Two dispatches (record
+// both, in order): ceil(count / kSampleChunk) workgroups keep each chunk's kMaxSampleTopK best and weight sum
+// in `candidates`, then one workgroup merges them and draws (with top-k off and cuts that reach past the
+// kMaxSampleTopK best, by rejection over all logits: exact, slower). Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot]
 // u32, 3 candidates [sample_candidates_words(count)] u32 (scratch), 4 params.
 struct SampleParams {
   uint32_t count, slot;
-  uint32_t top_k;       // 1..kMaxSampleTopK
+  uint32_t top_k;       // 0 (off) or 1..kMaxSampleTopK
   uint32_t position;    // of the step: with the seed, picks the random number
   float top_p = 1.0f;   // (0, 1]
   float min_p = 0.0f;   // [0, 1]

@@ -661,11 +661,27 @@ KernelCheck argmax_check(bool quick) {
       });
 }
 
-// Sampling draws tokens, so the check is statistical but deterministic (the draws hash fixed seeds and
-// positions): the chunks' candidates once, then `draws` merges and draws at positions 0, 1, ..., each into
-// its own history slot. The figure reported is the largest z-score of a token's frequency against its
-// reference probability, |f - p| / sqrt(p (1 - p) / draws); a token the reference never keeps, drawn even
-// once, is an infinite error.
+// sample.wgsl's random number for a draw (its mix() and random_unit()), to predict its picks.
+double sample_unit(const SampleParams& p, uint32_t round) {
+  auto mix = [](uint32_t z) {
+    z ^= z >> 16;
+    z *= 0x7feb352du;
+    z ^= z >> 15;
+    z *= 0x846ca68bu;
+    z ^= z >> 16;
+    return z;
+  };
+  return double(mix(p.seed_lo ^ mix(p.seed_hi ^ mix(p.position ^ mix(round)))) >> 8) / 16777216.0;
+}
+
+// The checks of sample: the chunks' candidates once, then `draws` merges and draws at positions 0, 1, ...,
+// each into its own history slot. A token the reference never keeps, drawn even once, is an infinite error.
+// Where the draw among the best 64 decides (top_k on, or fewer than 64 tokens kept), the token must be the
+// one the reference's inverse distribution gives for the kernel's random number (or its neighbour when the
+// number lies within 1e-5 of their boundary). Always, the kept tokens, most probable first, are grouped
+// into bins of at least 1/16 of the probability (a token alone when it has more), and the figure reported
+// is the largest z-score of a bin's drawn frequency against its probability, |f - p| / sqrt(p (1 - p) /
+// draws).
 KernelCheck sample_check(bool quick) {
   struct Shape {
     uint32_t count, top_k;
@@ -673,12 +689,16 @@ KernelCheck sample_check(bool quick) {
     bool ties, nans;
   };
   // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
-  // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN.
-  std::vector<Shape> shapes = {{3000, 5, 1.f, 0.f, 1.f, false, false},   {7, 64, 0.9f, 0.f, 1.f, false, true},
-                               {4097, 1, 1.f, 0.f, 1.f, true, true},     {5000, 40, 1.f, 0.3f, 1.f, true, false},
-                               {70001, 64, 0.8f, 0.f, 0.7f, false, true}, {2500, 20, 0.8f, 0.05f, 0.7f, true, true}};
+  // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN; top-k off with the
+  // cuts inside the 64 best (a peaked distribution) and past them (flatter ones: the rejection draw), and
+  // with no cut at all.
+  std::vector<Shape> shapes = {{3000, 5, 1.f, 0.f, 1.f, false, false},     {7, 64, 0.9f, 0.f, 1.f, false, true},
+                               {4097, 1, 1.f, 0.f, 1.f, true, true},       {5000, 40, 1.f, 0.3f, 1.f, true, false},
+                               {70001, 64, 0.8f, 0.f, 0.7f, false, true},  {2500, 20, 0.8f, 0.05f, 0.7f, true, true},
+                               {9000, 0, 0.9f, 0.f, 0.1f, false, true},    {3000, 0, 0.5f, 0.f, 1.f, true, false},
+                               {2100, 0, 1.f, 0.02f, 1.f, false, true},    {1500, 0, 1.f, 0.f, 2.f, false, false}};
   if (!quick) shapes.push_back({kMaxSampleCount, 20, 0.8f, 0.f, 0.7f, true, false});
-  constexpr double bound = 5;
+  constexpr double bound = 6;  // bins of >= 64 expected draws: a false alarm is below 1e-7 per bin
   auto describe = [](const Shape& s) {
     return fmt::format("count={} top_k={} top_p={} min_p={} temperature={}{}{}", s.count, s.top_k, s.top_p, s.min_p,
                        s.temperature, s.ties ? " ties" : "", s.nans ? " NaN" : "");
@@ -686,7 +706,7 @@ KernelCheck sample_check(bool quick) {
   return make_check<Shape>(
       "sample", bound, "z-score of drawn frequencies against the reference's probabilities", shapes, describe,
       [describe, quick](gpu::Device& device, Rng& rng, const Shape& s) {
-        const uint32_t draws = quick ? 512 : 2048;
+        const uint32_t draws = quick ? 1024 : 4096;
         auto logits = random_floats(rng, s.count, -4.f, 4.f);
         if (s.ties)  // equal logits at the top, in different chunks: the lower index comes first
           for (uint32_t i = s.count / 5; i < s.count; i += std::max(1u, s.count / 3)) logits[i] = 4.5f;
@@ -706,15 +726,39 @@ KernelCheck sample_check(bool quick) {
         }
         auto want = reference::sampling_probabilities(widen(logits), s.temperature, s.top_k, s.top_p, s.min_p);
         std::vector<double> frequency(s.count, 0.0);
-        double worst = 0;
         for (uint32_t token : device.read_as<uint32_t>(history)) {
           if (token >= s.count || want[token] == 0) return CaseResult{"sample", describe(s), INFINITY, bound};
           frequency[token] += 1.0 / draws;
         }
-        for (uint32_t i = 0; i < s.count; ++i) {
-          double spread = std::sqrt(want[i] * (1 - want[i]) / draws);
-          double z = spread > 0 ? std::abs(frequency[i] - want[i]) / spread : frequency[i] == want[i] ? 0 : INFINITY;
-          worst = std::max(worst, z);
+        std::vector<uint32_t> kept;  // in sampling order: higher logit, then lower index
+        for (uint32_t i = 0; i < s.count; ++i)
+          if (want[i] > 0) kept.push_back(i);
+        std::stable_sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+        if (s.top_k > 0 || kept.size() < kMaxSampleTopK) {
+          auto drawn = device.read_as<uint32_t>(history);
+          for (uint32_t d = 0; d < draws; ++d) {
+            p.position = d;
+            double u = sample_unit(p, 0), cumulative = 0;
+            size_t pick = 0;
+            while (pick + 1 < kept.size() && (cumulative += want[kept[pick]]) < u) ++pick;
+            bool near_boundary = std::abs(cumulative - u) < 1e-5 || (pick > 0 && std::abs(cumulative - want[kept[pick]] - u) < 1e-5);
+            bool neighbour = (pick + 1 < kept.size() && drawn[d] == kept[pick + 1]) || (pick > 0 && drawn[d] == kept[pick - 1]);
+            if (drawn[d] != kept[pick] && !(near_boundary && neighbour))
+              return CaseResult{"sample", fmt::format("{} (draw {}: token {}, the reference's {})", describe(s), d,
+                                                       drawn[d], kept[pick]),
+                                INFINITY, bound};
+          }
+        }
+        double worst = 0, bin_p = 0, bin_f = 0;
+        auto close_bin = [&] {
+          double spread = std::sqrt(bin_p * (1 - bin_p) / draws);
+          worst = std::max(worst, spread > 0 ? std::abs(bin_f - bin_p) / spread : std::abs(bin_f - bin_p) < 1e-9 ? 0 : INFINITY);
+          bin_p = bin_f = 0;
+        };
+        for (size_t r = 0; r < kept.size(); ++r) {
+          bin_p += want[kept[r]];
+          bin_f += frequency[kept[r]];
+          if (bin_p >= 1.0 / 16 || r + 1 == kept.size()) close_bin();
         }
         return CaseResult{"sample", describe(s), worst, bound};
       });
