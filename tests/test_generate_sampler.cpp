@@ -2,6 +2,7 @@
 // truncation rule and penalty, and bad parameters.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -46,6 +47,22 @@ TEST(Sampler, DrawsFromTheSoftmaxAtTheTemperature) {
     double p = std::exp(logits[size_t(id)] / temperature) / total;
     double sigma = std::sqrt(p * (1 - p) / n);
     EXPECT_NEAR(double(counts[id]) / n, p, 5 * sigma) << "token " << id;
+  }
+}
+
+// Infinities are clamped to the largest finite floats (as on the GPU): +inf is certain, -inf tokens are
+// drawn only when every logit is -inf, never NaN.
+TEST(Sampler, InfiniteLogitsAreCertainOrImpossible) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    Sampler sampler({.temperature = 1.0f, .top_p = 0.9f, .seed = seed});
+    std::vector<float> certain = {1.f, inf, 2.f, -inf, nan};
+    EXPECT_EQ(sampler.sample(certain, {}), 1);
+    std::vector<float> masked = {-inf, 0.5f, -inf, nan};
+    EXPECT_EQ(sampler.sample(masked, {}), 1);
+    std::vector<float> all_masked = {-inf, nan, -inf};
+    int32_t id = sampler.sample(all_masked, {});
+    EXPECT_TRUE(id == 0 || id == 2) << id;
   }
 }
 

@@ -252,7 +252,7 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
 }
 
 // The dispatcher's choices follow the rules fitted to the H200 sweeps (docs/PERFORMANCE.md): a decode
-// task of at most 16 KiB of weights and at least 2048 tasks; prompt splits that fill the last wave.
+// task of at most 16 KiB of weights and about 8192 tasks; prompt splits that fill the last wave.
 TEST(DispatcherChoices, FollowTheMeasuredRules) {
   if (!linear_can_fuse(device(), 1, 4096, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto blocking = [](uint32_t K, uint32_t N, MatvecBlocking requested = {}, bool norm = false) {

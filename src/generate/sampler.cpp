@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "gerbil/error.h"
 
@@ -65,9 +66,12 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
 
   // Candidates cut by top-k; [0, ordered_) of them is in sampling order, the rest is ordered on demand.
+  // Infinities clamped to the largest finite floats keep every weight finite: +inf is certain, -inf drawn only
+  // when every logit is -inf (as the GPU sampler, sample.wgsl, does).
+  constexpr float kLargest = std::numeric_limits<float>::max();
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i)
-    if (!std::isnan(logits[i])) candidates_.emplace_back(logits[i], int32_t(i));
+    if (!std::isnan(logits[i])) candidates_.emplace_back(std::clamp(logits[i], -kLargest, kLargest), int32_t(i));
   if (candidates_.empty()) fail("sampling: every logit is NaN");
   ordered_ = 0;
   if (params_.top_k > 0 && size_t(params_.top_k) < candidates_.size()) {

@@ -489,7 +489,7 @@ uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::func
 }
 
 bool Model::sampling_on_gpu(const GpuSampling& s) const {
-  return s.temperature > 0 && std::isfinite(s.temperature) && s.top_k <= kernels::kMaxSampleTopK &&
+  return s.temperature > 0 && std::isfinite(1.0f / s.temperature) && s.top_k <= kernels::kMaxSampleTopK &&
          uint64_t(config_.vocab_size) <= kernels::kMaxSampleCount;
 }
 

@@ -687,6 +687,9 @@ KernelCheck sample_check(bool quick) {
     uint32_t count, top_k;
     float top_p, min_p, temperature;
     bool ties, nans;
+    float offset = 0;             // added to every logit
+    bool masked_chunks = false;   // the second chunk all -inf, the third all NaN
+    bool plus_infinity = false;   // one logit +inf: drawn every time
   };
   // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
   // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN; top-k off with the
@@ -696,12 +699,19 @@ KernelCheck sample_check(bool quick) {
                                {4097, 1, 1.f, 0.f, 1.f, true, true},       {5000, 40, 1.f, 0.3f, 1.f, true, false},
                                {70001, 64, 0.8f, 0.f, 0.7f, false, true},  {2500, 20, 0.8f, 0.05f, 0.7f, true, true},
                                {9000, 0, 0.9f, 0.f, 0.1f, false, true},    {3000, 0, 0.5f, 0.f, 1.f, true, false},
-                               {2100, 0, 1.f, 0.02f, 1.f, false, true},    {1500, 0, 1.f, 0.f, 2.f, false, false}};
+                               {2100, 0, 1.f, 0.02f, 1.f, false, true},    {1500, 0, 1.f, 0.f, 2.f, false, false},
+                               // infinities and whole chunks of -inf or NaN, around logits near -100 too
+                               {5000, 0, 0.5f, 0.01f, 1.f, false, false, 0, true},
+                               {5000, 0, 0.9f, 0.f, 0.5f, false, true, -100, true},
+                               {5000, 20, 0.8f, 0.f, 0.7f, false, false, 0, true, true},
+                               {5000, 0, 0.9f, 0.f, 1.f, true, false, 0, false, true}};
   if (!quick) shapes.push_back({kMaxSampleCount, 20, 0.8f, 0.f, 0.7f, true, false});
   constexpr double bound = 6;  // bins of >= 64 expected draws: a false alarm is below 1e-7 per bin
   auto describe = [](const Shape& s) {
-    return fmt::format("count={} top_k={} top_p={} min_p={} temperature={}{}{}", s.count, s.top_k, s.top_p, s.min_p,
-                       s.temperature, s.ties ? " ties" : "", s.nans ? " NaN" : "");
+    return fmt::format("count={} top_k={} top_p={} min_p={} temperature={}{}{}{}{}{}", s.count, s.top_k, s.top_p,
+                       s.min_p, s.temperature, s.ties ? " ties" : "", s.nans ? " NaN" : "",
+                       s.offset != 0 ? fmt::format(" offset={}", s.offset) : "",
+                       s.masked_chunks ? " -inf/NaN chunks" : "", s.plus_infinity ? " +inf" : "");
   };
   return make_check<Shape>(
       "sample", bound, "z-score of drawn frequencies against the reference's probabilities", shapes, describe,
@@ -712,6 +722,10 @@ KernelCheck sample_check(bool quick) {
           for (uint32_t i = s.count / 5; i < s.count; i += std::max(1u, s.count / 3)) logits[i] = 4.5f;
         if (s.nans)
           for (uint32_t i = 1; i < s.count; i += 3) logits[i] = std::numeric_limits<float>::quiet_NaN();
+        for (float& v : logits) v += s.offset;
+        for (uint32_t i = kSampleChunk; s.masked_chunks && i < std::min(3 * kSampleChunk, s.count); ++i)
+          logits[i] = i < 2 * kSampleChunk ? -INFINITY : std::numeric_limits<float>::quiet_NaN();
+        if (s.plus_infinity) logits[s.count / 2 + 1] = INFINITY;
         Buffers b{device};
         auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
         auto& history = b.input("history", std::vector<uint32_t>(draws, 0xDEADu));

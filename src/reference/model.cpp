@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "gerbil/error.h"
@@ -211,6 +212,11 @@ std::vector<double> flash_attention(std::span<const double> Q, std::span<const d
 
 std::vector<double> sampling_probabilities(std::span<const double> logits, double temperature, size_t top_k,
                                            double top_p, double min_p) {
+  constexpr double kLargest = std::numeric_limits<float>::max();  // infinities clamped as the samplers do
+  std::vector<double> clamped(logits.begin(), logits.end());
+  for (double& v : clamped)
+    if (!std::isnan(v)) v = std::clamp(v, -kLargest, kLargest);
+  logits = clamped;
   std::vector<size_t> order;
   for (size_t i = 0; i < logits.size(); ++i)
     if (!std::isnan(logits[i])) order.push_back(i);

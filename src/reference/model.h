@@ -72,7 +72,8 @@ size_t argmax(std::span<const double> values);
 // The probability of drawing each token under temperature, top-k (0: off), top-p and min-p sampling as
 // generate/sampler.cpp defines them: candidates in order of higher logit, then lower index (NaN excluded);
 // probabilities over the top_k; top-p keeps the shortest prefix reaching top_p; min-p drops those below
-// min_p times the best's probability. Zero for the tokens not kept.
+// min_p times the best's probability; infinities clamped to the largest finite floats. Zero for the tokens
+// not kept.
 std::vector<double> sampling_probabilities(std::span<const double> logits, double temperature, size_t top_k,
                                            double top_p, double min_p);
 

@@ -2,7 +2,8 @@
 // (1..MAX_TOP_K, or 0: all), cut further by top-p and min-p, written to next_ids[0] — the input of the next decode
 // step, so that sampled decoding, like greedy decoding, never waits for the host between steps — and to
 // history[slot], for the host to read back. Candidates, order and cuts are generate/sampler.cpp's: higher
-// logit first, lower index first among equal logits, NaN never drawn; probabilities over the top_k; top-p
+// logit first, lower index first among equal logits, NaN never drawn, infinities clamped to the largest
+// finite floats (+inf: certain, -inf: drawn only if every logit is); probabilities over the top_k; top-p
 // keeps the shortest prefix whose probability reaches top_p; min-p drops tokens below min_p times the best's
 // probability. The random number is a hash of (seed, position): the same seed gives the same tokens.
 // Two dispatches of this shader:
@@ -52,6 +53,14 @@ var<workgroup> top_indices: array<u32, MAX_TOP_K>;
 var<workgroup> sums: array<f32, WORKGROUP_SIZE>;  // reductions and the prefix sums of draw_all
 var<workgroup> decision: u32;                     // the token drawn, shared with the whole workgroup
 const UNDECIDED: u32 = 0xFFFFFFFEu;               // draw_top: the cuts reach past the MAX_TOP_K best
+const LARGEST: f32 = 0x1.fffffep+127f;              // the largest finite f32
+const MAX_ROUNDS: u32 = 256u;                     // draw_all's safety bound (see there)
+
+// Logit i with infinities clamped to +-LARGEST, so that every weight below is finite; NaN stays NaN.
+fn logit(i: u32) -> f32 {
+  let v = logits[i];
+  return select(clamp(v, -LARGEST, LARGEST), v, v != v);
+}
 
 // Whether candidate (v, i) comes before (w, j): any index before none; else larger value, or equal value and
 // lower index.
@@ -97,7 +106,7 @@ fn chunk_top(wid: u32, lid: u32) {
     var v = 0.0;
     var index = NONE;
     if (i < params.count) {
-      v = logits[i];
+      v = logit(i);
       index = select(NONE, i, v == v);  // v == v is false for NaN
     }
     values[s] = v;
@@ -109,8 +118,9 @@ fn chunk_top(wid: u32, lid: u32) {
     candidates[2u * (wid * MAX_TOP_K + r)] = bitcast<u32>(values[r]);
     candidates[2u * (wid * MAX_TOP_K + r) + 1u] = indices[r];
   }
-  // The chunk's largest logit (the first after the sort) and its sum of weights relative to it.
-  let largest = values[0];
+  // The chunk's largest logit (the first after the sort) and its sum of weights relative to it; a chunk of
+  // NaN only has weight 0 (and the smallest largest logit, so the product in total_weight stays 0).
+  let largest = select(values[0], -LARGEST, indices[0] == NONE);
   var sum = 0.0;
   for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
     if (indices[s] != NONE) {
@@ -120,12 +130,13 @@ fn chunk_top(wid: u32, lid: u32) {
   let total = workgroup_sum(lid, sum);
   if (lid == 0u) {
     let stats = 2u * (PARTIALS * MAX_TOP_K + wid);
-    candidates[stats] = bitcast<u32>(select(largest, 0.0, indices[0] == NONE));
+    candidates[stats] = bitcast<u32>(largest);
     candidates[stats + 1u] = bitcast<u32>(total);
   }
 }
 
-// The weight of a logit relative to a larger one (the best's is 1): exp((v - best) / temperature).
+// The weight of a logit relative to a larger one (the best's is 1): exp((v - best) / temperature), in [0, 1]
+// for finite logits (v - best may round to -inf: weight 0).
 fn weight(v: f32, best: f32) -> f32 {
   return exp((v - best) * params.inv_temperature);
 }
@@ -259,20 +270,23 @@ fn draw_top(n: u32, total: f32) -> u32 {
 // probability of the tokens before it is below top_p and its own weight reaches min_p (or it is the best);
 // else the pivot moves to j, which removes j and every token after it, and the next round draws again. The
 // kept tokens lie before every pivot, so the token accepted is drawn from them in proportion to its weight;
-// each round removes at least one token, and the best is always kept, so the loop ends. Each invocation
+// each round removes at least one token, and the best is always kept, so the loop ends. Each round removes
+// in expectation a good share of the eligible weight, so MAX_ROUNDS rounds are not reached in practice;
+// should they be, the best token is taken (it is always kept), rather than risk a long stall. Each invocation
 // covers a contiguous range of indices, so the draw's prefix sums run in index order. Called in uniform
 // control flow; returns the token to all invocations.
-fn draw_all(lid: u32, best: f32, total: f32) -> u32 {
+fn draw_all(lid: u32, best: f32) -> u32 {
+  let total = total_weight(lid, best);
   let span = (params.count + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
   let first = min(lid * span, params.count);
   let end = min(first + span, params.count);
   var pivot_value = 0.0;
   var pivot = NONE;
-  for (var round = 1u; ; round++) {
+  for (var round = 1u; round <= MAX_ROUNDS; round++) {
     // This invocation's weight of the tokens before the pivot, and the inclusive prefix sums of those.
     var mass = 0.0;
     for (var i = first; i < end; i++) {
-      let v = logits[i];
+      let v = logit(i);
       if (v == v && before(v, i, pivot_value, pivot)) {
         mass += weight(v, best);
       }
@@ -301,7 +315,7 @@ fn draw_all(lid: u32, best: f32, total: f32) -> u32 {
       var r = mark - below;
       var chosen = NONE;
       for (var i = first; i < end; i++) {
-        let v = logits[i];
+        let v = logit(i);
         if (v == v && before(v, i, pivot_value, pivot)) {
           chosen = i;  // the last eligible one if rounding runs past the end
           r -= weight(v, best);
@@ -314,12 +328,12 @@ fn draw_all(lid: u32, best: f32, total: f32) -> u32 {
     }
     var j = workgroupUniformLoad(&decision);
     if (j == NONE) {
-      j = top_indices[0];
+      j = workgroupUniformLoad(&top_indices[0]);
     }
-    let j_value = logits[j];
+    let j_value = logit(j);
     var above = 0.0;
     for (var i = first; i < end; i++) {
-      let v = logits[i];
+      let v = logit(i);
       if (v == v && before(v, i, j_value, j)) {
         above += weight(v, best);
       }
@@ -333,6 +347,7 @@ fn draw_all(lid: u32, best: f32, total: f32) -> u32 {
     pivot_value = j_value;
     pivot = j;
   }
+  return top_indices[0];
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -356,7 +371,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
   var token = workgroupUniformLoad(&decision);
   if (token == UNDECIDED) {
-    token = draw_all(lid, best, total);
+    token = draw_all(lid, best);
   }
   if (lid == 0u) {
     next_ids[0] = token;
