@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -14,6 +15,7 @@
 #include "gerbil/error.h"
 #include "graph/model.h"
 #include "kernels/model.h"
+#include "model/safetensors.h"
 #include "model/synth.h"
 #include "reference/model.h"
 #include "support/paths.h"
@@ -271,6 +273,34 @@ TEST(GpuSampling, DrawsFromTheTopKRepeatsWithItsSeedAndTopOneIsGreedy) {
               testing::ThrowsMessage<Error>(testing::HasSubstr("top_k of at most 64 (got 65; 0 is off)")));
   EXPECT_THAT([&] { decode({.temperature = 1.0f, .top_k = 5, .top_p = 0.0f, .seed = 1}); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("top_p must be in (0, 1], got 0")));
+}
+
+// A model whose logits are all NaN (its final norm weight is NaN): decoding on the GPU, greedy or sampled,
+// stops with an error naming the step's position instead of feeding a made-up token onward.
+TEST(GpuDecoding, AllNanLogitsStopWithAnErrorNamingThePosition) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-llama", .seed = 3});
+  std::filesystem::path file = dir.path() / "model.safetensors", rewritten = dir.path() / "rewritten.tmp";
+  {
+    Safetensors tensors = Safetensors::open(file);
+    std::vector<float> nan(size_t(tensors.at("model.norm.weight").numel()), std::numeric_limits<float>::quiet_NaN());
+    std::vector<TensorSource> sources;
+    for (const auto& [name, view] : tensors.tensors())
+      sources.push_back(tensor_from_bytes(name, view.dtype, view.shape,
+                                          name == "model.norm.weight" ? std::as_bytes(std::span(nan)) : view.bytes));
+    write_safetensors(rewritten, sources);
+  }
+  std::filesystem::rename(rewritten, file);
+  ModelFiles files = ModelFiles::open(dir.path());
+  Model model(device(), files, ModelOptions{.context = 32});
+  auto never = [](int32_t) { return true; };
+  model.forward(std::vector<int32_t>{1, 2, 3});
+  EXPECT_THAT([&] { model.decode_greedy(4, 5, never); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("every logit of the step at position 3 is NaN")));
+  EXPECT_EQ(model.position(), 3u);
+  EXPECT_THAT([&] { model.decode_sampled(4, 5, {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 1}, never); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("every logit of the step at position 3 is NaN")));
+  EXPECT_EQ(model.position(), 3u);
 }
 
 // A prompt whose down projection is split along K (a 1024-wide MLP has 128 slabs: 4 parts for 24 rows of 64

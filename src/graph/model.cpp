@@ -520,12 +520,16 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
   const size_t lag = b.token_ring.size() - 1;
   std::deque<gpu::Device::PendingRead> in_flight;
   uint32_t submitted = 0, produced = 0;
-  bool stopped = false;
+  bool stopped = false, no_token = false;
   auto collect = [&] {
     auto bytes = device_.finish_read(in_flight.front());
     in_flight.pop_front();
     uint32_t id = 0;
     std::memcpy(&id, bytes.data(), 4);
+    if (id == kernels::kNoToken) {  // every logit NaN: the steps after it ran on a meaningless id
+      no_token = stopped = true;
+      return;
+    }
     ++produced;
     if (!on_token(int32_t(id))) stopped = true;
   };
@@ -548,6 +552,10 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
     in_flight.pop_front();
   }
   position_ = start + produced;
+  if (no_token)
+    fail("decoding: every logit of the step at position {} is NaN (NaN in the model's weights or activations); "
+         "the cache keeps the {} tokens before it",
+         position_, position_);
   return produced;
 }
 

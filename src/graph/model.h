@@ -65,6 +65,7 @@ class Model {
   // `on_token` sees every produced id in order and returns false to stop. At most `max_steps` steps run
   // (and never past the context). Steps already in flight after a stop are discarded: the cache ends up
   // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
+  // Throws, naming the position, when a step's logits are all NaN (the cache keeps the tokens before it).
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
 
   // decode_greedy() with each token drawn on the GPU (kernels::sample: temperature, top-k of at most

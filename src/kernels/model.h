@@ -179,8 +179,12 @@ uint32_t flash_attention_splits(uint32_t capacity);
 // Scratch bytes the overload above needs for shape `p` (its T, heads and head_dim) and `capacity`; at least 4.
 uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity);
 
+// A token id argmax and sample write when every logit is NaN (a broken model): the host stops on it.
+constexpr uint32_t kNoToken = 0xFFFFFFFF;
+
 // argmax.wgsl: greedy sampling on the GPU. The index of the largest logit (lowest index on ties, NaN
-// never wins) goes to next_ids[0] — the next decode step's input — and to history[slot].
+// never wins; every logit NaN: kNoToken) goes to next_ids[0] — the next decode step's input — and to
+// history[slot].
 // Two dispatches (record both, in order): kArgmaxPartials workgroups reduce chunks of the logits to
 // (value, index) pairs in `partials`, then one workgroup reduces those.
 // Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 partials

@@ -633,26 +633,31 @@ KernelCheck argmax_check(bool quick) {
   struct Shape {
     uint32_t count;
     bool ties, nans;
+    bool all_nan = false;  // then no token: kNoToken
   };
-  // Counts below, at and above one element per chunk; ties across chunk boundaries (count / 4 apart).
+  // Counts below, at and above one element per chunk; ties across chunk boundaries (count / 4 apart); every
+  // logit NaN.
   std::vector<Shape> shapes = {{1, false, false},  {5, true, false},    {256, true, false},
-                               {1000, true, true}, {4097, false, true}, {70001, true, true}};
+                               {1000, true, true}, {4097, false, true}, {70001, true, true},
+                               {3000, false, true, true}};
   if (!quick) shapes.push_back({151936, true, false});
   return make_check<Shape>(
       "argmax", 0.5, "an index: exactly the reference's or wrong", shapes,
-      [](const Shape& s) { return fmt::format("count={}{}{}", s.count, s.ties ? " ties" : "", s.nans ? " NaN" : ""); },
+      [](const Shape& s) {
+        return fmt::format("count={}{}{}", s.count, s.ties ? " ties" : "", s.all_nan ? " all NaN" : s.nans ? " NaN" : "");
+      },
       [](gpu::Device& device, Rng& rng, const Shape& s) {
         auto logits = random_floats(rng, s.count, -10.f, 10.f);
         if (s.ties)  // several copies of the maximum: the lowest index must win
           for (uint32_t i = s.count / 3; i < s.count; i += std::max(1u, s.count / 4)) logits[i] = 11.f;
         if (s.nans)
-          for (uint32_t i = 0; i < s.count; i += 7) logits[i] = std::numeric_limits<float>::quiet_NaN();
+          for (uint32_t i = 0; i < s.count; i += s.all_nan ? 1 : 7) logits[i] = std::numeric_limits<float>::quiet_NaN();
         Buffers b{device};
         auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
         auto& history = b.input("history", std::vector<uint32_t>(4, 0xDEADu));
         auto& partials = b.poisoned("partials", 2 * kArgmaxPartials);
         run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {&partials}, {s.count, 2}));
-        auto want = reference::argmax(widen(logits));
+        auto want = s.all_nan ? kNoToken : reference::argmax(widen(logits));
         auto got_next = device.read_as<uint32_t>(next);
         auto got_history = device.read_as<uint32_t>(history);
         bool ok = got_next[0] == want && got_history[2] == want && got_history[1] == 0xDEADu;
@@ -690,6 +695,7 @@ KernelCheck sample_check(bool quick) {
     float offset = 0;             // added to every logit
     bool masked_chunks = false;   // the second chunk all -inf, the third all NaN
     bool plus_infinity = false;   // one logit +inf: drawn every time
+    bool all_nan = false;         // no token: kNoToken every time
   };
   // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
   // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN; top-k off with the
@@ -704,14 +710,16 @@ KernelCheck sample_check(bool quick) {
                                {5000, 0, 0.5f, 0.01f, 1.f, false, false, 0, true},
                                {5000, 0, 0.9f, 0.f, 0.5f, false, true, -100, true},
                                {5000, 20, 0.8f, 0.f, 0.7f, false, false, 0, true, true},
-                               {5000, 0, 0.9f, 0.f, 1.f, true, false, 0, false, true}};
+                               {5000, 0, 0.9f, 0.f, 1.f, true, false, 0, false, true},
+                               {2000, 0, 0.9f, 0.f, 1.f, false, true, 0, false, false, true},
+                               {2000, 5, 1.f, 0.f, 1.f, false, true, 0, false, false, true}};
   if (!quick) shapes.push_back({kMaxSampleCount, 20, 0.8f, 0.f, 0.7f, true, false});
   constexpr double bound = 6;  // bins of >= 64 expected draws: a false alarm is below 1e-7 per bin
   auto describe = [](const Shape& s) {
     return fmt::format("count={} top_k={} top_p={} min_p={} temperature={}{}{}{}{}{}", s.count, s.top_k, s.top_p,
                        s.min_p, s.temperature, s.ties ? " ties" : "", s.nans ? " NaN" : "",
                        s.offset != 0 ? fmt::format(" offset={}", s.offset) : "",
-                       s.masked_chunks ? " -inf/NaN chunks" : "", s.plus_infinity ? " +inf" : "");
+                       s.masked_chunks ? " -inf/NaN chunks" : "", s.plus_infinity ? " +inf" : s.all_nan ? " all NaN" : "");
   };
   return make_check<Shape>(
       "sample", bound, "z-score of drawn frequencies against the reference's probabilities", shapes, describe,
@@ -726,6 +734,7 @@ KernelCheck sample_check(bool quick) {
         for (uint32_t i = kSampleChunk; s.masked_chunks && i < std::min(3 * kSampleChunk, s.count); ++i)
           logits[i] = i < 2 * kSampleChunk ? -INFINITY : std::numeric_limits<float>::quiet_NaN();
         if (s.plus_infinity) logits[s.count / 2 + 1] = INFINITY;
+        if (s.all_nan) std::fill(logits.begin(), logits.end(), std::numeric_limits<float>::quiet_NaN());
         Buffers b{device};
         auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
         auto& history = b.input("history", std::vector<uint32_t>(draws, 0xDEADu));
@@ -737,6 +746,11 @@ KernelCheck sample_check(bool quick) {
           p.position = p.slot = d;
           device.write(stages[1].params, std::as_bytes(std::span(&p, 1)));
           run(device, stages[1]);
+        }
+        if (s.all_nan) {
+          auto drawn = device.read_as<uint32_t>(history);
+          bool none = std::all_of(drawn.begin(), drawn.end(), [](uint32_t t) { return t == kNoToken; });
+          return CaseResult{"sample", describe(s), none ? 0.0 : INFINITY, bound};
         }
         auto want = reference::sampling_probabilities(widen(logits), s.temperature, s.top_k, s.top_p, s.min_p);
         std::vector<double> frequency(s.count, 0.0);

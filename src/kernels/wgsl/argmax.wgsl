@@ -1,5 +1,5 @@
 // Greedy sampling on the GPU: the index of the largest of `count` logits (the lowest index on ties, like
-// torch.argmax; NaN never wins), written to next_ids[0] — the input of the next decode step, so the token
+// torch.argmax; NaN never wins; NONE = 0xFFFFFFFF when every logit is NaN), written to next_ids[0] — the input of the next decode step, so the token
 // never has to visit the host before the next step runs — and to history[slot], for the host to read back.
 // Two dispatches of this shader, because one workgroup striding over a vocabulary of 150k logits is
 // latency-bound (~200 us on an H200):
@@ -51,8 +51,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let end = min(wid.x * chunk + chunk, params.count);
     for (var i = wid.x * chunk + lid; i < end; i += WORKGROUP_SIZE) {
       let v = logits[i];
-      // v == v is false for NaN. Each thread visits increasing indices, so `>` keeps the first maximum.
-      if (v == v && beats(v, i, value, index)) {
+      // NaN tested by its bits (a compiler may fold v != v to false: WGSL lets it assume no NaN). Each
+      // thread visits increasing indices, so `>` keeps the first maximum.
+      let nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+      if (!nan && beats(v, i, value, index)) {
         value = v;
         index = i;
       }
@@ -72,7 +74,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     return;
   }
   if (FINAL) {
-    let winner = select(best_index[0], 0u, best_index[0] == NONE);  // all NaN: token 0
+    let winner = best_index[0];  // NONE when every logit is NaN: the host stops on it
     next_ids[0] = winner;
     history[params.slot] = winner;
   } else {

@@ -5,7 +5,8 @@
 // logit first, lower index first among equal logits, NaN never drawn, infinities clamped to the largest
 // finite floats (+inf: certain, -inf: drawn only if every logit is); probabilities over the top_k; top-p
 // keeps the shortest prefix whose probability reaches top_p; min-p drops tokens below min_p times the best's
-// probability. The random number is a hash of (seed, position): the same seed gives the same tokens.
+// probability. The random number is a hash of (seed, position): the same seed gives the same tokens. Every
+// logit NaN: NONE = 0xFFFFFFFF instead of a token.
 // Two dispatches of this shader:
 // * FINAL false: PARTIALS = ceil(count / CHUNK) workgroups each sort one chunk of CHUNK logits in workgroup
 //   memory (a bitonic sort) and store its MAX_TOP_K best as (value bits, index) pairs in
@@ -56,10 +57,15 @@ const UNDECIDED: u32 = 0xFFFFFFFEu;               // draw_top: the cuts reach pa
 const LARGEST: f32 = 0x1.fffffep+127f;              // the largest finite f32
 const MAX_ROUNDS: u32 = 256u;                     // draw_all's safety bound (see there)
 
-// Logit i with infinities clamped to +-LARGEST, so that every weight below is finite; NaN stays NaN.
+// Whether logit i is NaN, by its bits: a compiler may assume floats are never NaN (WGSL allows it), and
+// fold a test like v != v to false.
+fn is_nan(i: u32) -> bool {
+  return (bitcast<u32>(logits[i]) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Logit i (not NaN) with infinities clamped to +-LARGEST, so that every weight below is finite.
 fn logit(i: u32) -> f32 {
-  let v = logits[i];
-  return select(clamp(v, -LARGEST, LARGEST), v, v != v);
+  return clamp(logits[i], -LARGEST, LARGEST);
 }
 
 // Whether candidate (v, i) comes before (w, j): any index before none; else larger value, or equal value and
@@ -105,9 +111,9 @@ fn chunk_top(wid: u32, lid: u32) {
     let i = wid * CHUNK + s;
     var v = 0.0;
     var index = NONE;
-    if (i < params.count) {
+    if (i < params.count && !is_nan(i)) {
       v = logit(i);
-      index = select(NONE, i, v == v);  // v == v is false for NaN
+      index = i;
     }
     values[s] = v;
     indices[s] = index;
@@ -226,7 +232,7 @@ fn total_weight(lid: u32, best: f32) -> f32 {
 // probabilities relative to `total`; UNDECIDED when the cuts reach past them (top_k 0 with more tokens).
 fn draw_top(n: u32, total: f32) -> u32 {
   if (n == 0u) {
-    return 0u;  // every logit NaN: token 0, as the GPU argmax
+    return NONE;  // every logit NaN: no token (the host stops on it), as the GPU argmax
   }
   let best = top_values[0];
   var cut = n;
@@ -287,7 +293,7 @@ fn draw_all(lid: u32, best: f32) -> u32 {
     var mass = 0.0;
     for (var i = first; i < end; i++) {
       let v = logit(i);
-      if (v == v && before(v, i, pivot_value, pivot)) {
+      if (!is_nan(i) && before(v, i, pivot_value, pivot)) {
         mass += weight(v, best);
       }
     }
@@ -316,7 +322,7 @@ fn draw_all(lid: u32, best: f32) -> u32 {
       var chosen = NONE;
       for (var i = first; i < end; i++) {
         let v = logit(i);
-        if (v == v && before(v, i, pivot_value, pivot)) {
+        if (!is_nan(i) && before(v, i, pivot_value, pivot)) {
           chosen = i;  // the last eligible one if rounding runs past the end
           r -= weight(v, best);
           if (r < 0.0) {
@@ -334,7 +340,7 @@ fn draw_all(lid: u32, best: f32) -> u32 {
     var above = 0.0;
     for (var i = first; i < end; i++) {
       let v = logit(i);
-      if (v == v && before(v, i, j_value, j)) {
+      if (!is_nan(i) && before(v, i, j_value, j)) {
         above += weight(v, best);
       }
     }
