@@ -96,11 +96,12 @@ double median(std::vector<double> values) {
 }
 
 // Runs the case in rounds of about 20 ms until two rounds in a row take the same time per iteration
-// (within 2 %), or for at most `max_s`. An H200 that idled while the host filled the next shape's buffers
-// ran the cases of the following second or two up to 2x slow (run 20: Llama's gate_up product read
-// 0.11-0.17 ms in the first rows of its shape, 0.065 ms later), longer than any fixed warm-up covered.
+// (within 2 %), or for at most `max_s`: a GPU still raising its clocks times slower round after round.
 // GPU timestamps judge it where the adapter has them: the host's time per iteration of a 10 us kernel is
-// its submit overhead, steady whatever the GPU does.
+// its submit overhead, steady whatever the GPU does. (It does not catch a slowdown that is steady: on an
+// H200 the cases of the first second or two after a shape's buffers are written read up to 2x slow at a
+// steady rate, run 21: Llama's gate_up product 0.13-0.14 ms in the first rows of its shape, 0.063 ms
+// later. docs/PERFORMANCE.md names the rows affected.)
 void settle(gpu::Device& device, gpu::Recorder& recorder, std::span<const Dispatch> dispatches, double estimate_s,
             bool timestamps, double max_s) {
   constexpr double kRound = 0.02, kSteady = 0.02;
