@@ -313,8 +313,9 @@ TEST_F(Generate, SameSeedSameTextDifferentSeedDifferentText) {
   EXPECT_NE(text_for(12), first);
 }
 
-// With top-k and no penalties the tokens are drawn on the GPU (graph::Model::decode_sampled): seeded like
-// host sampling, and top_k 1 is greedy decoding.
+// With top-k and no penalties the tokens are drawn on the GPU (graph::Model::decode_sampled): the same seed
+// gives the same tokens (GPU draws hash seed and position, so not the host sampler's tokens), and top_k 1
+// is greedy decoding.
 TEST_F(Generate, TopKSamplingOnTheGpuRepeatsWithItsSeedAndTopOneIsGreedy) {
   Engine& engine = Models::get().random();
   CompletionOptions options;

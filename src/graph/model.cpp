@@ -496,8 +496,8 @@ bool Model::sampling_on_gpu(const GpuSampling& s) const {
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
                                const std::function<bool(int32_t)>& on_token) {
   if (!sampling_on_gpu(s))
-    fail("sampling on the GPU needs a positive temperature (got {}), top_k of at most {} (got {}; 0 is off) and a "
-         "vocabulary of at most {} (the model's: {})",
+    fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}), top_k of at most {} (got "
+         "{}; 0 is off) and a vocabulary of at most {} (the model's: {})",
          s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
   if (!(s.top_p > 0 && s.top_p <= 1)) fail("sampling: top_p must be in (0, 1], got {}", s.top_p);
   if (!(s.min_p >= 0 && s.min_p <= 1)) fail("sampling: min_p must be in [0, 1], got {}", s.min_p);

@@ -80,8 +80,9 @@ class Model {
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
                           const std::function<bool(int32_t)>& on_token);
-  // Whether decode_sampled() takes these settings: top_k of at most kMaxSampleTopK (0: off), a vocabulary of
-  // at most kMaxSampleCount, a positive temperature.
+  // Whether the GPU can sample with these settings: top_k of at most kMaxSampleTopK (0: off), a vocabulary
+  // of at most kMaxSampleCount, a positive temperature whose inverse is finite. (decode_sampled() also
+  // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)
   bool sampling_on_gpu(const GpuSampling& sampling) const;
 
   // The dispatches of one step over `tokens` tokens (T = 1: a decode step) at the current position (a

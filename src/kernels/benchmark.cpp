@@ -120,14 +120,14 @@ Measurement measure(gpu::Device& device, std::span<const Dispatch> dispatches, c
                     bool timestamps) {
   gpu::Recorder recorder(device, "bench");
   double first = host_seconds(device, recorder, dispatches, 1);  // some drivers compile pipelines only now
-  // A case slower than the budget gets min_iterations and no warm-up; for the others a second run, past any
-  // compilation, estimates the cost of one iteration.
+  // A first run slower than the budget (or than the longest settling) serves as the estimate; for the others a
+  // second run, past any compilation, estimates the cost of one iteration.
   double slow = std::max(settings.budget_s, settings.settle_s);
   double estimate = std::max(first >= slow ? first : host_seconds(device, recorder, dispatches, 1), 1e-9);
   uint32_t warmup = settings.warmup, n = settings.iterations;
   if (settings.budget_s > 0) {
     auto fitting = [&](double seconds) { return static_cast<uint32_t>(std::min(seconds / estimate, 1e9)); };
-    // At least a fifth of the budget is warm-up, however many iterations that takes.
+    // Up to a fifth of the budget is warm-up (at most settings.warmup iterations); settle() may add more.
     warmup = std::min(fitting(0.2 * settings.budget_s), settings.warmup);
     n = std::clamp(fitting(settings.budget_s), settings.min_iterations, settings.iterations);
   }
@@ -191,8 +191,9 @@ class Workspace {
     return buffers_.back();
   }
   // A copy of `source` made on the GPU (many copies of large weights, without generating them on the host).
+  // Keyed by the source buffer itself: f16 and bf16 weights of one shape share label and size.
   const gpu::Buffer& copy_of(const gpu::Buffer& source, std::string label) {
-    Key key{label, "copy of " + source.label(), source.size()};
+    Key key{label, fmt::format("copy of {}", static_cast<const void*>(&source)), source.size()};
     if (auto found = made_.find(key); found != made_.end()) return *found->second;
     gpu::Buffer buffer = device_.create_buffer(std::move(label), source.size());
     gpu::Recorder recorder(device_, "copy");
@@ -234,7 +235,7 @@ class Workspace {
     return *(made_[key] = &buffers_.back());
   }
 
-  using Key = std::tuple<std::string, std::string, uint64_t>;  // label, kind of contents, words
+  using Key = std::tuple<std::string, std::string, uint64_t>;  // label, kind of contents, words (copies: bytes)
   gpu::Device& device_;
   uint64_t state_;
   bool cold_;

@@ -5,11 +5,9 @@
 // f16 / bf16). Decoding streams every weight once, so the kernel is built to keep memory busy:
 // * a column group of COLS output columns is served by SPLIT subgroups, each taking every SPLIT-th run of
 //   `lanes` 16-byte pieces of the rows (vec4<u32> loads, coalesced across the lanes);
-// * each lane issues its UNROLL * COLS loads of a step before using any, and SPLIT is chosen so that a
-//   lane needs about one step: a row per subgroup with one load in flight leaves an SM too few bytes in
-//   flight to cover memory latency, and a long chain of steps makes small matrices latency-bound (issuing
-//   the next step's loads before summing the current one measured slower on an H200: 150 vs 177 tok/s on
-//   Llama-8B);
+// * each lane issues its UNROLL * COLS loads of a step before using any (the dispatcher's blocking,
+//   linear_matvec_blocking, chose from H200 sweeps; issuing the next step's loads before summing the
+//   current one measured slower there: 150 vs 177 tok/s on Llama-8B);
 // * subgroupAdd sums the lanes; with SPLIT > 1 the subgroups of a group add up through workgroup memory.
 // Each piece of x' read is reused for COLS rows of W. Two fusions save a dispatch and a round trip each:
 // * NORM_X: x' = x / sqrt(mean(x^2) + eps) * norm_weight (an RMSNorm before the projection); the lanes
@@ -56,7 +54,7 @@ enable subgroups;
 override ROWS: u32 = 1u;         // M, 1..4
 override COLS: u32 = 1u;         // output columns per column group, 1..4
 override SPLIT: u32 = 1u;        // subgroups per column group, a power of two
-override UNROLL: u32 = 4u;       // 16-byte weight pieces in flight per lane and column, 1..8
+override UNROLL: u32 = 1u;       // 16-byte weight pieces in flight per lane and column, 1..8
 override GATE_ACT: u32 = 0u;     // params.gate_act
 override NORM_X: bool = false;   // params.norm_x != 0
 override ROPE: bool = false;     // the q|k|v epilogue (see above), with the head shape below
