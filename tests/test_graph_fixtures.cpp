@@ -222,8 +222,10 @@ TEST(GpuSampling, DrawsFromTheTopKRepeatsWithItsSeedAndTopOneIsGreedy) {
       tokens.push_back(id);
       return true;
     };
+    std::vector<int32_t> seen = prompt;  // for the penalties: the prompt and the first token
+    seen.push_back(tokens[0]);
     uint32_t produced = greedy ? model.decode_greedy(tokens[0], kSteps, keep)
-                               : model.decode_sampled(tokens[0], kSteps, sampling, keep);
+                               : model.decode_sampled(tokens[0], kSteps, sampling, seen, keep);
     EXPECT_EQ(produced, kSteps);
     return tokens;
   };
@@ -298,7 +300,7 @@ TEST(GpuDecoding, AllNanLogitsStopWithAnErrorNamingThePosition) {
   EXPECT_THAT([&] { model.decode_greedy(4, 5, never); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("every logit of the step at position 3 is NaN")));
   EXPECT_EQ(model.position(), 3u);
-  EXPECT_THAT([&] { model.decode_sampled(4, 5, {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 1}, never); },
+  EXPECT_THAT([&] { model.decode_sampled(4, 5, {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 1}, {}, never); },
               testing::ThrowsMessage<Error>(testing::HasSubstr("every logit of the step at position 3 is NaN")));
   EXPECT_EQ(model.position(), 3u);
 }

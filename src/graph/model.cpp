@@ -38,6 +38,7 @@ struct Model::Buffers {
   gpu::Buffer sampled;                // the GPU-picked token of a greedy or sampled step
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
   gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
+  gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
 };
 
@@ -91,7 +92,8 @@ class StepBuilder {
       kernels::SampleParams p = *sampling;
       p.count = vocab;
       p.slot = 0;
-      auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates}, p);
+      auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
+                                    {&b_.token_counts}, p);
       // Both stages read the settings (the chunks weigh their logits at the temperature), which may change
       // between calls of decode_sampled(): their uniforms are rewritten at every step.
       auto follow = [sampling, vocab](kernels::SampleParams& q, uint32_t position) {
@@ -411,8 +413,10 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                                                         uint32_t(chunk), uint32_t(widest_linear))));
   b.sampled = f32("sampled token", 1);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
-  if (vocab <= kernels::kMaxSampleCount)
+  if (vocab <= kernels::kMaxSampleCount) {
     b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
+    b.token_counts = f32("token counts", vocab);
+  }
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
 }
@@ -494,15 +498,24 @@ bool Model::sampling_on_gpu(const GpuSampling& s) const {
 }
 
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
-                               const std::function<bool(int32_t)>& on_token) {
+                               std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token) {
   if (!sampling_on_gpu(s))
     fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}), top_k of at most {} (got "
          "{}; 0 is off) and a vocabulary of at most {} (the model's: {})",
          s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
   if (!(s.top_p > 0 && s.top_p <= 1)) fail("sampling: top_p must be in (0, 1], got {}", s.top_p);
   if (!(s.min_p >= 0 && s.min_p <= 1)) fail("sampling: min_p must be in [0, 1], got {}", s.min_p);
+  if (!(s.repetition_penalty > 0) || !std::isfinite(s.repetition_penalty) || !std::isfinite(s.presence_penalty) ||
+      !std::isfinite(s.frequency_penalty))
+    fail("sampling: penalties must be finite and repetition_penalty positive (got {}, {}, {})", s.repetition_penalty,
+         s.presence_penalty, s.frequency_penalty);
   sampling_ = {uint32_t(config_.vocab_size), 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
-               uint32_t(s.seed), uint32_t(s.seed >> 32)};
+               uint32_t(s.seed), uint32_t(s.seed >> 32), s.repetition_penalty, s.presence_penalty, s.frequency_penalty};
+  // The counts the penalties read: the tokens seen before this call; each step adds its own.
+  std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
+  for (int32_t id : seen)
+    if (id >= 0 && id < config_.vocab_size) ++counts[size_t(id)];
+  device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
   return decode_on_gpu(Output::SampledToken, first, max_steps, on_token);
 }
 

@@ -68,18 +68,20 @@ class Model {
   // Throws, naming the position, when a step's logits are all NaN (the cache keeps the tokens before it).
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
 
-  // decode_greedy() with each token drawn on the GPU (kernels::sample: temperature, top-k of at most
-  // kernels::kMaxSampleTopK or off, then top-p and min-p; no penalties) instead of the argmax: the draw at
-  // position p hashes (seed, p), so the same seed gives the same tokens. Throws naming the setting when the
-  // GPU cannot sample with it (sampling_on_gpu() says which can).
+  // decode_greedy() with each token drawn on the GPU (kernels::sample: repetition / presence / frequency
+  // penalties over the tokens in `seen` (those before this call, `first` included) and the ones drawn since,
+  // then temperature, top-k of at most kernels::kMaxSampleTopK or off, top-p and min-p) instead of the
+  // argmax: the draw at position p hashes (seed, p), so the same seed gives the same tokens. Throws naming
+  // the setting when the GPU cannot sample with it (sampling_on_gpu() says which can).
   struct GpuSampling {
     float temperature = 1.0f;
     uint32_t top_k = 0;
     float top_p = 1.0f, min_p = 0.0f;
     uint64_t seed = 0;
+    float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
-                          const std::function<bool(int32_t)>& on_token);
+                          std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token);
   // Whether the GPU can sample with these settings: top_k of at most kMaxSampleTopK (0: off), a vocabulary
   // of at most kMaxSampleCount, a positive temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)

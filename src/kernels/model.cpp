@@ -635,7 +635,7 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 uint64_t sample_candidates_words(uint32_t count) { return 2ull * ceil_div(count, kSampleChunk) * (kMaxSampleTopK + 1); }
 
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                             BufferBinding candidates, const SampleParams& p) {
+                             BufferBinding candidates, BufferBinding counts, const SampleParams& p) {
   auto shapes = fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}", p.count, p.slot, p.top_k,
                             p.top_p, p.min_p, p.inv_temperature);
   if (p.count == 0 || p.count > kMaxSampleCount)
@@ -646,13 +646,18 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("kernel 'sample' ({}): min_p must be in [0, 1]", shapes);
   if (!(p.inv_temperature > 0.0f) || !std::isfinite(p.inv_temperature))
     fail("kernel 'sample' ({}): inv_temperature must be positive and finite", shapes);
+  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty) || !std::isfinite(p.presence_penalty) ||
+      !std::isfinite(p.frequency_penalty))
+    fail("kernel 'sample' ({}): penalties must be finite and repetition_penalty positive (got {}, {}, {})", shapes,
+         p.repetition_penalty, p.presence_penalty, p.frequency_penalty);
   uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
   auto stage = [&](gpu::Grid grid, bool final) {
     return prepare(device, "sample", shapes,
                    {{"logits", logits, p.count},
                     {"next_ids", next_ids, 1},
                     {"history", history, uint64_t(p.slot) + 1},
-                    {"candidates", candidates, sample_candidates_words(p.count)}},
+                    {"candidates", candidates, sample_candidates_words(p.count)},
+                    {"counts", counts, p.count}},
                    p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(partials)}});
   };
   std::vector<Dispatch> dispatches;

@@ -201,8 +201,10 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 // position). The drawn token goes to next_ids[0] and history[slot], as argmax's. Two dispatches (record
 // both, in order): ceil(count / kSampleChunk) workgroups keep each chunk's kMaxSampleTopK best and weight sum
 // in `candidates`, then one workgroup merges them and draws (with top-k off and cuts that reach past the
-// kMaxSampleTopK best, by rejection over all logits: exact, slower). Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot]
-// u32, 3 candidates [sample_candidates_words(count)] u32 (scratch), 4 params.
+// kMaxSampleTopK best, by rejection over all logits: exact, slower). Penalties as the host sampler's apply to
+// the tokens with counts[i] > 0; the drawn token's count goes up by one. Bindings: 0 logits [count],
+// 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 candidates [sample_candidates_words(count)] u32 (scratch),
+// 4 counts [count] u32, 5 params.
 struct SampleParams {
   uint32_t count, slot;
   uint32_t top_k;       // 0 (off) or 1..kMaxSampleTopK
@@ -211,14 +213,15 @@ struct SampleParams {
   float min_p = 0.0f;   // [0, 1]
   float inv_temperature = 1.0f;
   uint32_t seed_lo = 0, seed_hi = 0;
-  uint32_t _pad[3] = {};
+  float repetition_penalty = 1.0f;  // > 0; 1: off
+  float presence_penalty = 0.0f, frequency_penalty = 0.0f;
 };
 constexpr uint32_t kMaxSampleTopK = 64;       // sample.wgsl MAX_TOP_K
 constexpr uint32_t kSampleChunk = 1024;       // sample.wgsl CHUNK
 constexpr uint32_t kMaxSampleCount = 262144;  // 256 chunks: the merging workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                             BufferBinding candidates, const SampleParams& p);
+                             BufferBinding candidates, BufferBinding counts, const SampleParams& p);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
 static_assert(sizeof(ArgmaxParams) == 8 && sizeof(SampleParams) == 48);

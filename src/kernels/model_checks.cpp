@@ -696,6 +696,7 @@ KernelCheck sample_check(bool quick) {
     bool masked_chunks = false;   // the second chunk all -inf, the third all NaN
     bool plus_infinity = false;   // one logit +inf: drawn every time
     bool all_nan = false;         // no token: kNoToken every time
+    bool penalties = false;       // every 4th token seen 1-3 times; repetition 1.5, presence 0.3, frequency 0.2
   };
   // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
   // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN; top-k off with the
@@ -712,14 +713,18 @@ KernelCheck sample_check(bool quick) {
                                {5000, 20, 0.8f, 0.f, 0.7f, false, false, 0, true, true},
                                {5000, 0, 0.9f, 0.f, 1.f, true, false, 0, false, true},
                                {2000, 0, 0.9f, 0.f, 1.f, false, true, 0, false, false, true},
-                               {2000, 5, 1.f, 0.f, 1.f, false, true, 0, false, false, true}};
+                               {2000, 5, 1.f, 0.f, 1.f, false, true, 0, false, false, true},
+                               // penalties, with top-k and with the rejection draw
+                               {3000, 20, 0.9f, 0.f, 0.7f, false, true, 0, false, false, false, true},
+                               {3000, 0, 0.7f, 0.f, 1.f, true, false, 0, false, false, false, true}};
   if (!quick) shapes.push_back({kMaxSampleCount, 20, 0.8f, 0.f, 0.7f, true, false});
   constexpr double bound = 6;  // bins of >= 64 expected draws: a false alarm is below 1e-7 per bin
   auto describe = [](const Shape& s) {
     return fmt::format("count={} top_k={} top_p={} min_p={} temperature={}{}{}{}{}{}", s.count, s.top_k, s.top_p,
                        s.min_p, s.temperature, s.ties ? " ties" : "", s.nans ? " NaN" : "",
                        s.offset != 0 ? fmt::format(" offset={}", s.offset) : "",
-                       s.masked_chunks ? " -inf/NaN chunks" : "", s.plus_infinity ? " +inf" : s.all_nan ? " all NaN" : "");
+                       s.masked_chunks ? " -inf/NaN chunks" : "",
+                       s.plus_infinity ? " +inf" : s.all_nan ? " all NaN" : s.penalties ? " penalties" : "");
   };
   return make_check<Shape>(
       "sample", bound, "z-score of drawn frequencies against the reference's probabilities", shapes, describe,
@@ -739,20 +744,36 @@ KernelCheck sample_check(bool quick) {
         auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
         auto& history = b.input("history", std::vector<uint32_t>(draws, 0xDEADu));
         auto& candidates = b.input("candidates", std::vector<uint32_t>(sample_candidates_words(s.count), 0xDEADu));
+        std::vector<uint32_t> seen(s.count, 0);
+        for (uint32_t i = 2; s.penalties && i < s.count; i += 4) seen[i] = 1 + i % 3;
+        auto& counts = b.input("counts", seen);
         SampleParams p{s.count, 0, s.top_k, 0, s.top_p, s.min_p, 1.f / s.temperature, 0x5eed, 0x1234};
-        auto stages = sample(device, {&b.input("logits", logits)}, {&next}, {&history}, {&candidates}, p);
+        if (s.penalties) p.repetition_penalty = 1.5f, p.presence_penalty = 0.3f, p.frequency_penalty = 0.2f;
+        auto stages = sample(device, {&b.input("logits", logits)}, {&next}, {&history}, {&candidates}, {&counts}, p);
         run(device, stages[0]);
         for (uint32_t d = 0; d < draws; ++d) {
           p.position = p.slot = d;
           device.write(stages[1].params, std::as_bytes(std::span(&p, 1)));
+          // The drawn token's count goes up: put the counts back, so that every draw sees the same ones
+          // (but the last, whose increment is checked below).
+          if (d > 0) device.write(counts, std::span<const uint32_t>(seen));
           run(device, stages[1]);
+        }
+        if (!s.all_nan) {
+          uint32_t last = device.read_as<uint32_t>(history).back();
+          auto after = device.read_as<uint32_t>(counts);
+          if (last >= s.count || after[last] != seen[last] + 1)
+            return CaseResult{"sample", describe(s) + " (the drawn token's count did not go up by one)", INFINITY,
+                              bound};
         }
         if (s.all_nan) {
           auto drawn = device.read_as<uint32_t>(history);
           bool none = std::all_of(drawn.begin(), drawn.end(), [](uint32_t t) { return t == kNoToken; });
           return CaseResult{"sample", describe(s), none ? 0.0 : INFINITY, bound};
         }
-        auto want = reference::sampling_probabilities(widen(logits), s.temperature, s.top_k, s.top_p, s.min_p);
+        auto effective = reference::penalized_logits(widen(logits), seen, p.repetition_penalty, p.presence_penalty,
+                                                     p.frequency_penalty);
+        auto want = reference::sampling_probabilities(effective, s.temperature, s.top_k, s.top_p, s.min_p);
         std::vector<double> frequency(s.count, 0.0);
         for (uint32_t token : device.read_as<uint32_t>(history)) {
           if (token >= s.count || want[token] == 0) return CaseResult{"sample", describe(s), INFINITY, bound};
@@ -761,7 +782,7 @@ KernelCheck sample_check(bool quick) {
         std::vector<uint32_t> kept;  // in sampling order: higher logit, then lower index
         for (uint32_t i = 0; i < s.count; ++i)
           if (want[i] > 0) kept.push_back(i);
-        std::stable_sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+        std::stable_sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return effective[a] > effective[b]; });
         if (s.top_k > 0 || kept.size() < kMaxSampleTopK) {
           auto drawn = device.read_as<uint32_t>(history);
           for (uint32_t d = 0; d < draws; ++d) {

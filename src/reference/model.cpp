@@ -246,6 +246,17 @@ std::vector<double> sampling_probabilities(std::span<const double> logits, doubl
   return p;
 }
 
+std::vector<double> penalized_logits(std::span<const double> logits, std::span<const uint32_t> counts,
+                                     double repetition, double presence, double frequency) {
+  std::vector<double> out(logits.begin(), logits.end());
+  for (size_t i = 0; i < out.size() && i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    out[i] = out[i] > 0 ? out[i] / repetition : out[i] * repetition;
+    out[i] -= presence + frequency * counts[i];
+  }
+  return out;
+}
+
 size_t argmax(std::span<const double> values) {
   size_t best = 0;
   bool found = false;

@@ -77,4 +77,9 @@ size_t argmax(std::span<const double> values);
 std::vector<double> sampling_probabilities(std::span<const double> logits, double temperature, size_t top_k,
                                            double top_p, double min_p);
 
+// The logits after generate/sampler.cpp's penalties for tokens seen counts[i] > 0 times: divided (if
+// positive) or multiplied by `repetition`, then lowered by presence + frequency * counts[i].
+std::vector<double> penalized_logits(std::span<const double> logits, std::span<const uint32_t> counts,
+                                     double repetition, double presence, double frequency);
+
 }  // namespace gerbil::reference

@@ -6,7 +6,10 @@
 // finite floats (+inf: certain, -inf: drawn only if every logit is); probabilities over the top_k; top-p
 // keeps the shortest prefix whose probability reaches top_p; min-p drops tokens below min_p times the best's
 // probability. The random number is a hash of (seed, position): the same seed gives the same tokens. Every
-// logit NaN: NONE = 0xFFFFFFFF instead of a token.
+// logit NaN: NONE = 0xFFFFFFFF instead of a token. Penalties first, as the host sampler's: a token seen
+// counts[i] > 0 times has its logit divided (if positive) or multiplied by repetition_penalty, then lowered
+// by presence_penalty + frequency_penalty * counts[i]; the drawn token's count goes up by one, so that the
+// next step sees it.
 // Two dispatches of this shader:
 // * FINAL false: PARTIALS = ceil(count / CHUNK) workgroups each sort one chunk of CHUNK logits in workgroup
 //   memory (a bitonic sort) and store its MAX_TOP_K best as (value bits, index) pairs in
@@ -18,7 +21,8 @@
 //   top_k 0 the probabilities are over all tokens (the chunks' sums), and the cuts may reach past the
 //   MAX_TOP_K best; then the whole workgroup draws by rejection over all logits instead (see draw_all).
 // Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32 read_write, 2 history [> slot] u32
-//                     read_write, 3 candidates [2 * PARTIALS * (MAX_TOP_K + 1)] u32 read_write, 4 params uniform.
+//                     read_write, 3 candidates [2 * PARTIALS * (MAX_TOP_K + 1)] u32 read_write, 4 counts
+//                     [count] u32 read_write, 5 params uniform.
 // Dispatch: (PARTIALS, 1, 1) with FINAL false, then (1, 1, 1) with FINAL true; PARTIALS <= 256.
 struct Params {
   count: u32,
@@ -30,16 +34,17 @@ struct Params {
   inv_temperature: f32,  // > 0
   seed_lo: u32,
   seed_hi: u32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
+  repetition_penalty: f32,  // > 0; 1: off
+  presence_penalty: f32,    // 0: off
+  frequency_penalty: f32,   // 0: off
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
 @group(0) @binding(1) var<storage, read_write> next_ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> history: array<u32>;
 @group(0) @binding(3) var<storage, read_write> candidates: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
+@group(0) @binding(4) var<storage, read_write> counts: array<u32>;
+@group(0) @binding(5) var<uniform> params: Params;
 
 override FINAL: bool = false;
 override PARTIALS: u32 = 1u;  // ceil(count / CHUNK), set by the dispatcher
@@ -53,6 +58,7 @@ var<workgroup> top_values: array<f32, MAX_TOP_K>;
 var<workgroup> top_indices: array<u32, MAX_TOP_K>;
 var<workgroup> sums: array<f32, WORKGROUP_SIZE>;  // reductions and the prefix sums of draw_all
 var<workgroup> decision: u32;                     // the token drawn, shared with the whole workgroup
+var<workgroup> decision_logit: f32;               // draw_all: its logit (counts are read_write: not uniform)
 const UNDECIDED: u32 = 0xFFFFFFFEu;               // draw_top: the cuts reach past the MAX_TOP_K best
 const LARGEST: f32 = 0x1.fffffep+127f;              // the largest finite f32
 const MAX_ROUNDS: u32 = 256u;                     // draw_all's safety bound (see there)
@@ -63,9 +69,16 @@ fn is_nan(i: u32) -> bool {
   return (bitcast<u32>(logits[i]) & 0x7fffffffu) > 0x7f800000u;
 }
 
-// Logit i (not NaN) with infinities clamped to +-LARGEST, so that every weight below is finite.
+// Logit i (not NaN) after the penalties, with infinities clamped to +-LARGEST, so that every weight below
+// is finite.
 fn logit(i: u32) -> f32 {
-  return clamp(logits[i], -LARGEST, LARGEST);
+  var v = logits[i];
+  let seen = counts[i];
+  if (seen > 0u) {
+    v = select(v * params.repetition_penalty, v / params.repetition_penalty, v > 0.0);
+    v -= params.presence_penalty + params.frequency_penalty * f32(seen);
+  }
+  return clamp(v, -LARGEST, LARGEST);
 }
 
 // Whether candidate (v, i) comes before (w, j): any index before none; else larger value, or equal value and
@@ -336,7 +349,10 @@ fn draw_all(lid: u32, best: f32) -> u32 {
     if (j == NONE) {
       j = workgroupUniformLoad(&top_indices[0]);
     }
-    let j_value = logit(j);
+    if (lid == 0u) {
+      decision_logit = logit(j);
+    }
+    let j_value = workgroupUniformLoad(&decision_logit);
     var above = 0.0;
     for (var i = first; i < end; i++) {
       let v = logit(i);
@@ -382,5 +398,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (lid == 0u) {
     next_ids[0] = token;
     history[params.slot] = token;
+    if (token < params.count) {
+      counts[token] += 1u;
+    }
   }
 }
