@@ -66,9 +66,9 @@ std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchO
                                 model.rewind(depth);
                                 model.decode_greedy(first, options.generated_tokens, all);
                               }));
-    // Drawn on the GPU, steps back to back, with the settings of Qwen2.5's and Llama 3's generation_config.json
-    // (top-p alone: on random weights the cut usually lies past the 64 best, so the kernel draws by rejection
-    // over the whole vocabulary, its slow path).
+    // Drawn on the GPU, steps back to back, with the temperature, top-k and top-p of Qwen2.5's and Llama 3's
+    // generation_config.json (no penalties; top-p alone: on random weights the cut usually lies past the 64
+    // best, so the kernel draws by rejection over the whole vocabulary, its slow path).
     const std::pair<const char*, graph::Model::GpuSampling> settings[] = {
         {"top-k 20 sampling", {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 1}},
         {"top-p 0.9 sampling", {.temperature = 0.6f, .top_k = 0, .top_p = 0.9f, .seed = 1}}};
