@@ -89,11 +89,6 @@ class StepBuilder {
       add("argmax final", std::move(stages[1]));
     }
     if (sampling) {
-      kernels::SampleParams p = *sampling;
-      p.count = vocab;
-      p.slot = 0;
-      auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
-                                    {&b_.token_counts}, p);
       // Both stages read the settings (the chunks weigh their logits at the temperature), which may change
       // between calls of decode_sampled(): their uniforms are rewritten at every step.
       auto follow = [sampling, vocab](kernels::SampleParams& q, uint32_t position) {
@@ -102,6 +97,10 @@ class StepBuilder {
         q.slot = 0;
         q.position = position;
       };
+      kernels::SampleParams p;
+      follow(p, 0);
+      auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
+                                    {&b_.token_counts}, p);
       at_position<kernels::SampleParams>(add("sample chunks", std::move(stages[0])), p, follow);
       at_position<kernels::SampleParams>(add("sample draw", std::move(stages[1])), p, follow);
     }

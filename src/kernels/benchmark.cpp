@@ -367,7 +367,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
       // x stands in for the unused bias and residual.
       LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm};
       if (extras.split_k) {
-        uint32_t used_parts = extras.parts ? extras.parts : linear_split_parts(p);
+        uint32_t used_parts = linear_split_parts(p, extras.parts);
         const gpu::Buffer& scratch =
             w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, used_parts)));
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,

@@ -178,7 +178,14 @@ double wave_waste(uint64_t workgroups) {
 
 }  // namespace
 
-uint32_t linear_split_parts(const LinearParams& p) {
+uint32_t linear_split_parts(const LinearParams& p, uint32_t requested) {
+  if (requested != 0) {
+    if (!use_linear_tiled(p) || requested > std::min<uint64_t>(kMaxSplitK, p.K / 8))
+      fail("kernel 'linear' (M={} K={} N={}): split_k={} requested; the prompt kernel splits M > {} rows with "
+           "K % 8 == 0 into at most min({}, K / 8) parts",
+           p.M, p.K, p.N, requested, kMatvecRows, kMaxSplitK);
+    return requested;
+  }
   if (!use_linear_tiled(p) || p.gate_act || p.norm_x) return 1;
   uint64_t tiles = tile_count(p, linear_tile(p));
   uint64_t most = std::min({kMaxSplitK, p.K / 8 / kMinSplitSlabs, kMaxSplitTiles / tiles});
@@ -191,8 +198,8 @@ uint32_t linear_split_parts(const LinearParams& p) {
   return best;
 }
 
-uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t parts) {
-  if (parts == 0) parts = linear_split_parts(p);
+uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t requested) {
+  uint32_t parts = linear_split_parts(p, requested);
   return parts > 1 ? parts * count_of(p.M, p.N) : 0;
 }
 
@@ -346,17 +353,11 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
-                                     WeightType type, BufferBinding scratch, uint32_t parts) {
+                                     WeightType type, BufferBinding scratch, uint32_t requested) {
   if (p.gate_act || p.norm_x)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
-  if (parts == 0) {
-    parts = linear_split_parts(p);
-  } else if (!use_linear_tiled(p) || parts > std::min<uint64_t>(kMaxSplitK, p.K / 8)) {
-    fail("kernel 'linear' ({}): split_k={} requested; the prompt kernel splits M > {} rows with K % 8 == 0 into "
-         "at most min({}, K / 8) parts",
-         linear_shapes(p, type), parts, kMatvecRows, kMaxSplitK);
-  }
+  uint32_t parts = linear_split_parts(p, requested);
   std::vector<Dispatch> dispatches;
   if (parts < 2) {
     dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));

@@ -68,12 +68,13 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 // GPU (linear_split_parts() > 1): linear_tiled.wgsl writes each part's partial sums to `scratch`, then
 // linear_split_sum.wgsl adds them up with bias and residual into out. Returns the dispatches to record in
 // order (one when not split, the plain linear()). `scratch` holds linear_split_scratch_floats(p, parts)
-// floats; no fused norm or gate (those are decode-only). `parts` other than 0 overrides linear_split_parts()
-// (benchmarks compare splits); it must lie in 1..min(8, K / 8).
+// floats; no fused norm or gate (those are decode-only). `parts`: see linear_split_parts().
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
                                      WeightType type, BufferBinding scratch, uint32_t parts = 0);
-uint32_t linear_split_parts(const LinearParams& p);
+// The parts of K a prompt product is split into: `requested` when not 0 (benchmarks compare splits; it must
+// lie in 1..min(8, K / 8), for a prompt product, else this throws naming it), else the dispatcher's choice.
+uint32_t linear_split_parts(const LinearParams& p, uint32_t requested = 0);
 uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t parts = 0);
 // Scratch floats enough for every split product of at most `max_rows` rows and `max_columns` columns.
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns);

@@ -157,7 +157,7 @@ LinearParams linear_params(const LinearShape& s) {
 }
 
 std::string describe_linear(const LinearShape& s) {
-  uint32_t parts = s.parts ? s.parts : linear_split_parts(linear_params(s));
+  uint32_t parts = linear_split_parts(linear_params(s), s.parts);
   return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}", s.M, s.K, s.N,
                      type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
                      s.out_stride ? s.out_stride : s.N, s.out_col, s.row0,
@@ -253,7 +253,7 @@ KernelCheck linear_check(bool quick) {
         auto& weight_buffer = b.input("W", weight.words);
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearParams p = linear_params(s);
-        uint32_t parts = s.parts ? s.parts : linear_split_parts(p);
+        uint32_t parts = linear_split_parts(p, s.parts);
         if (parts > 1) {
           auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p, parts));
           for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},

@@ -295,6 +295,7 @@ fn draw_top(n: u32, total: f32) -> u32 {
 // covers a contiguous range of indices, so the draw's prefix sums run in index order. Called in uniform
 // control flow; returns the token to all invocations.
 fn draw_all(lid: u32, best: f32) -> u32 {
+  // (main's total is not provably uniform to the compiler; this sum, ending in workgroupUniformLoad, is.)
   let total = total_weight(lid, best);
   let span = (params.count + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
   let first = min(lid * span, params.count);
