@@ -1,6 +1,7 @@
 // Greedy sampling on the GPU: the index of the largest of `count` logits (the lowest index on ties, like
-// torch.argmax; NaN never wins; NONE = 0xFFFFFFFF when every logit is NaN), written to next_ids[0] — the input of the next decode step, so the token
-// never has to visit the host before the next step runs — and to history[slot], for the host to read back.
+// torch.argmax; NaN never wins; NONE = 0xFFFFFFFF when every logit is NaN), written to next_ids[0] — the
+// input of the next decode step, so the token never has to visit the host before the next step runs — and to
+// history[slot], for the host to read back.
 // Two dispatches of this shader, because one workgroup striding over a vocabulary of 150k logits is
 // latency-bound (~200 us on an H200):
 // * FINAL false: PARTIALS workgroups each reduce one contiguous chunk of the logits to its best (value,
@@ -10,6 +11,8 @@
 // Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32 read_write, 2 history [> slot] u32
 //                     read_write, 3 partials [2 * PARTIALS] u32 read_write, 4 params uniform.
 // Dispatch: (PARTIALS, 1, 1) with FINAL false, then (1, 1, 1) with FINAL true.
+//!include token_order.wgsl
+
 struct Params {
   count: u32,
   slot: u32,
@@ -24,14 +27,8 @@ struct Params {
 override FINAL: bool = false;
 override PARTIALS: u32 = 256u;  // kernels/model.h kArgmaxPartials, set by the dispatcher
 const WORKGROUP_SIZE: u32 = 256u;
-const NONE: u32 = 0xFFFFFFFFu;
 var<workgroup> best_value: array<f32, WORKGROUP_SIZE>;
 var<workgroup> best_index: array<u32, WORKGROUP_SIZE>;
-
-// Whether candidate (v, i) beats (w, j): any index beats none; else larger value, or equal value and lower index.
-fn beats(v: f32, i: u32, w: f32, j: u32) -> bool {
-  return i != NONE && (j == NONE || v > w || (v == w && i < j));
-}
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -41,7 +38,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var p = lid; p < PARTIALS; p += WORKGROUP_SIZE) {
       let v = bitcast<f32>(partials[2u * p]);
       let i = partials[2u * p + 1u];
-      if (beats(v, i, value, index)) {
+      if (before(v, i, value, index)) {
         value = v;
         index = i;
       }
@@ -51,10 +48,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let end = min(wid.x * chunk + chunk, params.count);
     for (var i = wid.x * chunk + lid; i < end; i += WORKGROUP_SIZE) {
       let v = logits[i];
-      // NaN tested by its bits (a compiler may fold v != v to false: WGSL lets it assume no NaN). Each
-      // thread visits increasing indices, so `>` keeps the first maximum.
-      let nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-      if (!nan && beats(v, i, value, index)) {
+      // Each thread visits increasing indices, so `>` keeps the first maximum.
+      if (!is_nan(v) && before(v, i, value, index)) {
         value = v;
         index = i;
       }
@@ -64,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   best_index[lid] = index;
   workgroupBarrier();
   for (var stride = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride && beats(best_value[lid + stride], best_index[lid + stride], best_value[lid], best_index[lid])) {
+    if (lid < stride && before(best_value[lid + stride], best_index[lid + stride], best_value[lid], best_index[lid])) {
       best_value[lid] = best_value[lid + stride];
       best_index[lid] = best_index[lid + stride];
     }

@@ -24,6 +24,8 @@
 //                     read_write, 3 candidates [2 * PARTIALS * (MAX_TOP_K + 1)] u32 read_write, 4 counts
 //                     [count] u32 read_write, 5 params uniform.
 // Dispatch: (PARTIALS, 1, 1) with FINAL false, then (1, 1, 1) with FINAL true; PARTIALS <= 256.
+//!include token_order.wgsl
+
 struct Params {
   count: u32,
   slot: u32,
@@ -51,7 +53,6 @@ override PARTIALS: u32 = 1u;  // ceil(count / CHUNK), set by the dispatcher
 const WORKGROUP_SIZE: u32 = 256u;
 const CHUNK: u32 = 1024u;     // logits per chunk: 4 per invocation
 const MAX_TOP_K: u32 = 64u;   // kernels/model.h kMaxSampleTopK
-const NONE: u32 = 0xFFFFFFFFu;
 var<workgroup> values: array<f32, CHUNK>;
 var<workgroup> indices: array<u32, CHUNK>;
 var<workgroup> top_values: array<f32, MAX_TOP_K>;
@@ -63,12 +64,6 @@ const UNDECIDED: u32 = 0xFFFFFFFEu;               // draw_top: the cuts reach pa
 const LARGEST: f32 = 0x1.fffffep+127f;              // the largest finite f32
 const MAX_ROUNDS: u32 = 256u;                     // draw_all's safety bound (see there)
 
-// Whether logit i is NaN, by its bits: a compiler may assume floats are never NaN (WGSL allows it), and
-// fold a test like v != v to false.
-fn is_nan(i: u32) -> bool {
-  return (bitcast<u32>(logits[i]) & 0x7fffffffu) > 0x7f800000u;
-}
-
 // Logit i (not NaN) after the penalties, with infinities clamped to +-LARGEST, so that every weight below
 // is finite.
 fn logit(i: u32) -> f32 {
@@ -79,12 +74,6 @@ fn logit(i: u32) -> f32 {
     v -= params.presence_penalty + params.frequency_penalty * f32(seen);
   }
   return clamp(v, -LARGEST, LARGEST);
-}
-
-// Whether candidate (v, i) comes before (w, j): any index before none; else larger value, or equal value and
-// lower index.
-fn before(v: f32, i: u32, w: f32, j: u32) -> bool {
-  return i != NONE && (j == NONE || v > w || (v == w && i < j));
 }
 
 // Swaps slots a < b of the workgroup arrays when b's candidate must come first.
@@ -124,7 +113,7 @@ fn chunk_top(wid: u32, lid: u32) {
     let i = wid * CHUNK + s;
     var v = 0.0;
     var index = NONE;
-    if (i < params.count && !is_nan(i)) {
+    if (i < params.count && !is_nan(logits[i])) {
       v = logit(i);
       index = i;
     }
@@ -307,7 +296,7 @@ fn draw_all(lid: u32, best: f32) -> u32 {
     var mass = 0.0;
     for (var i = first; i < end; i++) {
       let v = logit(i);
-      if (!is_nan(i) && before(v, i, pivot_value, pivot)) {
+      if (!is_nan(logits[i]) && before(v, i, pivot_value, pivot)) {
         mass += weight(v, best);
       }
     }
@@ -336,7 +325,7 @@ fn draw_all(lid: u32, best: f32) -> u32 {
       var chosen = NONE;
       for (var i = first; i < end; i++) {
         let v = logit(i);
-        if (!is_nan(i) && before(v, i, pivot_value, pivot)) {
+        if (!is_nan(logits[i]) && before(v, i, pivot_value, pivot)) {
           chosen = i;  // the last eligible one if rounding runs past the end
           r -= weight(v, best);
           if (r < 0.0) {
@@ -357,7 +346,7 @@ fn draw_all(lid: u32, best: f32) -> u32 {
     var above = 0.0;
     for (var i = first; i < end; i++) {
       let v = logit(i);
-      if (!is_nan(i) && before(v, i, j_value, j)) {
+      if (!is_nan(logits[i]) && before(v, i, j_value, j)) {
         above += weight(v, best);
       }
     }
