@@ -315,6 +315,32 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
               ThrowsMessage<Error>(HasSubstr("splits M > 4 rows")));
 }
 
+// Every sampling setting out of range is an error naming it (the model checks settings with the same function
+// before rewriting a built step's uniforms).
+TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
+  auto check = [](auto change) {
+    SampleParams p{1000, 0, 20, 0, 0.9f, 0.f, 1.f};
+    change(p);
+    check_sample_params(p);
+  };
+  EXPECT_NO_THROW(check([](SampleParams&) {}));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.count = 0; }); }, ThrowsMessage<Error>(HasSubstr("count must be 1..")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.count = kMaxSampleCount + 1; }); },
+              ThrowsMessage<Error>(HasSubstr("count must be 1..262144")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.top_k = 65; }); },
+              ThrowsMessage<Error>(HasSubstr("top_k must be 0 (off) or 1..64")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.top_p = 0; }); },
+              ThrowsMessage<Error>(HasSubstr("top_p must be in (0, 1], got 0")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.min_p = 1.5f; }); },
+              ThrowsMessage<Error>(HasSubstr("min_p must be in [0, 1], got 1.5")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.inv_temperature = INFINITY; }); },
+              ThrowsMessage<Error>(HasSubstr("inv_temperature must be positive and finite")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.repetition_penalty = 0; }); },
+              ThrowsMessage<Error>(HasSubstr("repetition_penalty positive (got 0, 0, 0)")));
+  EXPECT_THAT([&] { check([](SampleParams& p) { p.frequency_penalty = NAN; }); },
+              ThrowsMessage<Error>(HasSubstr("penalties must be finite")));
+}
+
 // Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.
 TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
   if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";

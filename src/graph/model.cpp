@@ -502,19 +502,20 @@ uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampl
     fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}), top_k of at most {} (got "
          "{}; 0 is off) and a vocabulary of at most {} (the model's: {})",
          s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
-  if (!(s.top_p > 0 && s.top_p <= 1)) fail("sampling: top_p must be in (0, 1], got {}", s.top_p);
-  if (!(s.min_p >= 0 && s.min_p <= 1)) fail("sampling: min_p must be in [0, 1], got {}", s.min_p);
-  if (!(s.repetition_penalty > 0) || !std::isfinite(s.repetition_penalty) || !std::isfinite(s.presence_penalty) ||
-      !std::isfinite(s.frequency_penalty))
-    fail("sampling: penalties must be finite and repetition_penalty positive (got {}, {}, {})", s.repetition_penalty,
-         s.presence_penalty, s.frequency_penalty);
-  sampling_ = {uint32_t(config_.vocab_size), 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
-               uint32_t(s.seed), uint32_t(s.seed >> 32), s.repetition_penalty, s.presence_penalty, s.frequency_penalty};
-  // The counts the penalties read: the tokens seen before this call; each step adds its own.
-  std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
-  for (int32_t id : seen)
-    if (id >= 0 && id < config_.vocab_size) ++counts[size_t(id)];
-  device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
+  kernels::SampleParams settings{uint32_t(config_.vocab_size), 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
+                                 uint32_t(s.seed), uint32_t(s.seed >> 32), s.repetition_penalty, s.presence_penalty,
+                                 s.frequency_penalty};
+  // The step's graph may already exist: its uniforms follow sampling_ without the kernel seeing it again.
+  kernels::check_sample_params(settings);
+  sampling_ = settings;
+  // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
+  // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
+  if (s.repetition_penalty != 1.0f || s.presence_penalty != 0.0f || s.frequency_penalty != 0.0f) {
+    std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
+    for (int32_t id : seen)
+      if (id >= 0 && id < config_.vocab_size) ++counts[size_t(id)];
+    device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
+  }
   return decode_on_gpu(Output::SampledToken, first, max_steps, on_token);
 }
 

@@ -632,25 +632,38 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
   return dispatches;
 }
 
+namespace {
+std::string sample_shapes(const SampleParams& p) {
+  return fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}", p.count, p.slot, p.top_k,
+                     p.top_p, p.min_p, p.inv_temperature);
+}
+}  // namespace
+
 // Per chunk: kMaxSampleTopK (value, index) pairs, then (largest logit, weight sum) after all chunks' pairs.
 uint64_t sample_candidates_words(uint32_t count) { return 2ull * ceil_div(count, kSampleChunk) * (kMaxSampleTopK + 1); }
 
-std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                             BufferBinding candidates, BufferBinding counts, const SampleParams& p) {
-  auto shapes = fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}", p.count, p.slot, p.top_k,
-                            p.top_p, p.min_p, p.inv_temperature);
+void check_sample_params(const SampleParams& p) {
+  auto shapes = sample_shapes(p);
   if (p.count == 0 || p.count > kMaxSampleCount)
     fail("kernel 'sample' ({}): count must be 1..{} (the merge's 256 chunks of {})", shapes, kMaxSampleCount,
          kSampleChunk);
   if (p.top_k > kMaxSampleTopK) fail("kernel 'sample' ({}): top_k must be 0 (off) or 1..{}", shapes, kMaxSampleTopK);
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("kernel 'sample' ({}): top_p must be in (0, 1]", shapes);
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("kernel 'sample' ({}): min_p must be in [0, 1]", shapes);
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
+    fail("kernel 'sample' ({}): top_p must be in (0, 1], got {}", shapes, p.top_p);
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+    fail("kernel 'sample' ({}): min_p must be in [0, 1], got {}", shapes, p.min_p);
   if (!(p.inv_temperature > 0.0f) || !std::isfinite(p.inv_temperature))
     fail("kernel 'sample' ({}): inv_temperature must be positive and finite", shapes);
   if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty) || !std::isfinite(p.presence_penalty) ||
       !std::isfinite(p.frequency_penalty))
     fail("kernel 'sample' ({}): penalties must be finite and repetition_penalty positive (got {}, {}, {})", shapes,
          p.repetition_penalty, p.presence_penalty, p.frequency_penalty);
+}
+
+std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
+                             BufferBinding candidates, BufferBinding counts, const SampleParams& p) {
+  check_sample_params(p);
+  auto shapes = sample_shapes(p);
   uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
   auto stage = [&](gpu::Grid grid, bool final) {
     return prepare(device, "sample", shapes,

@@ -221,6 +221,9 @@ constexpr uint32_t kMaxSampleTopK = 64;       // sample.wgsl MAX_TOP_K
 constexpr uint32_t kSampleChunk = 1024;       // sample.wgsl CHUNK
 constexpr uint32_t kMaxSampleCount = 262144;  // 256 chunks: the merging workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
+// Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
+// uniform with new settings).
+void check_sample_params(const SampleParams& p);
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding candidates, BufferBinding counts, const SampleParams& p);
 
