@@ -135,6 +135,15 @@ TEST(KernelBenchmark, TuningRowsFollowTheRequestedBlockingsAndSplits) {
   EXPECT_THAT(errors[0], testing::HasSubstr("split 3 must be a power of two"));
 }
 
+TEST(KernelBenchmark, BlockingTextIsThreeWholeNumbers) {
+  MatvecBlocking b = parse_blocking("1,2,0");
+  EXPECT_EQ(std::vector<uint32_t>({b.columns, b.split, b.unroll}), std::vector<uint32_t>({1, 2, 0}));
+  for (const char* bad : {"2,4", "1,2,1,4", "-1,1,1", "1, 2, 1", "a,b,c", "", "1,2,1x"})
+    EXPECT_THAT([&] { parse_blocking(bad); }, testing::ThrowsMessage<Error>(HasSubstr(
+                                                  fmt::format("--blocking '{}' is not COLUMNS,SPLIT,UNROLL", bad))))
+        << bad;
+}
+
 TEST(KernelBenchmark, HostClockWhenForced) {
   Options options{.quick = true, .kernel = "rmsnorm", .iterations = 3, .clock = gpu::TimerClock::Host};
   EXPECT_FALSE(uses_timestamps(device(), options));

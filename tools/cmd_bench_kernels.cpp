@@ -3,8 +3,6 @@
 // bandwidth and FMA ceilings. See kernels/benchmark.h for the method.
 #include <cstdio>
 
-#include "gerbil/error.h"
-
 #include "command.h"
 #include "gpu/device.h"
 #include "gpu/profiler.h"
@@ -20,20 +18,11 @@ struct BenchKernelsOptions {
   std::string adapter;
 };
 
-// "C,S,U": columns per group, split, unroll (0 leaves one to the dispatcher).
-kernels::MatvecBlocking parse_blocking(const std::string& text) {
-  kernels::MatvecBlocking b;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%u,%u,%u%c", &b.columns, &b.split, &b.unroll, &tail) != 3)
-    fail("bench kernels: --blocking '{}' is not COLUMNS,SPLIT,UNROLL (three whole numbers, 0 for the default)",
-         text);
-  return b;
-}
 
 int bench_kernels(const BenchKernelsOptions& options) {
   namespace bench = kernels::bench;
   bench::Options bench_options = options.bench;
-  for (const std::string& text : options.blockings) bench_options.blockings.push_back(parse_blocking(text));
+  for (const std::string& text : options.blockings) bench_options.blockings.push_back(bench::parse_blocking(text));
   bench::check_options(bench_options);
   gpu::DeviceOptions device_options{.adapter = options.adapter};
   gpu::request_precise_timestamps(device_options);

@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <numeric>
@@ -864,6 +865,17 @@ CeilingRun measure_ceiling(gpu::Device& device, const CeilingBuilder& build, dou
 }
 
 }  // namespace
+
+MatvecBlocking parse_blocking(const std::string& text) {
+  MatvecBlocking b;
+  char tail = 0;
+  // %u would take "-1" as 4294967295: only digits and commas.
+  bool digits = !text.empty() && text.find_first_not_of("0123456789,") == std::string::npos;
+  if (!digits || std::sscanf(text.c_str(), "%u,%u,%u%c", &b.columns, &b.split, &b.unroll, &tail) != 3)
+    fail("bench kernels: --blocking '{}' is not COLUMNS,SPLIT,UNROLL (three whole numbers, 0 for the default)",
+         text);
+  return b;
+}
 
 bool uses_timestamps(const gpu::Device& device, const Options& options) {
   return options.clock == gpu::TimerClock::Auto && device.features().timestamp_query;

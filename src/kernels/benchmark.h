@@ -41,6 +41,10 @@ struct Options {
   gpu::TimerClock clock = gpu::TimerClock::Auto;
 };
 
+// `--blocking` text, "C,S,U": columns per group, split, unroll, whole numbers (0 leaves one to the
+// dispatcher). Throws naming the text otherwise.
+MatvecBlocking parse_blocking(const std::string& text);
+
 // Whether timings come from GPU timestamps (else from the host clock).
 bool uses_timestamps(const gpu::Device& device, const Options& options);
 
