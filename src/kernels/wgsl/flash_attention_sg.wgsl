@@ -7,6 +7,8 @@
 // * subgroup g of the workgroup takes the keys g * KEYS .. + KEYS - 1 of every round of SUBGROUPS * KEYS
 //   keys, scores its KEYS keys with one subgroupAdd of a vec4, and keeps its own online softmax (running
 //   max, denominator) and weighted sum of V in the lanes' registers: no barrier until the end;
+// * a round issues its K and V loads together (the V rows do not wait for the scores), so it waits on
+//   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long;
 // * at the end the subgroups' results are merged through workgroup memory, rescaled to the largest max.
 // Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read,
 //                     3 out [T, Hq * head_dim] (split mode: the partial records) read_write, 4 params uniform.
@@ -73,7 +75,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // keys lie past `last` adds zeros.
   for (var round = first; round <= last; round += subgroups * KEYS) {
     let base = round + subgroup * KEYS;
+    // Zeroed explicitly: a `var` without initializer in a loop body is zeroed once, not every round, by
+    // this toolchain (lavapipe and the H200 both kept the previous round's partial scores).
     var partial = vec4<f32>(0.0);
+    // [key][piece]; a lane past D4 loads none and adds what its slots hold to sums that are never stored.
+    var v_rows: array<array<vec4<f32>, 8>, KEYS>;
     for (var r = 0u; r < KEYS; r++) {
       if (base + r <= last) {
         let row = (base + r) * kv_stride + kv_offset;
@@ -81,6 +87,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           let d4 = lane + i * lanes;
           if (d4 < D4) {
             partial[r] += dot(q[i], K[row + d4]);
+            v_rows[r][i] = V[row + d4];
           }
         }
       }
@@ -103,12 +110,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (base + r <= last) {
         let weight = exp(scores[r] - new_max);
         denominator += weight;
-        let row = (base + r) * kv_stride + kv_offset;
         for (var i = 0u; i < PIECES; i++) {
-          let d4 = lane + i * lanes;
-          if (d4 < D4) {
-            acc[i] += weight * V[row + d4];
-          }
+          acc[i] += weight * v_rows[r][i];
         }
       }
     }
