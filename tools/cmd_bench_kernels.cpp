@@ -3,10 +3,14 @@
 // bandwidth and FMA ceilings. See kernels/benchmark.h for the method.
 #include <cstdio>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "command.h"
 #include "gpu/device.h"
 #include "gpu/profiler.h"
 #include "kernels/benchmark.h"
+#include "model_options.h"
 
 namespace gerbil::cli {
 namespace {
@@ -16,6 +20,7 @@ struct BenchKernelsOptions {
   std::vector<std::string> blockings;  // "C,S,U" as typed
   bool json = false;
   std::string adapter;
+  std::vector<std::string> enable_toggles, disable_toggles;
 };
 
 
@@ -24,11 +29,18 @@ int bench_kernels(const BenchKernelsOptions& options) {
   bench::Options bench_options = options.bench;
   for (const std::string& text : options.blockings) bench_options.blockings.push_back(bench::parse_blocking(text));
   bench::check_options(bench_options);
-  gpu::DeviceOptions device_options{.adapter = options.adapter};
+  gpu::DeviceOptions device_options{.adapter = options.adapter,
+                                    .enable_toggles = options.enable_toggles,
+                                    .disable_toggles = options.disable_toggles};
   gpu::request_precise_timestamps(device_options);
   gpu::Device device(device_options);
   bench::Ceilings ceilings = bench::measure_ceilings(device, bench_options);
-  if (!options.json) std::printf("%s", bench::format_header(device, bench_options, ceilings).c_str());
+  if (!options.json) {
+    if (!options.enable_toggles.empty() || !options.disable_toggles.empty())
+      fmt::print("toggles:  enabled [{}], disabled [{}]\n", fmt::join(options.enable_toggles, ", "),
+                 fmt::join(options.disable_toggles, ", "));
+    std::printf("%s", bench::format_header(device, bench_options, ceilings).c_str());
+  }
   bool failed = false;
   auto results = bench::run(device, bench_options, ceilings, [&](const bench::Result& result) {
     failed = failed || !result.error.empty();
@@ -60,6 +72,7 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                      ->check(CLI::Range(1u, 1000000u));
                  app.add_option("--adapter", options->adapter,
                                 "Adapter to use (substring of its name; default: $GERBIL_ADAPTER)");
+                 add_toggle_options(app, options->enable_toggles, options->disable_toggles);
                  return [options] { return bench_kernels(*options); };
                });
 
