@@ -40,22 +40,16 @@ var<workgroup> weights: array<f32, TILE>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
-  let split_mode = SPLITS > 1u;
-  let t = select(wid.x + wid.z * nwg.x, wid.x, split_mode);
-  let chunk_index = select(0u, wid.z, split_mode);
-  let h = wid.y;
-  if (t >= params.T) {
+  let task = query_task(wid, nwg, SPLITS);
+  if (task.t >= params.T) {
     return;
   }
   let D = params.head_dim;
   let kv_stride = params.num_kv_heads * D;
-  let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D;
-  let q_base = (t * params.num_q_heads + h) * D;
-  let position = params.position_offset + t;
-  // The keys this workgroup covers: [first, last] (empty when first > last).
-  let keys = chunk_keys(position, chunk_index, SPLITS);
-  let first = keys.x;
-  let last = keys.y;
+  let kv_offset = task.kv * D;
+  let q_base = (task.t * params.num_q_heads + task.h) * D;
+  let first = task.first;  // the keys this workgroup covers: [first, last], empty when first > last
+  let last = task.last;
   let scale = bitcast<f32>(params.scale_bits);
 
   for (var d = lid; d < D; d += WORKGROUP_SIZE) {
@@ -126,8 +120,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var s: u32 = 0u; s < splits; s++) {
       sum += partial[s * D + lid];
     }
-    if (split_mode) {
-      let record = ((t * params.num_q_heads + h) * SPLITS + chunk_index) * (D + 2u);
+    if (SPLITS > 1u) {
+      let record = partial_record(task, SPLITS, D);
       out[record + 2u + lid] = sum;
       if (lid == 0u) {
         out[record] = running_max;

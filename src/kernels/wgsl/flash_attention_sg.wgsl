@@ -40,22 +40,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(subgroup_size) lanes: u32) {
   // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
-  let split_mode = SPLITS > 1u;
-  let t = select(wid.x + wid.z * nwg.x, wid.x, split_mode);
-  let chunk_index = select(0u, wid.z, split_mode);
-  let h = wid.y;
-  if (t >= params.T) {
+  let task = query_task(wid, nwg, SPLITS);
+  if (task.t >= params.T) {
     return;
   }
   let D4 = HEAD_DIM / 4u;
   let kv_stride = params.num_kv_heads * D4;
-  let kv_offset = (h / (params.num_q_heads / params.num_kv_heads)) * D4;
-  let q_base = (t * params.num_q_heads + h) * D4;
-  let position = params.position_offset + t;
-  // The keys this workgroup covers: [first, last] (empty when first > last).
-  let keys = chunk_keys(position, chunk_index, SPLITS);
-  let first = keys.x;
-  let last = keys.y;
+  let kv_offset = task.kv * D4;
+  let q_base = (task.t * params.num_q_heads + task.h) * D4;
+  let first = task.first;  // the keys this workgroup covers: [first, last], empty when first > last
+  let last = task.last;
   let scale = bitcast<f32>(params.scale_bits);
   let subgroup = lid / lanes;
   let subgroups = WORKGROUP_SIZE / lanes;
@@ -154,9 +148,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   let sum = sums[lid];
-  if (split_mode) {
+  if (SPLITS > 1u) {
     // [max, denominator, acc[head_dim]], unnormalised, as flash_attention_combine.wgsl reads it.
-    let record = ((t * params.num_q_heads + h) * SPLITS + chunk_index) * (HEAD_DIM + 2u);
+    let record = partial_record(task, SPLITS, HEAD_DIM);
     for (var j = 0u; j < 4u; j++) {
       out[record + 2u + 4u * lid + j] = sum[j];
     }
