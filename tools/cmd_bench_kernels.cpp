@@ -10,7 +10,7 @@
 #include "gpu/device.h"
 #include "gpu/profiler.h"
 #include "kernels/benchmark.h"
-#include "model_options.h"
+#include "toggle_options.h"
 
 namespace gerbil::cli {
 namespace {
@@ -35,10 +35,11 @@ int bench_kernels(const BenchKernelsOptions& options) {
   gpu::request_precise_timestamps(device_options);
   gpu::Device device(device_options);
   bench::Ceilings ceilings = bench::measure_ceilings(device, bench_options);
+  // The toggles the device was created with: the user's and the precise timestamps' own.
+  nlohmann::json toggles = {{"enabled", device_options.enable_toggles}, {"disabled", device_options.disable_toggles}};
   if (!options.json) {
-    if (!options.enable_toggles.empty() || !options.disable_toggles.empty())
-      fmt::print("toggles:  enabled [{}], disabled [{}]\n", fmt::join(options.enable_toggles, ", "),
-                 fmt::join(options.disable_toggles, ", "));
+    fmt::print("toggles:  enabled [{}], disabled [{}]\n", fmt::join(device_options.enable_toggles, ", "),
+               fmt::join(device_options.disable_toggles, ", "));
     std::printf("%s", bench::format_header(device, bench_options, ceilings).c_str());
   }
   bool failed = false;
@@ -48,7 +49,11 @@ int bench_kernels(const BenchKernelsOptions& options) {
     std::printf("%s", bench::format_row(result).c_str());
     std::fflush(stdout);
   });
-  if (options.json) std::printf("%s\n", bench::to_json(device, bench_options, ceilings, results).dump(2).c_str());
+  if (options.json) {
+    nlohmann::json json = bench::to_json(device, bench_options, ceilings, results);
+    json["toggles"] = toggles;
+    std::printf("%s\n", json.dump(2).c_str());
+  }
   return failed ? 1 : 0;
 }
 

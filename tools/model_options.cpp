@@ -10,6 +10,7 @@
 
 #include "gerbil/error.h"
 #include "gpu/profiler.h"
+#include "toggle_options.h"
 
 namespace gerbil::cli {
 namespace {
@@ -52,15 +53,6 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--weights", weights, "Weight storage: checkpoint (as stored, lossless) or f16")
       ->check(CLI::IsMember({"checkpoint", "f16"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
-}
-
-void add_toggle_options(CLI::App& app, std::vector<std::string>& enable, std::vector<std::string>& disable) {
-  // Dawn exposes no list of its toggles through the C API and ignores names it does not know, so the names
-  // are passed as given; the help says so rather than pretending to check them.
-  app.add_option("--toggle", enable,
-                 "Enable a Dawn device toggle (repeatable), e.g. disable_robustness (turns off bounds checks on "
-                 "buffer access: only for trusted models); Dawn ignores names it does not know");
-  app.add_option("--disable-toggle", disable, "Disable a Dawn device toggle (repeatable)");
 }
 
 LoadedModel load_model(const ModelOptions& options, bool report) {

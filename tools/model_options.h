@@ -28,9 +28,6 @@ struct ModelOptions {
   void add_to(CLI::App& app, bool model_required = true);
 };
 
-// --toggle / --disable-toggle: Dawn device toggles, for every command that creates a device.
-void add_toggle_options(CLI::App& app, std::vector<std::string>& enable, std::vector<std::string>& disable);
-
 // A loaded model and the device it runs on.
 struct LoadedModel {
   std::unique_ptr<gpu::Device> device;
