@@ -34,18 +34,23 @@ INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
                          ::testing::Values("embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
                                            "flash_attention", "argmax", "sample", "linear_fused", "linear_qkv_rope"));
 
-// The same linear check on a device without subgroups: decoding then runs linear.wgsl's workgroup-memory
-// matrix-vector path instead of linear_matvec_sg.wgsl, and both must meet the bound.
-TEST(ModelKernels, LinearWithoutSubgroups) {
+// The same checks on a device without subgroups, for the kernels whose fast paths need them: decoding then
+// runs linear.wgsl's workgroup-memory matrix-vector path instead of linear_matvec_sg.wgsl, and per-query
+// attention flash_attention.wgsl (one key per thread) instead of flash_attention_sg.wgsl, split mode
+// included; both paths must meet the bound.
+TEST(ModelKernels, FallbacksWithoutSubgroups) {
   gpu::Device plain({.allow_subgroups = false});
   ASSERT_FALSE(plain.features().subgroups);
   uint64_t seed = std::random_device{}();
+  int checks = 0;
   for (const auto& check : model_kernel_checks(true)) {
-    if (check.kernel != "linear") continue;
-    SCOPED_TRACE("seed " + std::to_string(seed));
+    if (check.kernel != "linear" && check.kernel != "flash_attention") continue;
+    ++checks;
+    SCOPED_TRACE(check.kernel + ", seed " + std::to_string(seed));
     for (const auto& result : run_check(plain, check, seed))
       EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error;
   }
+  EXPECT_EQ(checks, 2);
 }
 
 TEST(ModelKernels, AreAllInTheSelftest) {
