@@ -23,7 +23,6 @@ struct BenchKernelsOptions {
   std::vector<std::string> enable_toggles, disable_toggles;
 };
 
-
 int bench_kernels(const BenchKernelsOptions& options) {
   namespace bench = kernels::bench;
   bench::Options bench_options = options.bench;

@@ -173,7 +173,6 @@ Generation Generator::generate(std::span<const int32_t> prompt, const GenerateOp
   int32_t id = sampler.sample(logits, sequence);
   if (accept(id)) {
     const auto& s = options.sampling;
-    bool no_penalties = s.repetition_penalty == 1.0f && s.presence_penalty == 0.0f && s.frequency_penalty == 0.0f;
     // Greedy decoding with penalties is sampling from the best one (top-k 1) after them.
     graph::Model::GpuSampling on_gpu{s.greedy() ? 1.0f : s.temperature,
                                      s.greedy() ? 1u : uint32_t(std::max(s.top_k, 0)),
@@ -185,7 +184,7 @@ Generation Generator::generate(std::span<const int32_t> prompt, const GenerateOp
                                      s.frequency_penalty};
     uint32_t steps = options.max_new_tokens - uint32_t(result.tokens.size());
     // The token picked on the GPU, steps queued back to back; `accept` sees each id a few steps later.
-    if (no_penalties && s.greedy()) {
+    if (s.greedy() && !s.penalized()) {
       model_.decode_greedy(id, steps, accept);
     } else if (model_.sampling_on_gpu(on_gpu)) {
       // The counts of `sequence` (prompt and `id`) are taken before any step runs: `accept` grows it.

@@ -25,9 +25,8 @@ Sampler::Sampler(const SamplingParams& params)
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
+  if (!params_.penalized()) return;
   bool repetition = params_.repetition_penalty != 1.0f;
-  bool additive = params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
-  if (!repetition && !additive) return;
   std::unordered_map<int32_t, int32_t> counts;
   for (int32_t id : history)
     if (id >= 0 && size_t(id) < logits.size()) ++counts[id];

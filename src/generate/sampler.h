@@ -22,6 +22,7 @@ struct SamplingParams {
   uint64_t seed = 0;                // 0: a fresh random seed
 
   bool greedy() const { return temperature <= 0.0f; }
+  bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   void validate() const;  // throws gerbil::Error naming the bad parameter
 };
 

@@ -510,7 +510,7 @@ uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampl
   sampling_ = settings;
   // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
   // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
-  if (s.repetition_penalty != 1.0f || s.presence_penalty != 0.0f || s.frequency_penalty != 0.0f) {
+  if (s.penalized()) {
     std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
     for (int32_t id : seen)
       if (id >= 0 && id < config_.vocab_size) ++counts[size_t(id)];

@@ -79,6 +79,7 @@ class Model {
     float top_p = 1.0f, min_p = 0.0f;
     uint64_t seed = 0;
     float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+    bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
                           std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token);

@@ -759,18 +759,15 @@ KernelCheck sample_check(bool quick) {
           if (d > 0) device.write(counts, std::span<const uint32_t>(seen));
           run(device, stages[1]);
         }
-        if (!s.all_nan) {
-          uint32_t last = device.read_as<uint32_t>(history).back();
-          auto after = device.read_as<uint32_t>(counts);
-          if (last >= s.count || after[last] != seen[last] + 1)
-            return CaseResult{"sample", describe(s) + " (the drawn token's count did not go up by one)", INFINITY,
-                              bound};
-        }
         if (s.all_nan) {
           auto drawn = device.read_as<uint32_t>(history);
           bool none = std::all_of(drawn.begin(), drawn.end(), [](uint32_t t) { return t == kNoToken; });
           return CaseResult{"sample", describe(s), none ? 0.0 : INFINITY, bound};
         }
+        uint32_t last = device.read_as<uint32_t>(history).back();
+        auto after = device.read_as<uint32_t>(counts);
+        if (last >= s.count || after[last] != seen[last] + 1)
+          return CaseResult{"sample", describe(s) + " (the drawn token's count did not go up by one)", INFINITY, bound};
         auto effective = reference::penalized_logits(widen(logits), seen, p.repetition_penalty, p.presence_penalty,
                                                      p.frequency_penalty);
         auto want = reference::sampling_probabilities(effective, s.temperature, s.top_k, s.top_p, s.min_p);
