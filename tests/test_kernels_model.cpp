@@ -257,7 +257,7 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
 }
 
 // The dispatcher's choices follow the rules fitted to the H200 sweeps (docs/PERFORMANCE.md): a decode
-// task of at most 16 KiB of weights and about 8192 tasks; prompt splits that fill the last wave.
+// task of at most 16 KiB of weights and about 8192 tasks; prompt splits that fill the last wave of fewer than two.
 TEST(DispatcherChoices, FollowTheMeasuredRules) {
   if (!linear_can_fuse(device(), 1, 4096, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
   // Splits are bounded by 256 / lanes: these expectations hold for subgroups of up to 32 lanes.
@@ -276,9 +276,11 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(blocking(8192, 28672, {2}), (std::vector<uint32_t>{2, 2, 4}));  // 32 KiB pairs split: 4 loads
   auto parts = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_parts({M, K, N, N, 0, 0, 0}); };
   EXPECT_EQ(parts(512, 4096, 6144), 4u);   // 192 tiles of 128 x 128
-  EXPECT_EQ(parts(512, 4096, 28672), 2u);  // 896
+  EXPECT_EQ(parts(512, 4096, 4096), 2u);   // 128
   EXPECT_EQ(parts(512, 896, 9728), 3u);    // 304, and K = 896 allows 3 parts at most
-  EXPECT_EQ(parts(2048, 896, 9728), 1u);   // 1216: 4.6 waves, the last one full enough
+  EXPECT_EQ(parts(512, 4096, 28672), 1u);  // 896: 3.4 waves, two or more are never split
+  EXPECT_EQ(parts(512, 4096, 17920), 1u);  // 560: 2.1 waves, the last one nearly empty, yet whole
+  EXPECT_EQ(parts(2048, 896, 9728), 1u);   // 1216
 }
 
 // The model allocates linear_split_scratch_bound() once for all its prompt products: every split a

@@ -157,15 +157,18 @@ gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t parts)
 
 // Split along K where the tiles alone leave SMs idle: a GPU runs kResidentTiles workgroups of
 // linear_tiled.wgsl at once (an H200: 132 SMs x 2), so T workgroups take ceil(T / kResidentTiles) waves and
-// waste the rest of the last one. Run 20's split sweep at M = 512 on the H200 fits that count: Llama's qkv
-// (192 tiles) is fastest in 4 parts (768 workgroups, 2.9 waves) and its gate_up (896 tiles, 3.4 waves) in 2
-// (6.8 waves); Qwen's gate_up (304 tiles) in 3. Other GPUs differ in SMs and in workgroups per SM, so there
-// the choice is only a sensible one, not a tuned one. Each part spans at least kMinSplitSlabs slabs of 8
-// (its partial sums and the second pass cost about as much), at most kMaxSplitK parts, and all parts
-// together at most kMaxSplitTiles workgroups, which bounds the scratch memory (partial sums of 128 x 128
-// floats each: 128 MiB).
+// waste the rest of the last one. Run 20's split sweep at M = 512 on the H200 fits that count for products of
+// fewer than two waves: Llama's qkv (192 tiles) is fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's
+// gate_up (304 tiles) in 3. From kUnsplitWaves waves of whole tiles on, no split pays: Llama's gate_up (896
+// tiles, 3.4 waves) ran 3.50 ms whole and 3.81 in 2 parts (run 48, the kernel with its slab written out), its
+// last wave costing less than the partial sums and the second pass. Other GPUs differ in SMs and in
+// workgroups per SM, so there the choice is only a sensible one, not a tuned one. Each part spans at least
+// kMinSplitSlabs slabs of 8 (its partial sums and the second pass cost about as much), at most kMaxSplitK
+// parts, and all parts together at most kMaxSplitTiles workgroups, which bounds the scratch memory (partial
+// sums of 128 x 128 floats each: 128 MiB).
 constexpr double kResidentTiles = 264;
 constexpr double kWaveSlack = 1.1;  // a last wave this full is good enough: 1 / 1.1 of the slots busy
+constexpr double kUnsplitWaves = 2;
 constexpr uint64_t kMinSplitSlabs = 32;
 constexpr uint64_t kMaxSplitK = 8;
 constexpr uint64_t kMaxSplitTiles = 2048;
@@ -188,6 +191,7 @@ uint32_t linear_split_parts(const LinearParams& p, uint32_t requested) {
   }
   if (!use_linear_tiled(p) || p.gate_act || p.norm_x) return 1;
   uint64_t tiles = tile_count(p, linear_tile(p));
+  if (tiles >= kUnsplitWaves * kResidentTiles) return 1;
   uint64_t most = std::min({kMaxSplitK, p.K / 8 / kMinSplitSlabs, kMaxSplitTiles / tiles});
   // The fewest parts whose waves are full enough, else the parts that waste the least.
   uint32_t best = 1;

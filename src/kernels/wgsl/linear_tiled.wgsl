@@ -16,9 +16,13 @@
 // * global loads are 16 bytes: x as vec4<f32> (rows are whole 16-byte pieces since K % 8 == 0), W as
 //   vec4<u32> (4 f32 weights, or 8 16-bit weights decoded once per staged word); K % 8 == 0 for every weight
 //   type keeps slabs whole and the choice of kernel a function of the shape alone;
-// * the stores into workgroup memory are transposed scalars; slot s of k row k lives at slot s ^ (k & 4), so
-//   the threads of a warp writing k and k + 4 of the same rows hit distinct banks, and the vec4 reads stay
-//   whole;
+// * a slab's 8 k are written out (multiply_k), not looped over, and the workgroup arrays are indexed
+//   [buffer][k][slot], so each k's reads sit at constant offsets from a few addresses fixed per thread: the
+//   compiler then overlaps the next k's reads with this k's FMAs (an H200's disassembly of the loop showed
+//   each k waiting on its own reads, behind a bounds clamp and an address computation per read);
+// * the stores into workgroup memory are transposed scalars; the two threads of a warp that share a row of x
+//   (or of f32 weights) write k and k + 4 of it to one bank, a 2-way conflict on 4 stores per slab, kept
+//   because the XOR swizzle that avoided it put the reads back at computed addresses (slower on an H200);
 // * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees;
 // * SPLIT_K > 1 splits K into SPLIT_K parts of whole slabs, one workgroup per (tile, part), for products
 //   with too few tiles to fill the GPU (a 512 x 896 output is 112 tiles): each writes its raw partial sums
@@ -44,11 +48,15 @@ override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
 override SPLIT_K: u32 = 1u;     // parts of K, each of ceil(slabs / SPLIT_K) slabs (the last may be shorter)
 
 const WORKGROUP_SIZE: u32 = 256u;
-const TILE_K: u32 = 8u;
-const SLOTS: u32 = 32u;             // vec4 slots per k row: 128 rows or columns at most
-const SLAB: u32 = TILE_K * SLOTS;   // vec4 slots per buffer
-var<workgroup> x_s: array<vec4<f32>, 2u * SLAB>;  // x_s[buffer * SLAB + k * SLOTS + (m / 4 ^ (k & 4))][m % 4]
-var<workgroup> w_s: array<vec4<f32>, 2u * SLAB>;  // likewise for n
+const TILE_K: u32 = 8u;  // multiply_k is called once per row of a slab, written out in main
+const_assert TILE_K == 8u;
+const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
+// x_s[buffer][k][m / 4][m % 4], w_s likewise for n. Three indices rather than one flat one because the bounds
+// checks WebGPU adds clamp every index that is not a constant: k is one once multiply_k is inlined and the
+// slot does not change between slabs, so per slab only the buffer is clamped.
+alias Slab = array<array<vec4<f32>, SLOTS>, TILE_K>;
+var<workgroup> x_s: array<Slab, 2>;
+var<workgroup> w_s: array<Slab, 2>;
 
 // One thread's share of a slab, held in registers between its load and its store.
 struct Staged {
@@ -75,35 +83,35 @@ fn load(m0: u32, n0: u32, k0: u32, lid: u32) -> Staged {
   return staged;
 }
 
-fn put_x(base: u32, k: u32, m: u32, value: f32) {
-  x_s[base + k * SLOTS + ((m / 4u) ^ (k & 4u))][m % 4u] = value;
+fn put_x(buffer: u32, k: u32, m: u32, value: f32) {
+  x_s[buffer][k][m / 4u][m % 4u] = value;
 }
 
-fn put_w(base: u32, k: u32, n: u32, value: f32) {
-  w_s[base + k * SLOTS + ((n / 4u) ^ (k & 4u))][n % 4u] = value;
+fn put_w(buffer: u32, k: u32, n: u32, value: f32) {
+  w_s[buffer][k][n / 4u][n % 4u] = value;
 }
 
-// Stores a staged slab, transposed, into buffer `base`.
-fn stage(staged: Staged, base: u32, lid: u32) {
+// Stores a staged slab, transposed, into `buffer`.
+fn stage(staged: Staged, buffer: u32, lid: u32) {
   let row = lid / 2u;
   let k = 4u * (lid % 2u);
   if (row < 64u * ROW_GROUPS) {
     for (var j: u32 = 0u; j < 4u; j++) {
-      put_x(base, k + j, row, staged.x[j]);
+      put_x(buffer, k + j, row, staged.x[j]);
     }
   }
   if (WEIGHT_TYPE == 0u) {
     if (row < 64u * COL_GROUPS) {
       let w = bitcast<vec4<f32>>(staged.w);
       for (var j: u32 = 0u; j < 4u; j++) {
-        put_w(base, k + j, row, w[j]);
+        put_w(buffer, k + j, row, w[j]);
       }
     }
   } else if (lid < 64u * COL_GROUPS) {
     for (var j: u32 = 0u; j < 4u; j++) {
       let pair = halves(staged.w[j]);
-      put_w(base, 2u * j, lid, pair.x);
-      put_w(base, 2u * j + 1u, lid, pair.y);
+      put_w(buffer, 2u * j, lid, pair.x);
+      put_w(buffer, 2u * j + 1u, lid, pair.y);
     }
   }
 }
@@ -112,6 +120,32 @@ fn stage(staged: Staged, base: u32, lid: u32) {
 fn outer(a: vec4<f32>, b: vec4<f32>, c: mat4x4<f32>) -> mat4x4<f32> {
   return mat4x4<f32>(fma(vec4<f32>(a.x), b, c[0]), fma(vec4<f32>(a.y), b, c[1]), fma(vec4<f32>(a.z), b, c[2]),
                      fma(vec4<f32>(a.w), b, c[3]));
+}
+
+// acc_ij: rows m0 + 64i + 4ty + r (column r of the matrix), columns n0 + 64j + 4tx + 0..3 of the tile (main).
+// Module-scope so that multiply_k can update them; each invocation has its own, starting at zero.
+var<private> acc00: mat4x4<f32>;
+var<private> acc01: mat4x4<f32>;
+var<private> acc10: mat4x4<f32>;
+var<private> acc11: mat4x4<f32>;
+
+// Row k of the slab in `buffer` times the thread's accumulators: 4 vec4 reads, up to 64 FMAs. a1 and b1 are
+// unused, and so not read, in a tile of one row or column group.
+fn multiply_k(buffer: u32, k: u32, tx: u32, ty: u32) {
+  let a0 = x_s[buffer][k][ty];
+  let a1 = x_s[buffer][k][16u + ty];
+  let b0 = w_s[buffer][k][tx];
+  let b1 = w_s[buffer][k][16u + tx];
+  acc00 = outer(a0, b0, acc00);
+  if (COL_GROUPS == 2u) {
+    acc01 = outer(a0, b1, acc01);
+  }
+  if (ROW_GROUPS == 2u) {
+    acc10 = outer(a1, b0, acc10);
+  }
+  if (ROW_GROUPS == 2u && COL_GROUPS == 2u) {
+    acc11 = outer(a1, b1, acc11);
+  }
 }
 
 //!include linear_store.wgsl
@@ -154,11 +188,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tx = lid % 16u;
   let ty = lid / 16u;
 
-  // acc_ij: rows m0 + 64i + 4ty + r (column r of the matrix), columns n0 + 64j + 4tx + 0..3.
-  var acc00: mat4x4<f32>;
-  var acc01: mat4x4<f32>;
-  var acc10: mat4x4<f32>;
-  var acc11: mat4x4<f32>;
   // This part's slabs: [first_slab, end_slab) (the whole K unless split).
   let slabs = params.K / TILE_K;
   let part_slabs = select(slabs, (slabs + SPLIT_K - 1u) / SPLIT_K, SPLIT_K > 1u);
@@ -174,28 +203,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (more) {
       next = load(m0, n0, (s + 1u) * TILE_K, lid);
     }
-    let base = ((s - first_slab) % 2u) * SLAB;
-    for (var k: u32 = 0u; k < TILE_K; k++) {
-      let row = base + k * SLOTS;
-      let swap = k & 4u;
-      // a1 and b1 are unused, and so not read, in a tile of one row or column group.
-      let a0 = x_s[row + (ty ^ swap)];
-      let a1 = x_s[row + ((16u + ty) ^ swap)];
-      let b0 = w_s[row + (tx ^ swap)];
-      let b1 = w_s[row + ((16u + tx) ^ swap)];
-      acc00 = outer(a0, b0, acc00);
-      if (COL_GROUPS == 2u) {
-        acc01 = outer(a0, b1, acc01);
-      }
-      if (ROW_GROUPS == 2u) {
-        acc10 = outer(a1, b0, acc10);
-      }
-      if (ROW_GROUPS == 2u && COL_GROUPS == 2u) {
-        acc11 = outer(a1, b1, acc11);
-      }
-    }
+    let buffer = (s - first_slab) % 2u;
+    // Written out rather than looped over: see the header.
+    multiply_k(buffer, 0u, tx, ty);
+    multiply_k(buffer, 1u, tx, ty);
+    multiply_k(buffer, 2u, tx, ty);
+    multiply_k(buffer, 3u, tx, ty);
+    multiply_k(buffer, 4u, tx, ty);
+    multiply_k(buffer, 5u, tx, ty);
+    multiply_k(buffer, 6u, tx, ty);
+    multiply_k(buffer, 7u, tx, ty);
     if (more) {
-      stage(next, SLAB - base, lid);
+      stage(next, 1u - buffer, lid);
     }
     workgroupBarrier();
   }
