@@ -16,10 +16,13 @@
 // * global loads are 16 bytes: x as vec4<f32> (rows are whole 16-byte pieces since K % 8 == 0), W as
 //   vec4<u32> (4 f32 weights, or 8 16-bit weights decoded once per staged word); K % 8 == 0 for every weight
 //   type keeps slabs whole and the choice of kernel a function of the shape alone;
-// * a slab's 8 k are written out (multiply_k), not looped over, and the workgroup arrays are indexed
-//   [buffer][k][slot], so each k's reads sit at constant offsets from a few addresses fixed per thread: the
-//   compiler then overlaps the next k's reads with this k's FMAs (an H200's disassembly of the loop showed
-//   each k waiting on its own reads, behind a bounds clamp and an address computation per read);
+// * the workgroup arrays are indexed [buffer][k][slot], so that the bounds checks WebGPU adds do not clamp
+//   each read's address (an H200's disassembly of the flat index showed a clamp and an address computation
+//   per read); a whole tile's slab has its 8 k written out (multiply_k with constant k), so each read sits at
+//   a constant offset from 4 addresses per thread and the compiler overlaps the next k's reads with this k's
+//   FMAs (the loop was not unrolled: each k waited on its own reads). The parts of a split loop over k
+//   instead: on an H200, looped, Llama's split products took 5-7 % less time and its whole ones 17-30 %
+//   more than written out (runs 50-51; why, the timings do not show);
 // * the stores into workgroup memory are transposed scalars; the two threads of a warp that share a row of x
 //   (or of f32 weights) write k and k + 4 of it to one bank, a 2-way conflict on 4 stores per slab, kept
 //   because the XOR swizzle that avoided it put the reads back at computed addresses (slower on an H200);
@@ -48,8 +51,8 @@ override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
 override SPLIT_K: u32 = 1u;     // parts of K, each of ceil(slabs / SPLIT_K) slabs (the last may be shorter)
 
 const WORKGROUP_SIZE: u32 = 256u;
-const TILE_K: u32 = 8u;  // multiply_k is called once per row of a slab, written out in main
-const_assert TILE_K == 8u;
+const TILE_K: u32 = 8u;
+const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply_k per k
 const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
 // x_s[buffer][k][m / 4][m % 4], w_s likewise for n. Three indices rather than one flat one because the bounds
 // checks WebGPU adds clamp every index that is not a constant: k is one once multiply_k is inlined and the
@@ -204,15 +207,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       next = load(m0, n0, (s + 1u) * TILE_K, lid);
     }
     let buffer = (s - first_slab) % 2u;
-    // Written out rather than looped over: see the header.
-    multiply_k(buffer, 0u, tx, ty);
-    multiply_k(buffer, 1u, tx, ty);
-    multiply_k(buffer, 2u, tx, ty);
-    multiply_k(buffer, 3u, tx, ty);
-    multiply_k(buffer, 4u, tx, ty);
-    multiply_k(buffer, 5u, tx, ty);
-    multiply_k(buffer, 6u, tx, ty);
-    multiply_k(buffer, 7u, tx, ty);
+    // Whole tiles write the slab's 8 k out, parts of a split loop over them: see the header.
+    if (SPLIT_K == 1u) {
+      multiply_k(buffer, 0u, tx, ty);
+      multiply_k(buffer, 1u, tx, ty);
+      multiply_k(buffer, 2u, tx, ty);
+      multiply_k(buffer, 3u, tx, ty);
+      multiply_k(buffer, 4u, tx, ty);
+      multiply_k(buffer, 5u, tx, ty);
+      multiply_k(buffer, 6u, tx, ty);
+      multiply_k(buffer, 7u, tx, ty);
+    } else {
+      for (var k = 0u; k < TILE_K; k++) {
+        multiply_k(buffer, k, tx, ty);
+      }
+    }
     if (more) {
       stage(next, 1u - buffer, lid);
     }
