@@ -159,13 +159,14 @@ gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t parts)
 // linear_tiled.wgsl at once (an H200: 132 SMs x 2), so T workgroups take ceil(T / kResidentTiles) waves and
 // waste the rest of the last one. Run 20's split sweep at M = 512 on the H200 fits that count for products of
 // fewer than two waves: Llama's qkv (192 tiles) is fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's
-// gate_up (304 tiles) in 3. From kUnsplitWaves waves of whole tiles on, no split pays: Llama's gate_up (896
-// tiles, 3.4 waves) ran 3.50 ms whole and 3.81 in 2 parts (run 48, before the parts looped over k; run 50's
-// other split products suggest about 3.6 looped), its last wave costing less than the partial sums and the
-// second pass. Other GPUs differ in SMs and in workgroups per SM, so there the choice is only a sensible one,
-// not a tuned one. Each part spans at least kMinSplitSlabs slabs of 8 (its partial sums and the second pass
-// cost about as much), at most kMaxSplitK parts, and all parts together at most kMaxSplitTiles workgroups,
-// which bounds the scratch memory (partial sums of 128 x 128 floats each: 128 MiB).
+// gate_up (304 tiles, 1.2 waves) in 3. From kUnsplitWaves waves of whole tiles on the split is not taken: the
+// one such shape measured, Llama's gate_up (896 tiles, 3.4 waves), ran 3.50 ms whole and 3.81 in 2 parts (run
+// 48, before the parts looped over k; run 50's other split products suggest about 3.6 looped). Two waves is a
+// choice between the 1.2 where splitting paid and the 3.4 where it did not; nothing between was measured.
+// Other GPUs differ in SMs and in workgroups per SM, so there the choice is only a sensible one, not a tuned
+// one. Each part spans at least kMinSplitSlabs slabs of 8 (its partial sums and the second pass cost about as
+// much), at most kMaxSplitK parts, and all parts together at most kMaxSplitTiles workgroups, which bounds the
+// scratch memory (partial sums of 128 x 128 floats each: 128 MiB).
 constexpr double kResidentTiles = 264;
 constexpr double kWaveSlack = 1.1;  // a last wave this full is good enough: 1 / 1.1 of the slots busy
 constexpr double kUnsplitWaves = 2;

@@ -25,7 +25,8 @@
 //   more than written out (runs 50-51; why, the timings do not show);
 // * the stores into workgroup memory are transposed scalars; the two threads of a warp that share a row of x
 //   (or of f32 weights) write k and k + 4 of it to one bank, a 2-way conflict on 4 stores per slab, kept
-//   because the XOR swizzle that avoided it put the reads back at computed addresses (slower on an H200);
+//   because the XOR swizzle that avoided it needs 8 read addresses per thread instead of 4, and that build
+//   spilled registers and ran slower on an H200 (runs 47-48);
 // * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees;
 // * SPLIT_K > 1 splits K into SPLIT_K parts of whole slabs, one workgroup per (tile, part), for products
 //   with too few tiles to fill the GPU (a 512 x 896 output is 112 tiles): each writes its raw partial sums
@@ -56,7 +57,7 @@ const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply
 const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
 // x_s[buffer][k][m / 4][m % 4], w_s likewise for n. Three indices rather than one flat one because the bounds
 // checks WebGPU adds clamp every index that is not a constant: k is one once multiply_k is inlined and the
-// slot does not change between slabs, so per slab only the buffer is clamped.
+// slot is the same in every slab, so a slab takes 5 clamps (the buffer and 4 slots) instead of 32.
 alias Slab = array<array<vec4<f32>, SLOTS>, TILE_K>;
 var<workgroup> x_s: array<Slab, 2>;
 var<workgroup> w_s: array<Slab, 2>;
