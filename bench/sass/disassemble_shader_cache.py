@@ -56,10 +56,18 @@ def zstd_decode(data: bytes, size: int) -> bytes:
 
 def cache_payloads(toc_path: str):
     """The unpacked payload of every section listed in one .toc file."""
+    bin_path = toc_path[:-4] + ".bin"
+    if not os.path.exists(bin_path):
+        raise SystemExit(f"{toc_path}: its data file {bin_path} is missing")
     toc = open(toc_path, "rb").read()
-    data = open(toc_path[:-4] + ".bin", "rb").read()
+    data = open(bin_path, "rb").read()
+    if len(toc) < 0x20 or toc[:4] != b"CDVN" or (len(toc) - 0x20) % 0x18:
+        raise SystemExit(f"{toc_path}: not a shader cache index (no CDVN header, or a partial entry)")
     for entry in range((len(toc) - 0x20) // 0x18):
         offset, size = struct.unpack_from("<II", toc, 0x20 + entry * 0x18 + 0x10)
+        if size < 4 or offset + 0x24 + size - 4 > len(data):
+            raise SystemExit(f"{toc_path}: entry {entry} points past the end of {bin_path} "
+                             f"(offset {offset}, size {size}, file {len(data)} bytes)")
         unpacked_size = struct.unpack_from("<I", data, offset + 0x20)[0]
         packed = data[offset + 0x24: offset + 0x24 + size - 4]
         if packed[:4] == b"\x28\xb5\x2f\xfd":
@@ -91,9 +99,13 @@ def main():
     nvdisasm = shutil.which("nvdisasm") or next(iter(glob.glob("/usr/local/cuda*/bin/nvdisasm")), None)
     if nvdisasm is None:
         print("nvdisasm not found (CUDA toolkit): the sections are written, not disassembled")
+    tocs = sorted(glob.glob(os.path.join(args.cache, "**", "*.toc"), recursive=True))
+    if not tocs:
+        raise SystemExit(f"{args.cache}: no shader cache index (*.toc) below it; was the program run with "
+                         "__GL_SHADER_DISK_CACHE_PATH set to this folder (which must exist)?")
     os.makedirs(args.out, exist_ok=True)
     programs = 0
-    for toc in sorted(glob.glob(os.path.join(args.cache, "**", "*.toc"), recursive=True)):
+    for toc in tocs:
         for payload in cache_payloads(toc):
             programs += 1
             name = os.path.join(args.out, f"obj{programs:04d}")
