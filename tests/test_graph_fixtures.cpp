@@ -305,7 +305,7 @@ TEST(GpuDecoding, AllNanLogitsStopWithAnErrorNamingThePosition) {
   EXPECT_EQ(model.position(), 3u);
 }
 
-// A prompt whose down projection is split along K (a 1024-wide MLP has 128 slabs: 4 parts for 24 rows of 64
+// A prompt whose down projection is shared out (a 1024-wide MLP has 128 slabs: 4 shares of 32 for 24 rows of 64
 // columns, one tile) against the same tokens decoded one at a time, which never split.
 TEST(SplitPrefill, MatchesTokenByTokenDecoding) {
   test::ScratchDir dir;
@@ -313,7 +313,7 @@ TEST(SplitPrefill, MatchesTokenByTokenDecoding) {
   ModelFiles files = ModelFiles::open(dir.path());
   Model model(device(), files, ModelOptions{.context = 32});
   constexpr uint32_t kTokens = 24;
-  ASSERT_EQ(kernels::linear_split_parts({kTokens, 1024, 64, 64, 0, 0, 1}), 4u);
+  ASSERT_EQ(kernels::linear_split_workers({kTokens, 1024, 64, 64, 0, 0, 1}), 4u);
   auto entries = model.describe(kTokens);
   EXPECT_EQ(std::count_if(entries.begin(), entries.end(), [](auto& e) { return e.kernel == "linear_split_sum"; }),
             files.config().num_layers);

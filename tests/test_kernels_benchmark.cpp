@@ -118,7 +118,7 @@ TEST(KernelBenchmark, TuningRowsFollowTheRequestedBlockingsAndSplits) {
   if (!kernels::linear_can_fuse(device(), 1, 896, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
   Options options{.quick = true, .kernel = "linear", .shape = "qwen o M=", .iterations = 1};
   options.blockings = {{1, 2, 1}, {1, 3, 1}};
-  options.split_parts = {3};
+  options.split_workers = {42};
   std::vector<std::string> variants, errors;
   for (const Result& r : run(device(), options, kCeilings, nullptr)) {
     variants.push_back(r.shape + " | " + r.variant + " | " + r.note);
@@ -129,7 +129,7 @@ TEST(KernelBenchmark, TuningRowsFollowTheRequestedBlockingsAndSplits) {
   };
   EXPECT_TRUE(has("qwen o M=1 K=896 N=896 | f16 matvec c1 s2 u1 | ")) << testing::PrintToString(variants);
   EXPECT_TRUE(has("qwen o M=1 K=896 N=896 | f16 matvec c1 s2 u1 norm | "));
-  EXPECT_TRUE(has("qwen o M=50 K=896 N=896 | f16 tiled split3 | split_k=3"));
+  EXPECT_TRUE(has("qwen o M=50 K=896 N=896 | f16 tiled split42 | 42 workers"));
   EXPECT_FALSE(has("qwen o M=50 K=896 N=896 | f16 tiled c1"));  // blockings are for decoding shapes only
   ASSERT_EQ(errors.size(), 2u);  // split 3 is not a power of two: the bare and the norm row
   EXPECT_THAT(errors[0], testing::HasSubstr("split 3 must be a power of two"));

@@ -257,7 +257,8 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
 }
 
 // The dispatcher's choices follow the rules fitted to the H200 sweeps (docs/PERFORMANCE.md): a decode
-// task of at most 16 KiB of weights and about 8192 tasks; prompt splits that fill the last wave of fewer than two.
+// task of at most 16 KiB of weights and about 8192 tasks; prompt products shared out over one wave of workgroups
+// where whole tiles leave the last wave less than 1 / 1.1 full.
 TEST(DispatcherChoices, FollowTheMeasuredRules) {
   if (!linear_can_fuse(device(), 1, 4096, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
   // Splits are bounded by 256 / lanes: these expectations hold for subgroups of up to 32 lanes.
@@ -274,13 +275,15 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1}));  // its gate|up pairs: never split
   EXPECT_EQ(blocking(4096, 6144, {2}), (std::vector<uint32_t>{2, 1, 1}));  // Llama's q|k|v pairs
   EXPECT_EQ(blocking(8192, 28672, {2}), (std::vector<uint32_t>{2, 2, 4}));  // 32 KiB pairs split: 4 loads
-  auto parts = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_parts({M, K, N, N, 0, 0, 0}); };
-  EXPECT_EQ(parts(512, 4096, 6144), 4u);   // 192 tiles of 128 x 128
-  EXPECT_EQ(parts(512, 4096, 4096), 2u);   // 128
-  EXPECT_EQ(parts(512, 896, 9728), 3u);    // 304, and K = 896 allows 3 parts at most
-  EXPECT_EQ(parts(512, 4096, 28672), 1u);  // 896: 3.4 waves, two or more are never split
-  EXPECT_EQ(parts(512, 4096, 17920), 1u);  // 560: 2.1 waves, the last one nearly empty, yet whole
-  EXPECT_EQ(parts(2048, 896, 9728), 1u);   // 1216
+  auto workers = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_workers({M, K, N, N, 0, 0, 0}); };
+  EXPECT_EQ(workers(512, 4096, 6144), 264u);   // 192 tiles of 128 x 128: one wave of shares
+  EXPECT_EQ(workers(512, 4096, 4096), 264u);   // 128
+  EXPECT_EQ(workers(512, 896, 9728), 264u);    // 304: 1.2 waves
+  EXPECT_EQ(workers(512, 4096, 28672), 264u);  // 896: 3.4 waves, the last 39 % full
+  EXPECT_EQ(workers(512, 4096, 17920), 264u);  // 560: 2.1 waves
+  EXPECT_EQ(workers(2048, 896, 9728), 0u);     // 1216: 4.6 waves, the last 61 % full: whole tiles
+  EXPECT_EQ(workers(512, 64, 896), 0u);        // 112 tiles of 64 x 64, 8 slabs each: too short for shares
+  EXPECT_EQ(workers(24, 1024, 64), 4u);        // one tile of 128 slabs: 4 shares of 32
 }
 
 // The model allocates linear_split_scratch_bound() once for all its prompt products: every split a
@@ -296,27 +299,28 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
             EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound(max_rows, max_columns))
                 << "M=" << M << " K=" << K << " N=" << N;
           }
-  EXPECT_EQ(linear_split_parts({2, 4096, 64, 64, 0, 0, 0}), 1u);   // decoding never splits
-  EXPECT_EQ(linear_split_parts({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile: as many parts as allowed
-  EXPECT_EQ(linear_split_parts({20, 128, 40, 40, 0, 0, 0}), 1u);   // too short a K to split
+  EXPECT_EQ(linear_split_workers({2, 4096, 64, 64, 0, 0, 0}), 0u);   // decoding never splits
+  EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
+  EXPECT_EQ(linear_split_workers({20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
+  EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
 }
 
 TEST(LinearSplit, RejectsShortScratchAndFusions) {
-  LinearParams p{20, 2048, 40, 40, 0, 0, 0};  // one tile: 8 parts of 20 x 40 partial sums
-  ASSERT_EQ(linear_split_scratch_floats(p), 8u * 20 * 40);
+  LinearParams p{20, 2048, 40, 40, 0, 0, 0};  // one 64 x 64 tile: 8 workers, 2 slots of partial sums each
+  ASSERT_EQ(linear_split_scratch_floats(p), 2u * 8 * 64 * 64);
   auto x = device().create_buffer("x", 4ull * 20 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
   auto out = device().create_buffer("out", 4ull * 20 * 40);
-  auto short_scratch = device().create_buffer("scratch", 4ull * (8 * 20 * 40 - 1));
+  auto short_scratch = device().create_buffer("scratch", 4ull * (2 * 8 * 64 * 64 - 1));
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&short_scratch}); },
-              ThrowsMessage<Error>(AllOf(HasSubstr("split_k=8"), HasSubstr("operand 'partials'"))));
+              ThrowsMessage<Error>(AllOf(HasSubstr("workers=8"), HasSubstr("operand 'partials'"))));
   LinearParams gated = p;
   gated.gate_act = 1;
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, gated, WeightType::F16, {&short_scratch}); },
               ThrowsMessage<Error>(HasSubstr("fuse no norm or gate")));
-  // A requested count of parts: at most 8, and never for decoding's matrix-vector rows.
-  auto scratch = device().create_buffer("scratch", 4ull * 9 * 20 * 40);
-  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}, 9); },
-              ThrowsMessage<Error>(HasSubstr("split_k=9 requested")));
+  // A requested count of workers: at most one per slab (256 here), and never for decoding's matrix-vector rows.
+  auto scratch = device().create_buffer("scratch", 4ull * 2 * 257 * 64 * 64);
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}, 257); },
+              ThrowsMessage<Error>(HasSubstr("257 split workers requested")));
   LinearParams decoding{2, 2048, 40, 40, 0, 0, 0};
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, decoding, WeightType::F16, {&scratch}, 2); },
               ThrowsMessage<Error>(HasSubstr("splits M > 4 rows")));

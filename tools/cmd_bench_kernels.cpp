@@ -67,9 +67,10 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                  app.add_option("--blocking", options->blockings,
                                 "Also time f16 decode products at this blocking, COLUMNS,SPLIT,UNROLL (repeatable; "
                                 "0 leaves one to the dispatcher)");
-                 app.add_option("--split-parts", options->bench.split_parts,
-                                "Also time f16 prompt products split along K into this many parts (repeatable)")
-                     ->check(CLI::Range(1u, 8u));
+                 app.add_option("--split-workers", options->bench.split_workers,
+                                "Also time f16 prompt products with their work shared out over this many "
+                                "workgroups (repeatable)")
+                     ->check(CLI::Range(1u, 4096u));
                  app.add_flag("--quick", options->bench.quick, "Decode shapes and a few T = 50 ones, fewer iterations");
                  app.add_option("--iterations", options->bench.iterations,
                                 "Timed iterations per case (default: up to 100, --quick 10, fewer for slow cases)")

@@ -215,8 +215,8 @@ class StepBuilder {
       BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
       std::string name = L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label;
       BufferBinding weight{L.weight.get(), block.byte_offset, block.byte_size};
-      if (kernels::linear_split_parts(p) > 1) {
-        // A prompt product with too few tiles for the GPU: split along K, then summed (two dispatches).
+      if (kernels::linear_split_workers(p) != 0) {
+        // A prompt product whose tiles leave SMs idle: shared out, then the cut tiles summed (two dispatches).
         for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type, {&b_.split_scratch}))
           add(name, std::move(d));
       } else {
@@ -408,7 +408,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                        uint32_t(config_.head_dim)};
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
   uint64_t widest_linear = std::max({q_width + 2 * kv_width, H, 2 * I, vocab});
-  b.split_scratch = f32("split-K partial sums", std::max<uint64_t>(1, kernels::linear_split_scratch_bound(
+  b.split_scratch = f32("split partial sums", std::max<uint64_t>(1, kernels::linear_split_scratch_bound(
                                                                         uint32_t(chunk), uint32_t(widest_linear))));
   b.sampled = f32("sampled token", 1);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);

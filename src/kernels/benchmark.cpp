@@ -314,8 +314,8 @@ Case seed_matmul(Workspace& w, const Shape& s) {
 struct LinearExtras {
   bool norm = false;      // an RMSNorm of x
   uint32_t gate_act = 0;  // act(gate) * up over the N rows as gate|up halves (1 SiLU)
-  bool split_k = false;   // linear_split_k: K split into parts where the tiles are few (one dispatch when not)
-  uint32_t parts = 0;     // split_k: this many parts (0: the dispatcher's choice)
+  bool split_k = false;   // linear_split_k: the work shared out where whole tiles leave SMs idle
+  uint32_t workers = 0;   // split_k: over this many workgroups (0: the dispatcher's choice)
 };
 
 // Decoding reads each weight once per token, from memory: a product small enough to stay in the L2 cache
@@ -338,7 +338,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
     if (extras.norm) c.variant += " norm";
     if (extras.gate_act) c.variant += " gated";
-    if (extras.split_k) c.variant += extras.parts ? fmt::format(" split{}", extras.parts) : " split";
+    if (extras.split_k) c.variant += extras.workers ? fmt::format(" split{}", extras.workers) : " split";
     bool fused = extras.norm || extras.gate_act;
     if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
@@ -362,26 +362,26 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     c.repeats = decode_copies(w, s, uint64_t(weight_bytes(type)) * s.K * s.N, blocks.size());
     for (uint32_t copy = 1; copy < c.repeats; ++copy)
       weights.push_back({&w.copy_of(*weights[0].buffer, fmt::format("W#{}", copy)), 0, s.N});
-    std::vector<uint32_t> parts;
+    std::vector<std::string> shares;  // split_k: how each dispatch's work was shared out
     for (auto [buffer, n0, count] : weights) {
       const gpu::Buffer& W = *buffer;
       // x stands in for the unused bias and residual.
       LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm};
       if (extras.split_k) {
-        uint32_t used_parts = linear_split_parts(p, extras.parts);
         const gpu::Buffer& scratch =
-            w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, used_parts)));
+            w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, extras.workers)));
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
-                                          whole(scratch), used_parts))
+                                          whole(scratch), extras.workers))
           c.dispatches.push_back(std::move(d));
-        parts.push_back(used_parts);
+        uint32_t workers = linear_split_workers(p, extras.workers);
+        shares.push_back(workers ? fmt::format("{} workers", workers) : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                       extras.norm ? whole(norm_weight) : BufferBinding{}, blocking));
       }
     }
     std::vector<std::string> notes;
-    if (extras.split_k) notes.push_back(fmt::format("split_k={}", fmt::join(parts, "/")));
+    if (extras.split_k) notes.push_back(fmt::format("{}", fmt::join(shares, "/")));
     if (blocks.size() > 1) notes.push_back(split_note(w.device(), blocks.size()));
     if (c.repeats > 1) notes.push_back(fmt::format("{} weight copies read in turn", c.repeats));
     c.note = fmt::format("{}", fmt::join(notes, ", "));
@@ -931,8 +931,8 @@ std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) 
         kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = true, .gate_act = 1})});
     }
   } else {
-    for (uint32_t parts : options.split_parts)
-      kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .parts = parts})});
+    for (uint32_t workers : options.split_workers)
+      kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .workers = workers})});
   }
   return kernels;
 }

@@ -37,7 +37,7 @@ struct Options {
   // and with a fused norm (gate_up shapes also gated, as decoding runs them), f16 prompt products split
   // into each of these counts of parts.
   std::vector<MatvecBlocking> blockings;
-  std::vector<uint32_t> split_parts;
+  std::vector<uint32_t> split_workers;
   gpu::TimerClock clock = gpu::TimerClock::Auto;
 };
 

@@ -147,32 +147,30 @@ std::string linear_shapes(const LinearParams& p, WeightType type) {
                      p.out_col);
 }
 
-// linear_tiled.wgsl's override constants for a tile (64-row / -column groups) and, when split, its parts of K.
-gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t parts) {
+// linear_tiled.wgsl's override constants for a tile (64-row / -column groups) and, when split, its shares
+// (linear_split_sum.wgsl takes the same).
+gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t workers) {
   gpu::Constants constants = {
       {"WEIGHT_TYPE", double(type)}, {"ROW_GROUPS", tile.rows / 64.0}, {"COL_GROUPS", tile.cols / 64.0}};
-  if (parts > 1) constants.push_back({"SPLIT_K", double(parts)});
+  if (workers > 0) constants.push_back({"WORKERS", double(workers)});
   return constants;
 }
 
-// Split along K where the tiles alone leave SMs idle: a GPU runs kResidentTiles workgroups of
-// linear_tiled.wgsl at once (an H200: 132 SMs x 2), so T workgroups take ceil(T / kResidentTiles) waves and
-// waste the rest of the last one. Run 20's split sweep at M = 512 on the H200 fits that count for products of
-// fewer than two waves: Llama's qkv (192 tiles) is fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's
-// gate_up (304 tiles, 1.2 waves) in 3. From kUnsplitWaves waves of whole tiles on the split is not taken: the
-// one such shape measured, Llama's gate_up (896 tiles, 3.4 waves), ran 3.50 ms whole and 3.81 in 2 parts (run
-// 48, before the parts looped over k; run 50's other split products suggest about 3.6 looped). Two waves is a
-// choice between the 1.2 where splitting paid and the 3.4 where it did not; nothing between was measured.
-// Other GPUs differ in SMs and in workgroups per SM, so there the choice is only a sensible one, not a tuned
-// one. Each part spans at least kMinSplitSlabs slabs of 8 (its partial sums and the second pass cost about as
-// much), at most kMaxSplitK parts, and all parts together at most kMaxSplitTiles workgroups, which bounds the
-// scratch memory (partial sums of 128 x 128 floats each: 128 MiB).
+// Whole tiles where they fill their waves: a GPU runs kResidentTiles workgroups of linear_tiled.wgsl at once
+// (an H200: 132 SMs x 2), so T tiles take ceil(T / kResidentTiles) waves, and a last wave at least 1 / 1.1
+// full is kept (Llama-8B's gate_up at M = 512, 896 tiles, is 3.4 waves: its last is 39 % full). Other products
+// share their (tile, slab) iterations out over kResidentTiles workgroups, one wave that ends together, each
+// share at least kMinShareSlabs slabs of 8 (a share's tile changes and the second pass's sums cost about as
+// much). Run 20's sweep of equal parts at M = 512 on the H200 fits that count: Llama's q|k|v (192 tiles) was
+// fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's gate_up (304 tiles, 1.2 waves) in 3. Other GPUs
+// differ in SMs and in workgroups per SM, so there the count is only a sensible one, not a tuned one.
 constexpr double kResidentTiles = 264;
-constexpr double kWaveSlack = 1.1;  // a last wave this full is good enough: 1 / 1.1 of the slots busy
-constexpr double kUnsplitWaves = 2;
-constexpr uint64_t kMinSplitSlabs = 32;
-constexpr uint64_t kMaxSplitK = 8;
-constexpr uint64_t kMaxSplitTiles = 2048;
+constexpr double kWaveSlack = 1.1;
+constexpr uint64_t kMinShareSlabs = 32;
+// linear_shares.wgsl's u32 arithmetic bounds the workers, and the scratch of requested parts is bounded
+// (partial sums of 2 tiles per worker: 128 MiB).
+constexpr uint64_t kMaxSplitWorkers = 4096;
+constexpr uint64_t kMaxSplitScratch = uint64_t(32) << 20;
 
 // Slot-waves spent per wave of useful work when `workgroups` tiles run kResidentTiles at a time (>= 1).
 double wave_waste(uint64_t workgroups) {
@@ -180,37 +178,61 @@ double wave_waste(uint64_t workgroups) {
   return std::ceil(waves) / waves;
 }
 
+uint64_t tile_outputs(LinearTile tile) { return uint64_t(tile.rows) * tile.cols; }
+
 }  // namespace
 
-uint32_t linear_split_parts(const LinearParams& p, uint32_t requested) {
-  if (requested != 0) {
-    if (!use_linear_tiled(p) || requested > std::min<uint64_t>(kMaxSplitK, p.K / 8))
-      fail("kernel 'linear' (M={} K={} N={}): split_k={} requested; the prompt kernel splits M > {} rows with "
-           "K % 8 == 0 into at most min({}, K / 8) parts",
-           p.M, p.K, p.N, requested, kMatvecRows, kMaxSplitK);
-    return requested;
-  }
-  if (!use_linear_tiled(p) || p.gate_act || p.norm_x) return 1;
-  uint64_t tiles = tile_count(p, linear_tile(p));
-  if (tiles >= kUnsplitWaves * kResidentTiles) return 1;
-  uint64_t most = std::min({kMaxSplitK, p.K / 8 / kMinSplitSlabs, kMaxSplitTiles / tiles});
-  // The fewest parts whose waves are full enough, else the parts that waste the least.
-  uint32_t best = 1;
-  for (uint32_t parts = 1; parts <= most; ++parts) {
-    if (wave_waste(tiles * parts) <= kWaveSlack) return parts;
-    if (wave_waste(tiles * parts) < wave_waste(tiles * best)) best = parts;
-  }
-  return best;
+namespace {
+
+// linear_tiled.wgsl's bindings in order, `partials` the split's scratch (any buffer when not split).
+struct TiledBindings {
+  BufferBinding x, weight, bias, residual, out, partials;
+};
+
+// linear_tiled.wgsl over the shape's tiles (workers 0) or shared out over `workers` workgroups.
+Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const TiledBindings& b, const LinearParams& p,
+                      WeightType type, uint32_t workers) {
+  LinearTile tile = linear_tile(p);
+  uint64_t out_count = count_of(p.M, p.out_stride);
+  return prepare(device, "linear_tiled", shapes,
+                 {{"x", b.x, count_of(p.M, p.K)},
+                  weight_operand("W", b.weight, count_of(p.N, p.K), type),
+                  {"bias", b.bias, used(p.has_bias, p.N)},
+                  {"residual", b.residual, used(p.has_residual, out_count)},
+                  {"out", b.out, out_count},
+                  {"partials", b.partials, workers ? 2 * workers * tile_outputs(tile) : 1}},
+                 p, workers ? fold(workers) : fold(tile_count(p, tile)), tiled_constants(type, tile, workers));
 }
 
-uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t requested) {
-  uint32_t parts = linear_split_parts(p, requested);
-  return parts > 1 ? parts * count_of(p.M, p.N) : 0;
+}  // namespace
+
+uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
+  uint64_t tiles = use_linear_tiled(p) ? tile_count(p, linear_tile(p)) : 0;
+  if (requested != 0) {
+    if (!use_linear_tiled(p) || requested > tiles * (p.K / 8) || requested > kMaxSplitWorkers ||
+        2 * requested * tile_outputs(linear_tile(p)) > kMaxSplitScratch)
+      fail("kernel 'linear' (M={} K={} N={}): {} split workers requested; the prompt kernel splits M > {} rows "
+           "with K % 8 == 0 over at most one workgroup per tile and slab of 8 k, {} workgroups and {} MiB of "
+           "partial sums",
+           p.M, p.K, p.N, requested, kMatvecRows, kMaxSplitWorkers, kMaxSplitScratch * 4 >> 20);
+    return requested;
+  }
+  if (!use_linear_tiled(p) || p.gate_act || p.norm_x || wave_waste(tiles) <= kWaveSlack) return 0;
+  // Fewer workers than tiles only to even out the waves; where K is too short for that many shares (fewer
+  // than kResidentTiles), whole tiles keep more SMs busy.
+  uint64_t workers = std::min<uint64_t>(kResidentTiles, tiles * (p.K / 8) / kMinShareSlabs);
+  return workers > tiles || workers == kResidentTiles ? uint32_t(workers) : 0;
+}
+
+uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers) {
+  return 2 * uint64_t(linear_split_workers(p, workers)) * tile_outputs(linear_tile(p));
 }
 
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns) {
-  // parts * M * N <= parts * tiles * (a tile's outputs) <= kMaxSplitTiles * 128 * 128, and parts <= kMaxSplitK.
-  return std::min<uint64_t>(kMaxSplitTiles * 128 * 128, kMaxSplitK * count_of(max_rows, max_columns));
+  // The chosen workers are at most kResidentTiles, each with two tile-sized slots. Tile counts grow with M and
+  // N, so where the largest product gets 64 x 64 tiles (too few for larger ones), every smaller one does too.
+  LinearParams largest{std::max(max_rows, kMatvecRows + 1), 8, max_columns, max_columns, 0, 0, 0};
+  return 2 * uint64_t(kResidentTiles) * tile_outputs(linear_tile(largest));
 }
 
 Grid linear_grid(const LinearParams& p) {
@@ -350,8 +372,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
   if (use_linear_tiled(p))
-    return prepare(device, "linear_tiled", shapes, operands, p, linear_grid(p),
-                   tiled_constants(type, linear_tile(p), 1));
+    return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0);
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
@@ -362,32 +383,27 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   if (p.gate_act || p.norm_x)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
-  uint32_t parts = linear_split_parts(p, requested);
+  uint32_t workers = linear_split_workers(p, requested);
   std::vector<Dispatch> dispatches;
-  if (parts < 2) {
+  if (workers == 0) {
     dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));
     return dispatches;
   }
-  auto shapes = fmt::format("{} split_k={}", linear_shapes(p, type), parts);
+  auto shapes = fmt::format("{} workers={}", linear_shapes(p, type), workers);
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  uint64_t partials = parts * count_of(p.M, p.N);
   LinearTile tile = linear_tile(p);
-  // The first pass reads neither bias nor residual (bound because the shader declares them).
-  dispatches.push_back(prepare(device, "linear_tiled", shapes,
-                               {{"x", x, count_of(p.M, p.K)},
-                                weight_operand("W", weight, count_of(p.N, p.K), type),
-                                {"bias", bias, 1},
-                                {"residual", residual, 1},
-                                {"partials", scratch, partials}},
-                               p, fold(tile_count(p, tile) * parts), tiled_constants(type, tile, parts)));
+  uint64_t partials = 2 * uint64_t(workers) * tile_outputs(tile);
+  dispatches.push_back(linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers));
+  gpu::Constants constants = tiled_constants(type, tile, workers);
+  constants.erase(constants.begin());  // linear_split_sum.wgsl reads no weights
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,
                                {{"partials", scratch, partials},
                                 {"bias", bias, used(p.has_bias, p.N)},
                                 {"residual", residual, used(p.has_residual, out_count)},
                                 {"out", out, out_count}},
-                               p, fold(ceil_div(count_of(p.M, p.N), kWorkgroupSize)), {{"SPLIT_K", double(parts)}}));
+                               p, fold((workers - 1) * tile_outputs(tile) / kWorkgroupSize), constants));
   return dispatches;
 }
 

@@ -64,19 +64,22 @@ Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
                 BufferBinding norm_weight = {}, MatvecBlocking blocking = {});
-// linear() for prompts, with K split into parts where the product alone has too few tiles to fill the
-// GPU (linear_split_parts() > 1): linear_tiled.wgsl writes each part's partial sums to `scratch`, then
-// linear_split_sum.wgsl adds them up with bias and residual into out. Returns the dispatches to record in
-// order (one when not split, the plain linear()). `scratch` holds linear_split_scratch_floats(p, parts)
-// floats; no fused norm or gate (those are decode-only). `parts`: see linear_split_parts().
+// linear() for prompts, with the work shared out over linear_split_workers() workgroups where whole tiles
+// would leave SMs idle (see linear_shares.wgsl): linear_tiled.wgsl finishes the tiles a share holds whole and
+// writes the partial sums of the tiles cut between shares to `scratch`, then linear_split_sum.wgsl adds those
+// up with bias and residual into out. Returns the dispatches to record in order (one when not split, the
+// plain linear()). `scratch` holds linear_split_scratch_floats(p, workers) floats; no fused norm or gate
+// (those are decode-only). `workers`: see linear_split_workers().
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
-                                     WeightType type, BufferBinding scratch, uint32_t parts = 0);
-// The parts of K a prompt product is split into: `requested` when not 0 (benchmarks compare splits; it must
-// lie in 1..min(8, K / 8), for a prompt product, else this throws naming it), else the dispatcher's choice.
-uint32_t linear_split_parts(const LinearParams& p, uint32_t requested = 0);
-uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t parts = 0);
-// Scratch floats enough for every split product of at most `max_rows` rows and `max_columns` columns.
+                                     WeightType type, BufferBinding scratch, uint32_t workers = 0);
+// The workgroups a prompt product's work is shared out over, 0 for one whole tile per workgroup: `requested`
+// when not 0 (benchmarks and tests compare counts; for a prompt product, at most one per slab of 8 k, 4096
+// and 128 MiB of partial sums, else this throws naming it), else the dispatcher's choice.
+uint32_t linear_split_workers(const LinearParams& p, uint32_t requested = 0);
+uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers = 0);
+// Scratch floats enough for the dispatcher's choice for every product of at most `max_rows` rows and
+// `max_columns` columns.
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns);
 // The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`
 // that are not 0 are kept; benchmarks compare blockings), `norm_x` whether the product fuses an RMSNorm.

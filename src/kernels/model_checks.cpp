@@ -143,7 +143,7 @@ struct LinearShape {
   uint32_t out_stride = 0, out_col = 0;  // out_stride 0: N
   uint32_t row0 = 0;  // the block's first row in the bound weight (row0 * K * bytes is a multiple of 256)
   MatvecBlocking blocking = {};  // the subgroup decode variant's; zeros: the dispatcher's choice
-  uint32_t parts = 0;            // prompts: parts of K (linear_split_k); 0: the dispatcher's choice
+  uint32_t workers = 0;          // prompts: workgroups sharing the work (linear_split_k); 0: the dispatcher's
 };
 
 std::string describe_blocking(MatvecBlocking b) {
@@ -157,11 +157,11 @@ LinearParams linear_params(const LinearShape& s) {
 }
 
 std::string describe_linear(const LinearShape& s) {
-  uint32_t parts = linear_split_parts(linear_params(s), s.parts);
-  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}", s.M, s.K, s.N,
+  uint32_t workers = linear_split_workers(linear_params(s), s.workers);
+  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}{}", s.M, s.K, s.N,
                      type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
-                     s.out_stride ? s.out_stride : s.N, s.out_col, s.row0,
-                     describe_blocking(s.blocking), parts > 1 ? fmt::format(" split_k={}", parts) : "");
+                     s.out_stride ? s.out_stride : s.N, s.out_col, s.row0, describe_blocking(s.blocking),
+                     workers ? fmt::format(" workers={}", workers) : "", s.workers ? " (requested)" : "");
 }
 
 // x, bias, residual and out of a linear layer, uploaded; `ref` starts as the prior contents of out: NaN in
@@ -225,13 +225,16 @@ KernelCheck linear_check(bool quick) {
       {257, 24, 5501, BF16, true, false},
       {200, 24, 4101, F32, false, true},
       {4033, 24, 131, F16, true, true},
-      // ... split along K where the tiles alone are few: 8 parts, 3 uneven parts (125 slabs) into a strided
-      // output, 2 parts; and splits a benchmark asks for: 5 parts of 13 slabs (the last of 12), and 7 parts of
-      // 8 slabs, 2 each, so that the last three parts are empty and must write zeros
+      // ... shared out where the tiles alone are few (linear_shares.wgsl): one tile of 256 slabs in 8 shares;
+      // 2 tiles of 125 slabs in 7 shares into a strided output (the first tile cut by 4 shares, the fourth
+      // share ending one tile and starting the next); 10 tiles in 20 halves; and counts a benchmark asks
+      // for: 5 shares of one tile's 64 slabs (12.8 each), 3 shares of 4 tiles of 12 slabs (whole tiles at a
+      // share's start and end, cut ones between), 7 shares of 165 tiles of 8 slabs (whole tiles inside)
       {20, 2048, 40, F16, true, true},
       {37, 1000, 70, BF16, true, true, 90, 11},
       {100, 512, 300, F32, false, true},
       {40, 512, 50, F16, true, true, 0, 0, 0, {}, 5},
+      {64, 96, 200, F16, true, true, 0, 0, 0, {}, 3},
       {300, 64, 2100, BF16, false, true, 0, 0, 0, {}, 7},
   };
   if (!quick) {
@@ -253,11 +256,10 @@ KernelCheck linear_check(bool quick) {
         auto& weight_buffer = b.input("W", weight.words);
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearParams p = linear_params(s);
-        uint32_t parts = linear_split_parts(p, s.parts);
-        if (parts > 1) {
-          auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p, parts));
+        if (linear_split_workers(p, s.workers) != 0) {
+          auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p, s.workers));
           for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
-                                                  {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, parts))
+                                                  {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, s.workers))
             run(device, d);
         } else {
           run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},

@@ -1,10 +1,15 @@
-// The second pass of a prompt linear split along K (linear_tiled.wgsl with SPLIT_K > 1): adds the parts'
-// partial sums and applies linear's epilogue,
-//   out[m, out_col + n] = sum_s partials[s, m, n] + bias[n] (+ residual[m, out_col + n]).
-// Bindings (group 0): 0 partials [SPLIT_K, M, N] read, 1 bias [N] read, 2 residual [M, out_stride] read,
-//                     3 out [M, out_stride] read_write, 4 params uniform (linear's LinearParams).
-// Dispatch: ceil(M * N / 256) workgroups of 256, folded as (min(W, 65535), ceil(W / 65535), 1); one
-// output per thread.
+// The second pass of a prompt linear whose work linear_tiled.wgsl shared out over WORKERS workgroups
+// (linear_shares.wgsl): adds up the partial sums of each tile cut between shares and applies linear's
+// epilogue,
+//   out[m, out_col + n] = sum over the shares w that cut the tile of partials[slot(w), m - m0, n - n0]
+//                         + bias[n] (+ residual[m, out_col + n]).
+// Tiles no boundary between shares falls inside were finished by the first pass and are left alone.
+// Bindings (group 0): 0 partials [2 WORKERS, TILE_M, TILE_N] read, 1 bias [N] read,
+//                     2 residual [M, out_stride] read, 3 out [M, out_stride] read_write,
+//                     4 params uniform (linear's LinearParams).
+// Dispatch: (WORKERS - 1) * TILE_M * TILE_N / 256 workgroups of 256, folded as (min(W, 65535), ceil(W / 65535),
+// 1): one tile's worth of threads per boundary between shares (boundary b starts share b); the tile is summed
+// by the threads of the first boundary inside it, one output each.
 
 //!include linear_params.wgsl
 
@@ -14,22 +19,47 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
-//!include linear_store.wgsl
-
-override SPLIT_K: u32 = 2u;
+override ROW_GROUPS: u32 = 2u;  // linear_tiled.wgsl's tile: TILE_M = 64 * ROW_GROUPS
+override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
+override WORKERS: u32 = 2u;
 const WORKGROUP_SIZE: u32 = 256u;
+const TILE_K: u32 = 8u;
+
+//!include linear_store.wgsl
+//!include linear_shares.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let i = (wid.x + wid.y * nwg.x) * WORKGROUP_SIZE + lid;
-  let outputs = params.M * params.N;
-  if (i >= outputs) {
+  let tile_m = 64u * ROW_GROUPS;
+  let tile_n = 64u * COL_GROUPS;
+  let tile_outputs = tile_m * tile_n;
+  let tiles_n = (params.N + tile_n - 1u) / tile_n;
+  let slabs = params.K / TILE_K;
+  let iterations = tiles_n * ((params.M + tile_m - 1u) / tile_m) * slabs;
+  let index = wid.x + wid.y * nwg.x;
+  let per_tile = tile_outputs / WORKGROUP_SIZE;
+  let boundary = 1u + index / per_tile;
+  if (boundary >= WORKERS) {
     return;
   }
-  var sum: f32 = 0.0;
-  for (var s: u32 = 0u; s < SPLIT_K; s++) {
-    sum += partials[s * outputs + i];
+  let cut = share_start(boundary, iterations);
+  let tile = cut / slabs;
+  let tile_start = tile * slabs;
+  // Not inside a tile, or not the tile's first boundary (the share before this one starts inside it too).
+  if (cut == tile_start || share_start(boundary - 1u, iterations) > tile_start) {
+    return;
   }
-  store(i / params.N, i % params.N, sum);
+  let e = (index % per_tile) * WORKGROUP_SIZE + lid;  // the output within the tile, row-major
+  let m = (tile / tiles_n) * tile_m + e / tile_n;
+  let n = (tile % tiles_n) * tile_n + e % tile_n;
+  if (m >= params.M || n >= params.N) {
+    return;
+  }
+  // The shares that cut the tile: from the one the boundary ends to the last that starts inside the tile.
+  var sum: f32 = 0.0;
+  for (var w = boundary - 1u; w < WORKERS && share_start(w, iterations) < tile_start + slabs; w++) {
+    sum += partials[partial_slot(w, iterations, tile_start) * tile_outputs + e];
+  }
+  store(m, n, sum);
 }

@@ -18,38 +18,42 @@
 //   type keeps slabs whole and the choice of kernel a function of the shape alone;
 // * the workgroup arrays are indexed [buffer][k][slot], so that the bounds checks WebGPU adds do not clamp
 //   each read's address (an H200's disassembly of the flat index showed a clamp and an address computation
-//   per read); a whole tile's slab has its 8 k written out (multiply_k with constant k), so each read sits at
-//   a constant offset from 4 addresses per thread and the compiler overlaps the next k's reads with this k's
-//   FMAs (the loop was not unrolled: each k waited on its own reads). The parts of a split loop over k
-//   instead: on an H200, looped, Llama's split products took 5-7 % less time and its whole ones 17-30 %
-//   more than written out (runs 50-51; why, the timings do not show);
+//   per read); a slab has its 8 k written out (multiply_k with constant k), so each read sits at a constant
+//   offset from 4 addresses per thread and the compiler overlaps the next k's reads with this k's FMAs (a
+//   loop over k was not unrolled on an H200: each k waited on its own reads, and whole tiles took 17-30 %
+//   longer, runs 50-51);
 // * the stores into workgroup memory are transposed scalars; the two threads of a warp that share a row of x
 //   (or of f32 weights) write k and k + 4 of it to one bank, a 2-way conflict on 4 stores per slab, kept
 //   because the XOR swizzle that avoided it needs 8 read addresses per thread instead of 4, and that build
 //   spilled registers and ran slower on an H200 (runs 47-48);
 // * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees;
-// * SPLIT_K > 1 splits K into SPLIT_K parts of whole slabs, one workgroup per (tile, part), for products
-//   with too few tiles to fill the GPU (a 512 x 896 output is 112 tiles): each writes its raw partial sums
-//   to out as partials [SPLIT_K, M, N] (no bias, residual, out_stride or out_col) and
-//   linear_split_sum.wgsl adds them up with the epilogue.
+// * WORKERS > 0 shares the work out in equal runs of (tile, slab) iterations instead, one per workgroup
+//   (linear_shares.wgsl): for products whose tiles would leave the last wave of workgroups part empty, or
+//   too few to fill the GPU (a 512 x 896 output is 112 tiles). A share's whole tiles go through the
+//   epilogue; a tile cut between shares is written as raw partial sums, in tile-sized slots of partials
+//   [2 WORKERS, TILE_M, TILE_N], which linear_split_sum.wgsl adds up.
 // Bindings (group 0): 0 x [M, K] read (as vec4), 1 W [N, K] read (as vec4<u32>), 2 bias [N] read,
-//                     3 residual [M, out_stride] read, 4 out [M, out_stride] read_write, 5 params uniform.
-// Dispatch, folded as (min(T, 65535), ceil(T / 65535), 1): T = ceil(N / TILE_N) * ceil(M / TILE_M) * SPLIT_K
-// workgroups, column tiles fastest, then row tiles, then parts.
+//                     3 residual [M, out_stride] read, 4 out [M, out_stride] read_write,
+//                     5 partials [2 WORKERS, TILE_M, TILE_N] read_write (any buffer when WORKERS = 0),
+//                     6 params uniform.
+// Dispatch, folded as (min(T, 65535), ceil(T / 65535), 1): T = ceil(N / TILE_N) * ceil(M / TILE_M) workgroups,
+// column tiles fastest, then row tiles; or T = WORKERS.
 
 //!include linear_params.wgsl
 //!include weights.wgsl
+//!include linear_shares.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<uniform> params: Params;
+@group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+@group(0) @binding(6) var<uniform> params: Params;
 
 override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
 override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
-override SPLIT_K: u32 = 1u;     // parts of K, each of ceil(slabs / SPLIT_K) slabs (the last may be shorter)
+override WORKERS: u32 = 0u;     // 0: one tile per workgroup; else the shares of the work (see above)
 
 const WORKGROUP_SIZE: u32 = 256u;
 const TILE_K: u32 = 8u;
@@ -68,21 +72,39 @@ struct Staged {
   w: vec4<u32>,  // f32: W[lid / 2, 4 * (lid % 2) ..] as bits; 16-bit: W[lid, 0 .. 8] packed
 }
 
-// Loads slab k0 .. k0 + 7 of the tile at (m0, n0); rows past M or N read as zeros.
-fn load(m0: u32, n0: u32, k0: u32, lid: u32) -> Staged {
-  var staged: Staged;
+// Where one thread's pieces of a tile's rows start (slab 0), in x and in W; rows past M or N read the last
+// row again, whose products land in outputs that are never stored. Fixed for a tile, so the slab loop
+// keeps two indices, not the tile's corner and the bounds.
+struct RowStarts {
+  x: u32,
+  w: u32,
+}
+
+fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
   let K4 = params.K / 4u;
   let row = lid / 2u;
-  let piece = k0 / 4u + lid % 2u;
-  if (row < 64u * ROW_GROUPS && m0 + row < params.M) {
-    staged.x = x[(m0 + row) * K4 + piece];
+  var starts: RowStarts;
+  starts.x = min(m0 + row, params.M - 1u) * K4 + lid % 2u;
+  if (WEIGHT_TYPE == 0u) {
+    starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
+  } else {
+    starts.w = min(n0 + lid, params.N - 1u) * (params.K / 8u);
+  }
+  return starts;
+}
+
+// Loads slab s of the tile whose rows start at `starts`.
+fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
+  var staged: Staged;
+  if (lid / 2u < 64u * ROW_GROUPS) {
+    staged.x = x[starts.x + 2u * s];
   }
   if (WEIGHT_TYPE == 0u) {
-    if (row < 64u * COL_GROUPS && n0 + row < params.N) {
-      staged.w = W[(n0 + row) * K4 + piece];
+    if (lid / 2u < 64u * COL_GROUPS) {
+      staged.w = W[starts.w + 2u * s];
     }
-  } else if (lid < 64u * COL_GROUPS && n0 + lid < params.N) {
-    staged.w = W[(n0 + lid) * (params.K / 8u) + k0 / 8u];
+  } else if (lid < 64u * COL_GROUPS) {
+    staged.w = W[starts.w + s];
   }
   return staged;
 }
@@ -154,21 +176,56 @@ fn multiply_k(buffer: u32, k: u32, tx: u32, ty: u32) {
 
 //!include linear_store.wgsl
 
-// Writes a thread's 4x4 block at rows m .. m + 3, columns n .. n + 3 (row r in c[r]): through the epilogue,
-// or as part `part` of the partial sums.
-fn store_block(part: u32, m: u32, n: u32, c: mat4x4<f32>) {
-  for (var r: u32 = 0u; r < 4u; r++) {
-    if (m + r < params.M) {
+// Where a thread's 4x4 blocks go: through the epilogue (slot == FINAL) or into a slot of partial sums.
+const FINAL: u32 = 0xffffffffu;
+
+// Writes a thread's 4x4 block at rows r .. r + 3, columns c .. c + 3 of the tile at (m0, n0) (row i in acc[i]).
+fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
+  let tile_n = 64u * COL_GROUPS;
+  for (var i: u32 = 0u; i < 4u; i++) {
+    if (m0 + r + i < params.M) {
       for (var j: u32 = 0u; j < 4u; j++) {
-        if (n + j < params.N) {
-          if (SPLIT_K > 1u) {
-            out[(part * params.M + m + r) * params.N + n + j] = c[r][j];
+        if (n0 + c + j < params.N) {
+          if (slot == FINAL) {
+            store(m0 + r + i, n0 + c + j, acc[i][j]);
           } else {
-            store(m + r, n + j, c[r][j]);
+            partials[(slot * 64u * ROW_GROUPS + r + i) * tile_n + c + j] = acc[i][j];
           }
         }
       }
     }
+  }
+}
+
+// Slabs [first_slab, end_slab) of the tile at (m0, n0) into the accumulators, from zero. Returns with every
+// thread past a barrier after its last read of the workgroup arrays, so the next call may stage into them.
+fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
+  acc00 = mat4x4<f32>();
+  acc01 = mat4x4<f32>();
+  acc10 = mat4x4<f32>();
+  acc11 = mat4x4<f32>();
+  let tx = lid % 16u;
+  let ty = lid / 16u;
+  let starts = row_starts(m0, n0, lid);
+  stage(load(starts, first_slab, lid), 0u, lid);
+  workgroupBarrier();
+  for (var s: u32 = first_slab; s < end_slab; s++) {
+    // The next slab, staged into the other buffer after this one's products; the last slab loads and stages
+    // itself again, unconditionally, which keeps the loop free of branches around its loads (no one reads that
+    // buffer before the barrier that follows).
+    let next = load(starts, min(s + 1u, end_slab - 1u), lid);
+    let buffer = (s - first_slab) % 2u;
+    // Written out, so that each read sits at a constant offset: see the header.
+    multiply_k(buffer, 0u, tx, ty);
+    multiply_k(buffer, 1u, tx, ty);
+    multiply_k(buffer, 2u, tx, ty);
+    multiply_k(buffer, 3u, tx, ty);
+    multiply_k(buffer, 4u, tx, ty);
+    multiply_k(buffer, 5u, tx, ty);
+    multiply_k(buffer, 6u, tx, ty);
+    multiply_k(buffer, 7u, tx, ty);
+    stage(next, 1u - buffer, lid);
+    workgroupBarrier();
   }
 }
 
@@ -179,66 +236,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tile_n = 64u * COL_GROUPS;
   let tiles_n = (params.N + tile_n - 1u) / tile_n;
   let tiles = tiles_n * ((params.M + tile_m - 1u) / tile_m);
-  // The whole workgroup shares its tile, so this return keeps the barriers in uniform control flow.
-  let index = wid.x + wid.y * nwg.x;
-  if (index >= tiles * SPLIT_K) {
-    return;
-  }
-  // Unsplit (SPLIT_K = 1) these fold to the tile alone and the whole K, as if the split did not exist.
-  let tile = select(index, index % tiles, SPLIT_K > 1u);
-  let part = select(0u, index / tiles, SPLIT_K > 1u);
-  let m0 = (tile / tiles_n) * tile_m;
-  let n0 = (tile % tiles_n) * tile_n;
-  let tx = lid % 16u;
-  let ty = lid / 16u;
-
-  // This part's slabs: [first_slab, end_slab) (the whole K unless split).
   let slabs = params.K / TILE_K;
-  let part_slabs = select(slabs, (slabs + SPLIT_K - 1u) / SPLIT_K, SPLIT_K > 1u);
-  let first_slab = part * part_slabs;
-  let end_slab = select(slabs, min(slabs, first_slab + part_slabs), SPLIT_K > 1u);
-  if (first_slab < end_slab) {
-    stage(load(m0, n0, first_slab * TILE_K, lid), 0u, lid);
-  }
-  workgroupBarrier();
-  for (var s: u32 = first_slab; s < end_slab; s++) {
-    let more = s + 1u < end_slab;
-    var next: Staged;
-    if (more) {
-      next = load(m0, n0, (s + 1u) * TILE_K, lid);
+  let iterations = tiles * slabs;
+  // This workgroup's iterations [begin, end): a whole tile, or its share. The whole workgroup shares them, so
+  // the returns and the loop below keep the barriers in uniform control flow.
+  let worker = wid.x + wid.y * nwg.x;
+  var begin = worker * slabs;
+  var end = begin + slabs;
+  if (WORKERS == 0u) {
+    if (worker >= tiles) {
+      return;
     }
-    let buffer = (s - first_slab) % 2u;
-    // Whole tiles write the slab's 8 k out, parts of a split loop over them: see the header.
-    if (SPLIT_K == 1u) {
-      multiply_k(buffer, 0u, tx, ty);
-      multiply_k(buffer, 1u, tx, ty);
-      multiply_k(buffer, 2u, tx, ty);
-      multiply_k(buffer, 3u, tx, ty);
-      multiply_k(buffer, 4u, tx, ty);
-      multiply_k(buffer, 5u, tx, ty);
-      multiply_k(buffer, 6u, tx, ty);
-      multiply_k(buffer, 7u, tx, ty);
-    } else {
-      for (var k = 0u; k < TILE_K; k++) {
-        multiply_k(buffer, k, tx, ty);
+  } else {
+    if (worker >= WORKERS) {
+      return;
+    }
+    begin = share_start(worker, iterations);
+    end = share_start(worker + 1u, iterations);
+  }
+  let r = 4u * (lid / 16u);
+  let c = 4u * (lid % 16u);
+  for (var i = begin; i < end;) {
+    let tile = i / slabs;
+    let first_slab = i % slabs;
+    let end_slab = min(slabs, first_slab + (end - i));
+    let m0 = (tile / tiles_n) * tile_m;
+    let n0 = (tile % tiles_n) * tile_n;
+    multiply_slabs(m0, n0, first_slab, end_slab, lid);
+    var slot = FINAL;
+    if (first_slab != 0u || end_slab != slabs) {
+      slot = partial_slot(worker, iterations, tile * slabs);
+    }
+    store_block(slot, m0, n0, r, c, acc00);
+    if (COL_GROUPS == 2u) {
+      store_block(slot, m0, n0, r, c + 64u, acc01);
+    }
+    if (ROW_GROUPS == 2u) {
+      store_block(slot, m0, n0, r + 64u, c, acc10);
+      if (COL_GROUPS == 2u) {
+        store_block(slot, m0, n0, r + 64u, c + 64u, acc11);
       }
     }
-    if (more) {
-      stage(next, 1u - buffer, lid);
-    }
-    workgroupBarrier();
-  }
-
-  let m = m0 + 4u * ty;
-  let n = n0 + 4u * tx;
-  store_block(part, m, n, acc00);
-  if (COL_GROUPS == 2u) {
-    store_block(part, m, n + 64u, acc01);
-  }
-  if (ROW_GROUPS == 2u) {
-    store_block(part, m + 64u, n, acc10);
-    if (COL_GROUPS == 2u) {
-      store_block(part, m + 64u, n + 64u, acc11);
-    }
+    i += end_slab - first_slab;
   }
 }
