@@ -273,7 +273,8 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(blocking(4096, 128256), (std::vector<uint32_t>{2, 1, 1}));  // its LM head: pairs of 16 KiB
   EXPECT_EQ(blocking(4864, 896), (std::vector<uint32_t>{1, 8, 1}));     // Qwen's down: too few rows
   EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1}));  // its gate|up pairs: never split
-  EXPECT_EQ(blocking(4096, 6144, {2}), (std::vector<uint32_t>{2, 1, 1}));  // Llama's q|k|v pairs
+  EXPECT_EQ(blocking(4096, 6144, {2}), (std::vector<uint32_t>{2, 2, 1}));  // Llama's few q|k|v pairs: two
+  EXPECT_EQ(blocking(4096, 28672, {2}), (std::vector<uint32_t>{2, 1, 1}));  // its many gate|up pairs
   EXPECT_EQ(blocking(8192, 28672, {2}), (std::vector<uint32_t>{2, 2, 4}));  // 32 KiB pairs split: 4 loads
   auto workers = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_workers({M, K, N, N, 0, 0, 0}); };
   EXPECT_EQ(workers(512, 4096, 6144), 264u);   // 192 tiles of 128 x 128: one wave of shares

@@ -381,7 +381,9 @@ struct QkvRopeCase {
 KernelCheck linear_qkv_rope_check() {
   std::vector<QkvRopeCase> shapes = {{1, 64, 2, 1, 16, 16, 0, F16, true, true},   {3, 72, 4, 2, 8, 4, 5, F32, false, true},
                                      {2, 128, 7, 1, 24, 0, 9, BF16, true, false}, {4, 64, 2, 2, 64, 64, 100, F16, false, false},
-                                     {1, 896, 14, 2, 64, 64, 37, F16, true, true}};
+                                     {1, 896, 14, 2, 64, 64, 37, F16, true, true},
+                                     // few pairs of a whole 16 KiB task each: split over two subgroups
+                                     {1, 2048, 4, 2, 64, 64, 11, F32, true, true}};
   constexpr double bound = 1e-5;
   auto describe = [](const QkvRopeCase& s) {
     return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,

@@ -242,18 +242,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (slice != 0u || lane >= ROWS) {
     return;
   }
+  // Lane m stores row m. Written min(lane, ROWS - 1) (the same value here), the row is the constant 0 when
+  // decoding one row, so acc is indexed by constants only: indexed by the lane, an H200's compiler kept acc
+  // in local memory, stored on every loop trip, in some programs.
+  let m = min(lane, ROWS - 1u);
   if (ROPE) {
     if (group < N / 2u) {
-      store_rope_pair(lane, group, acc[0][lane], acc[1][lane]);
+      store_rope_pair(m, group, acc[0][m], acc[1][m]);
     }
   } else if (GATE_ACT != 0u) {
     if (group < N / 2u) {
-      store_gated(lane, group, acc[0][lane], acc[1][lane]);
+      store_gated(m, group, acc[0][m], acc[1][m]);
     }
   } else {
     for (var c = 0u; c < COLS; c++) {
       if (first + c < N) {
-        store(lane, first + c, acc[c][lane]);
+        store(m, first + c, acc[c][m]);
       }
     }
   }
