@@ -147,11 +147,10 @@ std::string linear_shapes(const LinearParams& p, WeightType type) {
                      p.out_col);
 }
 
-// linear_tiled.wgsl's override constants for a tile (64-row / -column groups) and, when split, its shares
-// (linear_split_sum.wgsl takes the same).
-gpu::Constants tiled_constants(WeightType type, LinearTile tile, uint32_t workers) {
-  gpu::Constants constants = {
-      {"WEIGHT_TYPE", double(type)}, {"ROW_GROUPS", tile.rows / 64.0}, {"COL_GROUPS", tile.cols / 64.0}};
+// linear_shares.wgsl's override constants, which both passes of a prompt product take: the tile (64-row /
+// -column groups) and, when shared out, the count of shares.
+gpu::Constants shares_constants(LinearTile tile, uint32_t workers) {
+  gpu::Constants constants = {{"ROW_GROUPS", tile.rows / 64.0}, {"COL_GROUPS", tile.cols / 64.0}};
   if (workers > 0) constants.push_back({"WORKERS", double(workers)});
   return constants;
 }
@@ -178,11 +177,8 @@ double wave_waste(uint64_t workgroups) {
   return std::ceil(waves) / waves;
 }
 
-uint64_t tile_outputs(LinearTile tile) { return uint64_t(tile.rows) * tile.cols; }
-
-}  // namespace
-
-namespace {
+// The partial sums of `workers` shares: two tile-sized slots each.
+uint64_t partial_floats(LinearTile tile, uint32_t workers) { return 2 * uint64_t(workers) * tile.rows * tile.cols; }
 
 // linear_tiled.wgsl's bindings in order, `partials` the split's scratch (any buffer when not split).
 struct TiledBindings {
@@ -192,25 +188,27 @@ struct TiledBindings {
 // linear_tiled.wgsl over the shape's tiles (workers 0) or shared out over `workers` workgroups.
 Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const TiledBindings& b, const LinearParams& p,
                       WeightType type, uint32_t workers) {
-  LinearTile tile = linear_tile(p);
   uint64_t out_count = count_of(p.M, p.out_stride);
+  gpu::Constants constants = shares_constants(linear_tile(p), workers);
+  constants.push_back({"WEIGHT_TYPE", double(type)});
   return prepare(device, "linear_tiled", shapes,
                  {{"x", b.x, count_of(p.M, p.K)},
                   weight_operand("W", b.weight, count_of(p.N, p.K), type),
                   {"bias", b.bias, used(p.has_bias, p.N)},
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
-                  {"partials", b.partials, workers ? 2 * workers * tile_outputs(tile) : 1}},
-                 p, workers ? fold(workers) : fold(tile_count(p, tile)), tiled_constants(type, tile, workers));
+                  {"partials", b.partials, workers ? partial_floats(linear_tile(p), workers) : 1}},
+                 p, workers ? fold(workers) : linear_grid(p), constants);
 }
 
 }  // namespace
 
 uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
-  uint64_t tiles = use_linear_tiled(p) ? tile_count(p, linear_tile(p)) : 0;
+  LinearTile tile = linear_tile(p);
+  uint64_t tiles = use_linear_tiled(p) ? tile_count(p, tile) : 0;
   if (requested != 0) {
     if (!use_linear_tiled(p) || requested > tiles * (p.K / 8) || requested > kMaxSplitWorkers ||
-        2 * requested * tile_outputs(linear_tile(p)) > kMaxSplitScratch)
+        partial_floats(tile, requested) > kMaxSplitScratch)
       fail("kernel 'linear' (M={} K={} N={}): {} split workers requested; the prompt kernel splits M > {} rows "
            "with K % 8 == 0 over at most one workgroup per tile and slab of 8 k, {} workgroups and {} MiB of "
            "partial sums",
@@ -225,14 +223,14 @@ uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
 }
 
 uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers) {
-  return 2 * uint64_t(linear_split_workers(p, workers)) * tile_outputs(linear_tile(p));
+  return partial_floats(linear_tile(p), linear_split_workers(p, workers));
 }
 
 uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns) {
   // The chosen workers are at most kResidentTiles, each with two tile-sized slots. Tile counts grow with M and
   // N, so where the largest product gets 64 x 64 tiles (too few for larger ones), every smaller one does too.
   LinearParams largest{std::max(max_rows, kMatvecRows + 1), 8, max_columns, max_columns, 0, 0, 0};
-  return 2 * uint64_t(kResidentTiles) * tile_outputs(linear_tile(largest));
+  return partial_floats(linear_tile(largest), uint32_t(kResidentTiles));
 }
 
 Grid linear_grid(const LinearParams& p) {
@@ -296,8 +294,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   // group only where the pairs alone are that many (the LM heads), else one, then each group split over
   // just enough subgroups (Llama's o and down: 2, Qwen's down: 8). A caller that fixes the columns (the
   // gate|up and rotary pairs) gets its groups split for size, and where they are few (below): Qwen's 3.5 KiB
-  // gate|up pairs ran 25 % slower in two. So does a product with a fused norm: Llama's o shape with a norm took 24.4 us split in
-  // two, 19.4 us whole (runs 25, 23). One 16-byte load in flight per lane and column measured fastest (the compiler overlaps
+  // gate|up pairs ran 25 % slower in two. A product with a fused norm is split only for size: Llama's o shape
+  // with a norm took 24.4 us split in two, 19.4 us whole (runs 25, 23). One 16-byte load in flight per lane and column measured fastest (the compiler overlaps
   // the loop's iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
   // (Two for Llama's few q|k|v pairs measured faster alone, 28.9 -> 25.4 us, but slower in the model,
   // 26.3 -> 28.4 us: runs 22 and 24.)
@@ -402,16 +400,14 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
   LinearTile tile = linear_tile(p);
-  uint64_t partials = 2 * uint64_t(workers) * tile_outputs(tile);
   dispatches.push_back(linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers));
-  gpu::Constants constants = tiled_constants(type, tile, workers);
-  constants.erase(constants.begin());  // linear_split_sum.wgsl reads no weights
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,
-                               {{"partials", scratch, partials},
+                               {{"partials", scratch, partial_floats(tile, workers)},
                                 {"bias", bias, used(p.has_bias, p.N)},
                                 {"residual", residual, used(p.has_residual, out_count)},
                                 {"out", out, out_count}},
-                               p, fold((workers - 1) * tile_outputs(tile) / kWorkgroupSize), constants));
+                               p, fold(uint64_t(workers - 1) * tile.rows * tile.cols / kWorkgroupSize),
+                               shares_constants(tile, workers)));
   return dispatches;
 }
 

@@ -19,11 +19,7 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
-override ROW_GROUPS: u32 = 2u;  // linear_tiled.wgsl's tile: TILE_M = 64 * ROW_GROUPS
-override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
-override WORKERS: u32 = 2u;
 const WORKGROUP_SIZE: u32 = 256u;
-const TILE_K: u32 = 8u;
 
 //!include linear_store.wgsl
 //!include linear_shares.wgsl
@@ -31,12 +27,10 @@ const TILE_K: u32 = 8u;
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let tile_m = 64u * ROW_GROUPS;
-  let tile_n = 64u * COL_GROUPS;
-  let tile_outputs = tile_m * tile_n;
-  let tiles_n = (params.N + tile_n - 1u) / tile_n;
-  let slabs = params.K / TILE_K;
-  let iterations = tiles_n * ((params.M + tile_m - 1u) / tile_m) * slabs;
+  let t = tiling();
+  let slabs = t.slabs;
+  let iterations = t.iterations;
+  let tile_outputs = t.tile_m * t.tile_n;
   let index = wid.x + wid.y * nwg.x;
   let per_tile = tile_outputs / WORKGROUP_SIZE;
   let boundary = 1u + index / per_tile;
@@ -51,8 +45,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   let e = (index % per_tile) * WORKGROUP_SIZE + lid;  // the output within the tile, row-major
-  let m = (tile / tiles_n) * tile_m + e / tile_n;
-  let n = (tile % tiles_n) * tile_n + e % tile_n;
+  let corner = tile_corner(t, tile);
+  let m = corner.x + e / t.tile_n;
+  let n = corner.y + e % t.tile_n;
   if (m >= params.M || n >= params.N) {
     return;
   }

@@ -51,12 +51,8 @@
 @group(0) @binding(5) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
 
-override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
-override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
-override WORKERS: u32 = 0u;     // 0: one tile per workgroup; else the shares of the work (see above)
-
+// ROW_GROUPS, COL_GROUPS, WORKERS and TILE_K: linear_shares.wgsl.
 const WORKGROUP_SIZE: u32 = 256u;
-const TILE_K: u32 = 8u;
 const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply_k per k
 const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
 // x_s[buffer][k][m / 4][m % 4], w_s likewise for n. Three indices rather than one flat one because the bounds
@@ -232,27 +228,23 @@ fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let tile_m = 64u * ROW_GROUPS;
-  let tile_n = 64u * COL_GROUPS;
-  let tiles_n = (params.N + tile_n - 1u) / tile_n;
-  let tiles = tiles_n * ((params.M + tile_m - 1u) / tile_m);
-  let slabs = params.K / TILE_K;
-  let iterations = tiles * slabs;
+  let t = tiling();
+  let slabs = t.slabs;
   // This workgroup's iterations [begin, end): a whole tile, or its share. The whole workgroup shares them, so
   // the returns and the loop below keep the barriers in uniform control flow.
   let worker = wid.x + wid.y * nwg.x;
   var begin = worker * slabs;
   var end = begin + slabs;
   if (WORKERS == 0u) {
-    if (worker >= tiles) {
+    if (worker >= t.tiles) {
       return;
     }
   } else {
     if (worker >= WORKERS) {
       return;
     }
-    begin = share_start(worker, iterations);
-    end = share_start(worker + 1u, iterations);
+    begin = share_start(worker, t.iterations);
+    end = share_start(worker + 1u, t.iterations);
   }
   let r = 4u * (lid / 16u);
   let c = 4u * (lid % 16u);
@@ -260,12 +252,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let tile = i / slabs;
     let first_slab = i % slabs;
     let end_slab = min(slabs, first_slab + (end - i));
-    let m0 = (tile / tiles_n) * tile_m;
-    let n0 = (tile % tiles_n) * tile_n;
+    let corner = tile_corner(t, tile);
+    let m0 = corner.x;
+    let n0 = corner.y;
     multiply_slabs(m0, n0, first_slab, end_slab, lid);
     var slot = FINAL;
     if (first_slab != 0u || end_slab != slabs) {
-      slot = partial_slot(worker, iterations, tile * slabs);
+      slot = partial_slot(worker, t.iterations, tile * slabs);
     }
     store_block(slot, m0, n0, r, c, acc00);
     if (COL_GROUPS == 2u) {

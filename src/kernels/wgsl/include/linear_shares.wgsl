@@ -4,7 +4,38 @@
 // together whatever the count of tiles (a product of 896 tiles on 264 resident workgroups would otherwise run
 // a last wave 39 % full). A share may cover the end of one tile, whole tiles, and the start of another: whole
 // tiles are finished in place, and a tile cut between shares is left as partial sums, each in the slot
-// partial_slot() names, for linear_split_sum.wgsl to add up. The including kernel declares WORKERS.
+// partial_slot() names, for linear_split_sum.wgsl to add up. Both kernels take the tile and the shares from
+// the override constants below, and number the iterations by tiling() and tile_corner(), so they agree.
+// The including kernel declares params (linear's Params: M, K, N).
+
+override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
+override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
+override WORKERS: u32 = 0u;     // 0: one tile per workgroup (linear_tiled.wgsl); else the count of shares
+const TILE_K: u32 = 8u;         // k per slab
+
+// The product's tiles, column tiles fastest, then row tiles, each K / TILE_K slabs long.
+struct Tiling {
+  tile_m: u32,
+  tile_n: u32,
+  tiles_n: u32,     // tiles per row of tiles
+  tiles: u32,
+  slabs: u32,       // per tile
+  iterations: u32,  // tiles * slabs
+}
+
+fn tiling() -> Tiling {
+  let tile_m = 64u * ROW_GROUPS;
+  let tile_n = 64u * COL_GROUPS;
+  let tiles_n = (params.N + tile_n - 1u) / tile_n;
+  let tiles = tiles_n * ((params.M + tile_m - 1u) / tile_m);
+  let slabs = params.K / TILE_K;
+  return Tiling(tile_m, tile_n, tiles_n, tiles, slabs, tiles * slabs);
+}
+
+// The first row and column of tile `tile`.
+fn tile_corner(t: Tiling, tile: u32) -> vec2<u32> {
+  return vec2<u32>((tile / t.tiles_n) * t.tile_m, (tile % t.tiles_n) * t.tile_n);
+}
 
 // The first iteration of worker w's share, floor(w * iterations / WORKERS), without overflowing u32: the
 // dispatcher keeps WORKERS <= 4096, so w * (iterations % WORKERS) < 2^24.
