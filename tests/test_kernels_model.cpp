@@ -304,6 +304,16 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
   EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
   EXPECT_EQ(linear_split_workers({20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
   EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
+  // Requests are bounded by 128 MiB of partial sums (two 128 x 128 tiles per worker: 1,024 workers) and by
+  // 4,096 workers (64 x 64 tiles), each named in the error.
+  LinearParams large{512, 4096, 4096, 4096, 0, 0, 0};
+  EXPECT_EQ(linear_split_workers(large, 1024), 1024u);
+  EXPECT_THAT([&] { linear_split_workers(large, 1025); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("1025 split workers requested"), HasSubstr("128 MiB"))));
+  LinearParams narrow{512, 4096, 256, 256, 0, 0, 0};  // 8 x 4 tiles of 64 x 64
+  EXPECT_EQ(linear_split_workers(narrow, 4096), 4096u);
+  EXPECT_THAT([&] { linear_split_workers(narrow, 4097); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("4097 split workers requested"), HasSubstr("4096 workgroups"))));
 }
 
 TEST(LinearSplit, RejectsShortScratchAndFusions) {

@@ -314,8 +314,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
     auto too_few = [&] { return !fixed_columns && !norm_x && groups * b.split < kMatvecTasks; };
     for (b.split = 1; b.split < most && (too_big() || too_few());) b.split *= 2;
     // Fixed pairs that are few and a whole task each go to two subgroups, one load in flight: Llama's 3,072
-    // q|k|v pairs (with their norm) took the decode step from 195.6 to 198.7 tok/s that way (run 55); in
-    // four, 195.2; its 14,336 gate|up pairs in two, 195.0.
+    // q|k|v pairs (with their norm) took the decode step to 198.7 tok/s that way, against 195.1 and 196.1
+    // without (run 55); in four, 195.2; its 14,336 gate|up pairs in two, 195.0.
     bool few_whole_pairs = fixed_columns && groups < kMatvecTasks / 2 && b.columns * row_bytes >= kMatvecTaskBytes;
     if (b.split == 1 && most >= 2 && few_whole_pairs && b.unroll == 0) {
       b.split = 2;
