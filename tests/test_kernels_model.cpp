@@ -221,6 +221,39 @@ TEST_F(ShapeErrors, LinearGateActChecksPairsAndOutputColumns) {
               ThrowsMessage<Error>(HasSubstr("needs the subgroup decode variant")));
 }
 
+TEST_F(ShapeErrors, LinearNormFusionsNeedTheirOperands) {
+  if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  auto other = device().create_buffer("other", 4096), prepared = device().create_buffer("prepared", 4096);
+  auto project = [&](LinearParams p, LinearNorm norm) {
+    linear(device(), any, any, any, any, any, p, WeightType::F32, norm);
+  };
+  LinearParams plain{1, 64, 32, 32, 0, 0, 0};
+  auto with = [&](auto set) {
+    LinearParams p = plain;
+    set(p);
+    return p;
+  };
+  EXPECT_THAT([&] { project(with([](auto& p) { p.norm_x = 3; }), {{&other}}); },
+              ThrowsMessage<Error>(HasSubstr("norm_x must be 0, 1")));
+  EXPECT_THAT([&] { project(with([](auto& p) { p.norm_x = kNormPrepared; }), {{&other}}); },
+              ThrowsMessage<Error>(HasSubstr("norm_x 2 needs the raw x operand")));
+  EXPECT_THAT([&] { project(with([](auto& p) { p.norm_out = 1; }), {{&other}}); },
+              ThrowsMessage<Error>(HasSubstr("norm_out needs the next norm's weight and a prepared output")));
+  EXPECT_THAT([&] { project(with([](auto& p) { p.norm_out = 2; }), {{&other}, {}, {&prepared}}); },
+              ThrowsMessage<Error>(HasSubstr("norm_out must be 0 or 1")));
+  EXPECT_THAT([&] { project(with([](auto& p) { p.norm_out = 1, p.norm_x = kNormWeighted; }), {{&other}, {}, {&prepared}}); },
+              ThrowsMessage<Error>(HasSubstr("norm_out goes with a plain product")));
+  // A prepared output too short for the [M, out_stride] it receives.
+  auto short_prepared = device().create_buffer("short prepared", 64);
+  EXPECT_THAT([&] { project(with([](auto& p) { p.norm_out = 1; }), {{&other}, {}, {&short_prepared}}); },
+              ThrowsMessage<Error>(HasSubstr("operand 'prepared'")));
+  EXPECT_NO_THROW(project(with([](auto& p) { p.norm_out = 1; }), {{&other}, {}, {&prepared}}));
+  EXPECT_NO_THROW(project(with([](auto& p) { p.norm_x = kNormPrepared; }), {{}, {&other}, {}}));
+  // Prompts fuse no norm.
+  EXPECT_THAT([&] { project(with([](auto& p) { p.M = 5, p.norm_out = 1; }), {{&other}, {}, {&prepared}}); },
+              ThrowsMessage<Error>(HasSubstr("needs the subgroup decode variant")));
+}
+
 TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto project = [&](LinearParams p, QkvHeads heads) {
@@ -238,7 +271,7 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 1}, {2, 1, 8, 8, 4}); },
               ThrowsMessage<Error>(HasSubstr("no residual")));
   EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 0, 0, 1}, {2, 1, 8, 8, 4}); },
-              ThrowsMessage<Error>(HasSubstr("norm_x needs a norm_weight")));
+              ThrowsMessage<Error>(HasSubstr("norm_x 1 needs the norm's weight operand")));
   EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}));
 }
 

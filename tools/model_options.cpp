@@ -52,6 +52,10 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--adapter", adapter, "WebGPU adapter (substring of its name; default: $GERBIL_ADAPTER)");
   app.add_option("--weights", weights, "Weight storage: checkpoint (as stored, lossless) or f16")
       ->check(CLI::IsMember({"checkpoint", "f16"}));
+  app.add_option("--prepared-norms", prepared_norms,
+                 "Decoding: products writing the residual stream also write the next RMSNorm's x * weight for the "
+                 "product after: auto (where measured to pay: hidden size >= 4096), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }
 
@@ -67,6 +71,9 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   graph::ModelOptions model_options;
   model_options.context = options.context;
   model_options.weights = options.weights == "f16" ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint;
+  model_options.prepared_norms = options.prepared_norms == "always" ? graph::PreparedNorms::Always
+                                 : options.prepared_norms == "never" ? graph::PreparedNorms::Never
+                                                                     : graph::PreparedNorms::Auto;
   if (report && isatty(STDERR_FILENO)) model_options.progress = progress_bar();
   loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options);
   if (report) {

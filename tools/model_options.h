@@ -22,6 +22,7 @@ struct ModelOptions {
   uint32_t context = 0;
   std::string adapter;
   std::string weights = "checkpoint";
+  std::string prepared_norms = "auto";
   std::vector<std::string> enable_toggles, disable_toggles;  // Dawn device toggles
   bool precise_timestamps = false;                           // for per-dispatch profiles
 

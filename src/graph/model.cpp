@@ -5,6 +5,8 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <optional>
+#include <utility>
 
 #include "gerbil/error.h"
 #include "kernels/model.h"
@@ -67,17 +69,20 @@ struct Model::Step {
 
 namespace {
 
+constexpr uint32_t kPreparedNormMinHidden = 4096;  // see StepBuilder::prepared_norms_pay()
+
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
 class StepBuilder {
  public:
   StepBuilder(gpu::Device& device, const ModelConfig& config, const GpuWeights& weights,
-              const Model::Buffers& buffers, uint32_t context, Model::Step& step)
+              const Model::Buffers& buffers, uint32_t context, PreparedNorms prepared_norms, Model::Step& step)
       : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
-        step_(step), T_(step.tokens) {}
+        prepared_norms_(prepared_norms), step_(step), T_(step.tokens) {}
 
   // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
   // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step).
   void build(bool all_logits, bool greedy_token, const kernels::SampleParams* sampling) {
+    all_logits_ = all_logits;
     embed();
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
@@ -165,10 +170,27 @@ class StepBuilder {
       add(label, kernels::rmsnorm_vec4(device_, {&in}, {&norm.weight}, {&out}, {rows, hidden(), eps}));
   }
 
-  // The input of a linear layer: a buffer, and possibly an RMSNorm the layer applies itself (fused).
+  // The input of a linear layer: a buffer, and possibly an RMSNorm the layer applies itself (fused). With
+  // `raw`, x holds x * the norm's weight, written by the product before (see NextNorm), and raw the x whose
+  // rms the layer takes.
   struct Input {
     const gpu::Buffer* x;
     const GpuNorm* fused_norm = nullptr;
+    const gpu::Buffer* raw = nullptr;
+  };
+
+  // The RMSNorm that follows a product writing the residual stream, and the layer that applies it. Where both
+  // run the decode kernel and prepared_norms_pay(), the product also writes x * the norm's weight into
+  // b_.normed (norm_out), and the layer reads that instead of reading the norm's weight beside x in every
+  // column group.
+  struct NextNorm {
+    const GpuNorm* norm;
+    const GpuLinear* consumer;
+  };
+  // What the last norm_out product prepared: x * norm's weight of the residual buffer x, in b_.normed.
+  struct Prepared {
+    const GpuNorm* norm;
+    const gpu::Buffer* x;
   };
 
   // Whether the gate|up projection `L` can apply the gate activation to its own output (its gate and up
@@ -183,20 +205,55 @@ class StepBuilder {
     return !L.gptq && kernels::linear_can_fuse(device_, M, L.in, L.type);
   }
 
-  // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can,
-  // else with a norm dispatch into b_.normed.
+  // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can
+  // (on x * weight if the product before prepared it), else with a norm dispatch into b_.normed.
   Input normed(const std::string& label, const GpuNorm& norm, const gpu::Buffer& x, const GpuLinear& next,
                uint32_t rows) {
-    if (arch_.norm != NormKind::LayerNorm && fusable(next, rows)) return {&x, &norm};
+    std::optional<Prepared> prepared = std::exchange(prepared_, std::nullopt);
+    if (arch_.norm != NormKind::LayerNorm && fusable(next, rows)) {
+      if (prepared && prepared->norm == &norm && prepared->x == &x) return {&b_.normed, &norm, &x};
+      return {&x, &norm};
+    }
     this->norm(label, norm, x, b_.normed, rows);
     return {&b_.normed};
   }
 
+  // Whether the products writing the residual stream prepare the gate|up projection's and the LM head's
+  // norms. Measured on an H200 (docs/PERFORMANCE.md, runs 60-61): at hidden size 4096 (llama3-8b) decoding
+  // gains 2.6 % (tg128 198.4 -> 203.5), the saved norm-weight loads outweighing the extra output; at 896
+  // (qwen2.5-0.5b) it loses 1-2 % (1,021.5 -> 1,007.2 with gate|up's alone). q|k|v's norm is never prepared:
+  // with it, llama3-8b ran 201.6 against 202.8 without.
+  bool prepared_norms_pay() const {
+    if (prepared_norms_ != PreparedNorms::Auto) return prepared_norms_ == PreparedNorms::Always;
+    return hidden() >= kPreparedNormMinHidden;
+  }
+
+  // The norm the last layer's output goes through, if the LM head reads the residual stream itself (not a
+  // copied last row) and preparing it pays.
+  std::optional<NextNorm> after_last_layer() const {
+    if (prepared_norms_pay() && (all_logits_ || T_ == 1)) return NextNorm{&w_.final_norm, &w_.lm_head};
+    return std::nullopt;
+  }
+
+  // The norm operands of `L` for its input `in`; sets p's norm flags.
+  kernels::LinearNorm input_norm(const Input& in, kernels::LinearParams& p) const {
+    p.eps_bits = kernels::float_bits(float(config_.norm_eps));
+    if (in.raw) {
+      p.norm_x = kernels::kNormPrepared;
+      return {{}, {in.raw}, {}};
+    }
+    if (in.fused_norm) {
+      p.norm_x = kernels::kNormWeighted;
+      return {{&in.fused_norm->weight}};
+    }
+    return {};
+  }
+
   // out[:, n] (+)= x' W^T + b over M rows; `residual` (when given) is added, and must differ from `out`.
   // With `gate_act` (1 SiLU, 2 GELU-tanh; see can_gate), L is a gate|up projection that writes
-  // act(gate) * up.
+  // act(gate) * up. `next`: the norm that will read `out` (see NextNorm).
   void linear(const std::string& label, const GpuLinear& L, Input in, uint32_t M, const gpu::Buffer* residual,
-              const gpu::Buffer& out, uint32_t gate_act = 0) {
+              const gpu::Buffer& out, uint32_t gate_act = 0, std::optional<NextNorm> next = std::nullopt) {
     BufferBinding res = residual ? BufferBinding{residual} : unused();
     uint32_t has_bias = L.bias ? 1 : 0, has_residual = residual ? 1 : 0;
     const gpu::Buffer& x = *in.x;
@@ -206,12 +263,15 @@ class StepBuilder {
                                       L.bias ? BufferBinding{&*L.bias} : unused(), res, {&out}, p));
       return;
     }
-    uint32_t eps = kernels::float_bits(float(config_.norm_eps));
-    BufferBinding norm_weight = in.fused_norm ? BufferBinding{&in.fused_norm->weight} : BufferBinding{};
+    bool prepare = next && arch_.norm != NormKind::LayerNorm && fusable(L, M) && fusable(*next->consumer, M);
     for (const RowBlock& block : L.blocks) {
       uint32_t out_stride = gate_act ? L.out / 2 : L.out;
-      kernels::LinearParams p{M,           L.in, block.rows, out_stride, block.first_row, has_bias, has_residual,
-                              gate_act,    in.fused_norm ? 1u : 0u, eps};
+      kernels::LinearParams p{M, L.in, block.rows, out_stride, block.first_row, has_bias, has_residual, gate_act};
+      kernels::LinearNorm norm = input_norm(in, p);
+      if (prepare) {
+        p.norm_out = 1;
+        norm = {{&next->norm->weight}, {}, {&b_.normed}};
+      }
       BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
       std::string name = L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label;
       BufferBinding weight{L.weight.get(), block.byte_offset, block.byte_size};
@@ -220,9 +280,10 @@ class StepBuilder {
         for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type, {&b_.split_scratch}))
           add(name, std::move(d));
       } else {
-        add(name, kernels::linear(device_, {&x}, weight, bias, res, {&out}, p, L.type, norm_weight));
+        add(name, kernels::linear(device_, {&x}, weight, bias, res, {&out}, p, L.type, norm));
       }
     }
+    if (prepare) prepared_ = Prepared{next->norm, &out};
   }
 
   // One decoder block; returns which residual buffer holds its output.
@@ -237,18 +298,21 @@ class StepBuilder {
     if (arch_.parallel_block) {
       // h = x + attn(ln(x)) + mlp(ln(x)): both branches read the same normed input.
       linear(label("o"), L.o, {&b_.attn}, T_, &x, next);
-      mlp(L, label, attn_in, next, x);
+      mlp(l, L, label, attn_in, next, x);
       return current;
     }
+    const GpuNorm& mlp_norm = L.mlp_norm ? *L.mlp_norm : L.attn_norm;
     if (L.attn_post_norm) {
       linear(label("o"), L.o, {&b_.attn}, T_, nullptr, b_.branch);
       norm(label("attn_post_norm"), *L.attn_post_norm, b_.branch, b_.branch_normed, T_);
       add(label("attn_residual"), kernels::add_vec4(device_, {&x}, {&b_.branch_normed}, {&next}, {T_ * hidden()}));
     } else {
-      linear(label("o"), L.o, {&b_.attn}, T_, &x, next);
+      std::optional<NextNorm> mlp_next;
+      if (prepared_norms_pay()) mlp_next = NextNorm{&mlp_norm, &L.up};
+      linear(label("o"), L.o, {&b_.attn}, T_, &x, next, 0, mlp_next);
     }
-    Input mlp_in = normed(label("mlp_norm"), L.mlp_norm ? *L.mlp_norm : L.attn_norm, next, L.up, T_);
-    mlp(L, label, mlp_in, next, x);
+    Input mlp_in = normed(label("mlp_norm"), mlp_norm, next, L.up, T_);
+    mlp(l, L, label, mlp_in, next, x);
     return current;  // mlp wrote back into the buffer this block started from
   }
 
@@ -266,13 +330,13 @@ class StepBuilder {
     const GpuLinear& qkv = L.qkv;
     if (!L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type)) {
       const RowBlock& block = qkv.blocks.front();
-      kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0, 0, in.fused_norm ? 1u : 0u, eps};
+      kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0};
+      kernels::LinearNorm norm = input_norm(in, p);
       Dispatch& project = add(
           label("qkv_rope"),
           kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
                                    qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq, {&b_.q}, k_cache, v_cache,
-                                   p, qkv.type, in.fused_norm ? BufferBinding{&in.fused_norm->weight} : BufferBinding{},
-                                   {heads, kv_heads, head_dim, rotary_dim, context_}));
+                                   p, qkv.type, norm, {heads, kv_heads, head_dim, rotary_dim, context_}));
       at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
     } else {
       linear(label("qkv"), qkv, in, T_, nullptr, b_.qkv);
@@ -304,8 +368,8 @@ class StepBuilder {
       attention_dispatch(label(i == 0 ? "attention" : "attention combine"), std::move(dispatches[i]), ap, split_keys);
   }
 
-  // The MLP branch on `in`; adds its output to `residual` into `out`.
-  void mlp(const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in,
+  // Layer l's MLP branch on `in`; adds its output to `residual` into `out`.
+  void mlp(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in,
            const gpu::Buffer& residual, const gpu::Buffer& out) {
     uint32_t intermediate = uint32_t(config_.intermediate_size);
     uint32_t act = config_.activation == Activation::SiLU ? 0 : 1;
@@ -324,7 +388,8 @@ class StepBuilder {
       norm(label("mlp_post_norm"), *L.mlp_post_norm, b_.branch, b_.branch_normed, T_);
       add(label("mlp_residual"), kernels::add_vec4(device_, {&residual}, {&b_.branch_normed}, {&out}, {T_ * hidden()}));
     } else {
-      linear(label("down"), L.down, down_in, T_, &residual, out);
+      bool last = l + 1 == int(config_.num_layers);
+      linear(label("down"), L.down, down_in, T_, &residual, out, 0, last ? after_last_layer() : std::nullopt);
     }
   }
 
@@ -348,8 +413,11 @@ class StepBuilder {
   const GpuWeights& w_;
   const Model::Buffers& b_;
   uint32_t context_;
+  PreparedNorms prepared_norms_;
   Model::Step& step_;
   uint32_t T_;
+  bool all_logits_ = false;
+  std::optional<Prepared> prepared_;  // set by a norm_out product, taken by the normed() after it
 };
 
 }  // namespace
@@ -438,7 +506,7 @@ Model::Step& Model::step(uint32_t tokens, Output output) {
   if (steps_.size() >= 8) steps_.clear();  // prompts of many lengths: keep the cache of graphs small
   auto step = std::make_unique<Step>();
   step->tokens = tokens;
-  StepBuilder(device_, config_, weights_, *buffers_, context_, *step)
+  StepBuilder(device_, config_, weights_, *buffers_, context_, options_.prepared_norms, *step)
       .build(output == Output::AllLogits, output == Output::GreedyToken,
              output == Output::SampledToken ? &sampling_ : nullptr);
   return *steps_.emplace(key, std::move(step)).first->second;

@@ -22,10 +22,16 @@
 
 namespace gerbil::graph {
 
+// Whether a decode step's products that write the residual stream also write x * the weight of the RMSNorm
+// the next product applies (its "prepared" input; see linear_matvec_sg.wgsl's NORM_OUT): where the measured
+// rule says it pays (Auto), or always / never (tests, tuning on other GPUs).
+enum class PreparedNorms { Auto, Always, Never };
+
 struct ModelOptions {
   uint32_t context = 0;       // KV-cache capacity in tokens; 0: min(max_position_embeddings, 4096)
   uint32_t max_chunk = 512;   // prompt tokens per prefill step (longer prompts run in chunks)
   WeightPolicy weights = WeightPolicy::Checkpoint;
+  PreparedNorms prepared_norms = PreparedNorms::Auto;
   LoadProgress progress;      // optional: told how far the weight upload has come
 };
 

@@ -312,7 +312,8 @@ Case seed_matmul(Workspace& w, const Shape& s) {
 // What a linear case adds to the bare product: the subgroup decode variant's fusions, or for prompts the split
 // along K (benchmarks time each beside the bare one).
 struct LinearExtras {
-  bool norm = false;      // an RMSNorm of x
+  uint32_t norm = 0;      // an RMSNorm of x: kNormWeighted, or kNormPrepared (x arrives as x * weight)
+  bool norm_out = false;  // the next norm's x * weight written beside the output
   uint32_t gate_act = 0;  // act(gate) * up over the N rows as gate|up halves (1 SiLU)
   bool split_k = false;   // linear_split_k: the work shared out where whole tiles leave SMs idle
   uint32_t workers = 0;   // split_k: over this many workgroups (0: the dispatcher's choice)
@@ -336,17 +337,22 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
-    if (extras.norm) c.variant += " norm";
+    if (extras.norm) c.variant += extras.norm == kNormPrepared ? " prepared" : " norm";
+    if (extras.norm_out) c.variant += " norm_out";
     if (extras.gate_act) c.variant += " gated";
     if (extras.split_k) c.variant += extras.workers ? fmt::format(" split{}", extras.workers) : " split";
-    bool fused = extras.norm || extras.gate_act;
+    bool fused = extras.norm || extras.gate_act || extras.norm_out;
     if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
       return c;
     }
     const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
-    const gpu::Buffer& norm_weight = w.floats("norm_weight", s.K, 0.5f, 1.5f);
+    const gpu::Buffer& norm_weight = w.floats("norm_weight", std::max(s.K, s.N), 0.5f, 1.5f);
+    LinearNorm norm;
+    if (extras.norm == kNormWeighted || extras.norm_out) norm.weight = whole(norm_weight);
+    if (extras.norm == kNormPrepared) norm.raw_x = whole(w.floats("raw x", uint64_t(s.T) * s.K));
+    if (extras.norm_out) norm.prepared = whole(w.output("prepared", uint64_t(s.T) * s.N));
     auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
     if (extras.gate_act && blocks.size() > 1) {
       c.skipped = "a gated product needs its gate and up rows in one binding";
@@ -366,7 +372,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     for (auto [buffer, n0, count] : weights) {
       const gpu::Buffer& W = *buffer;
       // x stands in for the unused bias and residual.
-      LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm};
+      LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm, 0, 0,
+                     extras.norm_out};
       if (extras.split_k) {
         const gpu::Buffer& scratch =
             w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, extras.workers)));
@@ -376,8 +383,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
         uint32_t workers = linear_split_workers(p, extras.workers);
         shares.push_back(workers ? fmt::format("{} workers", workers) : "whole tiles");
       } else {
-        c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
-                                      extras.norm ? whole(norm_weight) : BufferBinding{}, blocking));
+        c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,
+                                      blocking));
       }
     }
     std::vector<std::string> notes;
@@ -724,7 +731,11 @@ const std::vector<Family>& families() {
         {"linear", linear_case(F16, {0, 0, 2})},
         {"linear", linear_case(F16, {0, 0, 8})},
         {"linear", linear_case(F16, {2, 0, 8})},
-        {"linear", linear_case(F16, {}, {.norm = true})},
+        {"linear", linear_case(F16, {}, {.norm = kNormWeighted})},
+        {"linear", linear_case(F16, {}, {.norm = kNormPrepared})},
+        {"linear", linear_case(F16, {}, {.norm = kNormWeighted, .gate_act = 1})},
+        {"linear", linear_case(F16, {}, {.norm = kNormPrepared, .gate_act = 1})},
+        {"linear", linear_case(F16, {}, {.norm_out = true})},
         {"linear", linear_case(F16, {}, {.gate_act = 1})}}},
       {prefill_projection_shapes(),
        {"matmul", seed_matmul},
@@ -925,10 +936,10 @@ std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) 
   if (shape.T <= kMatvecRows) {
     for (MatvecBlocking b : options.blockings) {
       kernels.push_back({"linear", linear_case(WeightType::F16, b)});
-      kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = true})});
+      kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted})});
       bool pairs = b.columns == 0 || b.columns == 2;  // a gated product pairs gate and up rows
       if (pairs && shape.name.find("gate_up") != std::string::npos)
-        kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = true, .gate_act = 1})});
+        kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted, .gate_act = 1})});
     }
   } else {
     for (uint32_t workers : options.split_workers)

@@ -215,7 +215,7 @@ uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
            p.M, p.K, p.N, requested, kMatvecRows, kMaxSplitWorkers, kMaxSplitScratch * 4 >> 20);
     return requested;
   }
-  if (!use_linear_tiled(p) || p.gate_act || p.norm_x || wave_waste(tiles) <= kWaveSlack) return 0;
+  if (!use_linear_tiled(p) || p.gate_act || p.norm_x || p.norm_out || wave_waste(tiles) <= kWaveSlack) return 0;
   // Fewer workers than tiles only to even out the waves; where K is too short for that many shares (fewer
   // than kResidentTiles), whole tiles keep more SMs busy.
   uint64_t workers = std::min<uint64_t>(kResidentTiles, tiles * (p.K / 8) / kMinShareSlabs);
@@ -251,32 +251,54 @@ Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, Matv
   return fold(ceil_div(p.N, groups * blocking.columns));
 }
 
-// linear_matvec_sg.wgsl's bindings in order: x, W, bias, residual (ROPE: inv_freq), out, norm_weight,
-// k_cache, v_cache; and the elements the kernel touches in the last four.
+// linear_matvec_sg.wgsl's operands: x, W, bias, residual (ROPE: inv_freq), out, the norms' (bound at 5 and
+// 6), k_cache, v_cache (ROPE only); and the elements the kernel touches in residual, out and the caches.
 struct MatvecBindings {
-  BufferBinding x, weight, bias, residual, out, norm_weight, k_cache, v_cache;
+  BufferBinding x, weight, bias, residual, out;
+  LinearNorm norm;
+  BufferBinding k_cache, v_cache;
 };
 struct MatvecExtents {
   uint64_t residual, out, cache;
 };
 
+// Checks the norm fusions' flags against their operands.
+void check_norms(const std::string& shapes, const LinearParams& p, const LinearNorm& norm, bool rope) {
+  auto error = [&](const char* what) { fail("kernel 'linear_matvec_sg' ({}): {}", shapes, what); };
+  if (p.norm_x > kNormPrepared) error("norm_x must be 0, 1 (weighted here) or 2 (x prepared by norm_out)");
+  if (p.norm_out > 1) error("norm_out must be 0 or 1");
+  if (p.norm_x == kNormWeighted && !norm.weight.buffer) error("norm_x 1 needs the norm's weight operand");
+  if (p.norm_x == kNormPrepared && !norm.raw_x.buffer) error("norm_x 2 needs the raw x operand");
+  if (p.norm_out && (!norm.weight.buffer || !norm.prepared.buffer))
+    error("norm_out needs the next norm's weight and a prepared output operand");
+  if (p.norm_out && (p.norm_x || p.gate_act || rope))
+    error("norm_out goes with a plain product (no norm_x, gate activation or rotary epilogue)");
+}
+
 Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBindings& b, const LinearParams& p,
                          WeightType type, MatvecBlocking blocking, MatvecExtents extents, gpu::Constants rope) {
-  if (p.norm_x && !b.norm_weight.buffer)
-    fail("kernel 'linear_matvec_sg' ({}): norm_x needs a norm_weight operand", shapes);
+  check_norms(shapes, p, b.norm, !rope.empty());
   gpu::Constants constants = {{"WEIGHT_TYPE", double(type)},  {"ROWS", double(p.M)},
                               {"COLS", double(blocking.columns)}, {"SPLIT", double(blocking.split)},
                               {"UNROLL", double(blocking.unroll)},
-                              {"GATE_ACT", double(p.gate_act)},   {"NORM_X", p.norm_x ? 1.0 : 0.0}};
+                              {"GATE_ACT", double(p.gate_act)},   {"NORM_X", double(p.norm_x)},
+                              {"NORM_OUT", double(p.norm_out)}};
   constants.insert(constants.end(), rope.begin(), rope.end());
+  // Binding 5 is the norm's weight, or the raw x for a prepared one; 6 the prepared output or the k cache.
+  uint64_t out_count = count_of(p.M, p.out_stride);
+  Operand norm_in = {"norm_weight", b.norm.weight.buffer ? b.norm.weight : b.x, 1};
+  if (p.norm_x == kNormWeighted) norm_in.elements = p.K;
+  if (p.norm_x == kNormPrepared) norm_in = {"raw_x", b.norm.raw_x, count_of(p.M, p.K)};
+  if (p.norm_out) norm_in.elements = p.out_stride;
+  Operand sixth = p.norm_out ? Operand{"prepared", b.norm.prepared, out_count} : Operand{"k_cache", b.k_cache, extents.cache};
   return prepare(device, "linear_matvec_sg", std::move(shapes),
                  {{"x", b.x, count_of(p.M, p.K)},
                   weight_operand("W", b.weight, count_of(p.N, p.K), type),
                   {"bias", b.bias, used(p.has_bias, p.N)},
                   {"residual", b.residual, extents.residual},
                   {"out", b.out, extents.out},
-                  {"norm_weight", b.norm_weight.buffer ? b.norm_weight : b.x, used(p.norm_x, p.K)},
-                  {"k_cache", b.k_cache, extents.cache},
+                  norm_in,
+                  sixth,
                   {"v_cache", b.v_cache, extents.cache}},
                  p, subgroup_matvec_grid(device, p, blocking), constants);
 }
@@ -342,7 +364,7 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
 
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
-                BufferBinding norm_weight, MatvecBlocking blocking) {
+                const LinearNorm& norm, MatvecBlocking blocking) {
   auto shapes = linear_shapes(p, type);
   check_weight_type("linear", shapes, type);
   if (p.gate_act > 2) fail("kernel 'linear' ({}): gate_act must be 0, 1 (SiLU) or 2 (GELU)", shapes);
@@ -351,7 +373,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   if (p.gate_act && p.has_residual) fail("kernel 'linear' ({}): gate_act takes no residual", shapes);
   // A gated projection writes one act(gate) * up column per gate|up pair of rows.
   check_linear("linear", shapes, p.M, p.K, p.gate_act ? p.N / 2 : p.N, p.out_stride, p.out_col);
-  bool fused = p.gate_act != 0 || p.norm_x != 0;
+  bool fused = p.gate_act != 0 || p.norm_x != 0 || p.norm_out != 0;
   if (fused && !use_subgroup_matvec(device, p, type))
     fail("kernel 'linear' ({}): a fused norm or gate activation needs the subgroup decode variant (see "
          "linear_can_fuse)", shapes);
@@ -367,7 +389,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
     }
     // The cache bindings are only the ROPE epilogue's.
     return subgroup_matvec(device, shapes,
-                           {x, weight, bias, residual, out, norm_weight, device.placeholder(0), device.placeholder(1)},
+                           {x, weight, bias, residual, out, norm, device.placeholder(0), device.placeholder(1)},
                            p, type,
                            linear_matvec_blocking(device, p.K, p.N, type, blocking, p.norm_x != 0),
                            {used(p.has_residual, out_count), out_count, 1}, {});
@@ -386,7 +408,7 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
                                      WeightType type, BufferBinding scratch, uint32_t requested) {
-  if (p.gate_act || p.norm_x)
+  if (p.gate_act || p.norm_x || p.norm_out)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
   uint32_t workers = linear_split_workers(p, requested);
@@ -413,7 +435,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
 
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, BufferBinding norm_weight, const QkvHeads& s) {
+                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& s) {
   auto shapes = fmt::format("M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={}",
                             p.M, p.K, p.N, name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim,
                             p.position, s.capacity);
@@ -430,7 +452,7 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
     fail("kernel 'linear_qkv_rope' ({}): no residual or gate activation on the q|k|v projection", shapes);
   // The pairs of a head's rotation are the two columns of one group.
   MatvecBlocking blocking = linear_matvec_blocking(device, p.K, p.N, type, {2, 0});
-  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm_weight, k_cache, v_cache}, p, type,
+  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache}, p, type,
                          blocking,
                          {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,
                           count_of(s.capacity, s.kv_heads) * s.head_dim},

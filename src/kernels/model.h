@@ -40,19 +40,28 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
 // chosen by linear_grid()'s shape rule), other K linear.wgsl's 64 x 64 tiles.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
-// around the projection (linear_can_fuse() says when): norm_x 1 applies an RMSNorm with norm_weight and
-// eps to x first; gate_act 1 / 2 makes it a gated MLP's gate|up projection: W's N rows are N / 2 gate rows
-// then N / 2 up rows, and out[m, out_col + j] = act(gate_j) * up_j for j < N / 2 (SiLU / GELU-tanh; biases
-// added before the activation; no residual).
+// around the projection (linear_can_fuse() says when): norm_x applies an RMSNorm with eps to x first,
+// either with the norm's weight (kNormWeighted) or to an x that already holds x * weight (kNormPrepared,
+// written by the product before with norm_out), the rms then coming from the raw x; norm_out also writes
+// out * the next RMSNorm's weight; gate_act 1 / 2 makes it a gated MLP's gate|up projection: W's N rows are
+// N / 2 gate rows then N / 2 up rows, and out[m, out_col + j] = act(gate_j) * up_j for j < N / 2 (SiLU /
+// GELU-tanh; biases added before the activation; no residual). The operands of the norms: LinearNorm.
 struct LinearParams {
   uint32_t M, K, N;
   uint32_t out_stride, out_col;
   uint32_t has_bias, has_residual;
   uint32_t gate_act = 0;  // 0: none, 1: SiLU-gated, 2: GELU-tanh-gated output
-  uint32_t norm_x = 0;
+  uint32_t norm_x = 0;    // kNormNone, kNormWeighted or kNormPrepared
   uint32_t eps_bits = 0;
   uint32_t position = 0;  // linear_qkv_rope only: the rotary position (and cache row) of row 0
-  uint32_t _pad = 0;
+  uint32_t norm_out = 0;  // 1: also write out * LinearNorm::weight to LinearNorm::prepared
+};
+constexpr uint32_t kNormNone = 0, kNormWeighted = 1, kNormPrepared = 2;
+// The operands of linear()'s norm fusions (unused ones left empty).
+struct LinearNorm {
+  BufferBinding weight;    // norm_x kNormWeighted: the RMSNorm's weight [K]; norm_out: the next one's [out_stride]
+  BufferBinding raw_x;     // norm_x kNormPrepared: x before the norm [M, K] (x itself holds x * weight)
+  BufferBinding prepared;  // norm_out: receives out * weight [M, out_stride]
 };
 // The subgroup decode variant's blocking: output columns per column group (1..4), subgroups sharing one
 // group's dot products (a power of two) and 16-byte weight loads each lane has in flight per column (1..8);
@@ -63,7 +72,7 @@ struct MatvecBlocking {
 Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
-                BufferBinding norm_weight = {}, MatvecBlocking blocking = {});
+                const LinearNorm& norm = {}, MatvecBlocking blocking = {});
 // linear() for prompts, with the work shared out over linear_split_workers() workgroups where whole tiles
 // would leave SMs idle (see linear_shares.wgsl): linear_tiled.wgsl finishes the tiles a share holds whole and
 // writes the partial sums of the tiles cut between shares to `scratch`, then linear_split_sum.wgsl adds those
@@ -88,7 +97,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
                                       MatvecBlocking requested = {}, bool norm_x = false);
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
-// unused, no residual, no gate), then each q / k head rotated in rotate-half style over its first
+// unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first
 // rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
 // k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim]. Needs
 // linear_can_fuse() for the shape; head_dim and rotary_dim even, rotary_dim <= head_dim (0: no rotary;
@@ -98,7 +107,7 @@ struct QkvHeads {
 };
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, BufferBinding norm_weight, const QkvHeads& heads);
+                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads);
 
 // Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
 // on this device.

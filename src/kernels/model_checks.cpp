@@ -272,32 +272,59 @@ KernelCheck linear_check(bool quick) {
       });
 }
 
-// The decode variant's fusions: a gate activation on the gate|up output and/or an RMSNorm of x before the
-// product.
+// The decode variant's fusions: a gate activation on the gate|up output, an RMSNorm of x before the product
+// (with the norm's weight, or on an x prepared as x * weight, the rms from the raw x), and the next norm's
+// x * weight written beside the output (norm_out, into a block of columns at out_col of a wider output).
 // N is the output width: a gated case projects onto N gate and N up rows.
 struct FusedLinearShape {
   uint32_t M, K, N;
   WeightType type;
   uint32_t gate;  // 0 none, 1 SiLU, 2 GELU-tanh
-  bool norm, residual_or_bias;  // a gated case takes a bias, others a residual
+  uint32_t norm;  // kNormNone, kNormWeighted, kNormPrepared
+  bool residual_or_bias;  // a gated case takes a bias, others a residual
   MatvecBlocking blocking = {};  // zeros: the dispatcher's choice
+  bool norm_out = false;
+  uint32_t out_col = 0;  // norm_out cases: the block's first column of an output out_col + N + 5 wide
 };
 
+// Columns [col, col + N) of the M rows of a row-major [M, stride] matrix.
+template <typename T>
+std::vector<T> column_block(const std::vector<T>& rows, uint32_t M, uint32_t stride, uint32_t col, uint32_t N) {
+  std::vector<T> block;
+  for (uint32_t m = 0; m < M; ++m)
+    block.insert(block.end(), rows.begin() + size_t(m) * stride + col, rows.begin() + size_t(m) * stride + col + N);
+  return block;
+}
+
 KernelCheck linear_fused_check() {
-  std::vector<FusedLinearShape> shapes = {{1, 64, 48, F32, 1, false, true},    {1, 96, 40, F16, 2, false, false},
-                                          {3, 64, 33, BF16, 1, false, true},   {1, 128, 50, F16, 0, true, false},
-                                          {2, 896, 64, F32, 0, true, true},    {4, 64, 20, BF16, 2, true, false},
-                                          {1, 72, 29, F16, 1, true, true},     {2, 64, 31, BF16, 0, true, false, {3, 1}},
-                                          {1, 1096, 23, F16, 1, false, true, {0, 4}},
-                                          {3, 904, 21, F32, 0, true, true, {2, 2}},
-                                          {4, 520, 13, BF16, 2, true, false, {2, 8}},
-                                          {2, 4104, 9, F16, 0, true, false, {1, 8, 8}},
-                                          {1, 200, 7, F16, 1, false, true, {2, 1, 3}},
-                                          {3, 136, 5, F32, 0, false, true, {1, 2, 1}}};
+  constexpr uint32_t W = kNormWeighted, P = kNormPrepared;
+  std::vector<FusedLinearShape> shapes = {{1, 64, 48, F32, 1, 0, true},    {1, 96, 40, F16, 2, 0, false},
+                                          {3, 64, 33, BF16, 1, 0, true},   {1, 128, 50, F16, 0, W, false},
+                                          {2, 896, 64, F32, 0, W, true},    {4, 64, 20, BF16, 2, W, false},
+                                          {1, 72, 29, F16, 1, W, true},     {2, 64, 31, BF16, 0, W, false, {3, 1}},
+                                          {1, 1096, 23, F16, 1, 0, true, {0, 4}},
+                                          {3, 904, 21, F32, 0, W, true, {2, 2}},
+                                          {4, 520, 13, BF16, 2, W, false, {2, 8}},
+                                          {2, 4104, 9, F16, 0, W, false, {1, 8, 8}},
+                                          {1, 200, 7, F16, 1, 0, true, {2, 1, 3}},
+                                          {3, 136, 5, F32, 0, 0, true, {1, 2, 1}},
+                                          // prepared x: the raw x's pieces over the workgroup's threads, past
+                                          // one per thread (K / 4 = 258) and past four (1,026)
+                                          {1, 1032, 37, F16, 0, P, true},
+                                          {3, 4104, 9, BF16, 0, P, false, {1, 8, 8}},
+                                          {2, 64, 20, F32, 1, P, true},
+                                          {1, 4096, 6, F16, 2, P, false, {2, 2}},
+                                          // norm_out: the next norm's x * weight beside the output
+                                          {1, 128, 50, F16, 0, 0, true, {}, true, 7},
+                                          {4, 96, 33, BF16, 0, 0, true, {2, 2}, true},
+                                          {2, 200, 29, F32, 0, 0, false, {1, 4, 2}, true, 3}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
-    return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate, s.norm,
-                       s.residual_or_bias ? (s.gate ? " bias" : " residual") : "", describe_blocking(s.blocking));
+    return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate,
+                       s.norm == kNormPrepared ? "prepared" : s.norm ? "weighted" : "none",
+                       s.residual_or_bias ? (s.gate ? " bias" : " residual") : "",
+                       s.norm_out ? fmt::format(" norm_out out_col={}", s.out_col) : "",
+                       describe_blocking(s.blocking));
   };
   return make_check<FusedLinearShape>(
       "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per output", shapes, describe,
@@ -306,27 +333,56 @@ KernelCheck linear_fused_check() {
           return CaseResult{"linear_fused", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
         Buffers b{device};
         uint32_t rows = s.gate ? 2 * s.N : s.N;
+        uint32_t stride = s.norm_out ? s.out_col + s.N + 5 : s.N;
         bool bias = s.gate && s.residual_or_bias, residual = !s.gate && s.residual_or_bias;
         auto weight = random_weights(rng, size_t(rows) * s.K, s.type);
         auto x = random_floats(rng, size_t(s.M) * s.K, -2.f, 2.f);
-        auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
+        auto norm_weight = random_floats(rng, s.norm_out ? stride : s.K, 0.5f, 1.5f);
         auto bias_values = random_floats(rng, rows);
-        auto residual_values = random_floats(rng, size_t(s.M) * s.N);
-        auto& out = b.poisoned("out", size_t(s.M) * s.N);
+        auto residual_values = random_floats(rng, size_t(s.M) * stride);
+        auto& out = b.poisoned("out", size_t(s.M) * stride);
         const float eps = 1e-6f;
-        LinearParams p{s.M, s.K, rows, s.N, 0, bias, residual, s.gate, s.norm, float_bits(eps)};
-        run(device, linear(device, {&b.input("x", x)}, {&b.input("W", weight.words)}, {&b.input("bias", bias_values)},
-                           {&b.input("residual", residual_values)}, {&out}, p, s.type, {&b.input("norm", norm_weight)},
-                           s.blocking));
+        LinearParams p{s.M, s.K, rows, stride, s.out_col, bias, residual, s.gate, s.norm, float_bits(eps), 0,
+                       s.norm_out};
+        // A prepared x holds x * weight in f32, as the product before writes it.
+        std::vector<float> x_in = x;
+        if (s.norm == kNormPrepared)
+          for (size_t i = 0; i < x_in.size(); ++i) x_in[i] *= norm_weight[i % s.K];
+        LinearNorm norm;
+        norm.weight = {&b.input("norm", norm_weight)};
+        if (s.norm == kNormPrepared) norm = {{}, {&b.input("raw x", x)}, {}};
+        const gpu::Buffer& prepared = b.poisoned("prepared", size_t(s.M) * stride);
+        if (s.norm_out) norm.prepared = {&prepared};
+        run(device, linear(device, {&b.input("x", x_in)}, {&b.input("W", weight.words)},
+                           {&b.input("bias", bias_values)}, {&b.input("residual", residual_values)}, {&out}, p,
+                           s.type, norm, s.blocking));
         std::vector<double> input = widen(x);
-        if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
+        if (s.norm) {
+          std::vector<float> weights(norm_weight.begin(), norm_weight.begin() + s.K);
+          input = reference::rmsnorm(input, widen(weights), s.M, s.K, eps);
+        }
         auto ref = reference::linear(input, weight.values, bias ? widen(bias_values) : std::vector<double>{},
-                                     residual ? widen(residual_values) : std::vector<double>{}, s.M, s.K, rows, rows,
-                                     0, std::vector<double>(size_t(s.M) * rows, 0.0));
+                                     residual ? widen(residual_values) : std::vector<double>{}, s.M, s.K, rows,
+                                     rows == s.N ? stride : rows, rows == s.N ? s.out_col : 0,
+                                     std::vector<double>(size_t(s.M) * (rows == s.N ? stride : rows), 0.0));
         if (s.gate)
           ref = reference::gated_act(ref, s.M, s.N,
                                      s.gate == 1 ? reference::Activation::Silu : reference::Activation::GeluTanh);
-        return result("linear_fused", describe(s), b.read(out, ref.size()), ref, bound);
+        std::vector<float> gpu = b.read(out, size_t(s.M) * stride);
+        if (s.gate) {
+          gpu.resize(ref.size());
+        } else {
+          gpu = column_block(gpu, s.M, stride, s.out_col, s.N);
+          ref = column_block(ref, s.M, stride, s.out_col, s.N);
+        }
+        if (s.norm_out) {
+          // Compared together with out: prepared[m, col] = out[m, col] * weight[col].
+          auto written = column_block(b.read(prepared, size_t(s.M) * stride), s.M, stride, s.out_col, s.N);
+          size_t count = ref.size();
+          for (size_t i = 0; i < count; ++i) ref.push_back(ref[i] * norm_weight[s.out_col + i % s.N]);
+          gpu.insert(gpu.end(), written.begin(), written.end());
+        }
+        return result("linear_fused", describe(s), gpu, ref, bound);
       });
 }
 
@@ -375,7 +431,8 @@ QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint
 struct QkvRopeCase {
   uint32_t M, K, Hq, Hkv, D, rotary_dim, position;
   WeightType type;
-  bool norm, bias;
+  uint32_t norm;  // kNormNone, kNormWeighted, kNormPrepared
+  bool bias;
 };
 
 KernelCheck linear_qkv_rope_check() {
@@ -383,11 +440,15 @@ KernelCheck linear_qkv_rope_check() {
                                      {2, 128, 7, 1, 24, 0, 9, BF16, true, false}, {4, 64, 2, 2, 64, 64, 100, F16, false, false},
                                      {1, 896, 14, 2, 64, 64, 37, F16, true, true},
                                      // few pairs of a whole 16 KiB task each: split over two subgroups
-                                     {1, 2048, 4, 2, 64, 64, 11, F32, true, true}};
+                                     {1, 2048, 4, 2, 64, 64, 11, F32, true, true},
+                                     // x prepared as x * weight by the product before
+                                     {1, 2048, 4, 2, 64, 64, 11, F16, kNormPrepared, true},
+                                     {2, 1032, 6, 3, 16, 8, 3, BF16, kNormPrepared, false}};
   constexpr double bound = 1e-5;
   auto describe = [](const QkvRopeCase& s) {
     return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,
-                       s.rotary_dim, s.position, type_name(s.type), s.norm ? " norm" : "", s.bias ? " bias" : "");
+                       s.rotary_dim, s.position, type_name(s.type),
+                       s.norm == kNormPrepared ? " norm prepared" : s.norm ? " norm" : "", s.bias ? " bias" : "");
   };
   return make_check<QkvRopeCase>(
       "linear_qkv_rope", bound, "linear's rounding, then qkv_rope_store's angles and f32 sin/cos", shapes, describe,
@@ -403,9 +464,15 @@ KernelCheck linear_qkv_rope_check() {
         auto io = qkv_store_io(b, rng, s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, 2);
         const float eps = 1e-6f;
         LinearParams p{s.M, s.K, N, N, 0, s.bias, 0, 0, s.norm, float_bits(eps), s.position};
-        run(device, linear_qkv_rope(device, {&b.input("x", x)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
-                                    {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, p, s.type,
-                                    {&b.input("norm", norm_weight)}, {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity}));
+        std::vector<float> x_in = x;  // a prepared x holds x * weight in f32, as the product before writes it
+        LinearNorm norm{{&b.input("norm", norm_weight)}};
+        if (s.norm == kNormPrepared) {
+          for (size_t i = 0; i < x_in.size(); ++i) x_in[i] *= norm_weight[i % s.K];
+          norm = {{}, {&b.input("raw x", x)}, {}};
+        }
+        run(device, linear_qkv_rope(device, {&b.input("x", x_in)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
+                                    {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, p, s.type, norm,
+                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity}));
         std::vector<double> input = widen(x);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
         auto qkv = reference::linear(input, weight.values, s.bias ? widen(bias) : std::vector<double>{}, {}, s.M, s.K,

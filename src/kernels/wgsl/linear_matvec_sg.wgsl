@@ -9,10 +9,15 @@
 //   linear_matvec_blocking, chose from H200 sweeps; issuing the next step's loads before summing the
 //   current one measured slower there: 150 vs 177 tok/s on Llama-8B);
 // * subgroupAdd sums the lanes; with SPLIT > 1 the subgroups of a group add up through workgroup memory.
-// Each piece of x' read is reused for COLS rows of W. Two fusions save a dispatch and a round trip each:
-// * NORM_X: x' = x / sqrt(mean(x^2) + eps) * norm_weight (an RMSNorm before the projection); the lanes
+// Each piece of x' read is reused for COLS rows of W. The fusions save a dispatch and a round trip each:
+// * NORM_X 1: x' = x / sqrt(mean(x^2) + eps) * norm_weight (an RMSNorm before the projection); the lanes
 //   of a group together read every piece of x once, so they sum its squares on the way and 1 / rms
-//   scales the finished dot products: no extra reads, no extra pass;
+//   scales the finished dot products: no extra pass;
+// * NORM_X 2, the same RMSNorm with x * norm_weight already written by the product before (NORM_OUT): x is
+//   bound to that, and binding 5 to the raw x, whose squares the workgroup's threads sum once between them
+//   (four 16-byte pieces each at K = 4096) instead of every group reading norm_weight beside x;
+// * NORM_OUT: a product that writes the residual stream also writes out * norm_weight (binding 5 the next
+//   RMSNorm's weight) to binding 6, the x of the NORM_X 2 product that follows;
 // * GATE_ACT 1 / 2: a gated MLP's gate|up projection, W = [gate rows; up rows] (N / 2 each) and column
 //   group g = the pair (g, N / 2 + g), writes act(gate) * up to out[m, out_col + g] for g < N / 2, act
 //   SiLU (1) or GELU-tanh (2), so the down projection reads the activation directly (COLS = 2).
@@ -28,8 +33,10 @@
 // (kernels::linear_qkv_rope sets it).
 // Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
 //                     3 residual read (ROPE: inv_freq [ROTARY_DIM / 2]), 4 out [M, out_stride] read_write,
-//                     5 norm_weight [K] read (any buffer when NORM_X is off), 6 k_cache, 7 v_cache
-//                     read_write (ROPE only; any buffer otherwise), 8 params uniform.
+//                     5 norm_weight read: [K] (NORM_X 1), the raw x [M, K] (NORM_X 2), [out_stride]
+//                     (NORM_OUT), any buffer otherwise; 6 k_cache read_write (ROPE; NORM_OUT: the prepared
+//                     output [M, out_stride]), 7 v_cache read_write (ROPE), any buffer when unused;
+//                     8 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))) workgroups of 256, folded as
 // (min(W, 65535), ceil(W / x), 1); SPLIT <= 256 / max_subgroup_size. Sizing the grid by the largest
 // subgroup size the adapter reports covers every column whatever size the driver picks (extra groups
@@ -56,7 +63,8 @@ override COLS: u32 = 1u;         // output columns per column group, 1..4
 override SPLIT: u32 = 1u;        // subgroups per column group, a power of two
 override UNROLL: u32 = 1u;       // 16-byte weight pieces in flight per lane and column, 1..8
 override GATE_ACT: u32 = 0u;     // params.gate_act
-override NORM_X: bool = false;   // params.norm_x != 0
+override NORM_X: u32 = 0u;       // params.norm_x: 0, 1 (weight applied here) or 2 (x arrives weighted)
+override NORM_OUT: bool = false; // params.norm_out != 0
 override ROPE: bool = false;     // the q|k|v epilogue (see above), with the head shape below
 override Q_HEADS: u32 = 1u;
 override KV_HEADS: u32 = 1u;
@@ -69,7 +77,7 @@ var<workgroup> partial_sums: array<vec4<f32>, MAX_SUBGROUPS * 4u>;  // [subgroup
 var<workgroup> partial_squares: array<vec4<f32>, MAX_SUBGROUPS>;
 
 // acc[c][m] += x'[m, piece p] . W[row c, piece p] for the COLS weight pieces w[c] of piece index p, with
-// x' = x * norm_weight before the 1 / rms factor when NORM_X; squares[m] += the squares of those x.
+// x' = x * norm_weight before the 1 / rms factor when NORM_X is 1; squares[m] += the squares of those x.
 fn accumulate(acc: ptr<function, array<vec4<f32>, 4>>, squares: ptr<function, vec4<f32>>, p: u32,
               w: array<vec4<u32>, 4>) {
   let K4 = params.K / 4u;
@@ -79,7 +87,7 @@ fn accumulate(acc: ptr<function, array<vec4<f32>, 4>>, squares: ptr<function, ve
     for (var h = 0u; h < x_pieces; h++) {
       let i = x_pieces * p + h;
       xs[h] = x[m * K4 + i];
-      if (NORM_X) {
+      if (NORM_X == 1u) {
         (*squares)[m] += dot(xs[h], xs[h]);
         xs[h] *= norm_weight[i];
       }
@@ -93,6 +101,31 @@ fn accumulate(acc: ptr<function, array<vec4<f32>, 4>>, squares: ptr<function, ve
       }
     }
   }
+}
+
+// NORM_X 2: this thread's share of every row's sum of squares of the raw x (bound as norm_weight), the
+// workgroup's threads together reading each piece once, four loads in flight.
+fn raw_squares(lid: u32) -> vec4<f32> {
+  let K4 = params.K / 4u;
+  var squares = vec4<f32>(0.0);
+  for (var m = 0u; m < ROWS; m++) {
+    for (var i = lid; i < K4; i += 4u * WORKGROUP_SIZE) {
+      var v: array<vec4<f32>, 4>;
+      for (var u = 0u; u < 4u; u++) {
+        v[u] = norm_weight[m * K4 + min(i + u * WORKGROUP_SIZE, K4 - 1u)];
+      }
+      for (var u = 0u; u < 4u; u++) {
+        squares[m] += select(0.0, dot(v[u], v[u]), i + u * WORKGROUP_SIZE < K4);
+      }
+    }
+  }
+  return squares;
+}
+
+// NORM_OUT: beside out's element (m, n), the next RMSNorm's x * weight, for the NORM_X 2 product after.
+fn store_prepared(m: u32, n: u32, value: f32) {
+  let column = params.out_col + n;
+  k_cache[m * params.out_stride + column] = value * norm_weight[column / 4u][column % 4u];
 }
 
 // ROPE: the two columns of column group g (a rotary pair, or two neighbours), and whether they rotate.
@@ -208,13 +241,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
+  if (NORM_X == 2u) {
+    squares = raw_squares(lid);
+  }
   for (var c = 0u; c < COLS; c++) {
     acc[c] = subgroupAdd(acc[c]);
   }
-  if (NORM_X) {
+  if (NORM_X != 0u) {
     squares = subgroupAdd(squares);
   }
-  if (SPLIT > 1u) {
+  if (SPLIT > 1u || NORM_X == 2u) {
     if (lane == 0u) {
       for (var c = 0u; c < COLS; c++) {
         partial_sums[subgroup * 4u + c] = acc[c];
@@ -228,11 +264,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var c = 0u; c < COLS; c++) {
           acc[c] += partial_sums[(subgroup + s) * 4u + c];
         }
-        squares += partial_squares[subgroup + s];
+        if (NORM_X == 1u) {
+          squares += partial_squares[subgroup + s];
+        }
+      }
+    }
+    if (NORM_X == 2u) {  // the squares of the whole rows: every subgroup of the workgroup summed a share
+      squares = vec4<f32>(0.0);
+      for (var s = 0u; s < WORKGROUP_SIZE / lanes; s++) {
+        squares += partial_squares[s];
       }
     }
   }
-  if (NORM_X) {
+  if (NORM_X != 0u) {
     // RMSNorm: the per-row factor 1 / rms comes out of the sum.
     let scale = inverseSqrt(squares / f32(K) + bitcast<f32>(params.eps_bits));
     for (var c = 0u; c < COLS; c++) {
@@ -257,7 +301,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   } else {
     for (var c = 0u; c < COLS; c++) {
       if (first + c < N) {
-        store(m, first + c, acc[c][m]);
+        let value = store(m, first + c, acc[c][m]);
+        if (NORM_OUT) {
+          store_prepared(m, first + c, value);
+        }
       }
     }
   }

@@ -8,9 +8,9 @@ struct Params {
   out_col: u32,
   has_bias: u32,
   has_residual: u32,
-  gate_act: u32,  // linear_matvec_sg.wgsl's fusions (GATE_ACT / NORM_X overrides mirror them); 0 elsewhere
-  norm_x: u32,
+  gate_act: u32,  // linear_matvec_sg.wgsl's fusions (GATE_ACT / NORM_X / NORM_OUT overrides mirror them);
+  norm_x: u32,    // 0 elsewhere
   eps_bits: u32,
   position: u32,  // linear_matvec_sg.wgsl ROPE only: the rotary position of row 0
-  _pad: u32,
+  norm_out: u32,
 }
