@@ -3,13 +3,17 @@
 // the host. Prints microseconds per dispatch and, for chains that read weights, GB/s:
 // * touch chains: dispatches that do nothing but wait for the one before (WebGPU's barrier) and launch;
 // * read chains: Llama-3-8B's decode step as plain streaming reads of its f16 projections (one dispatch per
-//   product, 129), and the same bytes in one dispatch per layer (33): the floor a decode step's products
-//   could reach with this many dispatches, and what merging them would be worth.
+//   product, 129), also with each dispatch's grid capped (threads looping over the rest), and the same bytes
+//   in one dispatch per layer (33): the floor a decode step's products could reach with this many
+//   dispatches, and what merging them would be worth. Needs twice the bytes in GPU memory (30 GB at SCALE 1).
 //   bench_dispatch_chain [SCALE]   (SCALE multiplies the bytes read; 1 = Llama-3-8B's sizes, 15 GB)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "gpu/device.h"
 
@@ -76,17 +80,16 @@ Step touch_chain(gpu::Device& device, const gpu::Buffer& data, uint32_t dispatch
   return step;
 }
 
+// One buffer per entry of `sizes` (bytes) to stream, one dispatch each.
 struct Reads {
   std::vector<gpu::Buffer> sources;
   std::vector<gpu::Buffer> params;
-  Step step;
+  std::vector<uint32_t> counts;  // vec4s per source
   double bytes = 0;
 };
 
-// One dispatch per entry of `sizes` (bytes), each over its own buffer.
-Reads read_chain(gpu::Device& device, const gpu::Buffer& dst, const std::vector<uint64_t>& sizes) {
+Reads make_reads(gpu::Device& device, const std::vector<uint64_t>& sizes) {
   Reads r;
-  r.step.pipeline = &device.pipeline("read", kRead);
   r.sources.reserve(sizes.size());
   r.params.reserve(sizes.size());
   for (uint64_t size : sizes) {
@@ -94,19 +97,30 @@ Reads read_chain(gpu::Device& device, const gpu::Buffer& dst, const std::vector<
     r.sources.push_back(device.create_buffer("src", uint64_t(count) * 16));
     uint32_t params[4] = {count, 0, 0, 0};
     r.params.push_back(device.upload("params", std::span<const uint32_t>(params), gpu::BufferKind::Uniform));
-    gpu::BufferBinding bindings[3] = {{&r.sources.back()}, {&dst}, {&r.params.back()}};
-    r.step.groups.push_back(device.bind(*r.step.pipeline, bindings));
-    uint64_t workgroups = (count + 4 * 256 - 1) / (4 * 256);
-    r.step.grids.push_back({uint32_t(std::min<uint64_t>(workgroups, 65535)), uint32_t((workgroups + 65534) / 65535), 1});
+    r.counts.push_back(count);
     r.bytes += double(count) * 16;
   }
   return r;
 }
 
-void report_reads(gpu::Device& device, const char* what, const Reads& r, int steps) {
-  double us = us_per_step(device, r.step, steps);
-  std::printf("%-58s %9.1f us/step %8.2f us/dispatch %8.1f GB/s (%zu dispatches, %.1f MB)\n", what, us,
-              us / r.step.groups.size(), r.bytes / us / 1e3, r.step.groups.size(), r.bytes / 1e6);
+// The dispatches over `r`: one workgroup per 1,024 vec4s (four per thread), at most `max_workgroups` (0: no cap;
+// the threads then loop over the rest).
+Step read_step(gpu::Device& device, const Reads& r, const gpu::Buffer& dst, uint64_t max_workgroups) {
+  Step step{&device.pipeline("read", kRead), {}, {}};
+  for (size_t i = 0; i < r.sources.size(); ++i) {
+    gpu::BufferBinding bindings[3] = {{&r.sources[i]}, {&dst}, {&r.params[i]}};
+    step.groups.push_back(device.bind(*step.pipeline, bindings));
+    uint64_t workgroups = (r.counts[i] + 4 * 256 - 1) / (4 * 256);
+    if (max_workgroups) workgroups = std::min(workgroups, max_workgroups);
+    step.grids.push_back({uint32_t(std::min<uint64_t>(workgroups, 65535)), uint32_t((workgroups + 65534) / 65535), 1});
+  }
+  return step;
+}
+
+void report_reads(gpu::Device& device, const std::string& what, const Reads& r, const Step& step, int steps) {
+  double us = us_per_step(device, step, steps);
+  std::printf("%-62s %9.1f us/step %8.2f us/dispatch %8.1f GB/s (%zu dispatches, %.1f MB)\n", what.c_str(), us,
+              us / step.groups.size(), r.bytes / us / 1e3, step.groups.size(), r.bytes / 1e6);
 }
 
 }  // namespace
@@ -131,16 +145,21 @@ int main(int argc, char** argv) {
     for (double bytes : layer) step_sizes.push_back(mb(bytes));
   step_sizes.push_back(mb(4096.0 * 128256 * 2));
   gpu::Buffer dst = device.create_buffer("dst", 4 * 1024);
-  {
-    Reads r = read_chain(device, dst, step_sizes);
-    report_reads(device, "read chain: Llama-3-8B's 129 projections", r, 20);
-    // The same bytes in fewer, larger dispatches (the products of a layer merged).
-    std::vector<uint64_t> merged;
-    for (int l = 0; l < 32; ++l) merged.push_back(mb(layer[0] + layer[1] + layer[2] + layer[3]));
-    merged.push_back(mb(4096.0 * 128256 * 2));
-    Reads m = read_chain(device, dst, merged);
-    report_reads(device, "read chain: one dispatch per layer (same bytes)", m, 20);
-  }
+  // Both sets of buffers are made before any is timed and freed only at the end: chains over buffers made
+  // right after another set of 15 GB was freed read at a fraction of the speed on an H200 (runs 58-63).
+  Reads r = make_reads(device, step_sizes);
+  std::vector<uint64_t> merged;  // the same bytes in fewer, larger dispatches (the products of a layer merged)
+  for (int l = 0; l < 32; ++l) merged.push_back(mb(layer[0] + layer[1] + layer[2] + layer[3]));
+  merged.push_back(mb(4096.0 * 128256 * 2));
+  Reads m = make_reads(device, merged);
+  report_reads(device, "read chain: Llama-3-8B's 129 projections", r, read_step(device, r, dst, 0), 20);
+  // The same dispatches over at most this many workgroups, each thread looping over more of its product.
+  for (uint64_t cap : {264u, 1056u, 2112u, 4224u})
+    report_reads(device, fmt::format("read chain: 129 projections, at most {} workgroups each", cap), r,
+                 read_step(device, r, dst, cap), 20);
+  report_reads(device, "read chain: one dispatch per layer (same bytes)", m, read_step(device, m, dst, 0), 20);
+  report_reads(device, "read chain: one dispatch per layer, at most 1056 workgroups", m,
+               read_step(device, m, dst, 1056), 20);
   device.check_errors();
   return 0;
 }
