@@ -1,7 +1,7 @@
-// The epilogue of the linear kernels: out[m, out_col + n] = sum + bias[n] (+ residual[m, out_col + n]);
-// returns the value stored. The including kernel declares params (with has_bias, has_residual, out_stride,
-// out_col), bias, residual and out.
-fn store(m: u32, n: u32, sum: f32) -> f32 {
+// The epilogue of the linear kernels: out[m, out_col + n] = sum + bias[n] (+ residual[m, out_col + n]).
+// The including kernel declares params (with has_bias, has_residual, out_stride, out_col), bias, residual
+// and out.
+fn store(m: u32, n: u32, sum: f32) {
   var value = sum;
   if (params.has_bias != 0u) {
     value += bias[n];
@@ -11,5 +11,4 @@ fn store(m: u32, n: u32, sum: f32) -> f32 {
     value += residual[o];
   }
   out[o] = value;
-  return value;
 }
