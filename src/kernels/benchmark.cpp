@@ -309,8 +309,8 @@ Case seed_matmul(Workspace& w, const Shape& s) {
   return c;
 }
 
-// What a linear case adds to the bare product: the subgroup decode variant's fusions, or for prompts the split
-// along K (benchmarks time each beside the bare one).
+// What a linear case adds to the bare product: the subgroup decode variant's fusions, or for prompts the work
+// shared out over workgroups (benchmarks time each beside the bare one).
 struct LinearExtras {
   uint32_t norm = 0;      // an RMSNorm of x: kNormWeighted, or kNormPrepared (x arrives as x * weight)
   bool norm_out = false;  // the next norm's x * weight written beside the output

@@ -34,8 +34,8 @@ struct Options {
   std::string shape;
   uint32_t iterations = 0;  // timed iterations per case; 0: up to 100 (quick: 10), fewer for slow cases
   // Extra rows for tuning, beside the fixed variants: f16 decode products at each of these blockings, bare
-  // and with a fused norm (gate_up shapes also gated, as decoding runs them), f16 prompt products split
-  // into each of these counts of parts.
+  // and with a fused norm (gate_up shapes also gated, as decoding runs them), f16 prompt products shared
+  // out over each of these counts of workgroups.
   std::vector<MatvecBlocking> blockings;
   std::vector<uint32_t> split_workers;
   gpu::TimerClock clock = gpu::TimerClock::Auto;

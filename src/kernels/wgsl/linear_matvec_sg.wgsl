@@ -45,6 +45,7 @@ enable subgroups;
 
 //!include linear_params.wgsl
 //!include weights.wgsl
+//!include linear_store.wgsl
 //!include activations.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
@@ -122,7 +123,7 @@ fn raw_squares(lid: u32) -> vec4<f32> {
 }
 
 // The plain epilogue's operands for column n of row m, loaded before the loop so that the stores do not wait
-// on them: bias + residual, and the next RMSNorm's weight for NORM_OUT. (H200, llama3-8b / qwen2.5-0.5b tg128:
+// on them: linear_store.wgsl's addend (bias + residual), and the next RMSNorm's weight for NORM_OUT. (H200, llama3-8b / qwen2.5-0.5b tg128:
 // 198.4 -> 199.2 / 1,010.7 -> 1,012.6 without prepared norms, run 61; 202.5 -> 203.0 / 1,022.2 -> 1,027.3 with
 // them, run 65.)
 struct Epilogue {
@@ -131,15 +132,9 @@ struct Epilogue {
 }
 
 fn load_epilogue(m: u32, n: u32) -> Epilogue {
-  var e = Epilogue(0.0, 0.0);
-  let column = params.out_col + n;
-  if (params.has_bias != 0u) {
-    e.addend += bias[n];
-  }
-  if (params.has_residual != 0u) {
-    e.addend += residual[m * params.out_stride + column];
-  }
+  var e = Epilogue(epilogue_addend(m, n), 0.0);
   if (NORM_OUT) {
+    let column = params.out_col + n;
     e.next_weight = norm_weight[column / 4u][column % 4u];
   }
   return e;
@@ -148,7 +143,7 @@ fn load_epilogue(m: u32, n: u32) -> Epilogue {
 // out[m, out_col + n] = sum + bias[n] (+ residual), and with NORM_OUT beside it the next RMSNorm's x * weight,
 // for the NORM_X 2 product after.
 fn store_plain(m: u32, n: u32, sum: f32, e: Epilogue) {
-  let o = m * params.out_stride + params.out_col + n;
+  let o = output_index(m, n);
   let value = sum + e.addend;
   out[o] = value;
   if (NORM_OUT) {
@@ -220,7 +215,7 @@ fn store_gated(m: u32, g: u32, gate_sum: f32, up_sum: f32) {
     up += bias[params.N / 2u + g];
   }
   let act = select(gelu(gate), silu(gate), GATE_ACT == 1u);
-  out[m * params.out_stride + params.out_col + g] = act * up;
+  out[output_index(m, g)] = act * up;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
