@@ -1,0 +1,40 @@
+// The CLI's option checks, run as a user would: a bad value is refused before anything loads, with a message
+// naming the option, the value and the choices.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run_gerbil(const std::string& arguments) {
+  std::string command = std::string(GERBIL_BINARY_DIR) + "/gerbil " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 256> chunk;
+  while (size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  return {pclose(pipe), output};
+}
+
+TEST(CliOptions, PreparedNormsTakesOnlyItsThreeValues) {
+  for (const char* command : {"generate --model /nonexistent", "bench model --preset qwen2.5-0.5b"}) {
+    Outcome bad = run_gerbil(std::string(command) + " --prepared-norms sometimes");
+    EXPECT_NE(bad.status, 0) << command;
+    EXPECT_THAT(bad.output, testing::HasSubstr("--prepared-norms: sometimes not in {auto,always,never}")) << command;
+  }
+  // A good value gets past the option check to the next problem: the missing model folder.
+  Outcome good = run_gerbil("generate --model /nonexistent --prepared-norms never --tokens 1,2");
+  EXPECT_NE(good.status, 0);
+  EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--prepared-norms")));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
+}
+
+}  // namespace
