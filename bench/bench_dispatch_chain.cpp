@@ -5,7 +5,10 @@
 // * read chains: Llama-3-8B's decode step as plain streaming reads of its f16 projections (one dispatch per
 //   product, 129), also with each dispatch's grid capped (threads looping over the rest), and the same bytes
 //   in one dispatch per layer (33): the floor a decode step's products could reach with this many
-//   dispatches, and what merging them would be worth. Needs twice the bytes in GPU memory (30 GB at SCALE 1).
+//   dispatches, and what merging them would be worth. Needs twice the bytes in GPU memory (30 GB at SCALE 1);
+// * block chains: the same 129 dispatches with each workgroup streaming contiguous blocks (as a decode
+//   product's workgroup streams its rows) of 128 or 16 KB, one workgroup per block or a capped grid looping
+//   over them: why linear_matvec_sg decodes Llama-sized rows over 1,056 resident workgroups (runs 67, 69).
 //   bench_dispatch_chain [SCALE]   (SCALE multiplies the bytes read; 1 = Llama-3-8B's sizes, 15 GB)
 #include <chrono>
 #include <cstdio>
@@ -46,6 +49,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc = vec4<f32>(0.0);
   for (var i = first; i < params.count; i += threads) { acc += src[i]; }
   if (acc.x == 1234.5) { dst[first % 1024u] = acc.y; }
+}
+)";
+
+// Streams src in `blocks` contiguous blocks (as a decode product's workgroup streams its rows); workgroup w
+// takes blocks w, w + G, w + 2G, ... for a grid of G workgroups, so a grid smaller than `blocks` stays
+// resident and slides over the buffer.
+constexpr const char* kReadBlocks = R"(
+struct Params { count: u32, blocks: u32 }
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let id = wid.x + wid.y * nwg.x;
+  let per = (params.count + params.blocks - 1u) / params.blocks;
+  var acc = vec4<f32>(0.0);
+  for (var b = id; b < params.blocks; b += nwg.x * nwg.y) {
+    let end = min(b * per + per, params.count);
+    for (var i = b * per + lid; i < end; i += 256u) { acc += src[i]; }
+  }
+  if (acc.x == 1234.5) { dst[id % 1024u] = acc.y; }
 }
 )";
 
@@ -117,6 +142,23 @@ Step read_step(gpu::Device& device, const Reads& r, const gpu::Buffer& dst, uint
   return step;
 }
 
+// The dispatches over `r` in kReadBlocks' layout: blocks of `block_bytes`, over at most `max_workgroups` (0: one
+// per block).
+Step block_step(gpu::Device& device, const Reads& r, const gpu::Buffer& dst, std::vector<gpu::Buffer>& params,
+                uint64_t block_bytes, uint32_t max_workgroups) {
+  Step step{&device.pipeline("read_blocks", kReadBlocks), {}, {}};
+  for (size_t i = 0; i < r.sources.size(); ++i) {
+    uint32_t blocks = uint32_t((uint64_t(r.counts[i]) * 16 + block_bytes - 1) / block_bytes);
+    uint32_t values[2] = {r.counts[i], blocks};
+    params.push_back(device.upload("params", std::span<const uint32_t>(values), gpu::BufferKind::Uniform));
+    gpu::BufferBinding bindings[3] = {{&r.sources[i]}, {&dst}, {&params.back()}};
+    step.groups.push_back(device.bind(*step.pipeline, bindings));
+    uint32_t workgroups = max_workgroups ? std::min(blocks, max_workgroups) : blocks;
+    step.grids.push_back({std::min<uint32_t>(workgroups, 65535), (workgroups + 65534) / 65535, 1});
+  }
+  return step;
+}
+
 void report_reads(gpu::Device& device, const std::string& what, const Reads& r, const Step& step, int steps) {
   double us = us_per_step(device, step, steps);
   std::printf("%-62s %9.1f us/step %8.2f us/dispatch %8.1f GB/s (%zu dispatches, %.1f MB)\n", what.c_str(), us,
@@ -160,6 +202,15 @@ int main(int argc, char** argv) {
   report_reads(device, "read chain: one dispatch per layer (same bytes)", m, read_step(device, m, dst, 0), 20);
   report_reads(device, "read chain: one dispatch per layer, at most 1056 workgroups", m,
                read_step(device, m, dst, 1056), 20);
+  // Each workgroup streaming contiguous blocks, one per workgroup or a resident grid sliding over them.
+  std::vector<gpu::Buffer> params;
+  params.reserve(r.sources.size() * 8);  // one per dispatch below, never moved
+  for (uint64_t block_kb : {128u, 16u})
+    for (uint32_t cap : {0u, 264u, 528u, 1056u})
+      report_reads(device,
+                   cap ? fmt::format("block chain: {} KB blocks, at most {} workgroups", block_kb, cap)
+                       : fmt::format("block chain: {} KB blocks, one workgroup each", block_kb),
+                   r, block_step(device, r, dst, params, block_kb << 10, cap), 20);
   device.check_errors();
   return 0;
 }
