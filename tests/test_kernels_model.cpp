@@ -298,17 +298,22 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   if (device().adapter().subgroup_max_size > 32) GTEST_SKIP() << "subgroups wider than 32 lanes";
   auto blocking = [](uint32_t K, uint32_t N, MatvecBlocking requested = {}, bool norm = false) {
     MatvecBlocking b = linear_matvec_blocking(device(), K, N, WeightType::F16, requested, norm);
-    return std::vector<uint32_t>{b.columns, b.split, b.unroll};
+    return std::vector<uint32_t>{b.columns, b.split, b.unroll, b.workgroups};
   };
-  EXPECT_EQ(blocking(4096, 4096), (std::vector<uint32_t>{1, 2, 1}));    // Llama's o: 4096 rows, each in 2
-  EXPECT_EQ(blocking(4096, 4096, {}, true), (std::vector<uint32_t>{1, 1, 1}));  // ... with a fused norm: whole
-  EXPECT_EQ(blocking(14336, 4096), (std::vector<uint32_t>{1, 2, 1}));   // its down: 28 KiB rows halved
-  EXPECT_EQ(blocking(4096, 128256), (std::vector<uint32_t>{2, 1, 1}));  // its LM head: pairs of 16 KiB
-  EXPECT_EQ(blocking(4864, 896), (std::vector<uint32_t>{1, 8, 1}));     // Qwen's down: too few rows
-  EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1}));  // its gate|up pairs: never split
-  EXPECT_EQ(blocking(4096, 6144, {2}), (std::vector<uint32_t>{2, 2, 1}));  // Llama's few q|k|v pairs: two
-  EXPECT_EQ(blocking(4096, 28672, {2}), (std::vector<uint32_t>{2, 1, 1}));  // its many gate|up pairs
-  EXPECT_EQ(blocking(8192, 28672, {2}), (std::vector<uint32_t>{2, 2, 4}));  // 32 KiB pairs split: 4 loads
+  // Rows of 8 KiB and more: one column group per workgroup, split 8, over at most 1,056 workgroups.
+  EXPECT_EQ(blocking(4096, 4096), (std::vector<uint32_t>{1, 8, 1, 1056}));         // Llama's o
+  EXPECT_EQ(blocking(4096, 4096, {}, true), (std::vector<uint32_t>{1, 8, 1, 1056}));  // ... with a fused norm
+  EXPECT_EQ(blocking(14336, 4096), (std::vector<uint32_t>{1, 8, 1, 1056}));        // its down
+  EXPECT_EQ(blocking(4096, 128256), (std::vector<uint32_t>{2, 8, 1, 1056}));       // its LM head: pairs
+  EXPECT_EQ(blocking(4096, 6144, {2}), (std::vector<uint32_t>{2, 8, 1, 1056}));    // its q|k|v pairs
+  EXPECT_EQ(blocking(4864, 896), (std::vector<uint32_t>{1, 8, 1, 1056}));          // Qwen's down (896 units)
+  EXPECT_EQ(blocking(4096, 28672, {2, 2}), (std::vector<uint32_t>{2, 2, 4, 0}));   // a split asked for: no cap
+  // Shorter rows: tasks of at most 16 KiB, about 8192 of them, one workgroup per unit.
+  EXPECT_EQ(blocking(2048, 4096), (std::vector<uint32_t>{1, 2, 1, 0}));    // 4096 rows, each in 2
+  EXPECT_EQ(blocking(2048, 4096, {}, true), (std::vector<uint32_t>{1, 1, 1, 0}));  // ... a fused norm: whole
+  EXPECT_EQ(blocking(896, 151936), (std::vector<uint32_t>{2, 1, 1, 0}));   // Qwen's LM head: pairs
+  EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1, 0}));  // its gate|up pairs: never split
+  EXPECT_EQ(blocking(3072, 4096, {4}), (std::vector<uint32_t>{4, 2, 4, 0}));  // 24 KiB groups split: 4 loads
   auto workers = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_workers({M, K, N, N, 0, 0, 0}); };
   EXPECT_EQ(workers(512, 4096, 6144), 264u);   // 192 tiles of 128 x 128: one wave of shares
   EXPECT_EQ(workers(512, 4096, 4096), 264u);   // 128

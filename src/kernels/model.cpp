@@ -18,6 +18,10 @@ constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
 constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
 constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
 constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weight registers per column
+// linear_matvec_sg.wgsl's workgroups resident at once on an H200 with one column group per workgroup: 132 SMs
+// x 8 (see linear_matvec_blocking).
+constexpr uint32_t kResidentMatvecWorkgroups = 1056;
+constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which decoding uses that grid
 constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
 
 const char* name_of(WeightType type) {
@@ -246,9 +250,14 @@ bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, Weigh
   return linear_can_fuse(device, p.M, p.K, type);
 }
 
-Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
+// The kernel's units of work, of 256 / (subgroup size x split) column groups (a workgroup's).
+uint64_t matvec_units(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
   uint32_t groups = std::max<uint32_t>(1, kWorkgroupSize / device.adapter().subgroup_max_size / blocking.split);
-  return fold(ceil_div(p.N, groups * blocking.columns));
+  return ceil_div(p.N, groups * blocking.columns);
+}
+
+Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
+  return fold(std::min<uint64_t>(matvec_units(device, p, blocking), blocking.workgroups ? blocking.workgroups : ~0u));
 }
 
 // linear_matvec_sg.wgsl's operands: x, W, bias, residual (ROPE: inv_freq), out, the norms' (bound at 5 and
@@ -282,7 +291,8 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
                               {"COLS", double(blocking.columns)}, {"SPLIT", double(blocking.split)},
                               {"UNROLL", double(blocking.unroll)},
                               {"GATE_ACT", double(p.gate_act)},   {"NORM_X", double(p.norm_x)},
-                              {"NORM_OUT", double(p.norm_out)}};
+                              {"NORM_OUT", double(p.norm_out)},
+                              {"LOOPS", blocking.workgroups && matvec_units(device, p, blocking) > blocking.workgroups ? 1.0 : 0.0}};
   constants.insert(constants.end(), rope.begin(), rope.end());
   // Binding 5 is the norm's weight, or the raw x for a prepared one; 6 the prepared output or the k cache.
   uint64_t out_count = count_of(p.M, p.out_stride);
@@ -310,39 +320,43 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   auto shapes = [&] { return fmt::format("K={} N={} type={}", K, N, name_of(type)); };
   if (K == 0 || N == 0) fail("kernel 'linear_matvec_sg' ({}): K and N must be positive", shapes());
   MatvecBlocking b = requested;
-  // Chosen from run 23's sweep of blockings on an H200 with the weights cold in the cache, as decoding
-  // reads them (docs/PERFORMANCE.md): a subgroup's task (the weights it streams for one column group)
-  // should be at most kMatvecTaskBytes and there should be about kMatvecTasks tasks. So two columns per
-  // group only where the pairs alone are that many (the LM heads), else one, then each group split over
-  // just enough subgroups (Llama's o and down: 2, Qwen's down: 8). A caller that fixes the columns (the
-  // gate|up and rotary pairs) gets its groups split for size, and where they are few (below): Qwen's 3.5 KiB
-  // gate|up pairs ran 25 % slower in two. A product with a fused norm is split only for size: Llama's o shape
-  // with a norm took 24.4 us split in two, 19.4 us whole (runs 25, 23). One 16-byte load in flight per lane and column measured fastest (the compiler overlaps
-  // the loop's iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
-  // (Two for Llama's few q|k|v pairs measured faster alone, 28.9 -> 25.4 us, but slower in the model,
-  // 26.3 -> 28.4 us: runs 22 and 24.)
   constexpr uint64_t kMatvecTaskBytes = 16384, kMatvecTasks = 8192;
   uint64_t row_bytes = uint64_t(K) * weight_bytes(type);
   bool fixed_columns = b.columns != 0;
   if (b.columns == 0) b.columns = N / 2 >= kMatvecTasks && 2 * row_bytes <= kMatvecTaskBytes ? 2 : 1;
   uint32_t lanes = std::max<uint32_t>(1, device.adapter().subgroup_max_size);
   uint32_t max_split = std::max<uint32_t>(1, kWorkgroupSize / lanes);
-  uint64_t groups = ceil_div(N, b.columns);
+  // The most subgroups a group is split over: a share never shorter than one 16-byte piece per lane.
+  uint32_t most = uint32_t(std::bit_floor(
+      std::clamp<uint64_t>(row_bytes / 16 / lanes, 1, std::min<uint64_t>(kMaxMatvecSplit, max_split))));
+  // Rows of at least 8 KiB (Llama-3-8B's, K >= 4096 in f16; Qwen2.5-0.5B's down): each column group is one
+  // workgroup's unit, all its subgroups sharing the rows with one load in flight per lane, over a grid of the
+  // workgroups an H200 holds at once, each looping over units w, w + 1056, ...: llama3-8b tg128 213.6 tok/s
+  // against 203.9 with the rule below (one workgroup per unit of several groups), 187.5 for the small units
+  // without the cap, 205.6 capped at 2,112, 177.5 at 528 with two loads (run 70). A workgroup's tail is then one 16 KiB
+  // unit, where a grid of larger units leaves SMs idle as it drains (bench_dispatch_chain, runs 67 and 69:
+  // 129 dispatches of 16 KiB blocks over 1,056 resident workgroups 4.10-4.15 ms, one workgroup per 128 KiB
+  // block 4.79-4.97 ms).
+  bool resident = row_bytes >= kResidentMatvecRowBytes && b.split == 0 && b.unroll == 0;
+  if (resident) {
+    b.split = most;
+    b.unroll = 1;
+    if (b.workgroups == 0) b.workgroups = kResidentMatvecWorkgroups;
+  }
+  // Shorter rows, from run 23's sweep of blockings on an H200 with the weights cold in the cache, as decoding
+  // reads them (docs/PERFORMANCE.md): a subgroup's task (the weights it streams for one column group) should
+  // be at most kMatvecTaskBytes and there should be about kMatvecTasks tasks. So two columns per group only
+  // where the pairs alone are that many (the LM heads), else one, then each group split over just enough
+  // subgroups (Qwen2.5-0.5B's o: 2). A caller that fixes the columns (the gate|up and rotary pairs) gets its
+  // groups split for size only: Qwen's 3.5 KiB gate|up pairs ran 25 % slower in two. So is a product with a
+  // fused norm: Llama's o shape with a norm took 24.4 us split in two, 19.4 us whole (runs 25, 23). One
+  // 16-byte load in flight per lane and column measured fastest (the compiler overlaps the loop's
+  // iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
   if (b.split == 0) {
-    // A share never shorter than one 16-byte piece per lane.
-    uint64_t most = std::bit_floor(
-        std::clamp<uint64_t>(row_bytes / 16 / lanes, 1, std::min<uint64_t>(kMaxMatvecSplit, max_split)));
+    uint64_t groups = ceil_div(N, b.columns);
     auto too_big = [&] { return b.columns * row_bytes / b.split > kMatvecTaskBytes; };
     auto too_few = [&] { return !fixed_columns && !norm_x && groups * b.split < kMatvecTasks; };
     for (b.split = 1; b.split < most && (too_big() || too_few());) b.split *= 2;
-    // Fixed pairs that are few and a whole task each go to two subgroups, one load in flight: Llama's 3,072
-    // q|k|v pairs (with their norm) took the decode step to 198.7 tok/s that way, against 195.1 and 196.1
-    // without (run 55); in four, 195.2; its 14,336 gate|up pairs in two, 195.0.
-    bool few_whole_pairs = fixed_columns && groups < kMatvecTasks / 2 && b.columns * row_bytes >= kMatvecTaskBytes;
-    if (b.split == 1 && most >= 2 && few_whole_pairs && b.unroll == 0) {
-      b.split = 2;
-      b.unroll = 1;
-    }
   }
   if (b.unroll == 0) b.unroll = b.columns >= 2 && b.split >= 2 ? 4 : 1;
   if (b.unroll > kMaxMatvecUnroll)
@@ -435,7 +449,8 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
 
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& s) {
+                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& s,
+                         MatvecBlocking blocking) {
   auto shapes = fmt::format("M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={}",
                             p.M, p.K, p.N, name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim,
                             p.position, s.capacity);
@@ -451,7 +466,11 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
   if (p.has_residual || p.gate_act)
     fail("kernel 'linear_qkv_rope' ({}): no residual or gate activation on the q|k|v projection", shapes);
   // The pairs of a head's rotation are the two columns of one group.
-  MatvecBlocking blocking = linear_matvec_blocking(device, p.K, p.N, type, {2, 0});
+  if (blocking.columns != 0 && blocking.columns != 2)
+    fail("kernel 'linear_qkv_rope' ({}): {} columns per group requested; a group is a rotary pair, 2", shapes,
+         blocking.columns);
+  blocking.columns = 2;
+  blocking = linear_matvec_blocking(device, p.K, p.N, type, blocking);
   return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache}, p, type,
                          blocking,
                          {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,

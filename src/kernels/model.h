@@ -64,10 +64,11 @@ struct LinearNorm {
   BufferBinding prepared;  // norm_out: receives out * weight [M, out_stride]
 };
 // The subgroup decode variant's blocking: output columns per column group (1..4), subgroups sharing one
-// group's dot products (a power of two) and 16-byte weight loads each lane has in flight per column (1..8);
-// 0 leaves the choice to linear_matvec_blocking().
+// group's dot products (a power of two), 16-byte weight loads each lane has in flight per column (1..8), and
+// the most workgroups to launch (each loops over the units of column groups past the grid); 0 leaves the
+// choice to linear_matvec_blocking() (workgroups 0 there: one per unit).
 struct MatvecBlocking {
-  uint32_t columns = 0, split = 0, unroll = 0;
+  uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
 Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
@@ -107,7 +108,8 @@ struct QkvHeads {
 };
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads);
+                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
+                         MatvecBlocking blocking = {});
 
 // Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
 // on this device.

@@ -147,9 +147,9 @@ struct LinearShape {
 };
 
 std::string describe_blocking(MatvecBlocking b) {
-  return b.columns || b.split || b.unroll
-             ? fmt::format(" columns={} split={} unroll={}", b.columns, b.split, b.unroll)
-             : "";
+  return (b.columns || b.split || b.unroll ? fmt::format(" columns={} split={} unroll={}", b.columns, b.split, b.unroll)
+                                            : "") +
+         (b.workgroups ? fmt::format(" workgroups={}", b.workgroups) : "");
 }
 
 LinearParams linear_params(const LinearShape& s) {
@@ -319,7 +319,18 @@ KernelCheck linear_fused_check() {
                                           // norm_out: the next norm's x * weight beside the output
                                           {1, 128, 50, F16, 0, 0, true, {}, true, 7},
                                           {4, 96, 33, BF16, 0, 0, true, {2, 2}, true},
-                                          {2, 200, 29, F32, 0, 0, false, {1, 4, 2}, true, 3}};
+                                          {2, 200, 29, F32, 0, 0, false, {1, 4, 2}, true, 3},
+                                          // rows of 8 KiB and more: the resident grid's blocking
+                                          {1, 4104, 13, F16, 0, W, true},
+                                          {2, 2056, 11, F32, 1, 0, true},
+                                          // grids smaller than the units, each workgroup looping over several:
+                                          // the squares and split shares of one unit must not leak into the
+                                          // next, the prepared rms is summed once per workgroup
+                                          {3, 4104, 9, BF16, 0, P, false, {1, 8, 1, 2}},
+                                          {2, 200, 29, F32, 0, W, true, {1, 2, 1, 4}},
+                                          {1, 1032, 24, F16, 1, 0, true, {2, 4, 1, 3}},
+                                          {4, 72, 45, BF16, 0, 0, true, {3, 1, 2, 2}},
+                                          {2, 96, 33, F16, 0, 0, true, {1, 8, 1, 5}, true, 3}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
     return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate,
@@ -435,6 +446,7 @@ struct QkvRopeCase {
   WeightType type;
   uint32_t norm;  // kNormNone, kNormWeighted, kNormPrepared
   bool bias;
+  MatvecBlocking blocking = {};  // zeros: the dispatcher's choice (columns: 2 or 0)
 };
 
 KernelCheck linear_qkv_rope_check() {
@@ -445,12 +457,18 @@ KernelCheck linear_qkv_rope_check() {
                                      {1, 2048, 4, 2, 64, 64, 11, F32, true, true},
                                      // x prepared as x * weight by the product before
                                      {1, 2048, 4, 2, 64, 64, 11, F16, kNormPrepared, true},
-                                     {2, 1032, 6, 3, 16, 8, 3, BF16, kNormPrepared, false}};
+                                     {2, 1032, 6, 3, 16, 8, 3, BF16, kNormPrepared, false},
+                                     // rows of 8 KiB: the resident grid's blocking; then grids smaller
+                                     // than the units, each workgroup looping over several pairs
+                                     {2, 4104, 4, 2, 64, 64, 7, F16, kNormWeighted, true},
+                                     {1, 1032, 6, 3, 16, 8, 3, F16, kNormPrepared, true, {2, 8, 1, 3}},
+                                     {3, 136, 4, 2, 24, 12, 5, F32, kNormWeighted, false, {0, 2, 1, 5}}};
   constexpr double bound = 1e-5;
   auto describe = [](const QkvRopeCase& s) {
-    return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,
+    return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,
                        s.rotary_dim, s.position, type_name(s.type),
-                       s.norm == kNormPrepared ? " norm prepared" : s.norm ? " norm" : "", s.bias ? " bias" : "");
+                       s.norm == kNormPrepared ? " norm prepared" : s.norm ? " norm" : "", s.bias ? " bias" : "",
+                       describe_blocking(s.blocking));
   };
   return make_check<QkvRopeCase>(
       "linear_qkv_rope", bound, "linear's rounding, then qkv_rope_store's angles and f32 sin/cos", shapes, describe,
@@ -474,7 +492,7 @@ KernelCheck linear_qkv_rope_check() {
         }
         run(device, linear_qkv_rope(device, {&b.input("x", x_in)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
                                     {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, p, s.type, norm,
-                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity}));
+                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity}, s.blocking));
         std::vector<double> input = widen(x);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
         auto qkv = reference::linear(input, weight.values, s.bias ? widen(bias) : std::vector<double>{}, {}, s.M, s.K,

@@ -37,10 +37,12 @@
 //                     (NORM_OUT), any buffer otherwise; 6 k_cache read_write (ROPE; NORM_OUT: the prepared
 //                     output [M, out_stride]), 7 v_cache read_write (ROPE), any buffer when unused;
 //                     8 params uniform.
-// Dispatch: ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))) workgroups of 256, folded as
-// (min(W, 65535), ceil(W / x), 1); SPLIT <= 256 / max_subgroup_size. Sizing the grid by the largest
-// subgroup size the adapter reports covers every column whatever size the driver picks (extra groups
-// find their columns >= N and write nothing).
+// Work is cut in units of one workgroup's 256 / (lanes * SPLIT) column groups. Dispatch: one workgroup per
+// unit, W = ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))), or fewer with LOOPS (then workgroup w
+// takes units w, w + W, w + 2W, ...: a grid that stays resident, each workgroup's tail one unit; see
+// linear_matvec_blocking), folded as (min(W, 65535), ceil(W / x), 1); SPLIT <= 256 / max_subgroup_size.
+// Sizing units by the largest subgroup size the adapter reports covers every column whatever size the
+// driver picks (extra groups find their columns >= N and write nothing).
 enable subgroups;
 
 //!include linear_params.wgsl
@@ -65,6 +67,7 @@ override UNROLL: u32 = 1u;       // 16-byte weight pieces in flight per lane and
 override GATE_ACT: u32 = 0u;     // params.gate_act
 override NORM_X: u32 = 0u;       // params.norm_x: 0, 1 (weight applied here) or 2 (x arrives weighted)
 override NORM_OUT: bool = false; // params.norm_out != 0
+override LOOPS: bool = false;    // the grid is smaller than the units: workgroups loop (see main)
 override ROPE: bool = false;     // the q|k|v epilogue (see above), with the head shape below
 override Q_HEADS: u32 = 1u;
 override KV_HEADS: u32 = 1u;
@@ -218,14 +221,28 @@ fn store_gated(m: u32, g: u32, gate_sum: f32, up_sum: f32) {
   out[output_index(m, g)] = act * up;
 }
 
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
-        @builtin(subgroup_size) lanes: u32) {
-  let subgroup = lid / lanes;
-  let groups = WORKGROUP_SIZE / lanes / SPLIT;  // column groups per workgroup
-  let slice = subgroup % SPLIT;                 // this subgroup's share of the group's pieces
-  let group = (wid.x + wid.y * nwg.x) * groups + subgroup / SPLIT;
+// NORM_X 2: every row's 1 / rms from the raw x, the workgroup's threads sharing the reads (once per
+// workgroup, however many column groups it then takes).
+fn raw_rms_scale(lid: u32, subgroup: u32, lane: u32, lanes: u32) -> vec4<f32> {
+  let squares = subgroupAdd(raw_squares(lid));
+  if (lane == 0u) {
+    partial_squares[subgroup] = squares;
+  }
+  workgroupBarrier();
+  var total = vec4<f32>(0.0);
+  for (var s = 0u; s < WORKGROUP_SIZE / lanes; s++) {
+    total += partial_squares[s];
+  }
+  return rms_scale(total);
+}
+
+fn rms_scale(squares: vec4<f32>) -> vec4<f32> {
+  return inverseSqrt(squares / f32(params.K) + bitcast<f32>(params.eps_bits));
+}
+
+// One column group's products: the SPLIT subgroups of this workgroup with slice 0..SPLIT-1 stream its weight
+// rows, add up, and the first one's lanes store row `lane` (NORM_X 2: scaled by raw_scale).
+fn column_group(group: u32, slice: u32, subgroup: u32, lane: u32, lanes: u32, raw_scale: vec4<f32>) {
   let first = group * COLS;
   let N = params.N;
   let K = params.K;
@@ -254,7 +271,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
   }
   var acc: array<vec4<f32>, 4>;  // acc[c][m]: the partial dot product of x' row m with weight row rows[c]
-  var squares = vec4<f32>(0.0);  // squares[m]: the partial sum of x[m, :]^2 (NORM_X)
+  var squares = vec4<f32>(0.0);  // squares[m]: the partial sum of x[m, :]^2 (NORM_X 1)
   for (var base = slice * lanes + lane; base < pieces; base += UNROLL * stride) {
     var w: array<array<vec4<u32>, 4>, 8>;  // [u][c], u < UNROLL
     for (var u = 0u; u < UNROLL; u++) {
@@ -270,21 +287,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-  if (NORM_X == 2u) {
-    squares = raw_squares(lid);
-  }
   for (var c = 0u; c < COLS; c++) {
     acc[c] = subgroupAdd(acc[c]);
   }
-  if (NORM_X != 0u) {
+  if (NORM_X == 1u) {
     squares = subgroupAdd(squares);
   }
-  if (SPLIT > 1u || NORM_X == 2u) {
+  if (SPLIT > 1u) {
     if (lane == 0u) {
       for (var c = 0u; c < COLS; c++) {
         partial_sums[subgroup * 4u + c] = acc[c];
       }
-      partial_squares[subgroup] = squares;
+      if (NORM_X == 1u) {  // (NORM_X 2's partial_squares hold raw_rms_scale's shares)
+        partial_squares[subgroup] = squares;
+      }
     }
     workgroupBarrier();
     // The group's first subgroup adds up the shares of all SPLIT (the others write nothing).
@@ -298,16 +314,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
       }
     }
-    if (NORM_X == 2u) {  // the squares of the whole rows: every subgroup of the workgroup summed a share
-      squares = vec4<f32>(0.0);
-      for (var s = 0u; s < WORKGROUP_SIZE / lanes; s++) {
-        squares += partial_squares[s];
-      }
+    if (LOOPS) {
+      workgroupBarrier();  // the shares are read before the workgroup's next column groups write theirs
     }
   }
   if (NORM_X != 0u) {
     // RMSNorm: the per-row factor 1 / rms comes out of the sum.
-    let scale = inverseSqrt(squares / f32(K) + bitcast<f32>(params.eps_bits));
+    let scale = select(rms_scale(squares), raw_scale, NORM_X == 2u);
     for (var c = 0u; c < COLS; c++) {
       acc[c] *= scale;
     }
@@ -333,5 +346,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         store_plain(m, first + c, acc[c][m], epilogue[c]);
       }
     }
+  }
+}
+
+// Workgroup w takes unit w, or with LOOPS the units w, w + G, w + 2G, ... of a grid of G workgroups (fewer
+// than the units) that stay resident and slide over the weights. Without LOOPS there is no loop and no
+// barrier between units: on Qwen2.5-0.5B, whose grids are one workgroup per unit, those alone cost 2 % of
+// decode speed (H200, run 71: 1,025.1 -> 1,002.9 tok/s; run 72 without them: 1,016.4 -> 1,018.8).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
+        @builtin(subgroup_size) lanes: u32) {
+  let subgroup = lid / lanes;
+  let groups = WORKGROUP_SIZE / lanes / SPLIT;  // column groups per workgroup
+  let column_groups = select((params.N + COLS - 1u) / COLS, params.N / 2u, ROPE || GATE_ACT != 0u);
+  let units = (column_groups + groups - 1u) / groups;
+  var raw_scale = vec4<f32>(1.0);
+  if (NORM_X == 2u) {
+    raw_scale = raw_rms_scale(lid, subgroup, lane, lanes);
+  }
+  let workgroup = wid.x + wid.y * nwg.x;
+  if (!LOOPS) {
+    column_group(workgroup * groups + subgroup / SPLIT, subgroup % SPLIT, subgroup, lane, lanes, raw_scale);
+    return;
+  }
+  for (var unit = workgroup; unit < units; unit += nwg.x * nwg.y) {
+    column_group(unit * groups + subgroup / SPLIT, subgroup % SPLIT, subgroup, lane, lanes, raw_scale);
   }
 }
