@@ -333,10 +333,10 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   // workgroup's unit, all its subgroups sharing the rows with one load in flight per lane, over a grid of the
   // workgroups an H200 holds at once, each looping over units w, w + 1056, ...: llama3-8b tg128 213.6 tok/s
   // against 203.9 with the rule below (one workgroup per unit of several groups), 187.5 for the small units
-  // without the cap, 205.6 capped at 2,112, 177.5 at 528 with two loads (run 70). A workgroup's tail is then one 16 KiB
-  // unit, where a grid of larger units leaves SMs idle as it drains (bench_dispatch_chain, runs 67 and 69:
-  // 129 dispatches of 16 KiB blocks over 1,056 resident workgroups 4.10-4.15 ms, one workgroup per 128 KiB
-  // block 4.79-4.97 ms).
+  // without the cap, 205.6 capped at 2,112, 177.5 at 528 with two loads (run 70). A workgroup's tail is then
+  // one 16 KiB unit, where a grid of larger units leaves SMs idle as it drains (bench_dispatch_chain, runs 67
+  // and 69: 129 dispatches of 16 KiB blocks over 1,056 resident workgroups 4.10-4.15 ms, one workgroup per
+  // 128 KiB block 4.79-4.97 ms).
   bool resident = row_bytes >= kResidentMatvecRowBytes && b.split == 0 && b.unroll == 0;
   if (resident) {
     b.split = most;
