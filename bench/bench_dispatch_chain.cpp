@@ -34,28 +34,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }
 )";
 
-// Streams `count` vec4s of src, a thread every `threads`-th, and stores only on an impossible sum (the buffers
-// are zeros), so the loads stay; dst is written (read_write), so consecutive dispatches are ordered.
+// Streams `count` vec4s of src and stores only on an impossible sum (the buffers are zeros), so the loads stay;
+// dst is written (read_write), so consecutive dispatches are ordered. With `blocks` 0 a thread reads every
+// `threads`-th vec4; else src is read in `blocks` contiguous blocks (as a decode product's workgroup streams its
+// rows), workgroup w taking blocks w, w + G, w + 2G, ... for a grid of G, so a grid smaller than `blocks`
+// stays resident and slides over the buffer.
 constexpr const char* kRead = R"(
-struct Params { count: u32 }
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let threads = nwg.x * nwg.y * 256u;
-  let first = (wid.x + wid.y * nwg.x) * 256u + lid;
-  var acc = vec4<f32>(0.0);
-  for (var i = first; i < params.count; i += threads) { acc += src[i]; }
-  if (acc.x == 1234.5) { dst[first % 1024u] = acc.y; }
-}
-)";
-
-// Streams src in `blocks` contiguous blocks (as a decode product's workgroup streams its rows); workgroup w
-// takes blocks w, w + G, w + 2G, ... for a grid of G workgroups, so a grid smaller than `blocks` stays
-// resident and slides over the buffer.
-constexpr const char* kReadBlocks = R"(
 struct Params { count: u32, blocks: u32 }
 @group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
@@ -64,11 +48,15 @@ struct Params { count: u32, blocks: u32 }
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let id = wid.x + wid.y * nwg.x;
-  let per = (params.count + params.blocks - 1u) / params.blocks;
   var acc = vec4<f32>(0.0);
-  for (var b = id; b < params.blocks; b += nwg.x * nwg.y) {
-    let end = min(b * per + per, params.count);
-    for (var i = b * per + lid; i < end; i += 256u) { acc += src[i]; }
+  if (params.blocks == 0u) {
+    for (var i = id * 256u + lid; i < params.count; i += nwg.x * nwg.y * 256u) { acc += src[i]; }
+  } else {
+    let per = (params.count + params.blocks - 1u) / params.blocks;
+    for (var b = id; b < params.blocks; b += nwg.x * nwg.y) {
+      let end = min(b * per + per, params.count);
+      for (var i = b * per + lid; i < end; i += 256u) { acc += src[i]; }
+    }
   }
   if (acc.x == 1234.5) { dst[id % 1024u] = acc.y; }
 }
@@ -120,7 +108,7 @@ Reads make_reads(gpu::Device& device, const std::vector<uint64_t>& sizes) {
   for (uint64_t size : sizes) {
     uint32_t count = uint32_t(size / 16);
     r.sources.push_back(device.create_buffer("src", uint64_t(count) * 16));
-    uint32_t params[4] = {count, 0, 0, 0};
+    uint32_t params[4] = {count, 0, 0, 0};  // blocks 0: strided
     r.params.push_back(device.upload("params", std::span<const uint32_t>(params), gpu::BufferKind::Uniform));
     r.counts.push_back(count);
     r.bytes += double(count) * 16;
@@ -142,11 +130,11 @@ Step read_step(gpu::Device& device, const Reads& r, const gpu::Buffer& dst, uint
   return step;
 }
 
-// The dispatches over `r` in kReadBlocks' layout: blocks of `block_bytes`, over at most `max_workgroups` (0: one
+// The dispatches over `r` in kRead's block layout: blocks of `block_bytes`, over at most `max_workgroups` (0: one
 // per block).
 Step block_step(gpu::Device& device, const Reads& r, const gpu::Buffer& dst, std::vector<gpu::Buffer>& params,
                 uint64_t block_bytes, uint32_t max_workgroups) {
-  Step step{&device.pipeline("read_blocks", kReadBlocks), {}, {}};
+  Step step{&device.pipeline("read", kRead), {}, {}};
   for (size_t i = 0; i < r.sources.size(); ++i) {
     uint32_t blocks = uint32_t((uint64_t(r.counts[i]) * 16 + block_bytes - 1) / block_bytes);
     uint32_t values[2] = {r.counts[i], blocks};
