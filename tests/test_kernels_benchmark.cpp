@@ -135,12 +135,15 @@ TEST(KernelBenchmark, TuningRowsFollowTheRequestedBlockingsAndSplits) {
   EXPECT_THAT(errors[0], testing::HasSubstr("split 3 must be a power of two"));
 }
 
-TEST(KernelBenchmark, BlockingTextIsThreeWholeNumbers) {
+TEST(KernelBenchmark, BlockingTextIsThreeOrFourWholeNumbers) {
   MatvecBlocking b = parse_blocking("1,2,0");
-  EXPECT_EQ(std::vector<uint32_t>({b.columns, b.split, b.unroll}), std::vector<uint32_t>({1, 2, 0}));
-  for (const char* bad : {"2,4", "1,2,1,4", "-1,1,1", "1, 2, 1", "a,b,c", "", "1,2,1x"})
-    EXPECT_THAT([&] { parse_blocking(bad); }, testing::ThrowsMessage<Error>(HasSubstr(
-                                                  fmt::format("--blocking '{}' is not COLUMNS,SPLIT,UNROLL", bad))))
+  EXPECT_EQ(std::vector<uint32_t>({b.columns, b.split, b.unroll, b.workgroups}), std::vector<uint32_t>({1, 2, 0, 0}));
+  b = parse_blocking("2,8,1,1056");
+  EXPECT_EQ(std::vector<uint32_t>({b.columns, b.split, b.unroll, b.workgroups}),
+            std::vector<uint32_t>({2, 8, 1, 1056}));
+  for (const char* bad : {"2,4", "1,2,1,4,5", "-1,1,1", "1, 2, 1", "a,b,c", "", "1,2,1x", "1,2,1,4x", "1,2,1,", "1,2,,1"})
+    EXPECT_THAT([&] { parse_blocking(bad); }, testing::ThrowsMessage<Error>(HasSubstr(fmt::format(
+                                                  "--blocking '{}' is not COLUMNS,SPLIT,UNROLL[,WORKGROUPS]", bad))))
         << bad;
 }
 

@@ -300,7 +300,7 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
     MatvecBlocking b = linear_matvec_blocking(device(), K, N, WeightType::F16, requested, norm);
     return std::vector<uint32_t>{b.columns, b.split, b.unroll, b.workgroups};
   };
-  // Rows of 8 KiB and more: one column group per workgroup, split 8, over at most 1,056 workgroups.
+  // Rows of 8 KiB and more: split 8 (one column group per workgroup at 32 lanes), at most 1,056 workgroups.
   EXPECT_EQ(blocking(4096, 4096), (std::vector<uint32_t>{1, 8, 1, 1056}));         // Llama's o
   EXPECT_EQ(blocking(4096, 4096, {}, true), (std::vector<uint32_t>{1, 8, 1, 1056}));  // ... with a fused norm
   EXPECT_EQ(blocking(14336, 4096), (std::vector<uint32_t>{1, 8, 1, 1056}));        // its down

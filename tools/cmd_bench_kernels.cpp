@@ -65,8 +65,9 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                  app.add_option("--shape", options->bench.shape,
                                 "Only shapes whose name contains this text (e.g. llama, \"M=1 \")");
                  app.add_option("--blocking", options->blockings,
-                                "Also time f16 decode products at this blocking, COLUMNS,SPLIT,UNROLL (repeatable; "
-                                "0 leaves one to the dispatcher)");
+                                "Also time f16 decode products at this blocking, COLUMNS,SPLIT,UNROLL[,WORKGROUPS] "
+                                "(repeatable; 0 leaves one to the dispatcher; WORKGROUPS caps the grid, its "
+                                "workgroups looping over the rest)");
                  app.add_option("--split-workers", options->bench.split_workers,
                                 "Also time f16 prompt products with their work shared out over this many "
                                 "workgroups (repeatable)")

@@ -337,6 +337,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
+    if (blocking.workgroups) c.variant += fmt::format(" w{}", blocking.workgroups);
     if (extras.norm) c.variant += extras.norm == kNormPrepared ? " prepared" : " norm";
     if (extras.norm_out) c.variant += " norm_out";
     if (extras.gate_act) c.variant += " gated";
@@ -879,11 +880,17 @@ CeilingRun measure_ceiling(gpu::Device& device, const CeilingBuilder& build, dou
 
 MatvecBlocking parse_blocking(const std::string& text) {
   MatvecBlocking b;
-  char tail = 0;
   // %u would take "-1" as 4294967295: only digits and commas.
   bool digits = !text.empty() && text.find_first_not_of("0123456789,") == std::string::npos;
-  if (!digits || std::sscanf(text.c_str(), "%u,%u,%u%c", &b.columns, &b.split, &b.unroll, &tail) != 3)
-    fail("bench kernels: --blocking '{}' is not COLUMNS,SPLIT,UNROLL (three whole numbers, 0 for the default)",
+  int used = 0;  // characters the three or four numbers took: all of them
+  bool three = digits && std::sscanf(text.c_str(), "%u,%u,%u%n", &b.columns, &b.split, &b.unroll, &used) == 3 &&
+               size_t(used) == text.size();
+  bool four = digits && !three &&
+              std::sscanf(text.c_str(), "%u,%u,%u,%u%n", &b.columns, &b.split, &b.unroll, &b.workgroups, &used) == 4 &&
+              size_t(used) == text.size();
+  if (!three && !four)
+    fail("bench kernels: --blocking '{}' is not COLUMNS,SPLIT,UNROLL[,WORKGROUPS] (whole numbers, 0 for the "
+         "default)",
          text);
   return b;
 }

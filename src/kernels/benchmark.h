@@ -41,8 +41,9 @@ struct Options {
   gpu::TimerClock clock = gpu::TimerClock::Auto;
 };
 
-// `--blocking` text, "C,S,U": columns per group, split, unroll, whole numbers (0 leaves one to the
-// dispatcher). Throws naming the text otherwise.
+// `--blocking` text, "C,S,U" or "C,S,U,W": columns per group, split, unroll and the most workgroups (the
+// resident grid; without it a blocking given here runs one workgroup per unit), whole numbers (0 leaves one to
+// the dispatcher). Throws naming the text otherwise.
 MatvecBlocking parse_blocking(const std::string& text);
 
 // Whether timings come from GPU timestamps (else from the host clock).

@@ -18,8 +18,8 @@ constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
 constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
 constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
 constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weight registers per column
-// linear_matvec_sg.wgsl's workgroups resident at once on an H200 with one column group per workgroup: 132 SMs
-// x 8 (see linear_matvec_blocking).
+// linear_matvec_sg.wgsl's workgroups resident at once on an H200 with split 8 (one column group per
+// workgroup at 32 lanes): 132 SMs x 8 (see linear_matvec_blocking).
 constexpr uint32_t kResidentMatvecWorkgroups = 1056;
 constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which decoding uses that grid
 constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
@@ -245,7 +245,7 @@ Grid linear_grid(const LinearParams& p) {
 namespace {
 
 // linear_matvec_sg.wgsl serves decoding when the adapter has subgroups of a known size and weight rows are
-// whole 16-byte pieces; it covers 256 / subgroup_size columns per workgroup.
+// whole 16-byte pieces; a workgroup covers 256 / (subgroup size x split) column groups per unit.
 bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, WeightType type) {
   return linear_can_fuse(device, p.M, p.K, type);
 }
@@ -330,7 +330,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   uint32_t most = uint32_t(std::bit_floor(
       std::clamp<uint64_t>(row_bytes / 16 / lanes, 1, std::min<uint64_t>(kMaxMatvecSplit, max_split))));
   // Rows of at least 8 KiB (Llama-3-8B's, K >= 4096 in f16; Qwen2.5-0.5B's down): each column group is one
-  // workgroup's unit, all its subgroups sharing the rows with one load in flight per lane, over a grid of the
+  // workgroup's unit (at 32 lanes), all its subgroups sharing the rows with one load in flight per lane, over a grid of the
   // workgroups an H200 holds at once, each looping over units w, w + 1056, ...: llama3-8b tg128 213.6 tok/s
   // against 203.9 with the rule below (one workgroup per unit of several groups), 187.5 for the small units
   // without the cap, 205.6 capped at 2,112, 177.5 at 528 with two loads (run 70). A workgroup's tail is then
@@ -349,7 +349,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   // where the pairs alone are that many (the LM heads), else one, then each group split over just enough
   // subgroups (Qwen2.5-0.5B's o: 2). A caller that fixes the columns (the gate|up and rotary pairs) gets its
   // groups split for size only: Qwen's 3.5 KiB gate|up pairs ran 25 % slower in two. So is a product with a
-  // fused norm: Llama's o shape with a norm took 24.4 us split in two, 19.4 us whole (runs 25, 23). One
+  // fused norm: Llama's o shape with a norm took 24.4 us split in two, 19.4 us whole (runs 25, 23; before the
+  // rule above took that shape). One
   // 16-byte load in flight per lane and column measured fastest (the compiler overlaps the loop's
   // iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
   if (b.split == 0) {

@@ -323,13 +323,14 @@ KernelCheck linear_fused_check() {
                                           // rows of 8 KiB and more: the resident grid's blocking
                                           {1, 4104, 13, F16, 0, W, true},
                                           {2, 2056, 11, F32, 1, 0, true},
-                                          // grids smaller than the units, each workgroup looping over several:
-                                          // the squares and split shares of one unit must not leak into the
-                                          // next, the prepared rms is summed once per workgroup
+                                          // grids smaller than the units (with subgroups of 8 to 32 lanes),
+                                          // each workgroup looping over several: the squares and split shares
+                                          // of one unit must not leak into the next, the prepared rms is
+                                          // summed once per workgroup
                                           {3, 4104, 9, BF16, 0, P, false, {1, 8, 1, 2}},
-                                          {2, 200, 29, F32, 0, W, true, {1, 2, 1, 4}},
-                                          {1, 1032, 24, F16, 1, 0, true, {2, 4, 1, 3}},
-                                          {4, 72, 45, BF16, 0, 0, true, {3, 1, 2, 2}},
+                                          {2, 200, 29, F32, 0, W, true, {1, 2, 1, 1}},
+                                          {1, 1032, 24, F16, 1, 0, true, {2, 4, 1, 1}},
+                                          {4, 72, 200, BF16, 0, 0, true, {3, 1, 2, 2}},
                                           {2, 96, 33, F16, 0, 0, true, {1, 8, 1, 5}, true, 3}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
@@ -462,7 +463,7 @@ KernelCheck linear_qkv_rope_check() {
                                      // than the units, each workgroup looping over several pairs
                                      {2, 4104, 4, 2, 64, 64, 7, F16, kNormWeighted, true},
                                      {1, 1032, 6, 3, 16, 8, 3, F16, kNormPrepared, true, {2, 8, 1, 3}},
-                                     {3, 136, 4, 2, 24, 12, 5, F32, kNormWeighted, false, {0, 2, 1, 5}}};
+                                     {3, 136, 4, 2, 24, 12, 5, F32, kNormWeighted, false, {0, 2, 1, 2}}};
   constexpr double bound = 1e-5;
   auto describe = [](const QkvRopeCase& s) {
     return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,

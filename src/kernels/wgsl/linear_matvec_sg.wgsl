@@ -38,9 +38,10 @@
 //                     output [M, out_stride]), 7 v_cache read_write (ROPE), any buffer when unused;
 //                     8 params uniform.
 // Work is cut in units of one workgroup's 256 / (lanes * SPLIT) column groups. Dispatch: one workgroup per
-// unit, W = ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))), or fewer with LOOPS (then workgroup w
-// takes units w, w + W, w + 2W, ...: a grid that stays resident, each workgroup's tail one unit; see
-// linear_matvec_blocking), folded as (min(W, 65535), ceil(W / x), 1); SPLIT <= 256 / max_subgroup_size.
+// unit, U = ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))), or W < U with LOOPS (then, of a launched
+// grid of G workgroups, workgroup w takes units w, w + G, w + 2G, ...: a grid that stays resident, each
+// workgroup's tail one unit; see linear_matvec_blocking), folded as (min(W, 65535), ceil(W / x), 1);
+// SPLIT <= 256 / max_subgroup_size.
 // Sizing units by the largest subgroup size the adapter reports covers every column whatever size the
 // driver picks (extra groups find their columns >= N and write nothing).
 enable subgroups;
