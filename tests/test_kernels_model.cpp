@@ -273,6 +273,12 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 0, 0, 1}, {2, 1, 8, 8, 4}); },
               ThrowsMessage<Error>(HasSubstr("norm_x 1 needs the norm's weight operand")));
   EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}));
+  // A rotary pair's two rows are one group: a blocking of other than 2 columns is refused.
+  EXPECT_THAT([&] {
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
+                    {2, 1, 8, 8, 4}, {4, 0});
+  }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear_qkv_rope'"),
+                                HasSubstr("the rotary epilogue pairs rows in groups of 2 columns, 4 requested"))));
 }
 
 TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {

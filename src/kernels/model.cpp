@@ -250,14 +250,29 @@ bool use_subgroup_matvec(const gpu::Device& device, const LinearParams& p, Weigh
   return linear_can_fuse(device, p.M, p.K, type);
 }
 
-// The kernel's units of work, of 256 / (subgroup size x split) column groups (a workgroup's).
-uint64_t matvec_units(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
+// linear_matvec_sg.wgsl's grid: one workgroup per unit of 256 / (subgroup size x split) column groups, or
+// blocking.workgroups where those are fewer, and then the workgroups loop over the units (LOOPS).
+struct MatvecGrid {
+  Grid grid;
+  bool loops;
+};
+
+MatvecGrid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
   uint32_t groups = std::max<uint32_t>(1, kWorkgroupSize / device.adapter().subgroup_max_size / blocking.split);
-  return ceil_div(p.N, groups * blocking.columns);
+  uint64_t units = ceil_div(p.N, groups * blocking.columns);
+  bool loops = blocking.workgroups != 0 && units > blocking.workgroups;
+  return {fold(loops ? blocking.workgroups : units), loops};
 }
 
-Grid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p, MatvecBlocking blocking) {
-  return fold(std::min<uint64_t>(matvec_units(device, p, blocking), blocking.workgroups ? blocking.workgroups : ~0u));
+// The blocking of a kernel whose column groups are pairs of rows (gate|up, a rotary pair): 2 columns, which
+// a requested 0 leaves to it; `pairs` names what pairs them.
+MatvecBlocking paired_blocking(const char* kernel, const std::string& shapes, const char* pairs,
+                               MatvecBlocking requested) {
+  if (requested.columns != 0 && requested.columns != 2)
+    fail("kernel '{}' ({}): {} pairs rows in groups of 2 columns, {} requested", kernel, shapes, pairs,
+         requested.columns);
+  requested.columns = 2;
+  return requested;
 }
 
 // linear_matvec_sg.wgsl's operands: x, W, bias, residual (ROPE: inv_freq), out, the norms' (bound at 5 and
@@ -287,12 +302,13 @@ void check_norms(const std::string& shapes, const LinearParams& p, const LinearN
 Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBindings& b, const LinearParams& p,
                          WeightType type, MatvecBlocking blocking, MatvecExtents extents, gpu::Constants rope) {
   check_norms(shapes, p, b.norm, !rope.empty());
+  MatvecGrid grid = subgroup_matvec_grid(device, p, blocking);
   gpu::Constants constants = {{"WEIGHT_TYPE", double(type)},  {"ROWS", double(p.M)},
                               {"COLS", double(blocking.columns)}, {"SPLIT", double(blocking.split)},
                               {"UNROLL", double(blocking.unroll)},
                               {"GATE_ACT", double(p.gate_act)},   {"NORM_X", double(p.norm_x)},
                               {"NORM_OUT", double(p.norm_out)},
-                              {"LOOPS", blocking.workgroups && matvec_units(device, p, blocking) > blocking.workgroups ? 1.0 : 0.0}};
+                              {"LOOPS", grid.loops ? 1.0 : 0.0}};
   constants.insert(constants.end(), rope.begin(), rope.end());
   // Binding 5 is the norm's weight, or the raw x for a prepared one; 6 the prepared output or the k cache.
   uint64_t out_count = count_of(p.M, p.out_stride);
@@ -310,7 +326,7 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
                   norm_in,
                   sixth,
                   {"v_cache", b.v_cache, extents.cache}},
-                 p, subgroup_matvec_grid(device, p, blocking), constants);
+                 p, grid.grid, constants);
 }
 
 }  // namespace
@@ -330,8 +346,9 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   uint32_t most = uint32_t(std::bit_floor(
       std::clamp<uint64_t>(row_bytes / 16 / lanes, 1, std::min<uint64_t>(kMaxMatvecSplit, max_split))));
   // Rows of at least 8 KiB (Llama-3-8B's, K >= 4096 in f16; Qwen2.5-0.5B's down): each column group is one
-  // workgroup's unit (at 32 lanes), all its subgroups sharing the rows with one load in flight per lane, over a grid of the
-  // workgroups an H200 holds at once, each looping over units w, w + 1056, ...: llama3-8b tg128 213.6 tok/s
+  // workgroup's unit (at 32 lanes), all its subgroups sharing the rows with one load in flight per lane, over
+  // a grid of the workgroups an H200 holds at once, each looping over units w, w + 1056, ...: llama3-8b tg128
+  // 213.6 tok/s
   // against 203.9 with the rule below (one workgroup per unit of several groups), 187.5 for the small units
   // without the cap, 205.6 capped at 2,112, 177.5 at 528 with two loads (run 70). A workgroup's tail is then
   // one 16 KiB unit, where a grid of larger units leaves SMs idle as it drains (bench_dispatch_chain, runs 67
@@ -350,9 +367,9 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   // subgroups (Qwen2.5-0.5B's o: 2). A caller that fixes the columns (the gate|up and rotary pairs) gets its
   // groups split for size only: Qwen's 3.5 KiB gate|up pairs ran 25 % slower in two. So is a product with a
   // fused norm: Llama's o shape with a norm took 24.4 us split in two, 19.4 us whole (runs 25, 23; before the
-  // rule above took that shape). One
-  // 16-byte load in flight per lane and column measured fastest (the compiler overlaps the loop's
-  // iterations), except for pairs split over subgroups: four there (one ran up to 2x slower).
+  // rule above took that shape). One 16-byte load in flight per lane and column measured fastest (the
+  // compiler overlaps the loop's iterations), except for pairs split over subgroups: four there (one ran up to
+  // 2x slower).
   if (b.split == 0) {
     uint64_t groups = ceil_div(N, b.columns);
     auto too_big = [&] { return b.columns * row_bytes / b.split > kMatvecTaskBytes; };
@@ -395,13 +412,8 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
   uint64_t out_count = count_of(p.M, p.out_stride);
   uint64_t x_count = count_of(p.M, p.K);
   if (use_subgroup_matvec(device, p, type)) {
-    if (p.gate_act) {
-      // The gate and up rows of an output are the two columns of one group.
-      if (blocking.columns != 0 && blocking.columns != 2)
-        fail("kernel 'linear' ({}): gate_act pairs rows in groups of 2 columns, {} requested", shapes,
-             blocking.columns);
-      blocking.columns = 2;
-    }
+    // The gate and up rows of an output are the two columns of one group.
+    if (p.gate_act) blocking = paired_blocking("linear", shapes, "gate_act", blocking);
     // The cache bindings are only the ROPE epilogue's.
     return subgroup_matvec(device, shapes,
                            {x, weight, bias, residual, out, norm, device.placeholder(0), device.placeholder(1)},
@@ -467,11 +479,8 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
   if (p.has_residual || p.gate_act)
     fail("kernel 'linear_qkv_rope' ({}): no residual or gate activation on the q|k|v projection", shapes);
   // The pairs of a head's rotation are the two columns of one group.
-  if (blocking.columns != 0 && blocking.columns != 2)
-    fail("kernel 'linear_qkv_rope' ({}): {} columns per group requested; a group is a rotary pair, 2", shapes,
-         blocking.columns);
-  blocking.columns = 2;
-  blocking = linear_matvec_blocking(device, p.K, p.N, type, blocking);
+  blocking = linear_matvec_blocking(device, p.K, p.N, type,
+                                    paired_blocking("linear_qkv_rope", shapes, "the rotary epilogue", blocking));
   return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache}, p, type,
                          blocking,
                          {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,
