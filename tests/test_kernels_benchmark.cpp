@@ -1,7 +1,8 @@
 // The machinery of `gerbil bench kernels` on the default adapter (lavapipe in CI), on a few quick cases:
 // numbers come out positive and finite and follow the metric formulas, variants run beside their seed
-// kernel with the speed-up, the JSON is well-formed, and record_timed times a prepared Dispatch. Timings
-// themselves are never asserted.
+// kernel with the speed-up, the JSON is well-formed, record_timed times a prepared Dispatch, and
+// warm_until_at_speed stops when its probe is at its usual speed or at its time limit. Timings themselves are
+// never asserted.
 #include <cmath>
 
 #include <gmock/gmock.h>
@@ -29,7 +30,7 @@ gpu::Device& device() {
 
 // Made-up ceilings: the percentages they give are checked exactly.
 const Ceilings kCeilings{.bandwidth_gbps = 10, .copy_bytes = 1, .copy_ms = 1, .gflops = 100, .fma_flops = 1,
-                         .fma_ms = 1};
+                         .fma_ms = 1, .floor_ms = 0.5};
 
 bool positive(double value) { return std::isfinite(value) && value > 0; }
 
@@ -168,6 +169,17 @@ TEST(KernelBenchmark, CeilingsArePositiveAndFinite) {
   EXPECT_DOUBLE_EQ(ceilings.gflops, ceilings.fma_flops / (ceilings.fma_ms * 1e6));
   EXPECT_EQ(ceilings.of(Metric::Gbps), ceilings.bandwidth_gbps);
   EXPECT_EQ(ceilings.of(Metric::Gflops), ceilings.gflops);
+  // An empty dispatch costs something, and less than copying a MiB.
+  EXPECT_TRUE(positive(ceilings.floor_ms));
+  EXPECT_TRUE(positive(ceilings.probe_ms));
+  EXPECT_LT(ceilings.floor_ms, ceilings.copy_ms);
+}
+
+TEST(KernelBenchmark, BandwidthKernelsAlsoRunAtLlamaSizes) {
+  // Llama-3-8B's hidden (4096) and intermediate (14336) sizes at T = 2048, beside Qwen2.5-0.5B's.
+  EXPECT_NO_THROW(check_options({.kernel = "rmsnorm_vec4", .shape = "llama T=2048"}));
+  EXPECT_NO_THROW(check_options({.kernel = "mul_vec4", .shape = "llama T=2048 count=29360128"}));
+  EXPECT_NO_THROW(check_options({.kernel = "gelu_vec4", .shape = "T=2048 count=9961472"}));
 }
 
 TEST(KernelBenchmark, JsonIsWellFormed) {
@@ -180,6 +192,7 @@ TEST(KernelBenchmark, JsonIsWellFormed) {
   EXPECT_EQ(json["quick"], true);
   EXPECT_EQ(json["ceilings"]["bandwidth_gbps"], 10.0);
   EXPECT_EQ(json["ceilings"]["gflops"], 100.0);
+  EXPECT_EQ(json["ceilings"]["floor_ms"], 0.5);
   ASSERT_EQ(json["results"].size(), results.size());
   ASSERT_EQ(results.size(), 6u);  // decode S=128, decode S=2048, prefill T=S=50; seed and variant each
   for (size_t i = 0; i < results.size(); ++i) {
@@ -247,6 +260,31 @@ TEST(RecordTimed, TimesAPreparedDispatchUnderItsKernelName) {
   EXPECT_EQ(timings[0].label, "add");
   EXPECT_GT(timings[0].ns, 0);
   EXPECT_EQ(device().read_as<float>(out), (std::vector<float>{11, 22, 33}));
+}
+
+TEST(WarmUntilAtSpeed, ReturnsAtOnceWhenTheProbeIsAtItsUsualSpeed) {
+  std::vector<float> a = {1, 2, 3};
+  gpu::Buffer A = device().upload("a", std::span<const float>(a));
+  gpu::Buffer out = device().create_buffer("out", 12);
+  Dispatch probe = add(device(), {&A}, {&A}, {&out}, {3});
+  bool timestamps = device().features().timestamp_query;
+  Warmed warmed = warm_until_at_speed(device(), std::span(&probe, 1), 1e9, timestamps, 5);
+  EXPECT_LT(warmed.slowdown, 1);
+  EXPECT_LT(warmed.warming_s, 5);
+  EXPECT_EQ(device().read_as<float>(out), (std::vector<float>{2, 4, 6}));  // the probe ran
+}
+
+TEST(WarmUntilAtSpeed, GivesUpAfterItsLimitAndSaysHowSlow) {
+  std::vector<float> a = {1, 2, 3};
+  gpu::Buffer A = device().upload("a", std::span<const float>(a));
+  gpu::Buffer out = device().create_buffer("out", 12);
+  Dispatch probe = add(device(), {&A}, {&A}, {&out}, {3});
+  bool timestamps = device().features().timestamp_query;
+  // A baseline no adapter reaches: never warmed.
+  Warmed warmed = warm_until_at_speed(device(), std::span(&probe, 1), 1e-9, timestamps, 0.2);
+  EXPECT_GE(warmed.warming_s, 0.2);
+  EXPECT_LT(warmed.warming_s, 5);
+  EXPECT_GT(warmed.slowdown, 1 + kWarmTolerance);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <numeric>
+#include <span>
 #include <tuple>
 
 #include "gerbil/error.h"
@@ -27,6 +28,8 @@ namespace {
 // Qwen2.5-0.5B, the reference's example model.
 constexpr uint32_t kHidden = 896, kHeads = 14, kKvHeads = 2, kHeadDim = 64, kIntermediate = 4864;
 constexpr uint32_t kVocab = 151936;
+// Llama-3-8B: hidden 4096, 32 / 8 heads of 128 (q|k|v 6144 wide), intermediate 14336, vocabulary 128256.
+constexpr uint32_t kLlamaHidden = 4096, kLlamaIntermediate = 14336, kLlamaVocab = 128256;
 constexpr float kRopeBase = 1e6f;  // rope_theta
 constexpr uint32_t kGroupSize = 128;  // int4 quantization group (GPTQ's usual)
 constexpr uint32_t kMatvecRows = 4;   // linear and linear_gptq take their matrix-vector path up to this M
@@ -254,6 +257,7 @@ struct Shape {
   uint32_t K = 0, N = 0;
   uint32_t S = 0;  // keys of attention
   bool quick = true;  // also run with --quick
+  uint32_t width = 0;  // token shapes: elements per token (a hidden or intermediate size)
 };
 
 // One iteration of a kernel at one shape, and the work it does.
@@ -475,12 +479,12 @@ uint32_t table_rows(Workspace& w, Case& c, uint64_t row_bytes) {
 Case seed_embedding(Workspace& w, const Shape& s) {
   Case c;
   c.metric = Metric::Gbps;
-  c.bytes = 4.0 * s.T * kHidden;  // the reference's formula (counts the rows once)
-  uint32_t rows = table_rows(w, c, 4ull * kHidden);
+  c.bytes = 4.0 * s.T * s.width;  // the reference's formula (counts the rows once)
+  uint32_t rows = table_rows(w, c, 4ull * s.width);
   const gpu::Buffer& ids = w.indices("ids", s.T, rows);
-  const gpu::Buffer& table = w.floats("table", uint64_t(rows) * kHidden);
-  const gpu::Buffer& out = w.output("out", uint64_t(s.T) * kHidden);
-  c.dispatches.push_back(embedding(w.device(), whole(ids), whole(table), whole(out), {s.T, kHidden}, rows));
+  const gpu::Buffer& table = w.floats("table", uint64_t(rows) * s.width);
+  const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.width);
+  c.dispatches.push_back(embedding(w.device(), whole(ids), whole(table), whole(out), {s.T, s.width}, rows));
   return c;
 }
 
@@ -489,13 +493,13 @@ Builder embed_case(WeightType type) {
     Case c;
     c.variant = type_name(type);
     c.metric = Metric::Gbps;
-    c.bytes = 4.0 * s.T + double(s.T) * kHidden * (weight_bytes(type) + 4);
-    uint32_t rows = table_rows(w, c, uint64_t(weight_bytes(type)) * kHidden);
+    c.bytes = 4.0 * s.T + double(s.T) * s.width * (weight_bytes(type) + 4);
+    uint32_t rows = table_rows(w, c, uint64_t(weight_bytes(type)) * s.width);
     const gpu::Buffer& ids = w.indices("ids", s.T, rows);
-    const gpu::Buffer& table = w.weights("table", uint64_t(rows) * kHidden, type);
-    const gpu::Buffer& out = w.output("out", uint64_t(s.T) * kHidden);
+    const gpu::Buffer& table = w.weights("table", uint64_t(rows) * s.width, type);
+    const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.width);
     // ids stands in for the unused position table.
-    EmbedParams p{s.T, kHidden, 0, rows, float_bits(1.f), 0, 0};
+    EmbedParams p{s.T, s.width, 0, rows, float_bits(1.f), 0, 0};
     c.dispatches.push_back(embed(w.device(), whole(ids), whole(table), whole(ids), whole(out), p, type, 0));
     return c;
   };
@@ -507,7 +511,7 @@ double elementwise_bytes(uint64_t count, int inputs) { return 4.0 * count * (inp
 Case seed_silu_mul(Workspace& w, const Shape& s) {
   Case c;
   c.metric = Metric::Gbps;
-  uint32_t count = s.T * kIntermediate;
+  uint32_t count = s.T * s.width;
   c.bytes = elementwise_bytes(count, 1) + elementwise_bytes(count, 2);
   const gpu::Buffer& gate = w.floats("gate", count, -4.f, 4.f);
   const gpu::Buffer& up = w.floats("up", count, -4.f, 4.f);
@@ -522,11 +526,11 @@ Case gated_case(Workspace& w, const Shape& s) {
   Case c;
   c.variant = "silu";
   c.metric = Metric::Gbps;
-  uint32_t count = s.T * kIntermediate;
+  uint32_t count = s.T * s.width;
   c.bytes = elementwise_bytes(count, 2);
   const gpu::Buffer& gate_up = w.floats("gate_up", 2ull * count, -4.f, 4.f);
   const gpu::Buffer& out = w.output("out", count);
-  c.dispatches.push_back(gated_act(w.device(), whole(gate_up), whole(out), {s.T, kIntermediate, 0}));
+  c.dispatches.push_back(gated_act(w.device(), whole(gate_up), whole(out), {s.T, s.width, 0}));
   return c;
 }
 
@@ -572,14 +576,14 @@ Builder rmsnorm_case(RmsNormFn dispatch) {
   return [dispatch](Workspace& w, const Shape& s) {
     Case c;
     c.metric = Metric::Gbps;
-    uint64_t n = uint64_t(s.T) * kHidden;
+    uint64_t n = uint64_t(s.T) * s.width;
     c.bytes = 4.0 * n * 3;  // the reference's formula
     c.note = "GB/s by the reference's formula, T*D*4*3 bytes: 1.5x the bytes moved";
     const gpu::Buffer& input = w.floats("input", n);
-    const gpu::Buffer& weight = w.floats("weight", kHidden);
+    const gpu::Buffer& weight = w.floats("weight", s.width);
     const gpu::Buffer& output = w.output("output", n);
     c.dispatches.push_back(dispatch(w.device(), whole(input), whole(weight), whole(output),
-                                    {s.T, kHidden, float_bits(1e-6f)}));
+                                    {s.T, s.width, float_bits(1e-6f)}));
     return c;
   };
 }
@@ -588,24 +592,23 @@ Builder layernorm_case(LayerNormFn dispatch) {
   return [dispatch](Workspace& w, const Shape& s) {
     Case c;
     c.metric = Metric::Gbps;
-    uint64_t n = uint64_t(s.T) * kHidden;
-    c.bytes = 4.0 * (2 * n + 2 * kHidden);  // input read, output written, weight and bias read once
+    uint64_t n = uint64_t(s.T) * s.width;
+    c.bytes = 4.0 * (2 * n + 2 * s.width);  // input read, output written, weight and bias read once
     const gpu::Buffer& input = w.floats("input", n, -1.f, 3.f);
-    const gpu::Buffer& weight = w.floats("weight", kHidden);
-    const gpu::Buffer& bias = w.floats("bias", kHidden);
+    const gpu::Buffer& weight = w.floats("weight", s.width);
+    const gpu::Buffer& bias = w.floats("bias", s.width);
     const gpu::Buffer& output = w.output("output", n);
     c.dispatches.push_back(dispatch(w.device(), whole(input), whole(weight), whole(bias), whole(output),
-                                    {s.T, kHidden, float_bits(1e-5f)}));
+                                    {s.T, s.width, float_bits(1e-5f)}));
     return c;
   };
 }
 
-// `width` elements per token: the hidden size (residual add) or the MLP's intermediate size.
-Builder unary_case(UnaryFn dispatch, uint32_t width) {
-  return [dispatch, width](Workspace& w, const Shape& s) {
+Builder unary_case(UnaryFn dispatch) {
+  return [dispatch](Workspace& w, const Shape& s) {
     Case c;
     c.metric = Metric::Gbps;
-    uint32_t count = s.T * width;
+    uint32_t count = s.T * s.width;
     c.bytes = elementwise_bytes(count, 1);
     const gpu::Buffer& input = w.floats("input", count, -4.f, 4.f);
     const gpu::Buffer& out = w.output("out", count);
@@ -614,11 +617,11 @@ Builder unary_case(UnaryFn dispatch, uint32_t width) {
   };
 }
 
-Builder binary_case(BinaryFn dispatch, uint32_t width) {
-  return [dispatch, width](Workspace& w, const Shape& s) {
+Builder binary_case(BinaryFn dispatch) {
+  return [dispatch](Workspace& w, const Shape& s) {
     Case c;
     c.metric = Metric::Gbps;
-    uint32_t count = s.T * width;
+    uint32_t count = s.T * s.width;
     c.bytes = elementwise_bytes(count, 2);
     const gpu::Buffer& a = w.floats("a", count);
     const gpu::Buffer& b = w.floats("b", count);
@@ -639,11 +642,10 @@ const Projection kQwenProjections[] = {{"qwen qkv", kHidden, kHidden + 2 * kKvHe
                                        {"qwen o", kHidden, kHidden},
                                        {"qwen gate_up", kHidden, 2 * kIntermediate},
                                        {"qwen down", kIntermediate, kHidden}};
-// Llama-3-8B: hidden 4096, 32 / 8 heads of 128, intermediate 14336, vocabulary 128256.
-const Projection kLlamaProjections[] = {{"llama qkv", 4096, 6144},
-                                        {"llama o", 4096, 4096},
-                                        {"llama gate_up", 4096, 2 * 14336},
-                                        {"llama down", 14336, 4096}};
+const Projection kLlamaProjections[] = {{"llama qkv", kLlamaHidden, 6144},
+                                        {"llama o", kLlamaHidden, kLlamaHidden},
+                                        {"llama gate_up", kLlamaHidden, 2 * kLlamaIntermediate},
+                                        {"llama down", kLlamaIntermediate, kLlamaHidden}};
 
 Shape projection_shape(const Projection& p, uint32_t T, bool quick) {
   return {fmt::format("{} M={} K={} N={}", p.name, T, p.K, p.N), T, p.K, p.N, 0, quick};
@@ -655,7 +657,7 @@ std::vector<Shape> decode_projection_shapes() {
   for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, 1, true));
   shapes.push_back(projection_shape({"qwen lm_head", kHidden, kVocab}, 1, false));
   for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, 1, false));
-  shapes.push_back(projection_shape({"llama lm_head", 4096, 128256}, 1, false));
+  shapes.push_back(projection_shape({"llama lm_head", kLlamaHidden, kLlamaVocab}, 1, false));
   return shapes;
 }
 
@@ -689,17 +691,17 @@ std::vector<Shape> attention_shapes() {
           {"prefill T=S=2048", 2048, 0, 0, 2048, false}};  // the seed's one-thread attention: very slow
 }
 
-std::vector<Shape> token_shapes() {
+// T tokens of `width` elements each (Qwen2.5-0.5B's hidden or intermediate size) at the reference's
+// T = 1, 50, 2048, named "T=..." (with `counted`, "T=... count=<elements>"); and with `llama_width`,
+// Llama-3-8B's matching size at T = 2048: 33-117 MB per buffer, where a dispatch's fixed cost (the header's
+// floor) no longer hides the bandwidth.
+std::vector<Shape> token_shapes(uint32_t width, uint32_t llama_width, bool counted) {
+  auto name = [&](uint32_t T, uint32_t w) {
+    return counted ? fmt::format("T={} count={}", T, T * w) : fmt::format("T={}", T);
+  };
   std::vector<Shape> shapes;
-  for (uint32_t T : {1u, 50u, 2048u}) shapes.push_back({fmt::format("T={}", T), T, 0, 0, 0, T != 2048});
-  return shapes;
-}
-
-// Element-wise work over T tokens of `width` elements each.
-std::vector<Shape> elementwise_shapes(uint32_t width) {
-  std::vector<Shape> shapes;
-  for (uint32_t T : {1u, 50u, 2048u})
-    shapes.push_back({fmt::format("T={} count={}", T, T * width), T, 0, 0, 0, T != 2048});
+  for (uint32_t T : {1u, 50u, 2048u}) shapes.push_back({name(T, width), T, 0, 0, 0, T != 2048, width});
+  if (llama_width) shapes.push_back({"llama " + name(2048, llama_width), 2048, 0, 0, 0, false, llama_width});
   return shapes;
 }
 
@@ -718,6 +720,8 @@ struct Family {
 
 const std::vector<Family>& families() {
   using enum WeightType;
+  const std::vector<Shape> hidden = token_shapes(kHidden, kLlamaHidden, false);
+  const std::vector<Shape> intermediate = token_shapes(kIntermediate, kLlamaIntermediate, true);
   static const std::vector<Family> table = {
       {decode_projection_shapes(),
        {"matmul", seed_matmul},
@@ -746,18 +750,15 @@ const std::vector<Family>& families() {
         {"linear", linear_case(F16, {}, {.split_k = true})}}},
       {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
-      {token_shapes(), {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
-      {token_shapes(), {"silu+mul", seed_silu_mul}, {{"gated_act", gated_case}}},
-      {token_shapes(), {"rope", seed_rope}, {{"qkv_rope_store", qkv_case}}},
-      {token_shapes(), {"rmsnorm", rmsnorm_case(rmsnorm)}, {{"rmsnorm_vec4", rmsnorm_case(rmsnorm_vec4)}}},
-      {token_shapes(), {"layernorm", layernorm_case(layernorm)}, {{"layernorm_welford", layernorm_case(layernorm_welford)}}},
-      {token_shapes(), {"add", binary_case(add, kHidden)}, {{"add_vec4", binary_case(add_vec4, kHidden)}}},
-      {elementwise_shapes(kIntermediate), {"mul", binary_case(mul, kIntermediate)},
-       {{"mul_vec4", binary_case(mul_vec4, kIntermediate)}}},
-      {elementwise_shapes(kIntermediate), {"silu", unary_case(silu, kIntermediate)},
-       {{"silu_vec4", unary_case(silu_vec4, kIntermediate)}}},
-      {elementwise_shapes(kIntermediate), {"gelu", unary_case(gelu, kIntermediate)},
-       {{"gelu_vec4", unary_case(gelu_vec4, kIntermediate)}}},
+      {hidden, {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
+      {token_shapes(kIntermediate, kLlamaIntermediate, false), {"silu+mul", seed_silu_mul}, {{"gated_act", gated_case}}},
+      {token_shapes(kHidden, 0, false), {"rope", seed_rope}, {{"qkv_rope_store", qkv_case}}},  // Qwen's heads
+      {hidden, {"rmsnorm", rmsnorm_case(rmsnorm)}, {{"rmsnorm_vec4", rmsnorm_case(rmsnorm_vec4)}}},
+      {hidden, {"layernorm", layernorm_case(layernorm)}, {{"layernorm_welford", layernorm_case(layernorm_welford)}}},
+      {hidden, {"add", binary_case(add)}, {{"add_vec4", binary_case(add_vec4)}}},
+      {intermediate, {"mul", binary_case(mul)}, {{"mul_vec4", binary_case(mul_vec4)}}},
+      {intermediate, {"silu", unary_case(silu)}, {{"silu_vec4", unary_case(silu_vec4)}}},
+      {intermediate, {"gelu", unary_case(gelu)}, {{"gelu_vec4", unary_case(gelu_vec4)}}},
   };
   return table;
 }
@@ -854,6 +855,30 @@ Case fma_ceiling(Workspace& w, double fraction) {
   return c;
 }
 
+// The clock probe (warm_until_at_speed): a copy larger than an H200's L2 cache, so that it sees both slower
+// memory and slower cores.
+constexpr double kProbeBytes = 64.0 * (1 << 20);  // per direction
+
+Case probe_case(Workspace& w) { return copy_ceiling(w, kProbeBytes / kCopyBytes); }
+
+double probe_ms(gpu::Device& device, std::span<const Dispatch> probe, bool timestamps) {
+  return measure(device, probe, {1, 10, 10, 0}, timestamps).median_ms;
+}
+
+// The floor: one workgroup of the copy kernel with nothing to copy, a dispatch that does no work in its own
+// timestamped pass, as every case's dispatches are timed.
+double floor_ms(gpu::Device& device, bool timestamps, const Settings& settings) {
+  Workspace workspace(device, 3, false);
+  const gpu::Buffer& src = workspace.floats("floor src", 4);
+  const gpu::Buffer& dst = workspace.output("floor dst", 4);
+  struct Params {
+    uint32_t count;
+  };
+  Dispatch empty = prepare(device, "bench_copy", "vec4 count=0", {{"src", whole(src), 1, 16}, {"dst", whole(dst), 1, 16}},
+                           Params{0}, Grid{1, 1, 1});
+  return measure(device, std::span(&empty, 1), settings, timestamps).median_ms;
+}
+
 struct CeilingRun {
   double work = 0, ms = 0;
 };
@@ -933,7 +958,26 @@ Ceilings measure_ceilings(gpu::Device& device, const Options& options) {
   CeilingRun copy = measure_ceiling(device, copy_ceiling, (4 << 20) / kCopyBytes, timestamps, settings);
   CeilingRun fma = measure_ceiling(device, fma_ceiling, double(kFmaMinWorkgroups) * 4 / (kFmaWorkgroups * kFmaIterations),
                                    timestamps, settings);
-  return {copy.work / (copy.ms * 1e6), copy.work, copy.ms, fma.work / (fma.ms * 1e6), fma.work, fma.ms};
+  Workspace probe_space(device, 4, false);
+  Case probe = probe_case(probe_space);
+  return {copy.work / (copy.ms * 1e6), copy.work, copy.ms, fma.work / (fma.ms * 1e6), fma.work, fma.ms,
+          floor_ms(device, timestamps, settings), probe_ms(device, probe.dispatches, timestamps)};
+}
+
+Warmed warm_until_at_speed(gpu::Device& device, std::span<const Dispatch> probe, double baseline_ms, bool timestamps,
+                           double max_s) {
+  using Clock = std::chrono::steady_clock;
+  constexpr double kLoadMs = 100;  // GPU time of one round of load
+  auto start = Clock::now();
+  Warmed warmed;
+  for (;;) {
+    double ms = probe_ms(device, probe, timestamps);
+    warmed.slowdown = ms / baseline_ms;
+    warmed.warming_s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (warmed.slowdown <= 1 + kWarmTolerance || warmed.warming_s >= max_s) return warmed;
+    auto n = static_cast<uint32_t>(std::clamp(kLoadMs / ms, 1.0, 2000.0));
+    measure(device, probe, {0, n, n, 0}, timestamps);  // timestamps: all n in one submit, back to back
+  }
 }
 
 // The tuning rows Options asks for, added to the linear families: blockings to the decode shapes (M <= 4),
@@ -960,6 +1004,25 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
   check_options(options);
   Settings settings = settings_for(options);
   bool timestamps = uses_timestamps(device, options);
+  // A full run brings the clocks up before each case; --quick, for CPU adapters and tests, does not.
+  constexpr double kMaxWarmingS = 10;
+  Workspace probe_space(device, 4, false);
+  Case probe = options.quick ? Case{} : probe_case(probe_space);
+  auto timed = [&](Workspace& workspace, const Kernel& kernel, const Shape& shape) {
+    Warmed warmed;
+    if (!options.quick)
+      warmed = warm_until_at_speed(device, probe.dispatches, ceilings.probe_ms, timestamps, kMaxWarmingS);
+    Result r = run_case(device, workspace, kernel, shape, settings, timestamps, ceilings);
+    if (options.quick) return r;
+    r.warming_s = warmed.warming_s;
+    r.probe_slowdown = warmed.slowdown;
+    if (warmed.slowdown > 1 + kWarmTolerance) {
+      std::string slow = fmt::format("GPU {:.1f}x slow by the clock probe after {:.0f} s of load: read with care",
+                                     warmed.slowdown, warmed.warming_s);
+      r.note = r.note.empty() ? slow : r.note + "; " + slow;
+    }
+    return r;
+  };
   std::vector<Result> results;
   for (const Family& family : families()) {
     if (!options.kernel.empty() && !in_family(family, options.kernel)) continue;
@@ -967,7 +1030,7 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
       if ((options.quick && !shape.quick) || !shape_selected(options, shape)) continue;
       Workspace workspace(device, 0x6765726269ull, !options.quick);
       // The seed kernel runs whenever its family does, for the speed-ups.
-      Result seed = run_case(device, workspace, family.seed, shape, settings, timestamps, ceilings);
+      Result seed = timed(workspace, family.seed, shape);
       results.push_back(seed);
       if (done) done(seed);
       std::vector<Kernel> variants = family.variants;
@@ -977,7 +1040,7 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
       }
       for (const Kernel& variant : variants) {
         if (!options.kernel.empty() && options.kernel != variant.name && options.kernel != family.seed.name) continue;
-        Result r = run_case(device, workspace, variant, shape, settings, timestamps, ceilings);
+        Result r = timed(workspace, variant, shape);
         r.seed = family.seed.name;
         if (r.ms > 0 && seed.ms > 0) r.speedup = seed.ms / r.ms;
         results.push_back(r);
@@ -1004,7 +1067,8 @@ nlohmann::json to_json(const gpu::Device& device, const Options& options, const 
   json["quick"] = options.quick;
   json["ceilings"] = {{"bandwidth_gbps", ceilings.bandwidth_gbps}, {"copy_bytes", ceilings.copy_bytes},
                       {"copy_ms", ceilings.copy_ms}, {"gflops", ceilings.gflops},
-                      {"fma_flops", ceilings.fma_flops}, {"fma_ms", ceilings.fma_ms}};
+                      {"fma_flops", ceilings.fma_flops}, {"fma_ms", ceilings.fma_ms},
+                      {"floor_ms", ceilings.floor_ms}, {"probe_ms", ceilings.probe_ms}};
   json["results"] = nlohmann::json::array();
   for (const Result& r : results) {
     nlohmann::json row = {{"kernel", r.kernel}, {"variant", r.variant}, {"shape", r.shape}, {"seed", r.seed},
@@ -1020,6 +1084,7 @@ nlohmann::json to_json(const gpu::Device& device, const Options& options, const 
                   {"flops", r.flops}, {"bytes", r.bytes}, {"ceiling_percent", r.ceiling_percent},
                   {"gflops", r.flops / (r.ms * 1e6)}, {"gbps", r.bytes / (r.ms * 1e6)}});
       if (!r.seed.empty() && r.speedup > 0) row["speedup"] = r.speedup;
+      if (r.probe_slowdown > 0) row.update({{"warming_s", r.warming_s}, {"probe_slowdown", r.probe_slowdown}});
     }
     json["results"].push_back(std::move(row));
   }
@@ -1048,11 +1113,18 @@ std::string format_header(const gpu::Device& device, const Options& options, con
   return fmt::format(
       "adapter:  {}\n"
       "timing:   {}; {} after warm-up{}\n"
-      "ceilings: copy {} GB/s ({} read + written in {:.3f} ms); FMA {} GFLOPS ({:.3g} FLOP in {:.3f} ms)\n\n"
+      "ceilings: copy {} GB/s ({} read + written in {:.3f} ms); FMA {} GFLOPS ({:.3g} FLOP in {:.3f} ms)\n"
+      "floor:    {:.4f} ms per dispatch that does no work (in every row's time; the percentages count it)\n"
+      "clocks:   {}\n\n"
       "{:<20} {:<17} {:<34} {:>10} {:>15} {:>7} {:>8}\n",
       device.adapter().summary(), timing, iterations, options.quick ? " (--quick)" : "",
       number(ceilings.bandwidth_gbps), megabytes(ceilings.copy_bytes), ceilings.copy_ms, number(ceilings.gflops),
-      ceilings.fma_flops, ceilings.fma_ms, "kernel", "variant", "shape", "ms/iter", "metric", "%ceil", "vs seed");
+      ceilings.fma_flops, ceilings.fma_ms, ceilings.floor_ms,
+      options.quick ? std::string("not checked (--quick)")
+                    : fmt::format("before each case the GPU is loaded until a 64 MiB copy takes at most {:.0f} % "
+                                  "over its {:.4f} ms at the start (an idle GPU lowers its clocks)",
+                                  100 * kWarmTolerance, ceilings.probe_ms),
+      "kernel", "variant", "shape", "ms/iter", "metric", "%ceil", "vs seed");
 }
 
 std::string format_row(const Result& r) {

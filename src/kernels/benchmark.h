@@ -60,6 +60,8 @@ struct Ceilings {
   double gflops = 0;  // 2 * FMAs / time of the FMA kernel
   double fma_flops = 0;
   double fma_ms = 0;
+  double floor_ms = 0;  // one empty dispatch, timed as the cases are: the fixed cost in every row
+  double probe_ms = 0;  // the clock probe (see warm_until_at_speed) at the start
 
   double of(Metric metric) const { return metric == Metric::Gflops ? gflops : bandwidth_gbps; }
 };
@@ -85,6 +87,9 @@ struct Result {
   double ceiling_percent = 0;
   double speedup = 0;  // seed ms / ms; 0 for seed kernels or when the seed did not run
 
+  double warming_s = 0;       // seconds spent probing (and loading) the GPU before the case
+  double probe_slowdown = 0;  // the probe's time then / Ceilings::probe_ms (0: not probed, --quick)
+
   std::string error;    // set when the case could not run; the numbers are then 0
   std::string skipped;  // why a case that does not apply here (e.g. needs subgroups) was not timed
 };
@@ -96,6 +101,21 @@ std::vector<std::string> kernel_names();
 void check_options(const Options& options);
 
 Ceilings measure_ceilings(gpu::Device& device, const Options& options);
+
+// A GPU left idle lowers its clocks, and small kernels do not raise them again: on an H200, after the
+// seconds the host spends generating a large embedding table, the SM clock fell from 1,980 to 345 MHz and
+// stayed there through a minute of small cases, which then timed 2-3x slow (a T = 1 add 20 us against 7;
+// run 76, clocks logged by nvidia-smi). So before each case of a full run a probe (a 64 MiB copy, timed as
+// the cases are) is compared with its time at the start, `baseline_ms`; while it is more than
+// kWarmTolerance slower, the probe runs back to back for about 0.1 s of GPU time (a load that raises the
+// clocks) and is timed again, for at most `max_s`.
+constexpr double kWarmTolerance = 0.2;
+struct Warmed {
+  double warming_s = 0;  // time spent probing and loading the GPU
+  double slowdown = 1;   // the last probe's time / baseline_ms
+};
+Warmed warm_until_at_speed(gpu::Device& device, std::span<const Dispatch> probe, double baseline_ms, bool timestamps,
+                           double max_s);
 
 // Runs every selected kernel at every shape, seed kernels first within a family, calling `done` after each
 // case (for streaming output).
