@@ -207,7 +207,7 @@ TEST(DecodeGraph, FusesNormsAndGateIntoTheProjections) {
     GTEST_SKIP() << "the adapter lacks subgroups";
   Model model(device(), files, ModelOptions{.context = 32});
   auto entries = model.describe(1);
-  for (const char* separate : {"rmsnorm_vec4", "gated_act", "qkv_rope_store"})
+  for (const char* separate : {"rmsnorm_vec4", "gated_act", "gated_act_vec4", "qkv_rope_store"})
     EXPECT_EQ(std::count_if(entries.begin(), entries.end(), [&](auto& e) { return e.kernel == separate; }), 0)
         << separate;
   // embed, 5 per layer, argmax is not in a logits step: embed + 5 * layers + lm_head.

@@ -522,8 +522,9 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
   auto shapes = fmt::format("T={} I={} activation={}", p.seq_len, p.intermediate, p.activation);
   if (p.activation > 1) fail("kernel 'gated_act' ({}): activation must be 0 (SiLU) or 1 (GELU-tanh)", shapes);
   uint64_t n = count_of(p.seq_len, p.intermediate);
-  return prepare(device, "gated_act", shapes, {{"gate_up", gate_up, 2 * n}, {"out", out, n}}, p,
-                 fold(ceil_div(n, kWorkgroupSize)));
+  bool vec4 = p.intermediate % 4 == 0;  // gated_act_vec4.wgsl: rows of whole vec4s
+  return prepare(device, vec4 ? "gated_act_vec4" : "gated_act", shapes, {{"gate_up", gate_up, 2 * n}, {"out", out, n}},
+                 p, fold(ceil_div(vec4 ? n / 4 : n, kWorkgroupSize)));
 }
 
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,

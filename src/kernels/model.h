@@ -130,8 +130,8 @@ Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight
                      BufferBinding scales, BufferBinding bias, BufferBinding residual, BufferBinding out,
                      const LinearGptqParams& p);
 
-// gated_act.wgsl: out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], act = SiLU (0) or GELU-tanh (1).
-// Bindings: 0 gate_up [T, 2I], 1 out [T, I], 2 params.
+// gated_act.wgsl: out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], act = SiLU (0) or GELU-tanh (1);
+// gated_act_vec4.wgsl (a vec4 per thread) where I % 4 == 0. Bindings: 0 gate_up [T, 2I], 1 out [T, I], 2 params.
 struct GatedActParams {
   uint32_t seq_len, intermediate, activation, _pad = 0;
 };

@@ -569,7 +569,8 @@ std::string describe_gated(const GatedShape& s) {
 KernelCheck gated_act_check(bool quick) {
   std::vector<GatedShape> shapes = {{1, 3, Activation::Silu},        {1, 5, Activation::GeluTanh},
                                     {7, 257, Activation::Silu},      {7, 257, Activation::GeluTanh},
-                                    {3, 4864, Activation::GeluTanh}, {50, 1000, Activation::Silu}};
+                                    {3, 4864, Activation::GeluTanh}, {50, 1000, Activation::Silu},
+                                    {5, 12, Activation::GeluTanh}};  // I % 4 == 0: the vec4 kernel
   if (!quick) shapes.push_back({129, 4864, Activation::Silu});
   constexpr double bound = 1e-5;
   return make_check<GatedShape>(
