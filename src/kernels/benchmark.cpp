@@ -768,8 +768,10 @@ bool in_family(const Family& family, const std::string& name) {
   return std::any_of(family.variants.begin(), family.variants.end(), [&](const Kernel& k) { return k.name == name; });
 }
 
+// Builds the case (its inputs generated and uploaded), calls `before_timing`, then times it.
 Result run_case(gpu::Device& device, Workspace& workspace, const Kernel& kernel, const Shape& shape,
-                const Settings& settings, bool timestamps, const Ceilings& ceilings) {
+                const Settings& settings, bool timestamps, const Ceilings& ceilings,
+                const std::function<void(Result&)>& before_timing) {
   Result r;
   r.kernel = kernel.name;
   r.shape = shape.name;
@@ -782,6 +784,7 @@ Result run_case(gpu::Device& device, Workspace& workspace, const Kernel& kernel,
       return r;
     }
     for (const Dispatch& dispatch : c.dispatches) r.dispatches.push_back(dispatch.kernel + " " + dispatch.shapes);
+    if (before_timing) before_timing(r);
     Measurement m = measure(device, c.dispatches, settings, timestamps);
     if (!(m.median_ms > 0))
       fail("kernel '{}' ({}): measured {} ms per iteration (are Dawn's timestamps quantized? see "
@@ -1004,24 +1007,25 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
   check_options(options);
   Settings settings = settings_for(options);
   bool timestamps = uses_timestamps(device, options);
-  // A full run brings the clocks up before each case; --quick, for CPU adapters and tests, does not.
+  // A full run brings the clocks up once a case's inputs are made (the host may have spent seconds on them,
+  // the GPU idle), right before timing it; --quick, for CPU adapters and tests, does not.
   constexpr double kMaxWarmingS = 10;
   Workspace probe_space(device, 4, false);
   Case probe = options.quick ? Case{} : probe_case(probe_space);
+  std::function<void(Result&)> warm;
+  if (!options.quick)
+    warm = [&](Result& r) {
+      Warmed warmed = warm_until_at_speed(device, probe.dispatches, ceilings.probe_ms, timestamps, kMaxWarmingS);
+      r.warming_s = warmed.warming_s;
+      r.probe_slowdown = warmed.slowdown;
+      if (warmed.slowdown > 1 + kWarmTolerance) {
+        std::string slow = fmt::format("GPU {:.1f}x slow by the clock probe after {:.0f} s of load: read with care",
+                                       warmed.slowdown, warmed.warming_s);
+        r.note = r.note.empty() ? slow : r.note + "; " + slow;
+      }
+    };
   auto timed = [&](Workspace& workspace, const Kernel& kernel, const Shape& shape) {
-    Warmed warmed;
-    if (!options.quick)
-      warmed = warm_until_at_speed(device, probe.dispatches, ceilings.probe_ms, timestamps, kMaxWarmingS);
-    Result r = run_case(device, workspace, kernel, shape, settings, timestamps, ceilings);
-    if (options.quick) return r;
-    r.warming_s = warmed.warming_s;
-    r.probe_slowdown = warmed.slowdown;
-    if (warmed.slowdown > 1 + kWarmTolerance) {
-      std::string slow = fmt::format("GPU {:.1f}x slow by the clock probe after {:.0f} s of load: read with care",
-                                     warmed.slowdown, warmed.warming_s);
-      r.note = r.note.empty() ? slow : r.note + "; " + slow;
-    }
-    return r;
+    return run_case(device, workspace, kernel, shape, settings, timestamps, ceilings, warm);
   };
   std::vector<Result> results;
   for (const Family& family : families()) {

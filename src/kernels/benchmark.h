@@ -105,10 +105,10 @@ Ceilings measure_ceilings(gpu::Device& device, const Options& options);
 // A GPU left idle lowers its clocks, and small kernels do not raise them again: on an H200, after the
 // seconds the host spends generating a large embedding table, the SM clock fell from 1,980 to 345 MHz and
 // stayed there through a minute of small cases, which then timed 2-3x slow (a T = 1 add 20 us against 7;
-// run 76, clocks logged by nvidia-smi). So before each case of a full run a probe (a 64 MiB copy, timed as
-// the cases are) is compared with its time at the start, `baseline_ms`; while it is more than
-// kWarmTolerance slower, the probe runs back to back for about 0.1 s of GPU time (a load that raises the
-// clocks) and is timed again, for at most `max_s`.
+// run 76, clocks logged by nvidia-smi). So in a full run, once a case's inputs are made and right before it
+// is timed, a probe (a 64 MiB copy, timed as the cases are) is compared with its time at the start,
+// `baseline_ms`; while it is more than kWarmTolerance slower, the probe runs back to back for about 0.1 s of
+// GPU time (a load that raises the clocks) and is timed again, for at most `max_s`.
 constexpr double kWarmTolerance = 0.2;
 struct Warmed {
   double warming_s = 0;  // time spent probing and loading the GPU
