@@ -1,23 +1,31 @@
 # Turns each src/kernels/wgsl/NAME.wgsl into an entry of a generated C++ table, so the binary carries its
 # kernels and needs no shader files at run time. Editing a .wgsl file re-runs CMake (CMAKE_CONFIGURE_DEPENDS).
 # WGSL has no includes: a line `//!include FILE.wgsl` is replaced by src/kernels/wgsl/include/FILE.wgsl, so
-# code several kernels share (a uniform struct, an epilogue) is written once. Compile errors then report
-# line numbers of the expanded source.
+# code several kernels share (a uniform struct, an epilogue, a kernel body that variants specialise) is
+# written once. Included files may include others, a few levels deep. Compile errors then report line numbers
+# of the expanded source.
 
-# Replaces the //!include lines of the WGSL text in variable `text_var` (one level: included files do not include).
+# Replaces the //!include lines of the WGSL text in variable `text_var`, and those of what they bring in.
 function(gerbil_wgsl_expand_includes text_var include_dir)
   set(text "${${text_var}}")
-  string(REGEX MATCHALL "//!include [A-Za-z0-9_]+\\.wgsl" directives "${text}")
-  foreach(directive ${directives})
-    string(REPLACE "//!include " "" name "${directive}")
-    if(NOT EXISTS "${include_dir}/${name}")
-      message(FATAL_ERROR "WGSL include ${name} not found in ${include_dir}")
+  foreach(level RANGE 4)
+    string(REGEX MATCHALL "//!include [A-Za-z0-9_]+\\.wgsl" directives "${text}")
+    if(NOT directives)
+      set(${text_var} "${text}" PARENT_SCOPE)
+      return()
     endif()
-    file(READ "${include_dir}/${name}" included)
-    string(REPLACE "${directive}" "${included}" text "${text}")
-    set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${include_dir}/${name}")
+    list(REMOVE_DUPLICATES directives)
+    foreach(directive ${directives})
+      string(REPLACE "//!include " "" name "${directive}")
+      if(NOT EXISTS "${include_dir}/${name}")
+        message(FATAL_ERROR "WGSL include ${name} not found in ${include_dir}")
+      endif()
+      file(READ "${include_dir}/${name}" included)
+      string(REPLACE "${directive}" "${included}" text "${text}")
+      set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${include_dir}/${name}")
+    endforeach()
   endforeach()
-  set(${text_var} "${text}" PARENT_SCOPE)
+  message(FATAL_ERROR "WGSL includes in ${include_dir} nest more than 5 levels deep (does one include itself?)")
 endfunction()
 
 function(gerbil_embed_wgsl output)

@@ -62,6 +62,8 @@ double relative_error(std::span<const float> got, std::span<const float> want) {
 
 size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
 
+constexpr double kF16Bound = 1e-3;
+
 class FixtureModel : public ::testing::TestWithParam<FixtureCase> {
  protected:
   void SetUp() override {
@@ -71,7 +73,7 @@ class FixtureModel : public ::testing::TestWithParam<FixtureCase> {
     model_ = std::make_unique<Model>(device(), *files_, ModelOptions{.context = 64});
     vocab_ = size_t(files_->config().vocab_size);
     // The bounds: 1e-4 for float32 checkpoints, 1e-3 for f16 / bf16 (and GPTQ, whose other tensors are f16).
-    bound_ = GetParam().dtype == "float32" ? 1e-4 : 1e-3;
+    bound_ = GetParam().dtype == "float32" ? 1e-4 : kF16Bound;
   }
 
   std::vector<int32_t> input_ids() {
@@ -124,6 +126,24 @@ TEST_P(FixtureModel, DecodeThroughTheKvCacheMatches) { expect_decode_from_middle
 TEST_P(FixtureModel, DecodeWithPreparedNormsMatches) {
   Model model(device(), *files_, ModelOptions{.context = 64, .prepared_norms = PreparedNorms::Always});
   expect_decode_from_middle_matches(model, "decode-from-middle, prepared norms");
+}
+
+// f32 and bf16 weights converted to f16 as they upload (--weights f16) keep the logits within the bound of
+// the f16 checkpoints, prefill and decoding.
+TEST_P(FixtureModel, F16WeightsMatchWithinTheF16Bound) {
+  Model model(device(), *files_, ModelOptions{.context = 64, .weights = WeightPolicy::F16});
+  bound_ = std::max(bound_, kF16Bound);
+  expect_decode_from_middle_matches(model, "decode-from-middle, f16 weights");
+}
+
+// Prompt products in f16 arithmetic (--arithmetic f16, on adapters with shader-f16): x rounded to f16 in every
+// product of every layer, not only the weights, and 8 products at a time summed in f16, so the bound is
+// looser than the f16 checkpoints' (lavapipe: 1.0-1.5e-3 per position; an unwritten or misplaced sum is O(1)).
+TEST_P(FixtureModel, F16ArithmeticPrefillMatchesWithinItsBound) {
+  if (!device().features().shader_f16) GTEST_SKIP() << "the adapter lacks shader-f16";
+  Model model(device(), *files_, ModelOptions{.context = 64, .arithmetic = kernels::Arithmetic::F16});
+  bound_ = 4e-3;
+  expect_rows_match(model.forward(input_ids(), true), read_f32(dir_ / "ref" / "logits.f32"), "prefill, f16 arithmetic");
 }
 
 TEST_P(FixtureModel, GreedyContinuationMatches) {

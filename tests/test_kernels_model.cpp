@@ -20,6 +20,7 @@ namespace gerbil::kernels {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::ThrowsMessage;
 
 using test::device;
@@ -31,7 +32,7 @@ TEST_P(ModelKernel, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
-                         ::testing::Values("embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
+                         ::testing::Values("embed", "linear", "linear_f16", "linear_gptq", "gated_act", "qkv_rope_store",
                                            "flash_attention", "argmax", "sample", "linear_fused", "linear_qkv_rope"));
 
 // The same checks on a device without subgroups, for the kernels whose fast paths need them: decoding then
@@ -53,10 +54,29 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
   EXPECT_EQ(checks, 2);
 }
 
+// f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the
+// feature, instead of compiling a shader the device cannot run; products the f16 kernel does not take
+// (decoding, K % 8 != 0) stay f32 and run anywhere.
+TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
+  gpu::Device plain({.allow_shader_f16 = false});
+  ASSERT_FALSE(plain.features().shader_f16);
+  check::Buffers b{plain};
+  auto& buffer = b.input("any", std::vector<float>(64 * 64, 0.5f));
+  auto prompt = [&](uint32_t M, uint32_t K) {
+    LinearParams p{M, K, 8, 8, 0, 0, 0};
+    return linear_split_k(plain, {&buffer}, {&buffer}, {&buffer}, {&buffer}, {&buffer}, p, WeightType::F32,
+                          {&buffer}, 0, Arithmetic::F16);
+  };
+  EXPECT_THAT([&] { prompt(16, 64); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("linear_tiled_f16"), HasSubstr("shader-f16"))));
+  EXPECT_EQ(prompt(16, 60).front().kernel, "linear");                      // K % 8 != 0: linear.wgsl, f32
+  EXPECT_THAT(prompt(4, 64).front().kernel, Not(HasSubstr("f16")));  // decoding: f32
+}
+
 TEST(ModelKernels, AreAllInTheSelftest) {
   std::vector<std::string> names;
   for (const auto& check : kernel_checks(true)) names.push_back(check.kernel);
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_gptq", "gated_act", "qkv_rope_store",
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_f16", "linear_gptq", "gated_act", "qkv_rope_store",
                                               "flash_attention"}));
 }
 

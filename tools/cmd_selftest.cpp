@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "command.h"
 #include "gpu/device.h"
 #include "kernels/selftest.h"
@@ -23,10 +25,17 @@ int selftest(const SelftestOptions& options) {
   gpu::Device device({.adapter = options.adapter});
   nlohmann::json report = {{"adapter", device.adapter().summary()}, {"seed", seed}, {"kernels", nlohmann::json::array()}};
   if (!options.json) std::printf("adapter: %s\nseed: %llu\n", device.adapter().summary().c_str(), (unsigned long long)seed);
-  int checked = 0, failed = 0;
+  int checked = 0, failed = 0, skipped = 0;
   for (const auto& check : kernels::kernel_checks(options.quick)) {
     if (!options.kernel.empty() && check.kernel != options.kernel) continue;
     ++checked;
+    if (std::string missing = kernels::missing_feature(device, check); !missing.empty()) {
+      ++skipped;
+      std::string why = "the adapter lacks " + missing;
+      report["kernels"].push_back({{"kernel", check.kernel}, {"skipped", why}});
+      if (!options.json) std::printf("SKIP %-12s %s\n", check.kernel.c_str(), why.c_str());
+      continue;
+    }
     double worst = 0;
     std::string worst_shape, error;
     bool ok = true;
@@ -60,12 +69,15 @@ int selftest(const SelftestOptions& options) {
     std::fprintf(stderr, "gerbil: no kernel named '%s'\n", options.kernel.c_str());
     return 2;
   }
-  report["passed"] = checked - failed;
+  int run = checked - skipped;
+  report["passed"] = run - failed;
   report["failed"] = failed;
+  report["skipped"] = skipped;
   if (options.json)
     std::printf("%s\n", report.dump(2).c_str());
   else
-    std::printf("%d/%d kernels passed\n", checked - failed, checked);
+    std::printf("%d/%d kernels passed%s\n", run - failed, run,
+                skipped ? fmt::format(", {} skipped (features the adapter lacks)", skipped).c_str() : "");
   return failed == 0 ? 0 : 1;
 }
 

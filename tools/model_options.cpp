@@ -56,6 +56,10 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
                  "Decoding: products writing the residual stream also write the next RMSNorm's x * weight for the "
                  "product after: auto (where measured to pay: hidden size >= 4096), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--arithmetic", arithmetic,
+                 "Prompt products: f32 (default, nothing rounded) or f16 (needs shader-f16: inputs rounded to f16, "
+                 "faster where the GPU runs f16 faster)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }
 
@@ -74,6 +78,7 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   model_options.prepared_norms = options.prepared_norms == "always" ? graph::PreparedNorms::Always
                                  : options.prepared_norms == "never" ? graph::PreparedNorms::Never
                                                                      : graph::PreparedNorms::Auto;
+  model_options.arithmetic = options.arithmetic == "f16" ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32;
   if (report && isatty(STDERR_FILENO)) model_options.progress = progress_bar();
   loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options);
   if (report) {

@@ -23,6 +23,7 @@ struct ModelOptions {
   std::string adapter;
   std::string weights = "checkpoint";
   std::string prepared_norms = "auto";
+  std::string arithmetic = "f32";
   std::vector<std::string> enable_toggles, disable_toggles;  // Dawn device toggles
   bool precise_timestamps = false;                           // for per-dispatch profiles
 

@@ -33,10 +33,17 @@ enum class WeightStorage {
   F16,         // f32 and bf16 weights converted to f16: half the memory and bandwidth of f32
 };
 
+// The arithmetic of prompt (prefill) products; decoding is f32 either way.
+enum class Arithmetic {
+  F32,  // f32 products and sums: nothing rounded against the checkpoint
+  F16,  // needs an adapter with shader-f16: inputs rounded to f16, 8 products at a time summed in f16
+};
+
 struct EngineOptions {
   std::string adapter;   // WebGPU adapter: a substring of its name; empty: $GERBIL_ADAPTER, else the first
   uint32_t context = 0;  // KV-cache capacity in tokens; 0: min(the model's maximum, 4096)
   WeightStorage weights = WeightStorage::Checkpoint;
+  Arithmetic arithmetic = Arithmetic::F32;
   // Called while the weights are uploaded, with the checkpoint bytes done and in all; the last call has
   // done == total.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;

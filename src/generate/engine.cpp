@@ -107,6 +107,7 @@ graph::ModelOptions model_options(const EngineOptions& options) {
   return {.context = options.context,
           .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
                                                            : graph::WeightPolicy::Checkpoint,
+          .arithmetic = options.arithmetic == Arithmetic::F16 ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32,
           .progress = options.progress};
 }
 

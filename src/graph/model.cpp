@@ -75,9 +75,9 @@ constexpr uint32_t kPreparedNormMinHidden = 4096;  // see StepBuilder::prepared_
 class StepBuilder {
  public:
   StepBuilder(gpu::Device& device, const ModelConfig& config, const GpuWeights& weights,
-              const Model::Buffers& buffers, uint32_t context, PreparedNorms prepared_norms, Model::Step& step)
+              const Model::Buffers& buffers, uint32_t context, const ModelOptions& options, Model::Step& step)
       : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
-        prepared_norms_(prepared_norms), step_(step), T_(step.tokens) {}
+        options_(options), step_(step), T_(step.tokens) {}
 
   // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
   // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step).
@@ -224,7 +224,7 @@ class StepBuilder {
   // (qwen2.5-0.5b) it loses 1-2 % (1,021.5 -> 1,007.2 with gate|up's alone). q|k|v's norm is never prepared:
   // with it, llama3-8b ran 201.6 against 202.8 without.
   bool prepared_norms_pay() const {
-    if (prepared_norms_ != PreparedNorms::Auto) return prepared_norms_ == PreparedNorms::Always;
+    if (options_.prepared_norms != PreparedNorms::Auto) return options_.prepared_norms == PreparedNorms::Always;
     return hidden() >= kPreparedNormMinHidden;
   }
 
@@ -275,9 +275,11 @@ class StepBuilder {
       BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
       std::string name = L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label;
       BufferBinding weight{L.weight.get(), block.byte_offset, block.byte_size};
-      if (kernels::linear_split_workers(p) != 0) {
-        // A prompt product whose tiles leave SMs idle: shared out, then the cut tiles summed (two dispatches).
-        for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type, {&b_.split_scratch}))
+      if (M > kernels::kMatvecRows && !p.gate_act && !p.norm_x && !p.norm_out) {
+        // A prompt product, in the chosen arithmetic; where its tiles would leave SMs idle, shared out and the
+        // cut tiles summed after (two dispatches).
+        for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type,
+                                                   {&b_.split_scratch}, 0, options_.arithmetic))
           add(name, std::move(d));
       } else {
         add(name, kernels::linear(device_, {&x}, weight, bias, res, {&out}, p, L.type, norm));
@@ -413,7 +415,7 @@ class StepBuilder {
   const GpuWeights& w_;
   const Model::Buffers& b_;
   uint32_t context_;
-  PreparedNorms prepared_norms_;
+  const ModelOptions& options_;
   Model::Step& step_;
   uint32_t T_;
   bool all_logits_ = false;
@@ -430,6 +432,9 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
+  if (options_.arithmetic == kernels::Arithmetic::F16 && !device.features().shader_f16)
+    fail("f16 arithmetic for prompts needs the adapter's shader-f16 feature, which {} does not offer",
+         device.adapter().summary());
   weights_ = upload_weights(device, files, options.weights, options.progress);
 
   buffers_ = std::make_unique<Buffers>();
@@ -506,7 +511,7 @@ Model::Step& Model::step(uint32_t tokens, Output output) {
   if (steps_.size() >= 8) steps_.clear();  // prompts of many lengths: keep the cache of graphs small
   auto step = std::make_unique<Step>();
   step->tokens = tokens;
-  StepBuilder(device_, config_, weights_, *buffers_, context_, options_.prepared_norms, *step)
+  StepBuilder(device_, config_, weights_, *buffers_, context_, options_, *step)
       .build(output == Output::AllLogits, output == Output::GreedyToken,
              output == Output::SampledToken ? &sampling_ : nullptr);
   return *steps_.emplace(key, std::move(step)).first->second;

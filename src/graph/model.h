@@ -32,6 +32,8 @@ struct ModelOptions {
   uint32_t max_chunk = 512;   // prompt tokens per prefill step (longer prompts run in chunks)
   WeightPolicy weights = WeightPolicy::Checkpoint;
   PreparedNorms prepared_norms = PreparedNorms::Auto;
+  // Prompt products (kernels::Arithmetic): F16 needs shader-f16 and rounds to f16; decoding is f32 either way.
+  kernels::Arithmetic arithmetic = kernels::Arithmetic::F32;
   LoadProgress progress;      // optional: told how far the weight upload has come
 };
 

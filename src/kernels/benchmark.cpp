@@ -32,7 +32,6 @@ constexpr uint32_t kVocab = 151936;
 constexpr uint32_t kLlamaHidden = 4096, kLlamaIntermediate = 14336, kLlamaVocab = 128256;
 constexpr float kRopeBase = 1e6f;  // rope_theta
 constexpr uint32_t kGroupSize = 128;  // int4 quantization group (GPTQ's usual)
-constexpr uint32_t kMatvecRows = 4;   // linear and linear_gptq take their matrix-vector path up to this M
 
 // ---- timing ------------------------------------------------------------------------------------------
 
@@ -321,6 +320,7 @@ struct LinearExtras {
   uint32_t gate_act = 0;  // act(gate) * up over the N rows as gate|up halves (1 SiLU)
   bool split_k = false;   // linear_split_k: the work shared out where whole tiles leave SMs idle
   uint32_t workers = 0;   // split_k: over this many workgroups (0: the dispatcher's choice)
+  Arithmetic arithmetic = Arithmetic::F32;  // split_k: the prompt kernel's arithmetic
 };
 
 // Decoding reads each weight once per token, from memory: a product small enough to stay in the L2 cache
@@ -346,6 +346,11 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     if (extras.norm_out) c.variant += " norm_out";
     if (extras.gate_act) c.variant += " gated";
     if (extras.split_k) c.variant += extras.workers ? fmt::format(" split{}", extras.workers) : " split";
+    if (extras.arithmetic == Arithmetic::F16) c.variant += " f16-arith";
+    if (extras.arithmetic == Arithmetic::F16 && !w.device().features().shader_f16) {
+      c.skipped = "f16 arithmetic needs shader-f16";
+      return c;
+    }
     bool fused = extras.norm || extras.gate_act || extras.norm_out;
     if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
@@ -383,7 +388,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
         const gpu::Buffer& scratch =
             w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, extras.workers)));
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
-                                          whole(scratch), extras.workers))
+                                          whole(scratch), extras.workers, extras.arithmetic))
           c.dispatches.push_back(std::move(d));
         uint32_t workers = linear_split_workers(p, extras.workers);
         shares.push_back(workers ? fmt::format("{} workers", workers) : "whole tiles");
@@ -747,7 +752,8 @@ const std::vector<Family>& families() {
        {{"linear", linear_case(F32)},
         {"linear", linear_case(F16)},
         {"linear", linear_case(BF16)},
-        {"linear", linear_case(F16, {}, {.split_k = true})}}},
+        {"linear", linear_case(F16, {}, {.split_k = true})},
+        {"linear", linear_case(F16, {}, {.split_k = true, .arithmetic = Arithmetic::F16})}}},
       {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
       {hidden, {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
@@ -1120,7 +1126,7 @@ std::string format_header(const gpu::Device& device, const Options& options, con
       "ceilings: copy {} GB/s ({} read + written in {:.3f} ms); FMA {} GFLOPS ({:.3g} FLOP in {:.3f} ms)\n"
       "floor:    {:.4f} ms per dispatch that does no work (in every row's time; the percentages count it)\n"
       "clocks:   {}\n\n"
-      "{:<20} {:<17} {:<34} {:>10} {:>15} {:>7} {:>8}\n",
+      "{:<20} {:<25} {:<34} {:>10} {:>15} {:>7} {:>8}\n",
       device.adapter().summary(), timing, iterations, options.quick ? " (--quick)" : "",
       number(ceilings.bandwidth_gbps), megabytes(ceilings.copy_bytes), ceilings.copy_ms, number(ceilings.gflops),
       ceilings.fma_flops, ceilings.fma_ms, ceilings.floor_ms,
@@ -1133,7 +1139,7 @@ std::string format_header(const gpu::Device& device, const Options& options, con
 
 std::string format_row(const Result& r) {
   std::string kernel = r.seed.empty() ? r.kernel : "  " + r.kernel;
-  std::string line = fmt::format("{:<20} {:<17} {:<34}", kernel, r.variant, r.shape);
+  std::string line = fmt::format("{:<20} {:<25} {:<34}", kernel, r.variant, r.shape);
   if (!r.error.empty()) return line + " error: " + r.error + "\n";
   if (!r.skipped.empty()) return line + " not run: " + r.skipped + "\n";
   line += fmt::format(" {:>10.4f} {:>8} {:<6} {:>6.1f}%", r.ms, number(r.value),

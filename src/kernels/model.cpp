@@ -9,9 +9,7 @@
 namespace gerbil::kernels {
 namespace {
 
-// The linear kernels' matrix-vector variant serves up to this many rows (linear.wgsl MATVEC_ROWS); larger M
-// goes to the tiled variant with TILE x TILE output tiles.
-constexpr uint32_t kMatvecRows = 4;
+// linear.wgsl's tiled variant: TILE x TILE output tiles (for prompts, M > kMatvecRows, with K % 8 != 0).
 constexpr uint32_t kTile = 64;
 constexpr uint32_t kLinearMatvecColumns = 8;  // linear.wgsl COLS
 constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
@@ -189,13 +187,17 @@ struct TiledBindings {
   BufferBinding x, weight, bias, residual, out, partials;
 };
 
-// linear_tiled.wgsl over the shape's tiles (workers 0) or shared out over `workers` workgroups.
+// linear_tiled.wgsl (or its f16 twin) over the shape's tiles (workers 0) or shared out over `workers` workgroups.
 Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const TiledBindings& b, const LinearParams& p,
-                      WeightType type, uint32_t workers) {
+                      WeightType type, uint32_t workers, Arithmetic arithmetic) {
+  const char* kernel = arithmetic == Arithmetic::F16 ? "linear_tiled_f16" : "linear_tiled";
+  if (arithmetic == Arithmetic::F16 && !device.features().shader_f16)
+    fail("kernel '{}' ({}): f16 arithmetic needs the adapter's shader-f16 feature, which {} does not offer", kernel,
+         shapes, device.adapter().summary());
   uint64_t out_count = count_of(p.M, p.out_stride);
   gpu::Constants constants = shares_constants(linear_tile(p), workers);
   constants.push_back({"WEIGHT_TYPE", double(type)});
-  return prepare(device, "linear_tiled", shapes,
+  return prepare(device, kernel, shapes,
                  {{"x", b.x, count_of(p.M, p.K)},
                   weight_operand("W", b.weight, count_of(p.N, p.K), type),
                   {"bias", b.bias, used(p.has_bias, p.N)},
@@ -427,29 +429,35 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
   if (use_linear_tiled(p))
-    return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0);
+    return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0,
+                        Arithmetic::F32);
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
-                                     WeightType type, BufferBinding scratch, uint32_t requested) {
+                                     WeightType type, BufferBinding scratch, uint32_t requested,
+                                     Arithmetic arithmetic) {
   if (p.gate_act || p.norm_x || p.norm_out)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
   uint32_t workers = linear_split_workers(p, requested);
   std::vector<Dispatch> dispatches;
-  if (workers == 0) {
+  // Products the tiled kernel does not take (decoding, K % 8 != 0) are f32 whatever `arithmetic` says.
+  if (workers == 0 && (arithmetic == Arithmetic::F32 || !use_linear_tiled(p))) {
     dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));
     return dispatches;
   }
-  auto shapes = fmt::format("{} workers={}", linear_shapes(p, type), workers);
+  auto shapes = linear_shapes(p, type) + (workers ? fmt::format(" workers={}", workers) : "");
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
   LinearTile tile = linear_tile(p);
-  dispatches.push_back(linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers));
+  BufferBinding partials = workers ? scratch : device.placeholder(0);
+  dispatches.push_back(
+      linear_tiled(device, shapes, {x, weight, bias, residual, out, partials}, p, type, workers, arithmetic));
+  if (workers == 0) return dispatches;
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,
                                {{"partials", scratch, partial_floats(tile, workers)},
                                 {"bias", bias, used(p.has_bias, p.N)},

@@ -15,6 +15,10 @@ namespace gerbil::kernels {
 
 enum class WeightType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
 
+// The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);
+// more rows are a prompt.
+constexpr uint32_t kMatvecRows = 4;
+
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2
 
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
@@ -74,15 +78,21 @@ Grid linear_grid(const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
                 const LinearNorm& norm = {}, MatvecBlocking blocking = {});
+// The arithmetic of the prompt products linear_split_k() runs on linear_tiled.wgsl: F32, or F16 on adapters
+// with shader-f16 (linear_tiled_f16.wgsl: x and W rounded to f16, each slab of 8 products summed in f16 and
+// added to f32 sums; its header says what that loses). Other products stay f32.
+enum class Arithmetic : uint32_t { F32, F16 };
 // linear() for prompts, with the work shared out over linear_split_workers() workgroups where whole tiles
 // would leave SMs idle (see linear_shares.wgsl): linear_tiled.wgsl finishes the tiles a share holds whole and
 // writes the partial sums of the tiles cut between shares to `scratch`, then linear_split_sum.wgsl adds those
 // up with bias and residual into out. Returns the dispatches to record in order (one when not split, the
 // plain linear()). `scratch` holds linear_split_scratch_floats(p, workers) floats; no fused norm or gate
-// (those are decode-only). `workers`: see linear_split_workers().
+// (those are decode-only). `workers`: see linear_split_workers(). Throws for Arithmetic::F16 on an adapter
+// without shader-f16.
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
-                                     WeightType type, BufferBinding scratch, uint32_t workers = 0);
+                                     WeightType type, BufferBinding scratch, uint32_t workers = 0,
+                                     Arithmetic arithmetic = Arithmetic::F32);
 // The workgroups a prompt product's work is shared out over, 0 for one whole tile per workgroup: `requested`
 // when not 0 (benchmarks and tests compare counts; for a prompt product, at most one per slab of 8 k, 4096
 // and 128 MiB of partial sums, else this throws naming it), else the dispatcher's choice.

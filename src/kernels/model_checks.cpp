@@ -193,6 +193,35 @@ LinearIo linear_io(Buffers& b, Rng& rng, uint32_t M, uint32_t K, uint32_t N, uin
   return io;
 }
 
+// One linear case: random weights of the shape's type (a block of rows from row0 on), x, bias and residual;
+// prompts go through linear_split_k() in `arithmetic` (shared out where the shape asks or the dispatcher
+// chooses), decoding through linear() with the shape's blocking.
+CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arithmetic arithmetic,
+                       const std::string& kernel, double bound) {
+  uint32_t stride = s.out_stride ? s.out_stride : s.N;
+  uint64_t offset = uint64_t(s.row0) * s.K * weight_bytes(s.type);
+  if (offset % 256 != 0) fail("{} check {}: weight offset {} is not 256-aligned", kernel, describe_linear(s), offset);
+  Buffers b{device};
+  auto weight = random_weights(rng, size_t(s.row0 + s.N) * s.K, s.type);
+  auto& weight_buffer = b.input("W", weight.words);
+  auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
+  LinearParams p = linear_params(s);
+  if (p.M > kMatvecRows) {
+    auto& scratch = b.poisoned("scratch", std::max<uint64_t>(linear_split_scratch_floats(p, s.workers), 1));
+    for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
+                                            {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, s.workers,
+                                            arithmetic))
+      run(device, d);
+  } else {
+    run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer}, {io.residual_buffer},
+                       {io.out}, p, s.type, {}, s.blocking));
+  }
+  std::span<const double> block(weight.values.data() + size_t(s.row0) * s.K, size_t(s.N) * s.K);
+  auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N, stride,
+                               s.out_col, std::move(io.ref));
+  return result(kernel, describe_linear(s), b.read(*io.out, ref.size()), ref, bound);
+}
+
 KernelCheck linear_check(bool quick) {
   std::vector<LinearShape> shapes = {
       // matrix-vector variant (M <= 4): 16-byte pieces (K % 4 == 0 for f32, K % 8 == 0 for 16-bit weights)
@@ -247,29 +276,36 @@ KernelCheck linear_check(bool quick) {
       "f32 dot products of K terms (16-bit weights are exact in f32): rounding grows like sqrt(K) * 6e-8, "
       "~2e-6 at K=896",
       shapes, describe_linear, [](gpu::Device& device, Rng& rng, const LinearShape& s) {
-        uint32_t stride = s.out_stride ? s.out_stride : s.N;
-        uint64_t offset = uint64_t(s.row0) * s.K * weight_bytes(s.type);
-        if (offset % 256 != 0)
-          fail("linear check {}: weight offset {} is not 256-aligned", describe_linear(s), offset);
-        Buffers b{device};
-        auto weight = random_weights(rng, size_t(s.row0 + s.N) * s.K, s.type);
-        auto& weight_buffer = b.input("W", weight.words);
-        auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
-        LinearParams p = linear_params(s);
-        if (linear_split_workers(p, s.workers) != 0) {
-          auto& scratch = b.poisoned("scratch", linear_split_scratch_floats(p, s.workers));
-          for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
-                                                  {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, s.workers))
-            run(device, d);
-        } else {
-          run(device, linear(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
-                             {io.residual_buffer}, {io.out}, p, s.type, {}, s.blocking));
-        }
-        std::span<const double> block(weight.values.data() + size_t(s.row0) * s.K, size_t(s.N) * s.K);
-        auto ref = reference::linear(widen(io.x), block, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
-                                     stride, s.out_col, std::move(io.ref));
-        return result("linear", describe_linear(s), b.read(*io.out, ref.size()), ref, bound);
+        return linear_case(device, rng, s, Arithmetic::F32, "linear", bound);
       });
+}
+
+// Prompt products in f16 arithmetic (linear_tiled_f16.wgsl): the tiled shapes of linear_check, their tile
+// sizes and shares, against the same float64 reference of the unrounded inputs.
+KernelCheck linear_f16_check() {
+  std::vector<LinearShape> shapes = {
+      {70, 64, 130, BF16, true, true},
+      {9, 64, 72, F32, true, true, 200, 128, 3},
+      {37, 136, 133, F32, true, true, 140, 5},
+      {37, 136, 133, F16, false, true},
+      {6, 128, 20, BF16, true, true, 30, 10, 2},
+      {257, 24, 5501, BF16, true, false},  // 128 x 128 tiles
+      {200, 24, 4101, F32, false, true},   // 128 x 64
+      {4033, 24, 131, F16, true, true},    // 64 x 128
+      {20, 2048, 40, F16, true, true},     // shared out by the dispatcher
+      {40, 512, 50, F16, true, true, 0, 0, 0, {}, 5},
+      {300, 64, 2100, BF16, false, true, 0, 0, 0, {}, 7},
+  };
+  constexpr double bound = 2e-3;
+  KernelCheck check = make_check<LinearShape>(
+      "linear_f16", bound,
+      "x (and f32 weights) rounded to f16 and each slab of 8 products summed in f16 before the f32 sum: a few "
+      "f16 roundings (up to 2^-11 relative) per term, ~3e-4 relative overall",
+      shapes, describe_linear, [](gpu::Device& device, Rng& rng, const LinearShape& s) {
+        return linear_case(device, rng, s, Arithmetic::F16, "linear_f16", bound);
+      });
+  check.needs = "shader-f16";
+  return check;
 }
 
 // The decode variant's fusions: a gate activation on the gate|up output, an RMSNorm of x before the product
@@ -904,7 +940,7 @@ KernelCheck sample_check(bool quick) {
 }
 
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
-  return {embed_check(quick),     linear_check(quick),         linear_gptq_check(quick),
+  return {embed_check(quick),     linear_check(quick),         linear_f16_check(),          linear_gptq_check(quick),
           gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick),
           argmax_check(quick),    sample_check(quick),         linear_fused_check(),
           linear_qkv_rope_check()};

@@ -298,6 +298,12 @@ std::vector<KernelCheck> kernel_checks(bool quick) {
   return checks;
 }
 
+std::string missing_feature(const gpu::Device& device, const KernelCheck& check) {
+  if (check.needs.empty()) return "";
+  if (check.needs == "shader-f16") return device.features().shader_f16 ? "" : check.needs;
+  fail("kernel check '{}' needs an unknown feature '{}'", check.kernel, check.needs);
+}
+
 std::vector<CaseResult> run_check(gpu::Device& device, const KernelCheck& check, uint64_t seed) {
   Rng rng(seed);
   std::vector<CaseResult> results;

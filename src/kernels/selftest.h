@@ -31,7 +31,13 @@ struct KernelCheck {
   std::string why;  // the reason for the bound, printed by `gerbil selftest --verbose`
   std::vector<std::string> shapes;
   std::function<CaseResult(gpu::Device&, Rng&, size_t shape_index)> run;
+  // An adapter feature the kernel cannot run without ("shader-f16"), or empty; see missing_feature().
+  std::string needs;
 };
+
+// The feature `check` needs that `device` lacks, or empty when it can run: `gerbil selftest` reports a check
+// it cannot run as skipped, and the unit tests skip it.
+std::string missing_feature(const gpu::Device& device, const KernelCheck& check);
 
 // Every kernel check, seed kernels first. `quick` drops the largest shapes.
 std::vector<KernelCheck> kernel_checks(bool quick = false);

@@ -21,6 +21,8 @@ inline void expect_check_passes(gpu::Device& device, const std::vector<kernels::
   uint64_t seed = std::random_device{}();
   for (const auto& check : checks) {
     if (check.kernel != kernel) continue;
+    if (std::string missing = kernels::missing_feature(device, check); !missing.empty())
+      GTEST_SKIP() << kernel << " needs " << missing << ", which " << device.adapter().summary() << " lacks";
     SCOPED_TRACE("seed " + std::to_string(seed) + "; bound: " + check.why);
     for (const auto& result : kernels::run_check(device, check, seed))
       EXPECT_TRUE(result.passed()) << result.shape << ": relative error " << result.relative_error << " > "

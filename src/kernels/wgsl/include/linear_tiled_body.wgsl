@@ -1,0 +1,275 @@
+// The body of linear_tiled.wgsl and linear_tiled_f16.wgsl (see their headers), which differ only in the type
+// the products are computed in. The including kernel declares, before this:
+//   alias Product = f32 or f16;  the type of the workgroup tiles, the multiplications and the per-slab sums;
+//   const SLAB_SUMS: bool;       true: each slab's TILE_K products per output are summed in Product, then added
+//                                to f32 sums (f16); false: Product sums the whole of K (f32).
+
+//!include linear_params.wgsl
+//!include weights.wgsl
+//!include linear_shares.wgsl
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read> residual: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+@group(0) @binding(6) var<uniform> params: Params;
+
+// ROW_GROUPS, COL_GROUPS, WORKERS and TILE_K: linear_shares.wgsl.
+const WORKGROUP_SIZE: u32 = 256u;
+const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply_k per k
+const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
+// x_s[buffer][k][m / 4][m % 4], w_s likewise for n, in the Product type (so f16 halves their size). Three indices rather than one flat one because the bounds
+// checks WebGPU adds clamp every index that is not a constant: k is one once multiply_k is inlined and the
+// slot is the same in every slab, so a slab takes 5 clamps (the buffer and 4 slots) instead of 32.
+alias Slab = array<array<vec4<Product>, SLOTS>, TILE_K>;
+var<workgroup> x_s: array<Slab, 2>;
+var<workgroup> w_s: array<Slab, 2>;
+
+// One thread's share of a slab, held in registers between its load and its store.
+struct Staged {
+  x: vec4<f32>,  // x[row, k .. k + 3], row = lid / 2, k = 4 * (lid % 2)
+  w: vec4<u32>,  // f32: W[lid / 2, 4 * (lid % 2) ..] as bits; 16-bit: W[lid, 0 .. 8] packed
+}
+
+// Where one thread's pieces of a tile's rows start (slab 0), in x and in W; rows past M or N read the last
+// row again, whose products land in outputs that are never stored. Fixed for a tile, so the slab loop
+// keeps two indices, not the tile's corner and the bounds.
+struct RowStarts {
+  x: u32,
+  w: u32,
+}
+
+fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
+  let K4 = params.K / 4u;
+  let row = lid / 2u;
+  var starts: RowStarts;
+  starts.x = min(m0 + row, params.M - 1u) * K4 + lid % 2u;
+  if (WEIGHT_TYPE == 0u) {
+    starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
+  } else {
+    starts.w = min(n0 + lid, params.N - 1u) * (params.K / 8u);
+  }
+  return starts;
+}
+
+// Loads slab s of the tile whose rows start at `starts`.
+fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
+  var staged: Staged;
+  if (lid / 2u < 64u * ROW_GROUPS) {
+    staged.x = x[starts.x + 2u * s];
+  }
+  if (WEIGHT_TYPE == 0u) {
+    if (lid / 2u < 64u * COL_GROUPS) {
+      staged.w = W[starts.w + 2u * s];
+    }
+  } else if (lid < 64u * COL_GROUPS) {
+    staged.w = W[starts.w + s];
+  }
+  return staged;
+}
+
+fn put_x(buffer: u32, k: u32, m: u32, value: f32) {
+  x_s[buffer][k][m / 4u][m % 4u] = Product(value);
+}
+
+fn put_w(buffer: u32, k: u32, n: u32, value: f32) {
+  w_s[buffer][k][n / 4u][n % 4u] = Product(value);
+}
+
+// Stores a staged slab, transposed, into `buffer`.
+fn stage(staged: Staged, buffer: u32, lid: u32) {
+  let row = lid / 2u;
+  let k = 4u * (lid % 2u);
+  if (row < 64u * ROW_GROUPS) {
+    for (var j: u32 = 0u; j < 4u; j++) {
+      put_x(buffer, k + j, row, staged.x[j]);
+    }
+  }
+  if (WEIGHT_TYPE == 0u) {
+    if (row < 64u * COL_GROUPS) {
+      let w = bitcast<vec4<f32>>(staged.w);
+      for (var j: u32 = 0u; j < 4u; j++) {
+        put_w(buffer, k + j, row, w[j]);
+      }
+    }
+  } else if (lid < 64u * COL_GROUPS) {
+    for (var j: u32 = 0u; j < 4u; j++) {
+      let pair = halves(staged.w[j]);
+      put_w(buffer, 2u * j, lid, pair.x);
+      put_w(buffer, 2u * j + 1u, lid, pair.y);
+    }
+  }
+}
+
+// c[r] += a[r] * b: the outer product of 4 rows and 4 columns.
+fn outer(a: vec4<Product>, b: vec4<Product>, c: mat4x4<Product>) -> mat4x4<Product> {
+  return mat4x4<Product>(fma(vec4<Product>(a.x), b, c[0]), fma(vec4<Product>(a.y), b, c[1]),
+                         fma(vec4<Product>(a.z), b, c[2]), fma(vec4<Product>(a.w), b, c[3]));
+}
+
+// acc_ij: rows m0 + 64i + 4ty + r (column r of the matrix), columns n0 + 64j + 4tx + 0..3 of the tile (main).
+// Module-scope so that multiply_k can update them; each invocation has its own, starting at zero. With
+// SLAB_SUMS they hold one slab's sums, which add_slab() moves into sum_ij after every slab; otherwise they
+// hold the whole sums and sum_ij go unused (and are compiled out).
+var<private> acc00: mat4x4<Product>;
+var<private> acc01: mat4x4<Product>;
+var<private> acc10: mat4x4<Product>;
+var<private> acc11: mat4x4<Product>;
+var<private> sum00: mat4x4<f32>;
+var<private> sum01: mat4x4<f32>;
+var<private> sum10: mat4x4<f32>;
+var<private> sum11: mat4x4<f32>;
+
+// SLAB_SUMS: adds a slab's sums to the f32 sums and starts the next slab's from zero.
+fn add_slab() {
+  sum00 += mat4x4<f32>(acc00);
+  sum01 += mat4x4<f32>(acc01);
+  sum10 += mat4x4<f32>(acc10);
+  sum11 += mat4x4<f32>(acc11);
+  acc00 = mat4x4<Product>();
+  acc01 = mat4x4<Product>();
+  acc10 = mat4x4<Product>();
+  acc11 = mat4x4<Product>();
+}
+
+// The f32 sums of a block, from its accumulator and its f32 sum.
+fn block_sums(acc: mat4x4<Product>, sum: mat4x4<f32>) -> mat4x4<f32> {
+  if (SLAB_SUMS) {
+    return sum;
+  }
+  return mat4x4<f32>(acc);
+}
+
+// Row k of the slab in `buffer` times the thread's accumulators: 4 vec4 reads, up to 64 FMAs. a1 and b1 are
+// unused, and so not read, in a tile of one row or column group.
+fn multiply_k(buffer: u32, k: u32, tx: u32, ty: u32) {
+  let a0 = x_s[buffer][k][ty];
+  let a1 = x_s[buffer][k][16u + ty];
+  let b0 = w_s[buffer][k][tx];
+  let b1 = w_s[buffer][k][16u + tx];
+  acc00 = outer(a0, b0, acc00);
+  if (COL_GROUPS == 2u) {
+    acc01 = outer(a0, b1, acc01);
+  }
+  if (ROW_GROUPS == 2u) {
+    acc10 = outer(a1, b0, acc10);
+  }
+  if (ROW_GROUPS == 2u && COL_GROUPS == 2u) {
+    acc11 = outer(a1, b1, acc11);
+  }
+}
+
+//!include linear_store.wgsl
+
+// Where a thread's 4x4 blocks go: through the epilogue (slot == FINAL) or into a slot of partial sums.
+const FINAL: u32 = 0xffffffffu;
+
+// Writes a thread's 4x4 block at rows r .. r + 3, columns c .. c + 3 of the tile at (m0, n0) (row i in acc[i]).
+fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
+  let tile_n = 64u * COL_GROUPS;
+  for (var i: u32 = 0u; i < 4u; i++) {
+    if (m0 + r + i < params.M) {
+      for (var j: u32 = 0u; j < 4u; j++) {
+        if (n0 + c + j < params.N) {
+          if (slot == FINAL) {
+            store(m0 + r + i, n0 + c + j, acc[i][j]);
+          } else {
+            partials[(slot * 64u * ROW_GROUPS + r + i) * tile_n + c + j] = acc[i][j];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Slabs [first_slab, end_slab) of the tile at (m0, n0) into the accumulators, from zero. Returns with every
+// thread past a barrier after its last read of the workgroup arrays, so the next call may stage into them.
+fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
+  acc00 = mat4x4<Product>();
+  acc01 = mat4x4<Product>();
+  acc10 = mat4x4<Product>();
+  acc11 = mat4x4<Product>();
+  if (SLAB_SUMS) {
+    sum00 = mat4x4<f32>();
+    sum01 = mat4x4<f32>();
+    sum10 = mat4x4<f32>();
+    sum11 = mat4x4<f32>();
+  }
+  let tx = lid % 16u;
+  let ty = lid / 16u;
+  let starts = row_starts(m0, n0, lid);
+  stage(load(starts, first_slab, lid), 0u, lid);
+  workgroupBarrier();
+  for (var s: u32 = first_slab; s < end_slab; s++) {
+    // The next slab, staged into the other buffer after this one's products; the last slab loads and stages
+    // itself again, unconditionally, which keeps the loop free of branches around its loads (no one reads that
+    // buffer before the barrier that follows).
+    let next = load(starts, min(s + 1u, end_slab - 1u), lid);
+    let buffer = (s - first_slab) % 2u;
+    // Written out, so that each read sits at a constant offset: see the header.
+    multiply_k(buffer, 0u, tx, ty);
+    multiply_k(buffer, 1u, tx, ty);
+    multiply_k(buffer, 2u, tx, ty);
+    multiply_k(buffer, 3u, tx, ty);
+    multiply_k(buffer, 4u, tx, ty);
+    multiply_k(buffer, 5u, tx, ty);
+    multiply_k(buffer, 6u, tx, ty);
+    multiply_k(buffer, 7u, tx, ty);
+    if (SLAB_SUMS) {
+      add_slab();
+    }
+    stage(next, 1u - buffer, lid);
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let t = tiling();
+  let slabs = t.slabs;
+  // This workgroup's iterations [begin, end): a whole tile, or its share. The whole workgroup shares them, so
+  // the returns and the loop below keep the barriers in uniform control flow.
+  let worker = wid.x + wid.y * nwg.x;
+  var begin = worker * slabs;
+  var end = begin + slabs;
+  if (WORKERS == 0u) {
+    if (worker >= t.tiles) {
+      return;
+    }
+  } else {
+    if (worker >= WORKERS) {
+      return;
+    }
+    begin = share_start(worker, t.iterations);
+    end = share_start(worker + 1u, t.iterations);
+  }
+  let r = 4u * (lid / 16u);
+  let c = 4u * (lid % 16u);
+  for (var i = begin; i < end;) {
+    let tile = i / slabs;
+    let first_slab = i % slabs;
+    let end_slab = min(slabs, first_slab + (end - i));
+    let corner = tile_corner(t, tile);
+    let m0 = corner.x;
+    let n0 = corner.y;
+    multiply_slabs(m0, n0, first_slab, end_slab, lid);
+    var slot = FINAL;
+    if (first_slab != 0u || end_slab != slabs) {
+      slot = partial_slot(worker, t.iterations, tile * slabs);
+    }
+    store_block(slot, m0, n0, r, c, block_sums(acc00, sum00));
+    if (COL_GROUPS == 2u) {
+      store_block(slot, m0, n0, r, c + 64u, block_sums(acc01, sum01));
+    }
+    if (ROW_GROUPS == 2u) {
+      store_block(slot, m0, n0, r + 64u, c, block_sums(acc10, sum10));
+      if (COL_GROUPS == 2u) {
+        store_block(slot, m0, n0, r + 64u, c + 64u, block_sums(acc11, sum11));
+      }
+    }
+    i += end_slab - first_slab;
+  }
+}
