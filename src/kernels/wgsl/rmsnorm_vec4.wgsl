@@ -3,8 +3,7 @@
 // rmsnorm.wgsl for other sizes). One workgroup of 256 per row: thread i handles the vec4s i, i + 256, ...
 // of its row (128-bit loads and stores, coalesced), keeping the first CACHED of them in registers so the
 // row is read from memory once for rows up to 4096 wide. The row sum of squares is reduced in workgroup
-// memory in two levels (16 partial sums of 16, then every thread adds the 16): two barriers instead of a
-// tree's eight, and no subgroup feature needed.
+// memory in two levels (workgroup_sum16.wgsl): two barriers, no subgroup feature needed.
 // Bindings (group 0): 0 input [T, hidden_size] read, 1 weight [hidden_size] read,
 //                     2 output [T, hidden_size] read_write, 3 params uniform (eps as f32 bits);
 //                     the arrays are bound as vec4<f32>.
@@ -18,30 +17,9 @@
 @group(0) @binding(3) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
-const LANES: u32 = 16u;  // WORKGROUP_SIZE == LANES * LANES
 const CACHED: u32 = 4u;  // vec4s per thread kept in registers between the reduction and the write
 
-var<workgroup> partial: array<f32, WORKGROUP_SIZE>;
-var<workgroup> partial16: array<f32, LANES>;
-
-// The sum of `value` over the workgroup, returned to every thread. Call once, from uniform control flow.
-fn workgroup_sum(lid: u32, value: f32) -> f32 {
-  partial[lid] = value;
-  workgroupBarrier();
-  if (lid < LANES) {
-    var sum: f32 = 0.0;
-    for (var k: u32 = 0u; k < LANES; k++) {
-      sum += partial[lid + k * LANES];  // consecutive threads read consecutive banks
-    }
-    partial16[lid] = sum;
-  }
-  workgroupBarrier();
-  var total: f32 = 0.0;
-  for (var k: u32 = 0u; k < LANES; k++) {
-    total += partial16[k];  // the same address for every thread: a broadcast
-  }
-  return total;
-}
+//!include workgroup_sum16.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
