@@ -14,8 +14,8 @@
 //   loads its part of slab s + 1 into registers before computing slab s and stores it into the other buffer
 //   after, so global latency hides behind the FMAs and one barrier per slab suffices;
 // * global loads are 16 bytes: x as vec4<f32> (rows are whole 16-byte pieces since K % 8 == 0), W as
-//   vec4<u32> (4 f32 weights, or 8 16-bit weights decoded once per staged word); K % 8 == 0 for every weight
-//   type keeps slabs whole and the choice of kernel a function of the shape alone;
+//   vec4<u32> (4 f32 weights, or a row's 8 16-bit weights, which two threads decode half each); K % 8 == 0
+//   for every weight type keeps slabs whole and the choice of kernel a function of the shape alone;
 // * the workgroup arrays are indexed [buffer][k][slot], so that the bounds checks WebGPU adds do not clamp
 //   each read's address (an H200's disassembly of the flat index showed a clamp and an address computation
 //   per read); a slab has its 8 k written out (multiply_k with constant k), so each read sits at a constant
@@ -23,7 +23,7 @@
 //   loop over k was not unrolled on an H200: each k waited on its own reads, and whole tiles took 17-30 %
 //   longer, runs 50-51);
 // * the stores into workgroup memory are transposed scalars; the two threads of a warp that share a row of x
-//   (or of f32 weights) write k and k + 4 of it to one bank, a 2-way conflict on 4 stores per slab, kept
+//   (or of W) write k and k + 4 of it to one bank, a 2-way conflict on 4 stores per slab, kept
 //   because the XOR swizzle that avoided it needs 8 read addresses per thread instead of 4, and that build
 //   spilled registers and ran slower on an H200 (runs 47-48);
 // * two buffers of 8 x 128 floats for x and for W are exactly 16 KiB, the storage WebGPU guarantees;

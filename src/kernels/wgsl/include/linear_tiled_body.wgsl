@@ -20,17 +20,22 @@
 const WORKGROUP_SIZE: u32 = 256u;
 const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply_k per k
 const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
-// x_s[buffer][k][m / 4][m % 4], w_s likewise for n, in the Product type (so f16 halves their size). Three indices rather than one flat one because the bounds
-// checks WebGPU adds clamp every index that is not a constant: k is one once multiply_k is inlined and the
-// slot is the same in every slab, so a slab takes 5 clamps (the buffer and 4 slots) instead of 32.
+// x_s[buffer][k][m / 4][m % 4], w_s likewise for n, in the Product type (f16 halves their size). Three indices
+// rather than one flat one because the bounds checks WebGPU adds clamp every index that is not a constant: k
+// is one once multiply_k is inlined and the slot is the same in every slab, so a slab takes 5 clamps (the
+// buffer and 4 slots) instead of 32.
 alias Slab = array<array<vec4<Product>, SLOTS>, TILE_K>;
 var<workgroup> x_s: array<Slab, 2>;
 var<workgroup> w_s: array<Slab, 2>;
 
 // One thread's share of a slab, held in registers between its load and its store.
+// Every thread stages 4 k of one row of x and of one row of W: row = lid / 2, k = 4 * (lid % 2) .. + 3.
 struct Staged {
-  x: vec4<f32>,  // x[row, k .. k + 3], row = lid / 2, k = 4 * (lid % 2)
-  w: vec4<u32>,  // f32: W[lid / 2, 4 * (lid % 2) ..] as bits; 16-bit: W[lid, 0 .. 8] packed
+  x: vec4<f32>,  // x[row, k .. k + 3]
+  w: vec4<u32>,  // f32: W[row, k .. k + 3] as bits; 16-bit: the row's whole slab W[row, 0 .. 7], packed: both
+                 // threads of the row load it (one address, one transaction) and each decodes its 4 k, so all
+                 // 256 threads share the decoding (a thread per row decoding all 8 left half of them idle and
+                 // took f16 products ~15 % longer than f32 ones on an H200, run 80)
 }
 
 // Where one thread's pieces of a tile's rows start (slab 0), in x and in W; rows past M or N read the last
@@ -49,7 +54,7 @@ fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
   if (WEIGHT_TYPE == 0u) {
     starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
   } else {
-    starts.w = min(n0 + lid, params.N - 1u) * (params.K / 8u);
+    starts.w = min(n0 + row, params.N - 1u) * (params.K / 8u);
   }
   return starts;
 }
@@ -60,12 +65,8 @@ fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
   if (lid / 2u < 64u * ROW_GROUPS) {
     staged.x = x[starts.x + 2u * s];
   }
-  if (WEIGHT_TYPE == 0u) {
-    if (lid / 2u < 64u * COL_GROUPS) {
-      staged.w = W[starts.w + 2u * s];
-    }
-  } else if (lid < 64u * COL_GROUPS) {
-    staged.w = W[starts.w + s];
+  if (lid / 2u < 64u * COL_GROUPS) {
+    staged.w = W[starts.w + select(s, 2u * s, WEIGHT_TYPE == 0u)];
   }
   return staged;
 }
@@ -87,18 +88,15 @@ fn stage(staged: Staged, buffer: u32, lid: u32) {
       put_x(buffer, k + j, row, staged.x[j]);
     }
   }
-  if (WEIGHT_TYPE == 0u) {
-    if (row < 64u * COL_GROUPS) {
-      let w = bitcast<vec4<f32>>(staged.w);
-      for (var j: u32 = 0u; j < 4u; j++) {
-        put_w(buffer, k + j, row, w[j]);
-      }
+  if (row < 64u * COL_GROUPS) {
+    var w = bitcast<vec4<f32>>(staged.w);
+    if (WEIGHT_TYPE != 0u) {
+      // Words x, y hold k 0..3, words z, w k 4..7; selects, not a branch, keep the warp's lanes together.
+      let first = lid % 2u == 0u;
+      w = vec4<f32>(halves(select(staged.w.z, staged.w.x, first)), halves(select(staged.w.w, staged.w.y, first)));
     }
-  } else if (lid < 64u * COL_GROUPS) {
     for (var j: u32 = 0u; j < 4u; j++) {
-      let pair = halves(staged.w[j]);
-      put_w(buffer, 2u * j, lid, pair.x);
-      put_w(buffer, 2u * j + 1u, lid, pair.y);
+      put_w(buffer, k + j, row, w[j]);
     }
   }
 }
