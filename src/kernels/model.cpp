@@ -109,12 +109,15 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
     fail("kernel 'embed' ({}): positions {}..{} lie past the {} rows of the position table", shapes,
          p.position_offset, uint64_t(p.position_offset) + p.seq_len - 1, position_rows);
   uint64_t n = count_of(p.seq_len, p.hidden_size);
-  return prepare(device, "embed", shapes,
+  bool vec4 = p.hidden_size % 4 == 0;  // embed_vec4.wgsl: rows of whole vec4s
+  // Its positions are an array of vec4, which a small stand-in for an unused table could not hold.
+  if (vec4 && !p.use_positions) positions = device.placeholder(0);
+  return prepare(device, vec4 ? "embed_vec4" : "embed", shapes,
                  {{"ids", ids, p.seq_len},
                   weight_operand("table", table, count_of(p.vocab_rows, p.hidden_size), type),
                   {"positions", positions, used(p.use_positions, count_of(position_rows, p.hidden_size))},
                   {"out", out, n}},
-                 p, fold(ceil_div(n, kWorkgroupSize)), {{"WEIGHT_TYPE", double(type)}});
+                 p, fold(ceil_div(vec4 ? n / 4 : n, kWorkgroupSize)), {{"WEIGHT_TYPE", double(type)}});
 }
 
 namespace {

@@ -23,7 +23,8 @@ uint32_t weight_bytes(WeightType type);  // 4, 2, 2
 
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
 // for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
-// are left untouched, so a table split into blocks is gathered by one dispatch per block.
+// are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
+// elements per thread) serves hidden sizes that are a multiple of 4.
 // Bindings: 0 ids [T] u32, 1 table [vocab_rows, D] (WeightType), 2 positions [*, D] f32 (bind any
 // buffer when unused), 3 out [T, D] f32, 4 params.
 struct EmbedParams {

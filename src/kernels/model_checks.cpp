@@ -102,7 +102,10 @@ KernelCheck embed_check(bool quick) {
                                     {7, 33, 100, 2, F16, 8.f, false, 0, false},
                                     {5, 17, 51, 3, BF16, 1.5f, false, 0, false},
                                     {9, 40, 64, 1, F32, 1.f, true, 3, false},
-                                    {6, 24, 90, 2, F16, 1.f, true, 0, true}};
+                                    {6, 24, 90, 2, F16, 1.f, true, 0, true},
+                                    // D % 4 == 0 runs embed_vec4.wgsl: every type, with and without positions
+                                    {5, 36, 70, 2, BF16, 2.f, false, 0, false},
+                                    {3, 12, 40, 3, F16, 0.5f, false, 0, true}};
   if (!quick) shapes.push_back({300, 257, 1000, 2, BF16, 16.f, true, 7, false});
   constexpr double bound = 1e-6;
   return make_check<EmbedShape>(

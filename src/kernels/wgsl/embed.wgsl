@@ -1,23 +1,15 @@
 // Embed, one vocabulary block: for every token t whose id lies in [vocab_offset, vocab_offset + vocab_rows),
 //   out[t, d] = scale * table[id - vocab_offset, d]  (+ positions[position_offset + t, d] if use_positions);
 // tokens of other blocks are left untouched (and their ids never index the table), so a table split into
-// blocks is gathered by one dispatch per block. One thread per output element.
+// blocks is gathered by one dispatch per block. One thread per output element (embed_vec4.wgsl: four, where
+// hidden_size % 4 == 0).
 // Table elements are decoded by WEIGHT_TYPE: 0 f32 bits, 1 f16, 2 bf16 (two 16-bit values per u32, the
 // lower-indexed element in the low half).
 // Bindings (group 0): 0 ids [T] u32 read, 1 table [vocab_rows, hidden_size] read, 2 positions [*, hidden_size]
 //                     read, 3 out [T, hidden_size] read_write, 4 params uniform (scale as f32 bits).
 // Dispatch: W = ceil(T * hidden_size / 256) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
-struct Params {
-  seq_len: u32,
-  hidden_size: u32,
-  vocab_offset: u32,
-  vocab_rows: u32,
-  scale_bits: u32,
-  position_offset: u32,
-  use_positions: u32,
-  _pad: u32,
-}
+//!include embed_params.wgsl
 
 @group(0) @binding(0) var<storage, read> ids: array<u32>;
 @group(0) @binding(1) var<storage, read> table: array<u32>;
