@@ -8,7 +8,7 @@
 # Replaces the //!include lines of the WGSL text in variable `text_var`, and those of what they bring in.
 function(gerbil_wgsl_expand_includes text_var include_dir)
   set(text "${${text_var}}")
-  foreach(level RANGE 4)
+  foreach(level RANGE 5)  # five levels of includes, and a sixth pass to find none left
     string(REGEX MATCHALL "//!include [A-Za-z0-9_]+\\.wgsl" directives "${text}")
     if(NOT directives)
       set(${text_var} "${text}" PARENT_SCOPE)

@@ -37,4 +37,14 @@ TEST(CliOptions, PreparedNormsTakesOnlyItsThreeValues) {
   EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
 }
 
+TEST(CliOptions, ArithmeticTakesF32OrF16) {
+  Outcome bad = run_gerbil("generate --model /nonexistent --arithmetic half");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_THAT(bad.output, testing::HasSubstr("--arithmetic: half not in {f32,f16}"));
+  Outcome good = run_gerbil("generate --model /nonexistent --arithmetic f16 --tokens 1,2");
+  EXPECT_NE(good.status, 0);
+  EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--arithmetic")));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
+}
+
 }  // namespace

@@ -360,6 +360,19 @@ TEST(SplitPrefill, MatchesTokenByTokenDecoding) {
   }
 }
 
+// f16 arithmetic on an adapter without shader-f16 is refused when the model loads, naming the feature.
+TEST(ModelErrors, F16ArithmeticWithoutShaderF16) {
+  GERBIL_REQUIRE_FIXTURES();
+  auto files = ModelFiles::open(fixtures_dir() / "qwen2-tiny");
+  gpu::Device plain({.allow_shader_f16 = false});
+  try {
+    Model model(plain, files, ModelOptions{.context = 8, .arithmetic = kernels::Arithmetic::F16});
+    FAIL() << "expected the model to refuse f16 arithmetic";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shader-f16"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelErrors, TokenOutOfRangeAndContextOverflow) {
   GERBIL_REQUIRE_FIXTURES();
   auto files = ModelFiles::open(fixtures_dir() / "qwen2-tiny");

@@ -275,9 +275,9 @@ class StepBuilder {
       BufferBinding bias = L.bias ? BufferBinding{&*L.bias, uint64_t(block.first_row) * 4, uint64_t(block.rows) * 4} : unused();
       std::string name = L.blocks.size() > 1 ? fmt::format("{} rows {}+{}", label, block.first_row, block.rows) : label;
       BufferBinding weight{L.weight.get(), block.byte_offset, block.byte_size};
-      if (M > kernels::kMatvecRows && !p.gate_act && !p.norm_x && !p.norm_out) {
-        // A prompt product, in the chosen arithmetic; where its tiles would leave SMs idle, shared out and the
-        // cut tiles summed after (two dispatches).
+      if (M > kernels::kMatvecRows) {
+        // A prompt product (never fused: the fusions are the decode kernel's), in the chosen arithmetic; where
+        // its tiles would leave SMs idle, shared out and the cut tiles summed after (two dispatches).
         for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type,
                                                    {&b_.split_scratch}, 0, options_.arithmetic))
           add(name, std::move(d));

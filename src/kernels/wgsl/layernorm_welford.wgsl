@@ -6,12 +6,13 @@
 // row is read once. One workgroup of 256 per row: thread i handles the vec4s i, i + 256, ... of its row
 // (128-bit loads and stores), keeping the first CACHED in registers for the write, and merges their
 // statistics pairwise. The threads' statistics are then combined in Chan's k-way form, two sums
-// (workgroup_sum16.wgsl): the mean is sum(n_i mean_i) / D, and M2 = sum(M2_i + n_i (mean_i - mean)^2), a sum
-// of terms that are never negative. Sums parallelise where pairwise merges chain: merging the 256 threads'
-// statistics 16 at a time, then 16 (31 dependent merges, each with a division), ran at 46 % of the copy
-// bandwidth on an H200 (T = 2048, D = 4096; run 79). The statistics are of x - shift, shift the row's first
-// element: the variance does not change, and the means summed are then of the row's spread, not its offset
-// (rows of 16 +- 1 in the selftest: 2e-6 of relative error unshifted, 1e-7 shifted).
+// (workgroup_reduce.wgsl's two-level sum): the mean is sum(n_i mean_i) / D, and
+// M2 = sum(M2_i + n_i (mean_i - mean)^2), a sum of terms that are never negative. Sums parallelise where
+// pairwise merges chain: merging the 256 threads' statistics 16 at a time, then 16 (31 dependent merges,
+// each with a division), ran at 46 % of the copy bandwidth on an H200 (T = 2048, D = 4096; run 79; 56 % with
+// the sums, run 80). The statistics are of x - shift, shift the row's first element: the variance does not
+// change, and the means summed are then of the row's spread, not its offset (rows of 256 +- 1 in the
+// selftest: 3.6e-5 of relative error unshifted, 8e-8 shifted).
 // Bindings (group 0): 0 input [T, hidden_size] read, 1 weight [hidden_size] read, 2 bias [hidden_size] read,
 //                     3 output [T, hidden_size] read_write, 4 params uniform (eps as f32 bits);
 //                     the arrays are bound as vec4<f32>.
@@ -28,7 +29,7 @@
 const WORKGROUP_SIZE: u32 = 256u;
 const CACHED: u32 = 4u;  // vec4s per thread kept in registers between the reduction and the write
 
-//!include workgroup_sum16.wgsl
+//!include workgroup_reduce.wgsl
 
 // (count, mean, M2) of a set of values; counts stay exact in f32 up to 2^24 elements.
 struct Stats {
@@ -58,9 +59,9 @@ fn stats_of(x: vec4<f32>) -> Stats {
 // (Chan's k-way combination; see the header). Call once, from uniform control flow.
 fn row_stats(lid: u32, s: Stats) -> Stats {
   let n = f32(params.hidden_size);
-  let mean = workgroup_sum(lid, s.n * s.mean) / n;
+  let mean = workgroup_sum_two_level(lid, s.n * s.mean) / n;
   let deviation = s.mean - mean;
-  let m2 = workgroup_sum(lid, s.m2 + s.n * deviation * deviation);
+  let m2 = workgroup_sum_two_level(lid, s.m2 + s.n * deviation * deviation);
   return Stats(n, mean, m2);
 }
 

@@ -3,7 +3,7 @@
 // rmsnorm.wgsl for other sizes). One workgroup of 256 per row: thread i handles the vec4s i, i + 256, ...
 // of its row (128-bit loads and stores, coalesced), keeping the first CACHED of them in registers so the
 // row is read from memory once for rows up to 4096 wide. The row sum of squares is reduced in workgroup
-// memory in two levels (workgroup_sum16.wgsl): two barriers, no subgroup feature needed.
+// memory in two levels (workgroup_reduce.wgsl's two-level sum): two barriers, no subgroup feature needed.
 // Bindings (group 0): 0 input [T, hidden_size] read, 1 weight [hidden_size] read,
 //                     2 output [T, hidden_size] read_write, 3 params uniform (eps as f32 bits);
 //                     the arrays are bound as vec4<f32>.
@@ -19,7 +19,7 @@
 const WORKGROUP_SIZE: u32 = 256u;
 const CACHED: u32 = 4u;  // vec4s per thread kept in registers between the reduction and the write
 
-//!include workgroup_sum16.wgsl
+//!include workgroup_reduce.wgsl
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -46,7 +46,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let x = input[base + d4];
     sum_sq += x * x;
   }
-  let total = workgroup_sum(lid, sum_sq.x + sum_sq.y + sum_sq.z + sum_sq.w);
+  let total = workgroup_sum_two_level(lid, sum_sq.x + sum_sq.y + sum_sq.z + sum_sq.w);
 
   let inv_rms = 1.0 / sqrt(total / f32(params.hidden_size) + bitcast<f32>(params.eps_bits));
   for (var k: u32 = 0u; k < CACHED; k++) {
