@@ -349,21 +349,24 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(workers(2048, 896, 9728), 0u);     // 1216: 4.6 waves, the last 61 % full: whole tiles
   EXPECT_EQ(workers(512, 64, 896), 0u);        // 112 tiles of 64 x 64, 8 slabs each: too short for shares
   EXPECT_EQ(workers(24, 1024, 64), 4u);        // one tile of 128 slabs: 4 shares of 32
+  // Qwen's down projection: 28 tiles of 128 x 128, 608 slabs each, make a wave of shares, so the large tile is
+  // taken (two 128 x 128 slots of partial sums per share) where whole tiles would be 112 of 64 x 64.
+  EXPECT_EQ(workers(512, 4864, 896), 264u);
+  EXPECT_EQ(linear_split_scratch_floats({512, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 128);
+  EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}).x, 112u);  // linear(): whole tiles, 64 x 64
+  EXPECT_EQ(linear_split_scratch_floats({512, 896, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);  // K = 896: small
 }
 
-// The model allocates linear_split_scratch_bound() once for all its prompt products: every split a
-// product of that size or smaller can choose must fit.
+// The model allocates linear_split_scratch_bound() once for all its prompt products: every split the
+// dispatcher can choose must fit.
 TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
-  for (uint32_t max_rows : {5u, 64u, 512u, 2048u})
-    for (uint32_t max_columns : {40u, 896u, 4096u, 151936u})
-      for (uint32_t M : {5u, 17u, 64u, 300u, 512u, 2048u})
-        for (uint32_t N : {8u, 40u, 896u, 1152u, 4096u, 9728u, 151936u})
-          for (uint32_t K : {64u, 256u, 896u, 4864u, 14336u}) {
-            if (M > max_rows || N > max_columns) continue;
-            LinearParams p{M, K, N, N, 0, 0, 0};
-            EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound(max_rows, max_columns))
-                << "M=" << M << " K=" << K << " N=" << N;
-          }
+  for (uint32_t M : {5u, 17u, 64u, 300u, 512u, 2048u})
+    for (uint32_t N : {8u, 40u, 896u, 1152u, 4096u, 9728u, 151936u})
+      for (uint32_t K : {64u, 256u, 896u, 4864u, 14336u, 67584u}) {
+        LinearParams p{M, K, N, N, 0, 0, 0};
+        EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound())
+            << "M=" << M << " K=" << K << " N=" << N;
+      }
   EXPECT_EQ(linear_split_workers({2, 4096, 64, 64, 0, 0, 0}), 0u);   // decoding never splits
   EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
   EXPECT_EQ(linear_split_workers({20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split

@@ -480,9 +480,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                        uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
                                        uint32_t(config_.head_dim)};
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
-  uint64_t widest_linear = std::max({q_width + 2 * kv_width, H, 2 * I, vocab});
-  b.split_scratch = f32("split partial sums", std::max<uint64_t>(1, kernels::linear_split_scratch_bound(
-                                                                        uint32_t(chunk), uint32_t(widest_linear))));
+  b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound());
   b.sampled = f32("sampled token", 1);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
   if (vocab <= kernels::kMaxSampleCount) {

@@ -130,9 +130,25 @@ struct LinearTile {
   uint32_t rows, cols;
 };
 
+// Whole tiles where they fill their waves: a GPU runs kResidentTiles workgroups of linear_tiled.wgsl at once
+// (an H200: 132 SMs x 2), so T tiles take ceil(T / kResidentTiles) waves, and a last wave at least 1 / 1.1
+// full is kept (Llama-8B's gate_up at M = 512, 896 tiles, is 3.4 waves: its last is 39 % full). Other products
+// share their (tile, slab) iterations out over kResidentTiles workgroups, one wave that ends together, each
+// share at least kMinShareSlabs slabs of 8 (a share's tile changes and the second pass's sums cost about as
+// much). Run 20's sweep of equal parts at M = 512 on the H200 fits that count: Llama's q|k|v (192 tiles) was
+// fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's gate_up (304 tiles, 1.2 waves) in 3. Other GPUs
+// differ in SMs and in workgroups per SM, so there the count is only a sensible one, not a tuned one.
+constexpr double kResidentTiles = 264;
+constexpr double kWaveSlack = 1.1;
+constexpr uint64_t kMinShareSlabs = 32;
+
 // linear_tiled.wgsl's tile: the largest of 128 x 128 (8x8 outputs per thread, the fewest workgroup-memory
 // reads per FMA), 128 x 64, 64 x 128 that still yields kTiledFill workgroups, else 64 x 64, so that a short
-// or narrow product (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64) leaves fewer SMs idle.
+// or narrow product leaves fewer SMs idle (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64). Where the
+// work may be `shared` out (linear_split_k), a larger tile is also taken when its (tile, slab) iterations fill
+// a wave of kResidentTiles shares of kMinShareSlabs: Qwen2.5-0.5B's down projection at M = 512 (K = 4864) then
+// runs as 264 shares of its 28 large tiles, 0.1881 -> 0.1682 ms, and the model's pp512 gains 5 % (H200 run 84);
+// with K = 896 (its o) the large tiles make too few iterations. Whole tiles (linear()) keep the first rule.
 // kTiledFill is about one workgroup per SM of an H200 (132 SMs).
 constexpr uint32_t kTiledFill = 128;
 
@@ -140,10 +156,13 @@ uint64_t tile_count(const LinearParams& p, LinearTile tile) {
   return ceil_div(p.M, tile.rows) * ceil_div(p.N, tile.cols);
 }
 
-LinearTile linear_tile(const LinearParams& p) {
+LinearTile linear_tile(const LinearParams& p, bool shared) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
-  for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}})
-    if (tile_count(p, tile) >= kTiledFill) return tile;
+  for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
+    uint64_t tiles = tile_count(p, tile);
+    bool fills_shares = double(tiles * (p.K / 8) / kMinShareSlabs) >= kResidentTiles;
+    if (tiles >= kTiledFill || (shared && fills_shares)) return tile;
+  }
   return {64, 64};
 }
 
@@ -160,17 +179,6 @@ gpu::Constants shares_constants(LinearTile tile, uint32_t workers) {
   return constants;
 }
 
-// Whole tiles where they fill their waves: a GPU runs kResidentTiles workgroups of linear_tiled.wgsl at once
-// (an H200: 132 SMs x 2), so T tiles take ceil(T / kResidentTiles) waves, and a last wave at least 1 / 1.1
-// full is kept (Llama-8B's gate_up at M = 512, 896 tiles, is 3.4 waves: its last is 39 % full). Other products
-// share their (tile, slab) iterations out over kResidentTiles workgroups, one wave that ends together, each
-// share at least kMinShareSlabs slabs of 8 (a share's tile changes and the second pass's sums cost about as
-// much). Run 20's sweep of equal parts at M = 512 on the H200 fits that count: Llama's q|k|v (192 tiles) was
-// fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's gate_up (304 tiles, 1.2 waves) in 3. Other GPUs
-// differ in SMs and in workgroups per SM, so there the count is only a sensible one, not a tuned one.
-constexpr double kResidentTiles = 264;
-constexpr double kWaveSlack = 1.1;
-constexpr uint64_t kMinShareSlabs = 32;
 // linear_shares.wgsl's u32 arithmetic bounds the workers, and the scratch of requested parts is bounded
 // (partial sums of 2 tiles per worker: 128 MiB).
 constexpr uint64_t kMaxSplitWorkers = 4096;
@@ -198,7 +206,8 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
     fail("kernel '{}' ({}): f16 arithmetic needs the adapter's shader-f16 feature, which {} does not offer", kernel,
          shapes, device.adapter().summary());
   uint64_t out_count = count_of(p.M, p.out_stride);
-  gpu::Constants constants = shares_constants(linear_tile(p), workers);
+  LinearTile tile = linear_tile(p, workers > 0);
+  gpu::Constants constants = shares_constants(tile, workers);
   constants.push_back({"WEIGHT_TYPE", double(type)});
   return prepare(device, kernel, shapes,
                  {{"x", b.x, count_of(p.M, p.K)},
@@ -206,14 +215,14 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
                   {"bias", b.bias, used(p.has_bias, p.N)},
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
-                  {"partials", b.partials, workers ? partial_floats(linear_tile(p), workers) : 1}},
+                  {"partials", b.partials, workers ? partial_floats(tile, workers) : 1}},
                  p, workers ? fold(workers) : linear_grid(p), constants);
 }
 
 }  // namespace
 
 uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
-  LinearTile tile = linear_tile(p);
+  LinearTile tile = linear_tile(p, true);
   uint64_t tiles = use_linear_tiled(p) ? tile_count(p, tile) : 0;
   if (requested != 0) {
     if (!use_linear_tiled(p) || requested > tiles * (p.K / 8) || requested > kMaxSplitWorkers ||
@@ -232,19 +241,18 @@ uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
 }
 
 uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers) {
-  return partial_floats(linear_tile(p), linear_split_workers(p, workers));
+  return partial_floats(linear_tile(p, true), linear_split_workers(p, workers));
 }
 
-uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns) {
-  // The chosen workers are at most kResidentTiles, each with two tile-sized slots. Tile counts grow with M and
-  // N, so where the largest product gets 64 x 64 tiles (too few for larger ones), every smaller one does too.
-  LinearParams largest{std::max(max_rows, kMatvecRows + 1), 8, max_columns, max_columns, 0, 0, 0};
-  return partial_floats(linear_tile(largest), uint32_t(kResidentTiles));
+uint64_t linear_split_scratch_bound() {
+  // The chosen workers are at most kResidentTiles, each with two tile-sized slots of up to 128 x 128: a product
+  // of few rows or columns may still take the large tile when its K makes enough shares (linear_tile).
+  return partial_floats({128, 128}, uint32_t(kResidentTiles));
 }
 
 Grid linear_grid(const LinearParams& p) {
   if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
-  return fold(tile_count(p, linear_tile(p)));
+  return fold(tile_count(p, linear_tile(p, false)));
 }
 
 namespace {
@@ -456,7 +464,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p);
+  LinearTile tile = linear_tile(p, true);
   BufferBinding partials = workers ? scratch : device.placeholder(0);
   dispatches.push_back(
       linear_tiled(device, shapes, {x, weight, bias, residual, out, partials}, p, type, workers, arithmetic));

@@ -99,9 +99,8 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
 // and 128 MiB of partial sums, else this throws naming it), else the dispatcher's choice.
 uint32_t linear_split_workers(const LinearParams& p, uint32_t requested = 0);
 uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers = 0);
-// Scratch floats enough for the dispatcher's choice for every product of at most `max_rows` rows and
-// `max_columns` columns.
-uint64_t linear_split_scratch_bound(uint32_t max_rows, uint32_t max_columns);
+// Scratch floats enough for the dispatcher's choice for every prompt product (33 MiB).
+uint64_t linear_split_scratch_bound();
 // The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`
 // that are not 0 are kept; benchmarks compare blockings), `norm_x` whether the product fuses an RMSNorm.
 // Throws naming the limit if one is out of range.

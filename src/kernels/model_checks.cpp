@@ -268,6 +268,8 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {40, 512, 50, F16, true, true, 0, 0, 0, {}, 5},
       {64, 96, 200, F16, true, true, 0, 0, 0, {}, 3},
       {300, 64, 2100, BF16, false, true, 0, 0, 0, {}, 7},
+      // ... and a long K that lets one 128 x 128 tile be shared out over a whole wave (264 shares of 32 slabs)
+      {40, 67584, 50, F16, true, true},
   };
   if (!quick) {
     shapes.push_back({64, 896, 257, BF16, true, true});
