@@ -355,6 +355,10 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(linear_split_scratch_floats({512, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 128);
   EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}).x, 112u);  // linear(): whole tiles, 64 x 64
   EXPECT_EQ(linear_split_scratch_floats({512, 896, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);  // K = 896: small
+  // ... but not where the large tile would pad the rows (M = 50: 128 rows for 64) or make shorter shares than 64
+  // slabs (Qwen's o at M = 2048: 112 tiles of 112 slabs), both measured slower.
+  EXPECT_EQ(linear_split_scratch_floats({50, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);
+  EXPECT_EQ(linear_split_scratch_floats({2048, 896, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 64);
 }
 
 // The model allocates linear_split_scratch_bound() once for all its prompt products: every split the
@@ -364,6 +368,7 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
     for (uint32_t N : {8u, 40u, 896u, 1152u, 4096u, 9728u, 151936u})
       for (uint32_t K : {64u, 256u, 896u, 4864u, 14336u, 67584u}) {
         LinearParams p{M, K, N, N, 0, 0, 0};
+        EXPECT_LE(linear_split_workers(p), 264u) << "M=" << M << " K=" << K << " N=" << N;
         EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound())
             << "M=" << M << " K=" << K << " N=" << N;
       }
@@ -460,6 +465,16 @@ TEST_F(ShapeErrors, EmbedRejectsPositionsPastTheTable) {
               ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'embed'"), HasSubstr("positions 2..4"),
                                          HasSubstr("4 rows"))));
   EXPECT_NO_THROW(embed(device(), any, any, any, any, p, WeightType::F32, 5));
+}
+
+// Rows of whole vec4s take the vectorised gather, others the per-element one; the checks pass either way, so
+// the choice itself is pinned here.
+TEST_F(ShapeErrors, EmbedTakesTheVec4KernelForWholeVec4Rows) {
+  auto kernel_for = [&](uint32_t D) {
+    return embed(device(), any, any, any, any, {2, D, 0, 4, 0x3f800000u, 0, 0}, WeightType::F16, 0).kernel;
+  };
+  EXPECT_EQ(kernel_for(36), "embed_vec4");
+  EXPECT_EQ(kernel_for(33), "embed");
 }
 
 TEST_F(ShapeErrors, GatedActRejectsUnknownActivations) {

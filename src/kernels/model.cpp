@@ -110,7 +110,8 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
          p.position_offset, uint64_t(p.position_offset) + p.seq_len - 1, position_rows);
   uint64_t n = count_of(p.seq_len, p.hidden_size);
   bool vec4 = p.hidden_size % 4 == 0;  // embed_vec4.wgsl: rows of whole vec4s
-  // Its positions are an array of vec4, which a small stand-in for an unused table could not hold.
+  // Its positions are an array of vec4, which a caller's small stand-in for an unused position table (any buffer
+  // will do for embed.wgsl) might not hold.
   if (vec4 && !p.use_positions) positions = device.placeholder(0);
   return prepare(device, vec4 ? "embed_vec4" : "embed", shapes,
                  {{"ids", ids, p.seq_len},
@@ -145,11 +146,12 @@ constexpr uint64_t kMinShareSlabs = 32;
 // linear_tiled.wgsl's tile: the largest of 128 x 128 (8x8 outputs per thread, the fewest workgroup-memory
 // reads per FMA), 128 x 64, 64 x 128 that still yields kTiledFill workgroups, else 64 x 64, so that a short
 // or narrow product leaves fewer SMs idle (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64). Where the
-// work may be `shared` out (linear_split_k), a larger tile is also taken when its (tile, slab) iterations fill
-// a wave of kResidentTiles shares of kMinShareSlabs: Qwen2.5-0.5B's down projection at M = 512 (K = 4864) then
-// runs as 264 shares of its 28 large tiles, 0.1881 -> 0.1682 ms, and the model's pp512 gains 5 % (H200 run 84);
-// with K = 896 (its o) the large tiles make too few iterations. Whole tiles (linear()) keep the first rule.
-// kTiledFill is about one workgroup per SM of an H200 (132 SMs).
+// work may be `shared` out (linear_split_k), a larger tile is also taken when its (tile, slab) iterations make a
+// wave of kResidentTiles shares of twice kMinShareSlabs and it pads M and N no more than 64-wide tiles would:
+// Qwen2.5-0.5B's down projection at M = 512 (K = 4864) then runs as 264 shares of its 28 large tiles, 0.1881 ->
+// 0.1682 ms, and the model's pp512 gains 5 % (H200 run 84). Shares of only kMinShareSlabs (Qwen's o at M = 2048:
+// 0.1285 -> 0.1416 ms) or padded rows (M = 50: its down 0.0475 -> 0.0593 ms) measured slower there. Whole tiles
+// (linear()) keep the first rule. kTiledFill is about one workgroup per SM of an H200 (132 SMs).
 constexpr uint32_t kTiledFill = 128;
 
 uint64_t tile_count(const LinearParams& p, LinearTile tile) {
@@ -160,7 +162,9 @@ LinearTile linear_tile(const LinearParams& p, bool shared) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
     uint64_t tiles = tile_count(p, tile);
-    bool fills_shares = double(tiles * (p.K / 8) / kMinShareSlabs) >= kResidentTiles;
+    bool unpadded = ceil_div(p.M, tile.rows) * tile.rows <= ceil_div(p.M, 64) * 64 &&
+                    ceil_div(p.N, tile.cols) * tile.cols <= ceil_div(p.N, 64) * 64;
+    bool fills_shares = unpadded && double(tiles * (p.K / 8) / (2 * kMinShareSlabs)) >= kResidentTiles;
     if (tiles >= kTiledFill || (shared && fills_shares)) return tile;
   }
   return {64, 64};

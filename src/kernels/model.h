@@ -43,7 +43,8 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
 // Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
-// chosen by linear_grid()'s shape rule), other K linear.wgsl's 64 x 64 tiles.
+// chosen by linear_grid()'s shape rule; linear_split_k() may take larger ones to share out), other K
+// linear.wgsl's 64 x 64 tiles.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
 // around the projection (linear_can_fuse() says when): norm_x applies an RMSNorm with eps to x first,
 // either with the norm's weight (kNormWeighted) or to an x that already holds x * weight (kNormPrepared,
@@ -86,7 +87,8 @@ enum class Arithmetic : uint32_t { F32, F16 };
 // linear() for prompts, with the work shared out over linear_split_workers() workgroups where whole tiles
 // would leave SMs idle (see linear_shares.wgsl): linear_tiled.wgsl finishes the tiles a share holds whole and
 // writes the partial sums of the tiles cut between shares to `scratch`, then linear_split_sum.wgsl adds those
-// up with bias and residual into out. Returns the dispatches to record in order (one when not split, the
+// up with bias and residual into out. A product shared out may take larger tiles than linear() would, where its
+// K makes a wave of long shares of them. Returns the dispatches to record in order (one when not split, the
 // plain linear()). `scratch` holds linear_split_scratch_floats(p, workers) floats; no fused norm or gate
 // (those are decode-only). `workers`: see linear_split_workers(). Throws for Arithmetic::F16 on an adapter
 // without shader-f16.

@@ -6,8 +6,9 @@
 // H200's 38 TFLOP/s FMA ceiling at M = 2048: its 4x4 outputs per thread read 8 scalars from workgroup memory
 // per 16 FMAs, its global loads are scalar with a decode per weight, and it waits on every load):
 // * each workgroup computes a TILE_M x TILE_N tile (64 or 128 each, ROW_GROUPS / COL_GROUPS = 1 or 2 groups
-//   of 64; the dispatcher takes the largest that still gives about a workgroup per SM), each of its 16 x 16
-//   threads owns rows 4ty..4ty+3 (+64) and columns 4tx..4tx+3 (+64): up to 8x8 outputs, fed per k by vec4
+//   of 64; the dispatcher takes the largest that still gives about a workgroup per SM, or, shared out, a
+//   wave of long enough shares: kernels::linear_tile), each of its 16 x 16 threads owns rows 4ty..4ty+3
+//   (+64) and columns 4tx..4tx+3 (+64): up to 8x8 outputs, fed per k by vec4
 //   reads of workgroup memory (4 vec4 reads per 64 FMAs at 128 x 128), accumulated in four mat4x4 values
 //   indexed by constants only, so they stay in registers;
 // * K is walked in slabs of TILE_K = 8, staged k-major (x_s[k][m], w_s[k][n]) in two buffers: each thread
