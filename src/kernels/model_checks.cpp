@@ -89,12 +89,13 @@ struct EmbedShape {
   bool positions;
   uint32_t position_offset;
   bool skip_last_block;  // its tokens must keep the values `out` had before
+  bool one_table = false;  // the blocks bound at their offsets in one buffer, as the graph binds a split table
 };
 
 std::string describe_embed(const EmbedShape& s) {
-  return fmt::format("T={} D={} vocab={} blocks={}{} {} scale={} positions={}", s.T, s.D, s.vocab, s.blocks,
-                     s.skip_last_block ? " (last skipped)" : "", type_name(s.type), s.scale,
-                     s.positions ? fmt::format("from {}", s.position_offset) : "none");
+  return fmt::format("T={} D={} vocab={} blocks={}{}{} {} scale={} positions={}", s.T, s.D, s.vocab, s.blocks,
+                     s.skip_last_block ? " (last skipped)" : "", s.one_table ? " in one buffer" : "",
+                     type_name(s.type), s.scale, s.positions ? fmt::format("from {}", s.position_offset) : "none");
 }
 
 KernelCheck embed_check(bool quick) {
@@ -106,7 +107,11 @@ KernelCheck embed_check(bool quick) {
                                     // D % 4 == 0 runs embed_vec4.wgsl: every type, with and without positions
                                     {5, 36, 70, 2, BF16, 2.f, false, 0, false},
                                     {4, 20, 30, 1, BF16, 1.f, true, 2, false},
-                                    {3, 12, 40, 3, F16, 0.5f, false, 0, true}};
+                                    {3, 12, 40, 3, F16, 0.5f, false, 0, true},
+                                    // blocks at 256-byte offsets of one buffer (rows of 256 bytes), as the graph
+                                    // binds a table larger than the binding limit
+                                    {9, 64, 100, 3, F32, 1.f, false, 0, false, true},
+                                    {5, 128, 60, 2, F16, 2.f, true, 1, true, true}};
   if (!quick) shapes.push_back({300, 257, 1000, 2, BF16, 16.f, true, 7, false});
   constexpr double bound = 1e-6;
   return make_check<EmbedShape>(
@@ -126,15 +131,28 @@ KernelCheck embed_check(bool quick) {
         auto& ids_buffer = b.input("ids", ids);
         auto& positions_buffer = b.input("positions", positions);
         std::vector<double> ref = widen(prior);
+        Weights whole;  // one_table: every block's rows, in one buffer
+        if (s.one_table) whole = random_weights(rng, size_t(s.vocab) * s.D, s.type);
+        const gpu::Buffer* whole_buffer = s.one_table ? &b.input("table", whole.words) : nullptr;
+        uint64_t row_bytes = uint64_t(s.D) * weight_bytes(s.type);
         for (uint32_t block = 0; block < s.blocks - (s.skip_last_block ? 1 : 0); ++block) {
           uint32_t rows = block_begin(block + 1) - block_begin(block);
-          auto table = random_weights(rng, size_t(rows) * s.D, s.type);
           uint32_t first = block_begin(block);
+          std::vector<double> values;
+          BufferBinding table;
+          if (s.one_table) {
+            if (first * row_bytes % 256 != 0) fail("embed check {}: block offset not 256-aligned", describe_embed(s));
+            values.assign(whole.values.begin() + size_t(first) * s.D, whole.values.begin() + size_t(first + rows) * s.D);
+            table = {whole_buffer, first * row_bytes, rows * row_bytes};
+          } else {
+            auto block_weights = random_weights(rng, size_t(rows) * s.D, s.type);
+            values = std::move(block_weights.values);
+            table = {&b.input("table", block_weights.words)};
+          }
           EmbedParams p{s.T, s.D, first, rows, float_bits(s.scale), s.position_offset, s.positions};
-          run(device, embed(device, {&ids_buffer}, {&b.input("table", table.words)}, {&positions_buffer},
-                            {&out}, p, s.type, position_rows));
-          ref = reference::embed(ids, table.values, s.positions ? widen(positions) : std::vector<double>{},
-                                 s.T, s.D, first, s.scale, s.position_offset, std::move(ref));
+          run(device, embed(device, {&ids_buffer}, table, {&positions_buffer}, {&out}, p, s.type, position_rows));
+          ref = reference::embed(ids, values, s.positions ? widen(positions) : std::vector<double>{}, s.T, s.D,
+                                 first, s.scale, s.position_offset, std::move(ref));
         }
         return result("embed", describe_embed(s), b.read(out, ref.size()), ref, bound);
       });
