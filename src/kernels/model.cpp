@@ -411,9 +411,12 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
   return has_subgroups(device) && use_matvec(M) && (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
 
-Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
-                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
-                const LinearNorm& norm, MatvecBlocking blocking) {
+namespace {
+
+// linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).
+Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                   BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
+                   const LinearNorm& norm, MatvecBlocking blocking, Arithmetic arithmetic) {
   auto shapes = linear_shapes(p, type);
   check_weight_type("linear", shapes, type);
   if (p.gate_act > 2) fail("kernel 'linear' ({}): gate_act must be 0, 1 (SiLU) or 2 (GELU)", shapes);
@@ -445,9 +448,17 @@ Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, Buff
                                              {"out", out, out_count}};
   if (use_linear_tiled(p))
     return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0,
-                        Arithmetic::F32);
+                        arithmetic);
   return prepare(device, "linear", shapes, operands, p, linear_grid(p),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
+}
+
+}  // namespace
+
+Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
+                BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
+                const LinearNorm& norm, MatvecBlocking blocking) {
+  return linear_in(device, x, weight, bias, residual, out, p, type, norm, blocking, Arithmetic::F32);
 }
 
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
@@ -459,20 +470,17 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
          p.N);
   uint32_t workers = linear_split_workers(p, requested);
   std::vector<Dispatch> dispatches;
-  // Products the tiled kernel does not take (decoding, K % 8 != 0) are f32 whatever `arithmetic` says.
-  if (workers == 0 && (arithmetic == Arithmetic::F32 || !use_linear_tiled(p))) {
-    dispatches.push_back(linear(device, x, weight, bias, residual, out, p, type));
+  if (workers == 0) {
+    dispatches.push_back(linear_in(device, x, weight, bias, residual, out, p, type, {}, {}, arithmetic));
     return dispatches;
   }
-  auto shapes = linear_shapes(p, type) + (workers ? fmt::format(" workers={}", workers) : "");
+  auto shapes = fmt::format("{} workers={}", linear_shapes(p, type), workers);
   check_weight_type("linear", shapes, type);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
   LinearTile tile = linear_tile(p, true);
-  BufferBinding partials = workers ? scratch : device.placeholder(0);
   dispatches.push_back(
-      linear_tiled(device, shapes, {x, weight, bias, residual, out, partials}, p, type, workers, arithmetic));
-  if (workers == 0) return dispatches;
+      linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers, arithmetic));
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,
                                {{"partials", scratch, partial_floats(tile, workers)},
                                 {"bias", bias, used(p.has_bias, p.N)},
