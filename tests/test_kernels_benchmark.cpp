@@ -262,26 +262,30 @@ TEST(RecordTimed, TimesAPreparedDispatchUnderItsKernelName) {
   EXPECT_EQ(device().read_as<float>(out), (std::vector<float>{11, 22, 33}));
 }
 
-TEST(WarmUntilAtSpeed, ReturnsAtOnceWhenTheProbeIsAtItsUsualSpeed) {
-  std::vector<float> a = {1, 2, 3};
-  gpu::Buffer A = device().upload("a", std::span<const float>(a));
+// A tiny probe for warm_until_at_speed: out = a + a over 3 elements.
+struct AddProbe {
+  gpu::Buffer a = device().upload("a", std::span<const float>(std::vector<float>{1, 2, 3}));
   gpu::Buffer out = device().create_buffer("out", 12);
-  Dispatch probe = add(device(), {&A}, {&A}, {&out}, {3});
-  bool timestamps = device().features().timestamp_query;
-  Warmed warmed = warm_until_at_speed(device(), std::span(&probe, 1), 1e9, timestamps, 5);
+  Dispatch probe = add(device(), {&a}, {&a}, {&out}, {3});
+
+  Warmed warm(double baseline_ms, double max_s) {
+    return warm_until_at_speed(device(), std::span(&probe, 1), baseline_ms, device().features().timestamp_query,
+                               max_s);
+  }
+};
+
+TEST(WarmUntilAtSpeed, ReturnsAtOnceWhenTheProbeIsAtItsUsualSpeed) {
+  AddProbe p;
+  Warmed warmed = p.warm(1e9, 5);
   EXPECT_LT(warmed.slowdown, 1);
   EXPECT_LT(warmed.warming_s, 5);
-  EXPECT_EQ(device().read_as<float>(out), (std::vector<float>{2, 4, 6}));  // the probe ran
+  EXPECT_EQ(device().read_as<float>(p.out), (std::vector<float>{2, 4, 6}));  // the probe ran
 }
 
 TEST(WarmUntilAtSpeed, GivesUpAfterItsLimitAndSaysHowSlow) {
-  std::vector<float> a = {1, 2, 3};
-  gpu::Buffer A = device().upload("a", std::span<const float>(a));
-  gpu::Buffer out = device().create_buffer("out", 12);
-  Dispatch probe = add(device(), {&A}, {&A}, {&out}, {3});
-  bool timestamps = device().features().timestamp_query;
+  AddProbe p;
   // A baseline no adapter reaches: never warmed.
-  Warmed warmed = warm_until_at_speed(device(), std::span(&probe, 1), 1e-9, timestamps, 0.2);
+  Warmed warmed = p.warm(1e-9, 0.2);
   EXPECT_GE(warmed.warming_s, 0.2);
   EXPECT_LT(warmed.warming_s, 5);
   EXPECT_GT(warmed.slowdown, 1 + kWarmTolerance);

@@ -32,8 +32,9 @@ TEST_P(ModelKernel, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
-                         ::testing::Values("embed", "linear", "linear_f16", "linear_gptq", "gated_act", "qkv_rope_store",
-                                           "flash_attention", "argmax", "sample", "linear_fused", "linear_qkv_rope"));
+                         ::testing::Values("embed", "linear", "linear_f16", "linear_gptq", "gated_act",
+                                           "qkv_rope_store", "flash_attention", "argmax", "sample", "linear_fused",
+                                           "linear_qkv_rope"));
 
 // The same checks on a device without subgroups, for the kernels whose fast paths need them: decoding then
 // runs linear.wgsl's workgroup-memory matrix-vector path instead of linear_matvec_sg.wgsl, and per-query
@@ -76,8 +77,8 @@ TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
 TEST(ModelKernels, AreAllInTheSelftest) {
   std::vector<std::string> names;
   for (const auto& check : kernel_checks(true)) names.push_back(check.kernel);
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_f16", "linear_gptq", "gated_act", "qkv_rope_store",
-                                              "flash_attention"}));
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_f16", "linear_gptq", "gated_act",
+                                              "qkv_rope_store", "flash_attention"}));
 }
 
 // --- GPTQ on the fixture ------------------------------------------------------------------------------

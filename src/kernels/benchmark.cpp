@@ -725,8 +725,8 @@ struct Family {
 
 const std::vector<Family>& families() {
   using enum WeightType;
-  const std::vector<Shape> hidden = token_shapes(kHidden, kLlamaHidden, false);
-  const std::vector<Shape> intermediate = token_shapes(kIntermediate, kLlamaIntermediate, true);
+  static const std::vector<Shape> hidden = token_shapes(kHidden, kLlamaHidden, false);
+  static const std::vector<Shape> intermediate = token_shapes(kIntermediate, kLlamaIntermediate, true);
   static const std::vector<Family> table = {
       {decode_projection_shapes(),
        {"matmul", seed_matmul},

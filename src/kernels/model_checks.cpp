@@ -963,10 +963,9 @@ KernelCheck sample_check(bool quick) {
 }
 
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
-  return {embed_check(quick),     linear_check(quick),         linear_f16_check(quick),          linear_gptq_check(quick),
-          gated_act_check(quick), qkv_rope_store_check(quick), flash_attention_check(quick),
-          argmax_check(quick),    sample_check(quick),         linear_fused_check(),
-          linear_qkv_rope_check()};
+  return {embed_check(quick),        linear_check(quick),   linear_f16_check(quick),     linear_gptq_check(quick),
+          gated_act_check(quick),    qkv_rope_store_check(quick), flash_attention_check(quick),
+          argmax_check(quick),       sample_check(quick),   linear_fused_check(),        linear_qkv_rope_check()};
 }
 
 }  // namespace gerbil::kernels

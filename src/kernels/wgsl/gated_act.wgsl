@@ -4,12 +4,7 @@
 // Bindings (group 0): 0 gate_up [T, 2 * intermediate] read, 1 out [T, intermediate] read_write, 2 params uniform.
 // Dispatch: W = ceil(T * intermediate / 256) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
-struct Params {
-  seq_len: u32,
-  intermediate: u32,
-  activation: u32,
-  _pad: u32,
-}
+//!include gated_act_params.wgsl
 
 @group(0) @binding(0) var<storage, read> gate_up: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;

@@ -7,12 +7,7 @@
 //                     the arrays are bound as vec4<f32>.
 // Dispatch: W = ceil(T * intermediate / 4 / 256) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
-struct Params {
-  seq_len: u32,
-  intermediate: u32,
-  activation: u32,
-  _pad: u32,
-}
+//!include gated_act_params.wgsl
 
 @group(0) @binding(0) var<storage, read> gate_up: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
