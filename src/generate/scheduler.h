@@ -1,0 +1,123 @@
+// The scheduler: the one generation path. Requests (a prompt, sampling settings, stop conditions, an
+// optional token constraint) join a queue; up to `parallel` of them run at once, each in a slot of the
+// model's KV-cache pool. Each step runs one batched model step over the active slots: the next token of
+// every decoding sequence, plus a chunk of a prompt being prefilled, so a long prompt does not freeze the
+// streams already running. Tokens are sampled per sequence with its own settings, penalties, mask and stop
+// conditions, and streamed to the request's callback as final text.
+//
+// The server submits requests from its HTTP threads; gerbil::Engine and the CLI use run(), which submits
+// one request and waits for it. Callbacks run on the scheduler's thread and must not block for long.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "generate/constraint.h"
+#include "generate/generator.h"
+#include "graph/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gerbil {
+
+// A token's log-probability (natural log, of the distribution after temperature 1 and no truncation, as
+// OpenAI reports it).
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+struct StepLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  // the `top_logprobs` most likely ids, most likely first
+};
+
+struct SequenceRequest {
+  std::vector<int32_t> prompt;  // no special tokens are added
+  GenerateOptions options;
+  std::unique_ptr<TokenConstraint> constraint;  // optional: restricts every drawn token
+  bool logprobs = false;
+  uint32_t top_logprobs = 0;  // at most kMaxTopLogprobs
+};
+constexpr uint32_t kMaxTopLogprobs = 20;
+
+// What a sequence produced since its last event. The last event has `done` set and `result` filled.
+struct SequenceEvent {
+  std::string text;                   // final text (whole UTF-8 characters, stop strings held back)
+  std::vector<int32_t> ids;           // the ids drawn since the last event
+  std::vector<StepLogprobs> logprobs;  // one per id, when the request asked for them
+  bool done = false;
+  Generation result;   // when done: tokens, text, finish reason, stats, seed
+  std::string error;   // when done and the sequence failed: why (the result holds what came before)
+};
+// Returning false cancels the sequence (its last event then comes with FinishReason::Cancelled).
+using SequenceCallback = std::function<bool(const SequenceEvent&)>;
+
+struct SchedulerOptions {
+  uint32_t parallel = 1;      // sequences decoded at once (KV-cache slots)
+  uint32_t max_queue = 64;    // requests waiting for a slot; more are refused (QueueFull)
+  uint32_t prefill_chunk = 0; // prompt tokens per step; 0: the model's max_chunk
+};
+
+// Thrown by submit() when max_queue requests already wait.
+struct QueueFull : Error {
+  using Error::Error;
+};
+
+struct SchedulerStats {
+  size_t queued = 0, active = 0;
+  uint64_t finished = 0, cancelled = 0, failed = 0;
+  uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(graph::Model& model, const Tokenizer* tokenizer, const SchedulerOptions& options = {});
+  ~Scheduler();  // cancels what runs and waits for the scheduler thread
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Thread-safe. Checks the request (throws gerbil::Error naming the problem: an empty prompt, a prompt the
+  // context cannot hold, bad sampling settings) and queues it; returns its id. Throws QueueFull when the queue
+  // is full, and gerbil::Error after shutdown().
+  uint64_t submit(SequenceRequest request, SequenceCallback on_event);
+  // Thread-safe: cancels a queued or running request (its callback gets a last event). Unknown ids are ignored.
+  void cancel(uint64_t id);
+
+  // Submits one request and waits for it: the single-sequence path of gerbil::Engine and the CLI. ON_TEXT
+  // streams text; CANCEL stops it. Rethrows a failure of the sequence as gerbil::Error.
+  Generation run(SequenceRequest request, const TextCallback& on_text = {},
+                 const std::atomic<bool>* cancel = nullptr);
+
+  // Stops taking requests; with `finish`, lets queued and running ones end, else cancels them. Then waits.
+  void shutdown(bool finish);
+
+  SchedulerStats stats() const;
+  uint32_t parallel() const { return options_.parallel; }
+  uint32_t context() const;  // tokens one sequence may hold (prompt and answer)
+
+ private:
+  struct Sequence;
+  struct Slot;
+  void loop();
+  SchedulerOptions options_;
+  graph::Model& model_;
+  const Tokenizer* tokenizer_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Sequence>> queue_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  SchedulerStats stats_;
+  uint64_t next_id_ = 1;
+  bool stopping_ = false, finish_on_stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gerbil
