@@ -28,7 +28,8 @@ For each model, under OUT/<name>/:
                                       prompt + new_ids[:i] (full recompute), so new_ids[i] = argmax(row i)
   ref/meta.json                       shapes, margins, self-checks and the sha256 of every file
 
-  python3 tools/make_long_references.py --fixtures ../shared/fixtures --out tests/data/long   (NumPy needed)
+  python3 tools/make_long_references.py --fixtures ../shared/fixtures --out tests/data/long
+(NumPy needed: Debian's python3-numpy.)
 """
 import argparse
 import hashlib
