@@ -235,7 +235,7 @@ TEST_F(ShapeErrors, LinearGateActChecksPairsAndOutputColumns) {
   EXPECT_THAT([&] { project({1, 64, 32, 16, 0, 0, 1, 1}); }, ThrowsMessage<Error>(HasSubstr("takes no residual")));
   EXPECT_THAT([&] { project({1, 64, 32, 16, 4, 0, 0, 1}); }, ThrowsMessage<Error>(HasSubstr("[4, 20)")));
   EXPECT_THAT([&] { project({1, 64, 32, 16, 0, 0, 0, 2}, {4, 0}); },
-              ThrowsMessage<Error>(HasSubstr("groups of 2 columns, 4 requested")));
+              ThrowsMessage<Error>(HasSubstr("groups rows in 2 columns, 4 requested")));
   EXPECT_NO_THROW(project({1, 64, 32, 16, 0, 0, 0, 2}));
   // The tiled prompt kernels have no gate epilogue.
   EXPECT_THAT([&] { project({5, 64, 32, 16, 0, 0, 0, 1}); },
@@ -299,7 +299,28 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
     linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
                     {2, 1, 8, 8, 4}, {4, 0});
   }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear_qkv_rope'"),
-                                HasSubstr("the rotary epilogue pairs rows in groups of 2 columns, 4 requested"))));
+                                HasSubstr("the rotary epilogue groups rows in 2 columns, 4 requested"))));
+  // An f16 cache: groups of two pairs (4 columns), whole words of neighbouring dims: head_dim and rotary_dim
+  // multiples of 4.
+  EXPECT_THAT([&] {
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
+                    {2, 1, 8, 8, 4, KvType::F16}, {2, 0});
+  }, ThrowsMessage<Error>(HasSubstr("the rotary epilogue groups rows in 4 columns, 2 requested")));
+  EXPECT_THAT([&] { project({1, 64, 24, 24, 0, 0, 0}, {2, 1, 6, 6, 4, KvType::F16}); },
+              ThrowsMessage<Error>(HasSubstr("an f16 cache needs head_dim and rotary_dim multiples of 4")));
+  EXPECT_THAT([&] { project({1, 64, 32, 32, 0, 0, 0}, {2, 1, 8, 6, 4, KvType::F16}); },
+              ThrowsMessage<Error>(HasSubstr("an f16 cache needs head_dim and rotary_dim multiples of 4")));
+  EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0}, {2, 1, 8, 4, 4, KvType::F16}));
+}
+
+// An f16 cache holds dims in pairs: an odd head_dim is refused by every kernel that stores or reads it.
+TEST_F(ShapeErrors, F16CacheNeedsAnEvenHeadDim) {
+  EXPECT_THAT([&] {
+    qkv_rope_store(device(), any, any, any, any, any, any, any, {1, 2, 1, 7, 0, 0, 0, 0}, 4, KvType::F16);
+  }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'qkv_rope_store'"), HasSubstr("head_dim must be even, not 7"))));
+  EXPECT_THAT([&] { flash_attention(device(), any, any, any, any, {1, 1, 2, 1, 7, 0, 0, 0}, KvType::F16); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'flash_attention'"), HasSubstr("head_dim must be even"))));
+  EXPECT_NO_THROW(flash_attention(device(), any, any, any, any, {1, 1, 2, 1, 8, 0, 0, 0}, KvType::F16));
 }
 
 TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <vector>
 
 #include "gerbil/error.h"
+#include "reference/model.h"
 #include "reference/reference.h"
 
 namespace gerbil::reference {
@@ -197,6 +199,30 @@ TEST(Reference, ElementwiseRejectsMismatchedSizes) {
   std::vector<double> a = {1, 2}, b = {1};
   EXPECT_THAT([&] { add(a, b); },
               ThrowsMessage<Error>(HasSubstr("reference::add: b has 1 elements, expected 2")));
+}
+
+// An f16 KV cache's rounding: 11 significant bits, ties to even, subnormal steps of 2^-24, overflow at 65520.
+TEST(Reference, RoundToF16KeepsElevenBitsTiesToEven) {
+  EXPECT_EQ(round_to_f16(1.0), 1.0);
+  EXPECT_EQ(round_to_f16(1.0 + 0x1p-11), 1.0);                  // a tie: down to the even 1.0
+  EXPECT_EQ(round_to_f16(1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);     // a tie: up to the even neighbour
+  EXPECT_EQ(round_to_f16(1.0 + 0x1p-11 + 0x1p-20), 1.0 + 0x1p-10);
+  EXPECT_EQ(round_to_f16(-3.14159), -3.140625);
+  EXPECT_EQ(round_to_f16(0x1p-20 + 0x1p-26), 0x1p-20);          // subnormal: steps of 2^-24
+  EXPECT_EQ(round_to_f16(0x1p-25 + 0x1p-30), 0x1p-24);
+  EXPECT_EQ(round_to_f16(65519.0), 65504.0);
+  EXPECT_EQ(round_to_f16(-65520.0), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(round_to_f16(std::nan(""))));
+}
+
+TEST(Reference, QkvRopeStoreRoundsAnF16CacheOnly) {
+  // One token, one q and one kv head of 2 dims, no rotary: q keeps its value, k and v are rounded.
+  std::vector<double> qkv = {0.1, 0.2, 1.0 + 0x1p-12, -2.0 - 0x1p-9, 3.0 + 0x1p-14, 5e-8};
+  QkvShape shape{1, 1, 1, 2, 0, 0, true};
+  auto out = qkv_rope_store(qkv, {}, {}, {}, shape, 1e-6, std::vector<double>(2, 0.0), std::vector<double>(2, 0.0));
+  EXPECT_THAT(out.q, Near({0.1, 0.2}));
+  EXPECT_EQ(out.k_cache, (std::vector<double>{1.0, -2.0 - 0x1p-9}));
+  EXPECT_EQ(out.v_cache, (std::vector<double>{3.0, 0x1p-24}));
 }
 
 }  // namespace

@@ -62,11 +62,23 @@ Grid linear_like_grid(uint32_t M, uint32_t N, uint32_t matvec_columns) {
   return fold(ceil_div(N, kTile) * ceil_div(M, kTile));
 }
 
+void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv, uint32_t head_dim) {
+  if (kv != KvType::F32 && kv != KvType::F16)
+    fail("kernel '{}' ({}): KV-cache type {} is not f32 (0) or f16 (1)", kernel, shapes, static_cast<uint32_t>(kv));
+  if (kv == KvType::F16 && head_dim % 2 != 0)
+    fail("kernel '{}' ({}): an f16 KV cache stores dims in pairs, so head_dim must be even, not {}", kernel, shapes,
+         head_dim);
+}
+
+// The KV-cache type as the kernels' override constant (kv_cache.wgsl).
+std::pair<std::string, double> kv_constant(KvType kv) { return {"KV_TYPE", double(kv)}; }
+
 // Head rules shared by qkv_rope_store and linear_qkv_rope: `tokens` rows stored from cache row `position`.
 void check_heads(std::string_view kernel, const std::string& shapes, const QkvHeads& h, uint32_t position,
                  uint32_t tokens) {
   if (h.q_heads == 0 || h.kv_heads == 0 || h.head_dim == 0)
     fail("kernel '{}' ({}): head counts and head_dim must be positive", kernel, shapes);
+  check_kv_type(kernel, shapes, h.kv, h.head_dim);
   if (h.rotary_dim % 2 != 0 || h.rotary_dim > h.head_dim)
     fail("kernel '{}' ({}): rotary_dim must be even and at most head_dim", kernel, shapes);
   if (uint64_t(position) + tokens > h.capacity)
@@ -94,6 +106,22 @@ uint32_t weight_bytes(WeightType type) {
       return 2;
   }
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
+}
+
+uint32_t kv_bytes(KvType type) {
+  switch (type) {
+    case KvType::F32:
+      return 4;
+    case KvType::F16:
+      return 2;
+  }
+  fail("KV-cache type {} is not one of f32 (0), f16 (1)", static_cast<uint32_t>(type));
+}
+
+const char* kv_type_name(KvType type) { return type == KvType::F16 ? "f16" : "f32"; }
+
+bool qkv_rope_fusable(const QkvHeads& heads) {
+  return heads.kv == KvType::F32 || (heads.head_dim % 4 == 0 && heads.rotary_dim % 4 == 0);
 }
 
 Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, BufferBinding positions,
@@ -281,14 +309,14 @@ MatvecGrid subgroup_matvec_grid(const gpu::Device& device, const LinearParams& p
   return {fold(loops ? blocking.workgroups : units), loops};
 }
 
-// The blocking of a kernel whose column groups are pairs of rows (gate|up, a rotary pair): 2 columns, which
-// a requested 0 leaves to it; `pairs` names what pairs them.
+// The blocking of a kernel whose column groups are fixed sets of rows (gate|up, rotary pairs): `columns`
+// (2, or 4 for the rotary pairs of an f16 cache), which a requested 0 leaves to it; `pairs` names what groups them.
 MatvecBlocking paired_blocking(const char* kernel, const std::string& shapes, const char* pairs,
-                               MatvecBlocking requested) {
-  if (requested.columns != 0 && requested.columns != 2)
-    fail("kernel '{}' ({}): {} pairs rows in groups of 2 columns, {} requested", kernel, shapes, pairs,
+                               MatvecBlocking requested, uint32_t columns = 2) {
+  if (requested.columns != 0 && requested.columns != columns)
+    fail("kernel '{}' ({}): {} groups rows in {} columns, {} requested", kernel, shapes, pairs, columns,
          requested.columns);
-  requested.columns = 2;
+  requested.columns = columns;
   return requested;
 }
 
@@ -301,6 +329,7 @@ struct MatvecBindings {
 };
 struct MatvecExtents {
   uint64_t residual, out, cache;
+  uint32_t cache_bytes = 4;  // bytes per cache element (kv_bytes)
 };
 
 // Checks the norm fusions' flags against their operands.
@@ -333,7 +362,8 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
   if (p.norm_x == kNormWeighted) norm_in.elements = p.K;
   if (p.norm_x == kNormPrepared) norm_in = {"raw_x", b.norm.raw_x, count_of(p.M, p.K)};
   if (p.norm_out) norm_in.elements = p.out_stride;
-  Operand sixth = p.norm_out ? Operand{"prepared", b.norm.prepared, out_count} : Operand{"k_cache", b.k_cache, extents.cache};
+  Operand sixth = p.norm_out ? Operand{"prepared", b.norm.prepared, out_count}
+                             : Operand{"k_cache", b.k_cache, extents.cache, extents.cache_bytes};
   return prepare(device, "linear_matvec_sg", std::move(shapes),
                  {{"x", b.x, count_of(p.M, p.K)},
                   weight_operand("W", b.weight, count_of(p.N, p.K), type),
@@ -342,7 +372,7 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
                   {"out", b.out, extents.out},
                   norm_in,
                   sixth,
-                  {"v_cache", b.v_cache, extents.cache}},
+                  {"v_cache", b.v_cache, extents.cache, extents.cache_bytes}},
                  p, grid.grid, constants);
 }
 
@@ -495,9 +525,9 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                          const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& s,
                          MatvecBlocking blocking) {
-  auto shapes = fmt::format("M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={}",
-                            p.M, p.K, p.N, name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim,
-                            p.position, s.capacity);
+  auto shapes = fmt::format(
+      "M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={} kv={}", p.M, p.K, p.N,
+      name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim, p.position, s.capacity, kv_type_name(s.kv));
   check_weight_type("linear_qkv_rope", shapes, type);
   check_linear("linear_qkv_rope", shapes, p.M, p.K, p.N, p.N, 0);
   if (!linear_can_fuse(device, p.M, p.K, type))
@@ -505,18 +535,23 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
   check_heads("linear_qkv_rope", shapes, s, p.position, p.M);
   if (s.head_dim % 2 != 0)
     fail("kernel 'linear_qkv_rope' ({}): head_dim must be even (dims pair up in column groups)", shapes);
+  if (!qkv_rope_fusable(s))
+    fail("kernel 'linear_qkv_rope' ({}): an f16 cache needs head_dim and rotary_dim multiples of 4 (a lane stores "
+         "the words of two rotary pairs); use linear and qkv_rope_store", shapes);
   if (uint64_t(p.N) != (uint64_t(s.q_heads) + 2ull * s.kv_heads) * s.head_dim)
     fail("kernel 'linear_qkv_rope' ({}): N must be (q_heads + 2 kv_heads) * head_dim", shapes);
   if (p.has_residual || p.gate_act)
     fail("kernel 'linear_qkv_rope' ({}): no residual or gate activation on the q|k|v projection", shapes);
-  // The pairs of a head's rotation are the two columns of one group.
-  blocking = linear_matvec_blocking(device, p.K, p.N, type,
-                                    paired_blocking("linear_qkv_rope", shapes, "the rotary epilogue", blocking));
+  // The pairs of a head's rotation are the columns of one group: one pair, or two for an f16 cache.
+  uint32_t columns = s.kv == KvType::F16 ? 4 : 2;
+  blocking = linear_matvec_blocking(
+      device, p.K, p.N, type, paired_blocking("linear_qkv_rope", shapes, "the rotary epilogue", blocking, columns));
   return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache}, p, type,
                          blocking,
                          {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,
-                          count_of(s.capacity, s.kv_heads) * s.head_dim},
+                          count_of(s.capacity, s.kv_heads) * s.head_dim, kv_bytes(s.kv)},
                          {{"ROPE", 1.0},
+                          kv_constant(s.kv),
                           {"Q_HEADS", double(s.q_heads)},
                           {"KV_HEADS", double(s.kv_heads)},
                           {"HEAD_DIM", double(s.head_dim)},
@@ -560,13 +595,14 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache,
-                        BufferBinding v_cache, const QkvRopeParams& p, uint32_t cache_capacity) {
-  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={}",
+                        BufferBinding v_cache, const QkvRopeParams& p, uint32_t cache_capacity, KvType kv) {
+  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={} kv={}",
                             p.seq_len, p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim,
-                            p.position_offset, p.use_qk_norm, cache_capacity);
+                            p.position_offset, p.use_qk_norm, cache_capacity, kv_type_name(kv));
   if (p.head_dim > kMaxHeadDim) fail("kernel 'qkv_rope_store' ({}): head_dim must be at most {}", shapes, kMaxHeadDim);
-  check_heads("qkv_rope_store", shapes, {p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim, cache_capacity},
-              p.position_offset, p.seq_len);
+  check_heads("qkv_rope_store", shapes,
+              {p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim, cache_capacity, kv}, p.position_offset,
+              p.seq_len);
   uint64_t cache = count_of(cache_capacity, p.num_kv_heads) * p.head_dim;
   return prepare(device, "qkv_rope_store", shapes,
                  {{"qkv", qkv, count_of(p.seq_len, p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim},
@@ -574,9 +610,9 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                   {"k_norm", k_norm, used(p.use_qk_norm, p.head_dim)},
                   {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
                   {"q_out", q_out, count_of(p.seq_len, p.num_q_heads) * p.head_dim},
-                  {"k_cache", k_cache, cache},
-                  {"v_cache", v_cache, cache}},
-                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)));
+                  {"k_cache", k_cache, cache, kv_bytes(kv)},
+                  {"v_cache", v_cache, cache, kv_bytes(kv)}},
+                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)), {kv_constant(kv)});
 }
 
 namespace {
@@ -584,12 +620,13 @@ namespace {
 constexpr uint32_t kSplitGranule = 128;  // flash_attention.wgsl CHUNK_GRANULE: split chunks are multiples of it
 constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer and the combine's loop
 
-std::string flash_shapes(const FlashAttentionParams& p) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={}", p.T, p.S, p.num_q_heads,
-                     p.num_kv_heads, p.head_dim, p.position_offset, p.window);
+std::string flash_shapes(const FlashAttentionParams& p, KvType kv) {
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={}", p.T, p.S, p.num_q_heads,
+                     p.num_kv_heads, p.head_dim, p.position_offset, p.window, kv_type_name(kv));
 }
 
-void check_flash(const std::string& shapes, const FlashAttentionParams& p) {
+void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvType kv) {
+  check_kv_type("flash_attention", shapes, kv, p.head_dim);
   if (p.num_kv_heads == 0 || p.num_q_heads % p.num_kv_heads != 0)
     fail("kernel 'flash_attention' ({}): q_heads must be a positive multiple of kv_heads", shapes);
   if (p.head_dim == 0 || p.head_dim > kMaxHeadDim)
@@ -641,25 +678,31 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
   return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
 }
 
-// flash_attention_sg.wgsl: lane l holds the vec4 pieces l, l + lanes, ... of a row, at most 8 (its registers),
-// so head_dim <= 32 x the smallest subgroup size.
+// flash_attention_sg.wgsl: lane l holds the vec4 pieces l, l + lanes, ... of a row (of an f16 cache, the pairs
+// of pieces in its 16-byte words l, l + lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest
+// subgroup size.
 constexpr uint32_t kFlashSgMaxPieces = 8;
 
-uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& p) {
-  return uint32_t(ceil_div(p.head_dim, 4 * std::max(1u, device.adapter().subgroup_min_size)));
+uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+  uint32_t pieces_per_word = 16 / (4 * kv_bytes(kv));
+  uint64_t words = ceil_div(p.head_dim, 4 * pieces_per_word);
+  return pieces_per_word * uint32_t(ceil_div(words, std::max(1u, device.adapter().subgroup_min_size)));
 }
 
-// The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole vec4s,
-// else flash_attention.wgsl; both take the same grid and write the same records in split mode.
+// The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
+// words, else flash_attention.wgsl; both take the same grid and write the same records in split mode.
 Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
-                             const FlashAttentionParams& p, Grid grid, uint32_t splits) {
-  bool subgroups = has_subgroups(device) && p.head_dim % 4 == 0 && flash_sg_pieces(device, p) <= kFlashSgMaxPieces;
+                             const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv) {
+  bool subgroups = has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
+                   flash_sg_pieces(device, p, kv) <= kFlashSgMaxPieces;
   if (!subgroups)
-    return prepare(device, "flash_attention", std::move(shapes), operands, p, grid, {{"SPLITS", double(splits)}});
+    return prepare(device, "flash_attention", std::move(shapes), operands, p, grid,
+                   {{"SPLITS", double(splits)}, kv_constant(kv)});
   return prepare(device, "flash_attention_sg", std::move(shapes), operands, p, grid,
                  {{"SPLITS", double(splits)},
+                  kv_constant(kv),
                   {"HEAD_DIM", double(p.head_dim)},
-                  {"PIECES", double(flash_sg_pieces(device, p))},
+                  {"PIECES", double(flash_sg_pieces(device, p, kv))},
                   {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
 }
 
@@ -670,23 +713,25 @@ uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
 }  // namespace
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                         BufferBinding out, const FlashAttentionParams& p) {
-  auto shapes = flash_shapes(p);
-  check_flash(shapes, p);
+                         BufferBinding out, const FlashAttentionParams& p, KvType kv) {
+  auto shapes = flash_shapes(p, kv);
+  check_flash(shapes, p, kv);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
-  uint64_t kv = count_of(p.S, p.num_kv_heads) * p.head_dim;
-  std::initializer_list<Operand> operands = {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"out", out, q}};
+  uint64_t keys = count_of(p.S, p.num_kv_heads) * p.head_dim;
+  std::initializer_list<Operand> operands = {
+      {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"out", out, q}};
   if (use_flash_block(device, p)) {
     FlashBlock block = flash_block_shape(device, p);
     uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
     Grid blocks = fold(ceil_div(rows, flash_block_rows(block)));
     return prepare(device, "flash_attention_block", shapes, operands, p, Grid{blocks.x, p.num_kv_heads, blocks.y},
                    {{"HEAD_DIM", double(p.head_dim)},
+                    kv_constant(kv),
                     {"ROWS_PER_THREAD", double(block.rows_per_thread)},
                     {"KEYS_PER_THREAD", double(block.keys_per_thread)}});
   }
   Grid queries = fold(p.T);
-  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1);
+  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv);
 }
 
 uint32_t flash_attention_splits(uint32_t capacity) {
@@ -699,23 +744,24 @@ uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t c
 
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
                                       BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
-                                      uint32_t capacity) {
+                                      uint32_t capacity, KvType kv) {
   std::vector<Dispatch> dispatches;
   uint32_t splits = flash_attention_splits(capacity);
   if (p.T > kFlashSplitMaxQueries || splits < 2) {
-    dispatches.push_back(flash_attention(device, Q, K, V, out, p));
+    dispatches.push_back(flash_attention(device, Q, K, V, out, p, kv));
     return dispatches;
   }
-  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p), capacity, splits);
-  check_flash(shapes, p);
+  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv), capacity, splits);
+  check_flash(shapes, p, kv);
   if (p.S > capacity)
     fail("kernel 'flash_attention' ({}): S={} keys exceed the capacity of {}", shapes, p.S, capacity);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
-  uint64_t kv = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
+  uint64_t keys = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
   uint64_t partials = flash_partials(p, splits);
-  dispatches.push_back(per_query_attention(device, shapes,
-                                           {{"Q", Q, q}, {"K", K, kv}, {"V", V, kv}, {"partials", scratch, partials}},
-                                           p, Grid{p.T, p.num_q_heads, splits}, splits));
+  dispatches.push_back(per_query_attention(
+      device, shapes,
+      {{"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"partials", scratch, partials}}, p,
+      Grid{p.T, p.num_q_heads, splits}, splits, kv));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
                                {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
                                {{"SPLITS", double(splits)}}));

@@ -21,6 +21,14 @@ constexpr uint32_t kMatvecRows = 4;
 
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2
 
+// The KV cache's element type (kv_cache.wgsl): F32, or F16 stored two per u32 word (the lower-indexed element in
+// the low half), which needs no shader-f16: values are rounded to f16 as they are stored (2^-11 relative; up to
+// 2^-10 where the adapter rounds the other way, which WGSL allows) and widened to f32 as they are read, so the
+// arithmetic stays f32 while decoding at depth reads half the bytes. An f16 cache needs an even head_dim.
+enum class KvType : uint32_t { F32 = 0, F16 = 1 };
+uint32_t kv_bytes(KvType type);  // 4, 2
+const char* kv_type_name(KvType type);  // "f32", "f16"
+
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
 // for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
 // are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
@@ -112,12 +120,16 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first
 // rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
-// k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim]. Needs
-// linear_can_fuse() for the shape; head_dim and rotary_dim even, rotary_dim <= head_dim (0: no rotary;
-// bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
+// k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim] (of type `kv`). Needs
+// linear_can_fuse() for the shape and qkv_rope_fusable() for the heads; head_dim and rotary_dim even, rotary_dim
+// <= head_dim (0: no rotary; bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
 struct QkvHeads {
   uint32_t q_heads, kv_heads, head_dim, rotary_dim, capacity;
+  KvType kv = KvType::F32;
 };
+// Whether linear_qkv_rope can store these heads: an f16 cache's words hold two neighbouring dims, which the
+// kernel stores from one lane, in column groups of two rotary pairs: head_dim and rotary_dim multiples of 4.
+bool qkv_rope_fusable(const QkvHeads& heads);
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                          const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
@@ -153,7 +165,7 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 // RMS-normalises each q and k head (weights q_norm [D], k_norm [D], eps); rotates the first
 // rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
 // (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
-// position_offset + t of the caches [capacity, Hkv * D].
+// position_offset + t of the caches [capacity, Hkv * D] of type `kv` (f16: head_dim even).
 // Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 params.
 // One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).
 struct QkvRopeParams {
@@ -165,19 +177,20 @@ struct QkvRopeParams {
 };
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                        const QkvRopeParams& p, uint32_t cache_capacity);
+                        const QkvRopeParams& p, uint32_t cache_capacity, KvType kv = KvType::F32);
 
 // Flash attention: causal GQA attention over the cache with an online softmax, K/V processed in tiles;
 // query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
-// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D],
-// out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
+// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D]
+// (the cache, of type `kv`), out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
 // so a graph may rewrite those in the dispatches' uniforms between runs):
 // - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill, when a blocking fits the device's
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
 //   heads sharing a kv head share each K/V tile staged in workgroup memory;
 // - otherwise one workgroup per (t, q head): flash_attention_sg.wgsl where the adapter has subgroups (of 4
 //   lanes or more) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
-//   reads a K / V row together), else flash_attention.wgsl (a thread scores one key);
+//   reads a K / V row together; an f16 cache's head_dim a multiple of 8), else flash_attention.wgsl (a thread
+//   scores one key);
 // - split-KV, only through the overload with a scratch buffer (T <= kFlashSplitMaxQueries, decoding):
 //   either per-query kernel in split mode writes one partial result per (t, q head, key chunk) to the
 //   scratch buffer, and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy.
@@ -190,7 +203,7 @@ constexpr uint32_t kFlashBlockMinQueries = 16;
 constexpr uint32_t kFlashSplitMaxQueries = 4;
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
-                         const FlashAttentionParams& p);
+                         const FlashAttentionParams& p, KvType kv = KvType::F32);
 
 // The same attention, with the split-KV variant where it applies: T <= kFlashSplitMaxQueries and a
 // `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk.
@@ -199,7 +212,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 // Returns the dispatches to record in order (one or two).
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
                                       BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
-                                      uint32_t capacity);
+                                      uint32_t capacity, KvType kv = KvType::F32);
 
 // The key chunks the split variant uses for up to `capacity` keys (1: the split variant is not used).
 uint32_t flash_attention_splits(uint32_t capacity);

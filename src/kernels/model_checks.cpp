@@ -80,6 +80,45 @@ std::vector<uint32_t> random_words(Rng& rng, size_t n) {
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
+constexpr KvType KV32 = KvType::F32, KV16 = KvType::F16;
+
+// A KV cache's contents (n elements, n even for f16) as uploaded and as the reference sees them: random values in
+// [-1, 1], on a grid f16 represents exactly for an f16 cache.
+Weights random_cache(Rng& rng, size_t n, KvType kv) {
+  return random_weights(rng, n, kv == KV16 ? F16 : F32);
+}
+
+// Poisons elements [first, first + count) of a cache (both even for f16): NaN values, and NaN words.
+void poison_cache(Weights& cache, size_t first, size_t count, KvType kv) {
+  std::fill_n(cache.values.begin() + first, count, std::numeric_limits<double>::quiet_NaN());
+  if (kv == KV16) {
+    std::fill_n(cache.words.begin() + first / 2, count / 2, 0x7E007E00u);  // two f16 quiet NaNs
+  } else {
+    std::fill_n(cache.words.begin() + first, count, std::bit_cast<uint32_t>(kNaN));
+  }
+}
+
+float f16_value(uint32_t half) {
+  float magnitude = (half & 0x7C00u) == 0x7C00u ? ((half & 0x3FFu) ? kNaN : INFINITY)
+                    : (half & 0x7C00u) == 0      ? std::ldexp(float(half & 0x3FFu), -24)
+                                                 : std::ldexp(float((half & 0x3FFu) | 0x400u), int((half >> 10) & 0x1Fu) - 25);
+  return half & 0x8000u ? -magnitude : magnitude;
+}
+
+// The first n elements of a cache buffer, widened to f32.
+std::vector<float> read_cache(gpu::Device& device, const gpu::Buffer& buffer, size_t n, KvType kv) {
+  if (kv == KV32) return device.read_as<float>(buffer, 0, n);
+  auto words = device.read_as<uint32_t>(buffer, 0, (n + 1) / 2);
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = f16_value(words[i / 2] >> (16 * (i % 2)) & 0xFFFFu);
+  return values;
+}
+
+// An f16 cache's stored values may differ from the float64 reference rounded to f16 by one f16 step where the
+// kernel's f32 value lies on the other side of a rounding boundary, or where the adapter rounds the other way
+// (WGSL's pack2x16float may): 2^-10 relative at most for those elements.
+constexpr double kF16CacheBound = 1e-3;
+
 // --- the checks ---------------------------------------------------------------------------------------
 
 struct EmbedShape {
@@ -464,38 +503,44 @@ KernelCheck linear_fused_check() {
 // q output. check() compares q and both caches with the reference at once.
 struct QkvStoreIo {
   uint32_t capacity;
-  size_t row;  // floats per cache row
-  std::vector<float> inv_freq, k_prior, v_prior;
+  size_t row;  // elements per cache row
+  KvType kv;
+  std::vector<float> inv_freq;
+  std::vector<double> k_prior, v_prior;  // the caches' values before the kernel runs
   const gpu::Buffer *q_out, *k_cache, *v_cache, *inv_freq_buffer;
 
+  // Against the reference's q and caches; an f16 cache within kF16CacheBound (at least `bound`).
   CaseResult check(Buffers& b, reference::QkvRopeOutput ref, const std::string& kernel, std::string shape,
                    double bound) const {
     auto gpu = b.read(*q_out, ref.q.size());
     for (auto* cache : {k_cache, v_cache}) {
-      auto values = b.read(*cache, capacity * row);
+      auto values = read_cache(b.device, *cache, capacity * row, kv);
       gpu.insert(gpu.end(), values.begin(), values.end());
     }
+    if (kv == KV16) bound = std::max(bound, kF16CacheBound);
     ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
     ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
     return result(kernel, std::move(shape), gpu, ref.q, bound);
   }
 };
 
-// `tokens` rows stored from cache row `position`, in a cache of position + tokens + `spare` rows.
+// `tokens` rows stored from cache row `position`, in a cache of position + tokens + `spare` rows of type kv.
 QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint32_t Hkv, uint32_t D,
-                        uint32_t rotary_dim, uint32_t position, uint32_t spare) {
+                        uint32_t rotary_dim, uint32_t position, uint32_t spare, KvType kv) {
   QkvStoreIo io;
   io.capacity = position + tokens + spare;
   io.row = size_t(Hkv) * D;
+  io.kv = kv;
   for (uint32_t i = 0; i < rotary_dim / 2; ++i)
     io.inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
-  io.k_prior = random_floats(rng, io.capacity * io.row);
-  io.v_prior = random_floats(rng, io.capacity * io.row);
-  std::fill_n(io.k_prior.begin() + position * io.row, tokens * io.row, kNaN);
-  std::fill_n(io.v_prior.begin() + position * io.row, tokens * io.row, kNaN);
+  Weights k_prior = random_cache(rng, io.capacity * io.row, kv), v_prior = random_cache(rng, io.capacity * io.row, kv);
+  poison_cache(k_prior, position * io.row, tokens * io.row, kv);
+  poison_cache(v_prior, position * io.row, tokens * io.row, kv);
+  io.k_prior = std::move(k_prior.values);
+  io.v_prior = std::move(v_prior.values);
   io.q_out = &b.poisoned("q_out", size_t(tokens) * Hq * D);
-  io.k_cache = &b.input("k_cache", io.k_prior);
-  io.v_cache = &b.input("v_cache", io.v_prior);
+  io.k_cache = &b.input("k_cache", k_prior.words);
+  io.v_cache = &b.input("v_cache", v_prior.words);
   io.inv_freq_buffer = &b.input("inv_freq", io.inv_freq.empty() ? std::vector<float>{0.f} : io.inv_freq);
   return io;
 }
@@ -506,7 +551,8 @@ struct QkvRopeCase {
   WeightType type;
   uint32_t norm;  // kNormNone, kNormWeighted, kNormPrepared
   bool bias;
-  MatvecBlocking blocking = {};  // zeros: the dispatcher's choice (columns: 2 or 0)
+  MatvecBlocking blocking = {};  // zeros: the dispatcher's choice (columns: 2, or 4 for an f16 cache, or 0)
+  KvType kv = KV32;
 };
 
 KernelCheck linear_qkv_rope_check() {
@@ -522,13 +568,21 @@ KernelCheck linear_qkv_rope_check() {
                                      // than the units, each workgroup looping over several pairs
                                      {2, 4104, 4, 2, 64, 64, 7, F16, kNormWeighted, true},
                                      {1, 1032, 6, 3, 16, 8, 3, F16, kNormPrepared, true, {2, 8, 1, 3}},
-                                     {3, 136, 4, 2, 24, 12, 5, F32, kNormWeighted, false, {0, 2, 1, 2}}};
+                                     {3, 136, 4, 2, 24, 12, 5, F32, kNormWeighted, false, {0, 2, 1, 2}},
+                                     // an f16 cache: groups of two rotary pairs (head_dim and rotary_dim multiples
+                                     // of 4), rotary dims short of head_dim, none, split and looping blockings
+                                     {1, 896, 14, 2, 64, 64, 37, F16, true, true, {}, KV16},
+                                     {3, 72, 4, 2, 8, 4, 5, F32, false, true, {}, KV16},
+                                     {4, 64, 3, 1, 20, 12, 100, F16, false, false, {}, KV16},
+                                     {2, 1032, 6, 3, 16, 8, 3, BF16, kNormPrepared, false, {}, KV16},
+                                     {1, 2048, 4, 2, 64, 64, 11, F32, true, true, {}, KV16},
+                                     {1, 1032, 6, 3, 12, 0, 3, F16, kNormPrepared, true, {4, 8, 1, 3}, KV16}};
   constexpr double bound = 1e-5;
   auto describe = [](const QkvRopeCase& s) {
-    return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}{}", s.M, s.K, s.Hq, s.Hkv, s.D,
-                       s.rotary_dim, s.position, type_name(s.type),
+    return fmt::format("M={} K={} heads={}/{} D={} rotary_dim={} position={} {}{}{}{} kv={}", s.M, s.K, s.Hq, s.Hkv,
+                       s.D, s.rotary_dim, s.position, type_name(s.type),
                        s.norm == kNormPrepared ? " norm prepared" : s.norm ? " norm" : "", s.bias ? " bias" : "",
-                       describe_blocking(s.blocking));
+                       describe_blocking(s.blocking), kv_type_name(s.kv));
   };
   return make_check<QkvRopeCase>(
       "linear_qkv_rope", bound, "linear's rounding, then qkv_rope_store's angles and f32 sin/cos", shapes, describe,
@@ -541,7 +595,7 @@ KernelCheck linear_qkv_rope_check() {
         auto x = random_floats(rng, size_t(s.M) * s.K);
         auto bias = random_floats(rng, N);
         auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
-        auto io = qkv_store_io(b, rng, s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, 2);
+        auto io = qkv_store_io(b, rng, s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, 2, s.kv);
         const float eps = 1e-6f;
         LinearParams p{s.M, s.K, N, N, 0, s.bias, 0, 0, s.norm, float_bits(eps), s.position};
         std::vector<float> x_in = x;  // a prepared x holds x * weight in f32, as the product before writes it
@@ -552,14 +606,14 @@ KernelCheck linear_qkv_rope_check() {
         }
         run(device, linear_qkv_rope(device, {&b.input("x", x_in)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
                                     {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, p, s.type, norm,
-                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity}, s.blocking));
+                                    {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity, s.kv}, s.blocking));
         std::vector<double> input = widen(x);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
         auto qkv = reference::linear(input, weight.values, s.bias ? widen(bias) : std::vector<double>{}, {}, s.M, s.K,
                                      N, N, 0, std::vector<double>(size_t(s.M) * N, 0.0));
         auto ref = reference::qkv_rope_store(qkv, {}, {}, widen(io.inv_freq),
-                                             {s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position}, eps,
-                                             widen(io.k_prior), widen(io.v_prior));
+                                             {s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, s.kv == KV16}, eps,
+                                             io.k_prior, io.v_prior);
         return io.check(b, std::move(ref), "linear_qkv_rope", describe(s), bound);
       });
 }
@@ -649,18 +703,23 @@ KernelCheck gated_act_check(bool quick) {
 struct QkvCase {
   uint32_t T, Hq, Hkv, D, rotary_dim, offset;
   bool qk_norm;
+  KvType kv = KV32;
 };
 
 std::string describe_qkv(const QkvCase& s) {
-  return fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={}{}", s.T, s.Hq, s.Hkv, s.D,
-                     s.rotary_dim, s.offset, s.qk_norm ? " qk_norm" : "");
+  return fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={}{} kv={}", s.T, s.Hq, s.Hkv, s.D,
+                     s.rotary_dim, s.offset, s.qk_norm ? " qk_norm" : "", kv_type_name(s.kv));
 }
 
 KernelCheck qkv_rope_store_check(bool quick) {
   std::vector<QkvCase> shapes = {
       {1, 2, 2, 16, 16, 0, false},    {5, 4, 2, 32, 32, 7, true},     {3, 7, 1, 24, 12, 2, false},
       {7, 4, 4, 16, 0, 0, false},     {2, 2, 1, 256, 256, 100, true}, {9, 14, 2, 64, 64, 37, true},
-      {1, 8, 2, 128, 64, 250, false}, {4, 4, 2, 200, 100, 5, true},   {2, 3, 1, 18, 10, 4, true}};
+      {1, 8, 2, 128, 64, 250, false}, {4, 4, 2, 200, 100, 5, true},   {2, 3, 1, 18, 10, 4, true},
+      // an f16 cache: pairs of dims per thread, across the rotary halves and past the rotary dims, the smallest
+      // head and the largest
+      {5, 4, 2, 32, 32, 7, true, KV16}, {3, 7, 1, 18, 10, 2, false, KV16}, {7, 4, 4, 2, 0, 0, false, KV16},
+      {2, 2, 1, 256, 256, 100, true, KV16}, {4, 4, 2, 200, 100, 5, true, KV16}};
   if (!quick) shapes.push_back({50, 14, 2, 64, 64, 0, true});
   constexpr double bound = 1e-5;
   return make_check<QkvCase>(
@@ -671,17 +730,17 @@ KernelCheck qkv_rope_store_check(bool quick) {
         auto qkv = random_floats(rng, size_t(s.T) * (s.Hq + 2 * s.Hkv) * s.D);
         auto q_norm = random_floats(rng, s.D, 0.5f, 1.5f), k_norm = random_floats(rng, s.D, 0.5f, 1.5f);
         Buffers b{device};
-        auto io = qkv_store_io(b, rng, s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, 3);
+        auto io = qkv_store_io(b, rng, s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, 3, s.kv);
         const float eps = 1e-6f;
         QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.qk_norm, float_bits(eps)};
         run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)},
                                    {&b.input("k_norm", k_norm)}, {io.inv_freq_buffer}, {io.q_out}, {io.k_cache},
-                                   {io.v_cache}, p, io.capacity));
+                                   {io.v_cache}, p, io.capacity, s.kv));
         std::vector<double> no_norm;
         auto ref = reference::qkv_rope_store(widen(qkv), s.qk_norm ? widen(q_norm) : no_norm,
                                              s.qk_norm ? widen(k_norm) : no_norm, widen(io.inv_freq),
-                                             {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset}, eps,
-                                             widen(io.k_prior), widen(io.v_prior));
+                                             {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.kv == KV16}, eps,
+                                             io.k_prior, io.v_prior);
         return io.check(b, std::move(ref), "qkv_rope_store", describe_qkv(s), bound);
       });
 }
@@ -690,11 +749,12 @@ struct FlashShape {
   uint32_t T, S, Hq, Hkv, D, offset, window;
   float scale = 0;        // 0: 1 / sqrt(D)
   uint32_t capacity = 0;  // 0: the single-dispatch flash_attention(); else the overload with scratch
+  KvType kv = KV32;
 };
 
 std::string describe_flash(const FlashShape& s) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={} capacity={}", s.T, s.S,
-                     s.Hq, s.Hkv, s.D, s.offset, s.window, s.scale, s.capacity);
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={} capacity={} kv={}", s.T, s.S,
+                     s.Hq, s.Hkv, s.D, s.offset, s.window, s.scale, s.capacity, kv_type_name(s.kv));
 }
 
 KernelCheck flash_attention_check(bool quick) {
@@ -740,7 +800,24 @@ KernelCheck flash_attention_check(bool quick) {
       // split-KV rows that are not whole vec4s (the portable kernel where the subgroup one serves the rest)
       // and the narrowest rows
       {2, 500, 3, 1, 18, 498, 0, 0, 800},
-      {1, 300, 2, 1, 4, 299, 0, 0, 300}};
+      {1, 300, 2, 1, 4, 299, 0, 0, 300},
+      // an f16 cache, each variant: per query (the subgroup kernel where head_dim is a multiple of 8, two vec4
+      // pieces per 16-byte word, else the portable one), query blocks, split-KV
+      {1, 1, 2, 2, 16, 0, 0, 0, 0, KV16},
+      {5, 5, 7, 1, 24, 0, 0, 0.3f, 0, KV16},
+      {3, 150, 4, 2, 12, 147, 50, 0, 0, KV16},
+      {2, 130, 2, 1, 256, 128, 0, 0.0625f, 0, KV16},
+      {4, 70, 2, 2, 80, 66, 1, 0, 0, KV16},
+      {3, 40, 3, 3, 18, 37, 0, 0, 0, KV16},
+      {65, 100, 2, 2, 40, 35, 70, 0, 0, KV16},
+      {23, 60, 14, 2, 72, 37, 0, 0, 0, KV16},
+      {36, 36, 3, 1, 6, 0, 0, 0.7f, 0, KV16},
+      {17, 40, 7, 1, 256, 23, 0, 0, 0, KV16},
+      {1, 1500, 4, 1, 128, 1499, 0, 0, 1500, KV16},
+      {1, 1200, 14, 2, 64, 1199, 333, 0, 4096, KV16},
+      {4, 60, 4, 2, 24, 50, 7, 0, 600, KV16},
+      {2, 500, 3, 1, 18, 498, 0, 0, 800, KV16},
+      {1, 300, 2, 1, 2, 299, 0, 0, 300, KV16}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
     shapes.push_back({256, 256, 32, 4, 64, 0, 100});  // enough blocks for 4 rows per thread
@@ -757,20 +834,21 @@ KernelCheck flash_attention_check(bool quick) {
         // K and V hold max(S, capacity) rows, as a cache does; rows from S on must not matter.
         size_t rows = std::max(s.S, s.capacity), row = size_t(s.Hkv) * s.D;
         auto Q = random_floats(rng, size_t(s.T) * s.Hq * s.D, -2.f, 2.f);
-        auto K = random_floats(rng, rows * row);
-        auto V = random_floats(rng, rows * row);
+        Weights K = random_cache(rng, rows * row, s.kv), V = random_cache(rng, rows * row, s.kv);
         float scale = s.scale != 0 ? s.scale : 1.f / std::sqrt(float(s.D));
         FlashAttentionParams p{s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)};
         Buffers b{device};
         auto& out = b.poisoned("out", Q.size());
-        BufferBinding q{&b.input("Q", Q)}, k{&b.input("K", K)}, v{&b.input("V", V)};
+        BufferBinding q{&b.input("Q", Q)}, k{&b.input("K", K.words)}, v{&b.input("V", V.words)};
         if (s.capacity) {
           auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(p, s.capacity) / 4);
-          for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, p, {&scratch}, s.capacity)) run(device, d);
+          for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, p, {&scratch}, s.capacity, s.kv))
+            run(device, d);
         } else {
-          run(device, flash_attention(device, q, k, v, {&out}, p));
+          run(device, flash_attention(device, q, k, v, {&out}, p, s.kv));
         }
-        std::vector<double> Kd(K.begin(), K.begin() + s.S * row), Vd(V.begin(), V.begin() + s.S * row);
+        std::vector<double> Kd(K.values.begin(), K.values.begin() + s.S * row);
+        std::vector<double> Vd(V.values.begin(), V.values.begin() + s.S * row);
         auto ref = reference::flash_attention(widen(Q), Kd, Vd, s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window,
                                               scale);
         return result("flash_attention", describe_flash(s), b.read(out, ref.size()), ref, bound);

@@ -123,6 +123,15 @@ std::vector<double> gated_act(std::span<const double> gate_up, size_t T, size_t 
   return out;
 }
 
+double round_to_f16(double x) {
+  if (!std::isfinite(x) || x == 0) return x;
+  constexpr double kSmallestNormal = 0x1p-14, kOverflow = 65520;  // halfway from 65504, the largest, to 2^16
+  if (std::abs(x) >= kOverflow) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  // The spacing of f16 values around x: 2^(e - 10) for |x| in [2^e, 2^(e+1)), 2^-24 among the subnormals.
+  double spacing = std::abs(x) < kSmallestNormal ? 0x1p-24 : std::ldexp(1.0, std::ilogb(x) - 10);
+  return std::nearbyint(x / spacing) * spacing;  // the default rounding mode: to nearest, ties to even
+}
+
 QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double> q_norm,
                              std::span<const double> k_norm, std::span<const double> inv_freq,
                              const QkvShape& s, double eps, std::vector<double> k_cache,
@@ -160,8 +169,9 @@ QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double
         std::copy(head.begin(), head.end(), out.q.begin() + (t * Hq + h) * D);
       } else {
         size_t j = h - Hq, cache_row = (position * Hkv + j) * D;
-        std::copy(head.begin(), head.end(), out.k_cache.begin() + cache_row);
-        std::copy_n(row + (Hq + Hkv + j) * D, D, out.v_cache.begin() + cache_row);
+        auto stored = [&](double value) { return s.f16_cache ? round_to_f16(value) : value; };
+        std::transform(head.begin(), head.end(), out.k_cache.begin() + cache_row, stored);
+        std::transform(row + (Hq + Hkv + j) * D, row + (Hq + Hkv + j + 1) * D, out.v_cache.begin() + cache_row, stored);
       }
     }
   }

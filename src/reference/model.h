@@ -41,7 +41,12 @@ struct QkvShape {
   size_t T, num_q_heads, num_kv_heads, head_dim;
   size_t rotary_dim;  // 0: no rotary
   size_t position_offset;
+  bool f16_cache = false;  // the stored k and v rows are rounded to f16 (round_to_f16), as an f16 KV cache keeps them
 };
+
+// The f16 value nearest x (ties to even), as an f16 KV cache stores it: 11 significant bits in the normal range,
+// steps of 2^-24 below it, infinite from 65520 on; NaN stays NaN.
+double round_to_f16(double x);
 
 struct QkvRopeOutput {
   std::vector<double> q;        // [T, num_q_heads * head_dim]
@@ -52,7 +57,7 @@ struct QkvRopeOutput {
 // Splits qkv [T, (Hq + 2 Hkv) * head_dim] into q, k, v heads; RMS-normalises q and k heads with q_norm /
 // k_norm [head_dim] when they are not empty; rotates the first rotary_dim dims of q and k heads in
 // rotate-half style (pair (i, i + r/2), angle (position_offset + t) * inv_freq[i]); stores k and v at
-// rows position_offset + t of the caches, whose other rows keep their value.
+// rows position_offset + t of the caches (rounded to f16 with f16_cache), whose other rows keep their value.
 QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double> q_norm,
                              std::span<const double> k_norm, std::span<const double> inv_freq,
                              const QkvShape& s, double eps, std::vector<double> k_cache,

@@ -7,8 +7,9 @@
 // the tile keys k with k % (256 / head_dim) == i / head_dim, which keeps (nearly) all threads busy at any
 // head_dim; accumulators (and each thread's share of the softmax denominator) are rescaled whenever the max grows,
 // and the key subsets' partial outputs are added up at the end. Nothing is sized by S. head_dim <= 256.
-// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read,
-//                     3 out [T, Hq * head_dim] read_write, 4 params uniform (scale as f32 bits).
+// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read
+//                     (K and V in the cache's KV_TYPE, kv_cache.wgsl), 3 out [T, Hq * head_dim] read_write,
+//                     4 params uniform (scale as f32 bits).
 // Dispatch: (min(T, 65535), num_q_heads, ceil(T / 65535)); query t = wid.x + wid.z * num_workgroups.x.
 //
 // Split-KV mode (SPLITS > 1, for decoding over a long cache: flash-decoding). The dispatch is (T, num_q_heads,
@@ -19,10 +20,11 @@
 // an empty chunk writes [LOWEST_F32, 0, 0...]. flash_attention_combine.wgsl merges the records.
 
 //!include flash_params.wgsl
+//!include kv_cache.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
-@group(0) @binding(1) var<storage, read> K: array<f32>;
-@group(0) @binding(2) var<storage, read> V: array<f32>;
+@group(0) @binding(1) var<storage, read> K: array<u32>;
+@group(0) @binding(2) var<storage, read> V: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
@@ -35,6 +37,14 @@ const MAX_HEAD_DIM: u32 = WORKGROUP_SIZE;
 var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 var<workgroup> weights: array<f32, TILE>;
 //!include workgroup_reduce.wgsl
+
+fn key_at(e: u32) -> f32 {
+  return kv_element(K[kv_word(e)], e);
+}
+
+fn value_at(e: u32) -> f32 {
+  return kv_element(V[kv_word(e)], e);
+}
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -75,11 +85,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var qk: f32 = 0.0;
       var d: u32 = 0u;
       for (; d + 4u <= D; d += 4u) {
-        let k4 = vec4<f32>(K[k_base + d], K[k_base + d + 1u], K[k_base + d + 2u], K[k_base + d + 3u]);
+        let k4 = vec4<f32>(key_at(k_base + d), key_at(k_base + d + 1u), key_at(k_base + d + 2u), key_at(k_base + d + 3u));
         qk += dot(vec4<f32>(q[d], q[d + 1u], q[d + 2u], q[d + 3u]), k4);
       }
       for (; d < D; d++) {
-        qk += q[d] * K[k_base + d];
+        qk += q[d] * key_at(k_base + d);
       }
       score = qk * scale;
     }
@@ -99,13 +109,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let v_base = start * kv_stride + kv_offset + dim;
       var k = split;
       for (; k + 3u * splits < keys; k += 4u * splits) {
-        let v = vec4<f32>(V[v_base + k * kv_stride], V[v_base + (k + splits) * kv_stride],
-                          V[v_base + (k + 2u * splits) * kv_stride], V[v_base + (k + 3u * splits) * kv_stride]);
+        let v = vec4<f32>(value_at(v_base + k * kv_stride), value_at(v_base + (k + splits) * kv_stride),
+                          value_at(v_base + (k + 2u * splits) * kv_stride), value_at(v_base + (k + 3u * splits) * kv_stride));
         let p = vec4<f32>(weights[k], weights[k + splits], weights[k + 2u * splits], weights[k + 3u * splits]);
         a += dot(p, v);
       }
       for (; k < keys; k += splits) {
-        a += weights[k] * V[v_base + k * kv_stride];
+        a += weights[k] * value_at(v_base + k * kv_stride);
       }
     }
     acc = a;

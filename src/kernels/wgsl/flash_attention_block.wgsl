@@ -1,7 +1,8 @@
 // Query-blocked flash attention for prefill (FlashAttention-2 forward, f32, workgroup memory only): the same
 // attention as flash_attention.wgsl. Query t (position p = position_offset + t) attends keys j with
 // first_key(p) <= j <= p (first_key: max(0, p - window + 1), window 0: no window), scores scaled by scale.
-// Q [T, Hq * D], K / V [S, Hkv * D], out [T, Hq * D], all f32; D = HEAD_DIM = params.head_dim (any 1..256).
+// Q [T, Hq * D], K / V [S, Hkv * D], out [T, Hq * D], f32 but K / V in the cache's KV_TYPE (kv_cache.wgsl:
+// f16 is widened to f32 as a tile is staged); D = HEAD_DIM = params.head_dim (any 1..256).
 //
 // Work split. The rows of one kv head are the (query t, q head of its group) pairs, row = t * G + h % G with
 // G = Hq / Hkv; a workgroup takes BLOCK_ROWS consecutive rows of one kv head, so all q heads sharing a K/V
@@ -37,10 +38,11 @@
 // index = wid.x + wid.z * num_workgroups.x, block = B - 1 - index.
 
 //!include flash_params.wgsl
+//!include kv_cache.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
-@group(0) @binding(1) var<storage, read> K: array<f32>;
-@group(0) @binding(2) var<storage, read> V: array<f32>;
+@group(0) @binding(1) var<storage, read> K: array<u32>;
+@group(0) @binding(2) var<storage, read> V: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
@@ -84,9 +86,9 @@ fn load_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32, is_value: bo
     if (k < keys && d < HEAD_DIM) {
       let index = (start + k) * kv_stride + kv_offset + d;
       if (is_value) {
-        value = V[index];
+        value = kv_element(V[kv_word(index)], index);
       } else {
-        value = K[index];
+        value = kv_element(K[kv_word(index)], index);
       }
     }
     (*stage)[n] = value;

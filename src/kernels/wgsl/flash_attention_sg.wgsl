@@ -10,23 +10,28 @@
 // * a round issues its K and V loads together (the V rows do not wait for the scores), so it waits on
 //   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long;
 // * at the end the subgroups' results are merged through workgroup memory, rescaled to the largest max.
-// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read,
+// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words: an f32 word is one vec4 piece of a
+// row, an f16 word two neighbouring pieces, which a lane takes together (lane_piece), so head_dim is a multiple
+// of 8 there; the lane's registers are filled as for f32, half the lanes of a 32-wide row idle at head_dim 128.
+// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read
+//                     (K and V in KV_TYPE),
 //                     3 out [T, Hq * head_dim] (split mode: the partial records) read_write, 4 params uniform.
 // Dispatch: as flash_attention.wgsl: (min(T, 65535), num_q_heads, ceil(T / 65535)), or (T, num_q_heads,
 // SPLITS) in split mode.
 enable subgroups;
 
 //!include flash_params.wgsl
+//!include kv_cache.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> K: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> V: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> K: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> V: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
 override SPLITS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
-override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8: ceil(HEAD_DIM / (4 * smallest subgroup))
+override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8 (kernels/model.cpp flash_sg_pieces)
 override MAX_SUBGROUPS: u32 = 8u;   // WORKGROUP_SIZE / the smallest subgroup size
 const WORKGROUP_SIZE: u32 = 256u;
 const KEYS: u32 = 4u;               // keys a subgroup scores per step
@@ -34,6 +39,15 @@ const KEYS: u32 = 4u;               // keys a subgroup scores per step
 var<workgroup> maxes: array<f32, MAX_SUBGROUPS>;
 var<workgroup> denominators: array<f32, MAX_SUBGROUPS>;
 var<workgroup> sums: array<vec4<f32>, 64>;  // [HEAD_DIM / 4]
+
+// The vec4 piece of a row that register slot i of lane `lane` holds: pieces lane, lane + lanes, ... of an f32
+// cache; of an f16 one, whose 16-byte words hold two pieces, the pairs 2 lane + (0, 1), 2 (lane + lanes) + (0, 1), ...
+fn lane_piece(lane: u32, i: u32, lanes: u32) -> u32 {
+  if (KV_TYPE == 0u) {
+    return lane + i * lanes;
+  }
+  return 2u * (lane + (i / 2u) * lanes) + (i & 1u);
+}
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -54,10 +68,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let subgroup = lid / lanes;
   let subgroups = WORKGROUP_SIZE / lanes;
 
-  // Lane `lane` holds pieces lane + i * lanes (i < PIECES) of q (scaled), of the key rows and of the sum.
+  // Lane `lane` holds pieces lane_piece(lane, i, lanes) (i < PIECES) of q (scaled), of the key rows and of the sum.
   var q: array<vec4<f32>, 8>;
   for (var i = 0u; i < PIECES; i++) {
-    let d4 = lane + i * lanes;
+    let d4 = lane_piece(lane, i, lanes);
     if (d4 < D4) {
       q[i] = Q[q_base + d4] * scale;
     }
@@ -78,10 +92,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (base + r <= last) {
         let row = (base + r) * kv_stride + kv_offset;
         for (var i = 0u; i < PIECES; i++) {
-          let d4 = lane + i * lanes;
+          let d4 = lane_piece(lane, i, lanes);
           if (d4 < D4) {
-            partial[r] += dot(q[i], K[row + d4]);
-            v_rows[r][i] = V[row + d4];
+            let p = row + d4;
+            partial[r] += dot(q[i], kv_piece(K[kv_piece_word(p)], p));
+            v_rows[r][i] = kv_piece(V[kv_piece_word(p)], p);
           }
         }
       }
@@ -132,7 +147,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var g = 0u; g < MAX_SUBGROUPS; g++) {
     if (g == subgroup) {
       for (var i = 0u; i < PIECES; i++) {
-        let d4 = lane + i * lanes;
+        let d4 = lane_piece(lane, i, lanes);
         if (d4 < D4) {
           sums[d4] += acc[i] * factor;
         }

@@ -29,13 +29,15 @@
 // rotary pair of one head, (j, j + r/2) for j < r/2 = ROTARY_DIM / 2 in q and k heads, else the neighbours
 // (2j, 2j + 1); the pair is rotated in rotate-half style at angle (position + m) * inv_freq[j] and stored
 // to q_out [M, Q_HEADS * HEAD_DIM] (bound as out) or to rows position + m of the k and v caches
-// [capacity, KV_HEADS * HEAD_DIM]. It saves the store kernel's dispatch per layer. ROPE needs COLS = 2
-// (kernels::linear_qkv_rope sets it).
+// [capacity, KV_HEADS * HEAD_DIM] (KV_TYPE elements, kv_cache.wgsl). It saves the store kernel's dispatch per
+// layer. An f16 cache word holds two neighbouring dims, which one lane must store together, so there COLS = 4:
+// group g holds the pairs (2j, 2j + r/2) and (2j + 1, 2j + 1 + r/2) for 2j < r/2, else the dims 4j .. 4j + 3
+// (HEAD_DIM and ROTARY_DIM multiples of 4). kernels::linear_qkv_rope sets COLS.
 // Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
 //                     3 residual read (ROPE: inv_freq [ROTARY_DIM / 2]), 4 out [M, out_stride] read_write,
 //                     5 norm_weight read: [K] (NORM_X 1), the raw x [M, K] (NORM_X 2), [out_stride]
 //                     (NORM_OUT), any buffer otherwise; 6 k_cache read_write (ROPE; NORM_OUT: the prepared
-//                     output [M, out_stride]), 7 v_cache read_write (ROPE), any buffer when unused;
+//                     output [M, out_stride], f32 bits), 7 v_cache read_write (ROPE), any buffer when unused;
 //                     8 params uniform.
 // Work is cut in units of one workgroup's 256 / (lanes * SPLIT) column groups. Dispatch: one workgroup per
 // unit, U = ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))), or W < U with LOOPS (then, of a launched
@@ -50,6 +52,7 @@ enable subgroups;
 //!include weights.wgsl
 //!include linear_store.wgsl
 //!include activations.wgsl
+//!include kv_cache.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -57,8 +60,8 @@ enable subgroups;
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> norm_weight: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(7) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(8) var<uniform> params: Params;
 
 override ROWS: u32 = 1u;         // M, 1..4
@@ -151,63 +154,70 @@ fn store_plain(m: u32, n: u32, sum: f32, e: Epilogue) {
   let value = sum + e.addend;
   out[o] = value;
   if (NORM_OUT) {
-    k_cache[o] = value * e.next_weight;
+    k_cache[o] = bitcast<u32>(value * e.next_weight);
   }
 }
 
-// ROPE: the two columns of column group g (a rotary pair, or two neighbours), and whether they rotate.
-struct RopePair {
+// ROPE: the COLS columns of column group g, dims of one head (see the header): COLS / 2 rotary pairs
+// (dims[c], dims[c + COLS / 2]) whose inverse frequencies start at index j, or COLS neighbours that do not rotate.
+struct RopeGroup {
   head: u32,
-  j: u32,          // the pair's index within its head
+  j: u32,
   rotated: bool,
-  first: u32,      // dims within the head
-  second: u32,
+  dims: array<u32, 4>,
 }
 
-fn rope_pair(g: u32) -> RopePair {
-  let head = g / (HEAD_DIM / 2u);
-  let j = g % (HEAD_DIM / 2u);
+fn rope_group(g: u32) -> RopeGroup {
+  let pairs = COLS / 2u;
+  let head = g / (HEAD_DIM / COLS);
+  let q = g % (HEAD_DIM / COLS);
   let half_rotary = select(0u, ROTARY_DIM / 2u, head < Q_HEADS + KV_HEADS);  // v heads do not rotate
-  if (j < half_rotary) {
-    return RopePair(head, j, true, j, j + half_rotary);
+  var group = RopeGroup(head, q * pairs, q * pairs < half_rotary, array<u32, 4>());
+  for (var c = 0u; c < COLS; c++) {
+    group.dims[c] = select(q * COLS + c, q * pairs + c % pairs + (c / pairs) * half_rotary, group.rotated);
   }
-  return RopePair(head, j, false, 2u * j, 2u * j + 1u);
+  return group;
 }
 
-// ROPE: dim d of head `head` for row m, to q_out or to the cache row of position + m.
-fn store_head_value(m: u32, head: u32, d: u32, value: f32) {
-  if (head < Q_HEADS) {
-    out[(m * Q_HEADS + head) * HEAD_DIM + d] = value;
+// ROPE: row m's values of group g's columns (bias not yet added), rotated where they rotate, then stored to
+// q_out or to the cache row of position + m (an f16 word per two neighbouring dims: dims[0, 1] and dims[2, 3]).
+fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
+  let group = rope_group(g);
+  let pairs = COLS / 2u;
+  var x = sums;
+  for (var c = 0u; c < COLS; c++) {
+    if (params.has_bias != 0u) {
+      x[c] += bias[group.head * HEAD_DIM + group.dims[c]];
+    }
+  }
+  if (group.rotated) {
+    let rotated = x;
+    for (var c = 0u; c < pairs; c++) {
+      let angle = f32(params.position + m) * residual[group.j + c];  // residual is bound to inv_freq
+      let cs = cos(angle);
+      let sn = sin(angle);
+      x[c] = rotated[c] * cs - rotated[c + pairs] * sn;
+      x[c + pairs] = rotated[c + pairs] * cs + rotated[c] * sn;
+    }
+  }
+  if (group.head < Q_HEADS) {
+    for (var c = 0u; c < COLS; c++) {
+      out[(m * Q_HEADS + group.head) * HEAD_DIM + group.dims[c]] = x[c];
+    }
     return;
   }
-  let kv = select(head - Q_HEADS - KV_HEADS, head - Q_HEADS, head < Q_HEADS + KV_HEADS);
-  let o = ((params.position + m) * KV_HEADS + kv) * HEAD_DIM + d;
-  if (head < Q_HEADS + KV_HEADS) {
-    k_cache[o] = value;
-  } else {
-    v_cache[o] = value;
+  let is_k = group.head < Q_HEADS + KV_HEADS;
+  let kv = select(group.head - Q_HEADS - KV_HEADS, group.head - Q_HEADS, is_k);
+  let row = ((params.position + m) * KV_HEADS + kv) * HEAD_DIM;
+  for (var c = 0u; c < COLS; c += kv_per_word()) {
+    let word = kv_word(row + group.dims[c]);
+    let packed = kv_pack(x[c], x[min(c + 1u, 3u)]);
+    if (is_k) {
+      k_cache[word] = packed;
+    } else {
+      v_cache[word] = packed;
+    }
   }
-}
-
-// ROPE: rows m's values of group g's pair (bias not yet added), rotated where they rotate, then stored.
-fn store_rope_pair(m: u32, g: u32, a: f32, b: f32) {
-  let pair = rope_pair(g);
-  var x0 = a;
-  var x1 = b;
-  if (params.has_bias != 0u) {
-    x0 += bias[pair.head * HEAD_DIM + pair.first];
-    x1 += bias[pair.head * HEAD_DIM + pair.second];
-  }
-  if (pair.rotated) {
-    let angle = f32(params.position + m) * residual[pair.j];  // residual is bound to inv_freq
-    let c = cos(angle);
-    let s = sin(angle);
-    let rotated = vec2<f32>(x0 * c - x1 * s, x1 * c + x0 * s);
-    x0 = rotated.x;
-    x1 = rotated.y;
-  }
-  store_head_value(m, pair.head, pair.first, x0);
-  store_head_value(m, pair.head, pair.second, x1);
 }
 
 // GATE_ACT: row m's act(gate) * up for the pair (g, N / 2 + g), biases added first.
@@ -253,9 +263,10 @@ fn column_group(group: u32, slice: u32, subgroup: u32, lane: u32, lanes: u32, ra
   // Rows past N read row N - 1 again (every lane keeps reaching the subgroupAdds) and write nothing.
   var rows: array<u32, 4>;
   if (ROPE) {
-    let pair = rope_pair(min(group, N / 2u - 1u));
-    rows[0] = (pair.head * HEAD_DIM + pair.first) * pieces;
-    rows[1] = (pair.head * HEAD_DIM + pair.second) * pieces;
+    let rope = rope_group(min(group, N / COLS - 1u));
+    for (var c = 0u; c < COLS; c++) {
+      rows[c] = (rope.head * HEAD_DIM + rope.dims[c]) * pieces;
+    }
   } else if (GATE_ACT != 0u) {
     let g = min(group, N / 2u - 1u);
     rows[0] = g * pieces;
@@ -337,8 +348,8 @@ fn column_group(group: u32, slice: u32, subgroup: u32, lane: u32, lanes: u32, ra
   // in local memory, stored on every loop trip, in some programs.
   let m = min(lane, ROWS - 1u);
   if (ROPE) {
-    if (group < N / 2u) {
-      store_rope_pair(m, group, acc[0][m], acc[1][m]);
+    if (group < N / COLS) {
+      store_rope_group(m, group, vec4<f32>(acc[0][m], acc[1][m], acc[2][m], acc[3][m]));
     }
   } else if (GATE_ACT != 0u) {
     if (group < N / 2u) {
@@ -363,7 +374,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(subgroup_size) lanes: u32) {
   let subgroup = lid / lanes;
   let groups = WORKGROUP_SIZE / lanes / SPLIT;  // column groups per workgroup
-  let column_groups = select((params.N + COLS - 1u) / COLS, params.N / 2u, ROPE || GATE_ACT != 0u);
+  let column_groups = select(select((params.N + COLS - 1u) / COLS, params.N / 2u, GATE_ACT != 0u), params.N / COLS, ROPE);
   let units = (column_groups + groups - 1u) / groups;
   var raw_scale = vec4<f32>(1.0);
   if (NORM_X == 2u) {

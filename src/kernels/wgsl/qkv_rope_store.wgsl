@@ -6,10 +6,11 @@
 //     out[i]       = y[i] * cos(a) - y[i + r/2] * sin(a)
 //     out[i + r/2] = y[i + r/2] * cos(a) + y[i] * sin(a)
 //   and out[d] = y[d] for d >= r. q heads go to q_out[t, h]; k head j to k_cache[p, j], and the workgroup of
-//   k head j also copies v head j unchanged to v_cache[p, j].
+//   k head j also copies v head j unchanged to v_cache[p, j]. The caches hold KV_TYPE elements (kv_cache.wgsl);
+//   for f16 (head_dim even) a thread computes two neighbouring dims and stores their word whole.
 // Bindings (group 0): 0 qkv [T, (Hq + 2 Hkv) * head_dim] read, 1 q_norm [head_dim] read, 2 k_norm [head_dim]
 //                     read, 3 inv_freq [rotary_dim / 2] read, 4 q_out [T, Hq * head_dim] read_write,
-//                     5 k_cache [capacity, Hkv * head_dim] read_write, 6 v_cache (as k_cache) read_write,
+//                     5 k_cache [capacity, Hkv * head_dim] (KV_TYPE words) read_write, 6 v_cache (as k_cache) read_write,
 //                     7 params uniform (eps as f32 bits).
 // Dispatch: T * (Hq + Hkv) workgroups, folded as (min(W, 65535), ceil(W / x), 1). head_dim <= 256.
 
@@ -29,8 +30,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> k_norm: array<f32>;
 @group(0) @binding(3) var<storage, read> inv_freq: array<f32>;
 @group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 64u;
@@ -38,6 +39,7 @@ const MAX_HEAD_DIM: u32 = 256u;
 
 var<workgroup> head: array<f32, MAX_HEAD_DIM>;  // the head's input values: rotation pairs cross threads
 //!include workgroup_reduce.wgsl
+//!include kv_cache.wgsl
 
 // Element d of the head after the optional RMSNorm (inv_rms is 1 without it).
 fn normed(d: u32, inv_rms: f32, is_q: bool) -> f32 {
@@ -46,6 +48,25 @@ fn normed(d: u32, inv_rms: f32, is_q: bool) -> f32 {
   }
   let w = select(k_norm[d], q_norm[d], is_q);
   return head[d] * inv_rms * w;
+}
+
+// Dim d of the head after the norm and the rotation at `position`.
+fn rotated(d: u32, inv_rms: f32, is_q: bool, position: u32) -> f32 {
+  var value = normed(d, inv_rms, is_q);
+  let half_rotary = params.rotary_dim / 2u;
+  if (d < params.rotary_dim) {
+    let first_half = d < half_rotary;
+    let i = select(d - half_rotary, d, first_half);
+    let angle = f32(position) * inv_freq[i];
+    let c = cos(angle);
+    let s = sin(angle);
+    if (first_half) {
+      value = value * c - normed(d + half_rotary, inv_rms, is_q) * s;
+    } else {
+      value = value * c + normed(d - half_rotary, inv_rms, is_q) * s;
+    }
+  }
+  return value;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -77,28 +98,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   let position = params.position_offset + t;
-  let half_rotary = params.rotary_dim / 2u;
   let j = h - Hq;  // the kv head, for k heads
   let cache_row = (position * Hkv + j) * D;
-  for (var d = lid; d < D; d += WORKGROUP_SIZE) {
-    var value = normed(d, inv_rms, is_q);
-    if (d < params.rotary_dim) {
-      let first_half = d < half_rotary;
-      let i = select(d - half_rotary, d, first_half);
-      let angle = f32(position) * inv_freq[i];
-      let c = cos(angle);
-      let s = sin(angle);
-      if (first_half) {
-        value = value * c - normed(d + half_rotary, inv_rms, is_q) * s;
-      } else {
-        value = value * c + normed(d - half_rotary, inv_rms, is_q) * s;
-      }
-    }
+  let v_row = row + (Hq + Hkv + j) * D;
+  let per_word = kv_per_word();
+  for (var w = lid; w * per_word < D; w += WORKGROUP_SIZE) {
+    let d = w * per_word;
+    let value = rotated(d, inv_rms, is_q, position);
+    // The word's second element (f16 only: an f32 word holds one).
+    let next = min(d + 1u, D - 1u);
     if (is_q) {
       q_out[(t * Hq + h) * D + d] = value;
+      if (per_word == 2u) {
+        q_out[(t * Hq + h) * D + d + 1u] = rotated(d + 1u, inv_rms, is_q, position);
+      }
     } else {
-      k_cache[cache_row + d] = value;
-      v_cache[cache_row + d] = qkv[row + (Hq + Hkv + j) * D + d];
+      k_cache[kv_word(cache_row + d)] = kv_pack(value, rotated(next, inv_rms, is_q, position));
+      v_cache[kv_word(cache_row + d)] = kv_pack(qkv[v_row + d], qkv[v_row + next]);
     }
   }
 }
