@@ -1,9 +1,13 @@
 // The output parser: reasoning, content and each family's tool calls, from whole texts and from streams
 // split at every byte position (which must give the same message), malformed calls kept as content.
+#include <random>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "generate/output_parser.h"
+#include "gerbil/error.h"
+#include "tokenizer/tokenizer.h"
 #include "support/paths.h"
 
 namespace gerbil {
@@ -174,6 +178,80 @@ TEST(OutputParser, DetectsTheFormatFromTheChatTemplate) {
     if (std::string(name) == "llama3" && chat_template.find("ipython") != std::string::npos)
       expected = ToolCallFormat::Llama3Json;
     EXPECT_EQ(detect_tool_call_format(chat_template), expected) << name;
+  }
+}
+
+const json kTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}},
+  {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+    "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+])");
+
+// Random allowed ids under the constraint until it ends; returns the text.
+std::string random_walk(TokenConstraint& constraint, const Tokenizer& tokenizer, int32_t eos, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> allowed(tokenizer.vocab_size());
+  for (int step = 0; step < 3000; ++step) {
+    std::fill(allowed.begin(), allowed.end(), 1);
+    constraint.mask(allowed);
+    std::vector<int32_t> pool, closing;
+    for (size_t id = 0; id < allowed.size(); ++id) {
+      if (!allowed[id]) continue;
+      pool.push_back(static_cast<int32_t>(id));
+      if (tokenizer.is_added(static_cast<int32_t>(id)) ||
+          tokenizer.token_bytes(static_cast<int32_t>(id)).find_first_of("\"}],:") != std::string::npos)
+        closing.push_back(static_cast<int32_t>(id));
+    }
+    if (pool.empty()) {
+      ADD_FAILURE() << "nothing allowed";
+      break;
+    }
+    const std::vector<int32_t>& from = closing.empty() || random() % 2 ? pool : closing;
+    int32_t id = from[random() % from.size()];
+    constraint.accept(id);
+    if (id == eos) {
+      EXPECT_TRUE(constraint.complete());
+      return tokenizer.decode(ids);
+    }
+    ids.push_back(id);
+  }
+  ADD_FAILURE() << "the walk did not end";
+  return tokenizer.decode(ids);
+}
+
+TEST(ToolCallConstraint, QwenCallsParseBackToTheTool) {
+  GERBIL_REQUIRE_PATH(test::tokenizer_dir("qwen3"), "run scripts/setup.sh to fetch the tokenizer files");
+  Tokenizer tokenizer = Tokenizer::load(test::tokenizer_dir("qwen3"));
+  int32_t eos = *tokenizer.token_id("<|im_end|>");
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    auto named = make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "get_weather", {eos});
+    std::string text = random_walk(*named, tokenizer, eos, seed);
+    MessageParts message = parse_output(text, options(ToolCallFormat::Hermes));
+    ASSERT_EQ(message.tool_calls.size(), 1u) << text;
+    EXPECT_EQ(message.content, "") << text;
+    EXPECT_EQ(message.tool_calls[0].name, "get_weather");
+    json arguments = json::parse(message.tool_calls[0].arguments);
+    EXPECT_TRUE(arguments["city"].is_string()) << text;
+    EXPECT_TRUE(arguments["days"].is_number_integer()) << text;
+    EXPECT_EQ(arguments.size(), 2u) << text;
+
+    auto any = make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "", {eos});
+    MessageParts required = parse_output(random_walk(*any, tokenizer, eos, seed), options(ToolCallFormat::Hermes));
+    ASSERT_EQ(required.tool_calls.size(), 1u);
+    EXPECT_TRUE(required.tool_calls[0].name == "get_weather" || required.tool_calls[0].name == "search");
+    EXPECT_TRUE(json::parse(required.tool_calls[0].arguments).is_object());
+  }
+  EXPECT_THROW(make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "nope", {eos}), Error);
+  EXPECT_THROW(make_tool_call_constraint(ToolCallFormat::Mistral, tokenizer, kTools, "", {eos}), Error);
+  json bad = kTools;
+  bad[1]["function"]["parameters"]["properties"]["query"]["type"] = "text";
+  try {
+    make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, bad, "search", {eos});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("tools[1].function.parameters.properties.query.type:")) << e.what();
   }
 }
 

@@ -1,9 +1,12 @@
 #include "generate/output_parser.h"
 
-#include <array>
+#include <algorithm>
 #include <random>
+#include <span>
 
 #include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
 
 namespace gerbil {
 
@@ -277,6 +280,93 @@ MessageParts parse_output(std::string_view text, const OutputParserOptions& opti
   parser.feed(text);
   parser.finish();
   return parser.message();
+}
+
+}  // namespace gerbil
+
+namespace gerbil {
+
+namespace {
+
+// Forced ids, then an inner constraint until its text is complete, then forced ids, then end of sequence.
+class FramedConstraint final : public TokenConstraint {
+ public:
+  FramedConstraint(std::vector<int32_t> prefix, std::unique_ptr<TokenConstraint> inner, std::vector<int32_t> suffix,
+                   std::vector<int32_t> eos_ids)
+      : prefix_(std::move(prefix)), inner_(std::move(inner)), suffix_(std::move(suffix)), eos_ids_(std::move(eos_ids)) {}
+
+  void mask(std::span<uint8_t> allowed) override {
+    if (in_inner()) return inner_->mask(allowed);
+    std::fill(allowed.begin(), allowed.end(), 0);
+    for (int32_t id : expected())
+      if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 1;
+  }
+
+  void accept(int32_t id) override {
+    if (in_inner()) {
+      inner_->accept(id);
+      inner_done_ = inner_->complete();
+      return;
+    }
+    std::vector<int32_t> ids = expected();
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) fail("tool-call constraint: id {} was not allowed", id);
+    ++forced_;
+  }
+
+  bool complete() const override { return forced_ > prefix_.size() + suffix_.size(); }
+
+ private:
+  bool in_inner() const { return forced_ == prefix_.size() && !inner_done_; }
+  // The ids allowed outside the inner constraint.
+  std::vector<int32_t> expected() const {
+    size_t at = forced_ < prefix_.size() ? forced_ : forced_ - prefix_.size();
+    const std::vector<int32_t>& forced = forced_ < prefix_.size() ? prefix_ : suffix_;
+    if (at < forced.size()) return {forced[at]};
+    return at == forced.size() ? eos_ids_ : std::vector<int32_t>{};
+  }
+
+  std::vector<int32_t> prefix_;
+  std::unique_ptr<TokenConstraint> inner_;
+  std::vector<int32_t> suffix_;
+  std::vector<int32_t> eos_ids_;
+  size_t forced_ = 0;  // forced ids accepted (prefix, then suffix and end of sequence)
+  bool inner_done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format, const Tokenizer& tokenizer,
+                                                           const nlohmann::json& tools, const std::string& name,
+                                                           std::vector<int32_t> eos_ids) {
+  if (format != ToolCallFormat::Hermes)
+    fail("tool_choice: constraining a required tool call is only supported for Qwen's <tool_call> format");
+  if (!tools.is_array() || tools.empty()) fail("tools: expected a non-empty list of tools");
+  json names = json::array();
+  json arguments = {{"type", "object"}};
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& tool = tools[i];
+    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object() ||
+        !tool["function"].contains("name") || !tool["function"]["name"].is_string())
+      fail("tools[{}]: expected {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}", i);
+    names.push_back(tool["function"]["name"]);
+    if (tool["function"]["name"] == name && tool["function"].contains("parameters"))
+      arguments = tool["function"]["parameters"];
+  }
+  if (!name.empty() && std::find(names.begin(), names.end(), json(name)) == names.end())
+    fail("tool_choice: function '{}' is not one of the tools", name);
+  json schema = {{"type", "object"},
+                 {"properties", {{"name", name.empty() ? json{{"enum", names}} : json{{"const", name}}},
+                                 {"arguments", arguments}}},
+                 {"required", {"name", "arguments"}}};
+  if (!name.empty()) {  // the parameters' own errors, named where they are
+    size_t index = static_cast<size_t>(std::find(names.begin(), names.end(), json(name)) - names.begin());
+    JsonGrammar::from_schema(arguments, fmt::format("tools[{}].function.parameters", index));
+  }
+  auto grammar = JsonGrammar::from_schema(schema, "tool call");
+  // The call is a JSON object, so it is complete exactly at its closing brace, where </tool_call> follows.
+  return std::make_unique<FramedConstraint>(tokenizer.encode(std::string(kToolCallOpen) + "\n"),
+                                            make_json_constraint(grammar, TokenTrie::of(tokenizer), {}),
+                                            tokenizer.encode("\n" + std::string(kToolCallClose)), std::move(eos_ids));
 }
 
 }  // namespace gerbil

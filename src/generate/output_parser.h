@@ -13,9 +13,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "generate/constraint.h"
+#include "generate/json_constraint.h"
 
 namespace gerbil {
 
@@ -86,6 +92,16 @@ class OutputParser {
   uint64_t random_state_;
   MessageParts message_;
 };
+
+// For tool_choice "required" or a named function: a constraint that makes the answer one tool call in
+// FORMAT, then an end-of-sequence id. TOOLS are OpenAI's [{type: "function", function: {name, parameters}}];
+// with NAME the call is to that function and its arguments match its parameters schema; without, the name
+// is one of the tools' and the arguments any JSON object (branches by name are not supported yet). Only
+// ToolCallFormat::Hermes (Qwen) is supported; other formats throw gerbil::Error saying so, as do bad tools
+// (the error names "tools[i]..." fields).
+std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format, const Tokenizer& tokenizer,
+                                                           const nlohmann::json& tools, const std::string& name,
+                                                           std::vector<int32_t> eos_ids);
 
 // The parts of a whole output: OutputParser's feed() and finish() at once.
 MessageParts parse_output(std::string_view text, const OutputParserOptions& options);
