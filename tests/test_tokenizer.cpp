@@ -152,6 +152,28 @@ TEST_F(TokenizerVocabulary, SizesAndSpecialTokens) {
   EXPECT_FALSE(tokenizer("gpt2").token_id("no such token").has_value());
 }
 
+TEST_F(TokenizerVocabulary, TokenBytesJoinIntoTheDecodedText) {
+  // Past the first token, the raw bytes of the ids are the decoded text, characters split over tokens
+  // included (the emoji and the CJK characters fall apart into byte tokens in several of these vocabularies).
+  std::string text = "A quick {\"key\": [1, 2.5e3]} 你好世界 🦊 done\n  ▁x";
+  for (const char* name : {"qwen3", "llama3", "llama2", "gemma3", "gpt2"}) {
+    const Tokenizer& t = tokenizer(name);
+    std::vector<int32_t> ids = t.encode(text);
+    std::string first = t.decode(std::span(ids).first(1));
+    std::string joined;
+    for (size_t i = 1; i < ids.size(); ++i) joined += t.token_bytes(ids[i]);
+    EXPECT_EQ(first + joined, t.decode(ids)) << name;
+  }
+  EXPECT_EQ(tokenizer("llama2").token_bytes(*tokenizer("llama2").token_id("<0xE4>")), "\xE4");
+  EXPECT_EQ(tokenizer("llama2").token_bytes(272), " the");
+  EXPECT_EQ(tokenizer("qwen3").token_bytes(*tokenizer("qwen3").token_id("Ġthe")), " the");
+  EXPECT_EQ(tokenizer("qwen3").token_bytes(*tokenizer("qwen3").token_id("ä")), "\xE4");  // not a whole character
+  EXPECT_EQ(tokenizer("qwen3").token_bytes(151667), "<think>");
+  EXPECT_TRUE(tokenizer("qwen3").is_added(151667));
+  EXPECT_TRUE(tokenizer("qwen3").is_added(151645));
+  EXPECT_FALSE(tokenizer("qwen3").is_added(*tokenizer("qwen3").token_id("Ġthe")));
+}
+
 TEST_F(TokenizerVocabulary, LoadsFromTheFileAsWellAsTheFolder) {
   Tokenizer from_file = Tokenizer::load(test::tokenizer_dir("llama2") / "tokenizer.json");
   EXPECT_EQ(from_file.encode("Hello, world!"), tokenizer("llama2").encode("Hello, world!"));

@@ -52,7 +52,7 @@ struct Scheduler::Sequence {
         stop_ids(this->request.options.stop_ids),
         history(this->request.prompt),
         start(Clock::now()) {
-    if (tokenizer) decoder.emplace(*tokenizer, /*skip_special_tokens=*/true);
+    if (tokenizer) decoder.emplace(*tokenizer, this->request.skip_special_tokens);
     if (stop_ids.empty())
       for (int64_t eos : config.eos_token_ids) stop_ids.push_back(int32_t(eos));
     result.seed = sampler.seed();
@@ -492,15 +492,16 @@ Generation Scheduler::run(SequenceRequest request, const TextCallback& on_text, 
   std::string error;
   std::exception_ptr thrown;  // from ON_TEXT: rethrown here, on the caller's thread
   uint64_t id = submit(std::move(request), [&](const SequenceEvent& event) {
-    bool going = !(cancel && cancel->load());
+    bool going = true;
     if (on_text && !event.text.empty()) {
       try {
-        going = on_text(event.text, event.ids.empty() ? -1 : event.ids.back()) && going;
+        going = on_text(event.text, event.ids.empty() ? -1 : event.ids.back());
       } catch (...) {
         thrown = std::current_exception();
         going = false;
       }
     }
+    going = going && !(cancel && cancel->load());  // read after ON_TEXT, which may have set it
     if (event.done) {
       std::lock_guard lock(mutex);
       result = event.result;

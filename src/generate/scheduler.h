@@ -47,6 +47,9 @@ struct SequenceRequest {
   std::unique_ptr<TokenConstraint> constraint;  // optional: restricts every drawn token
   bool logprobs = false;
   uint32_t top_logprobs = 0;  // at most kMaxTopLogprobs
+  // Whether special tokens are left out of the text (tool-call formats such as Mistral's [TOOL_CALLS] and
+  // Llama 3's <|python_tag|> are special tokens that the output parser must see).
+  bool skip_special_tokens = true;
 };
 constexpr uint32_t kMaxTopLogprobs = 20;
 

@@ -39,22 +39,24 @@ std::u32string code_points(std::string_view text) {
 class ByteLevel final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override {
-    const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::get();
-    std::string bytes, token_bytes;
-    for (const std::string& token : tokens) {
-      token_bytes.clear();
-      size_t pos = 0;
-      bool in_alphabet = true;
-      while (in_alphabet && pos < token.size()) {
-        int byte = alphabet.decode(next_code_point(token, pos));
-        if (byte < 0)
-          in_alphabet = false;
-        else
-          token_bytes.push_back(static_cast<char>(byte));
-      }
-      bytes += in_alphabet ? token_bytes : token;
-    }
+    std::string bytes;
+    for (const std::string& token : tokens) bytes += decode_bytes(token);
     tokens.assign(1, utf8_lossy(bytes));
+  }
+  void token_bytes(std::string& token) const override { token = decode_bytes(token); }
+
+ private:
+  // The bytes of one token's alphabet characters, or the token itself when a character is outside it.
+  static std::string decode_bytes(const std::string& token) {
+    const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::get();
+    std::string bytes;
+    size_t pos = 0;
+    while (pos < token.size()) {
+      int byte = alphabet.decode(next_code_point(token, pos));
+      if (byte < 0) return token;
+      bytes.push_back(static_cast<char>(byte));
+    }
+    return bytes;
   }
 };
 
@@ -65,6 +67,7 @@ class Replace final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& token : tokens) token = pattern_.replace(token, content_);
   }
+  void token_bytes(std::string& token) const override { token = pattern_.replace(token, content_); }
 
  private:
   Pattern pattern_;
@@ -104,6 +107,10 @@ class ByteFallback final : public Decoder {
     tokens = std::move(out);
   }
   bool joins_byte_tokens() const override { return true; }
+  void token_bytes(std::string& token) const override {
+    int byte = byte_token_value(token);
+    if (byte >= 0) token.assign(1, static_cast<char>(byte));
+  }
 };
 
 class Fuse final : public Decoder {
@@ -111,7 +118,8 @@ class Fuse final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override { tokens.assign(1, join(tokens)); }
 };
 
-// Removes up to `start` leading and `stop` trailing `content` characters from every token.
+// Removes up to `start` leading and `stop` trailing `content` characters from every token. Every
+// tokenizer.json seen puts it after Fuse, where it trims the text's ends only: token_bytes() leaves it out.
 class Strip final : public Decoder {
  public:
   Strip(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
@@ -153,6 +161,15 @@ class Metaspace final : public Decoder {
       tokens[i] = std::move(out);
     }
   }
+  void token_bytes(std::string& token) const override {  // past the first token '▁' is always a space
+    std::string out;
+    for (size_t pos = 0; pos < token.size();) {
+      bool space = std::string_view(token).substr(pos).starts_with(replacement_);
+      out += space ? ' ' : token[pos];
+      pos += space ? replacement_.size() : 1;
+    }
+    token = std::move(out);
+  }
 
  private:
   std::string replacement_;
@@ -168,6 +185,9 @@ class Sequence final : public Decoder {
   bool joins_byte_tokens() const override {
     return std::any_of(steps_.begin(), steps_.end(),
                        [](const auto& step) { return step->joins_byte_tokens(); });
+  }
+  void token_bytes(std::string& token) const override {
+    for (const auto& step : steps_) step->token_bytes(token);
   }
 
  private:

@@ -19,6 +19,10 @@ class Decoder {
   // Whether a run of <0xNN> byte tokens is decoded as a whole (ByteFallback): the text of such a
   // run is not final until the run ends.
   virtual bool joins_byte_tokens() const { return false; }
+  // Rewrites one token's string into the bytes it adds in the middle of a text: what decode_chain does to
+  // it, less the rules for the text's start (Strip, Metaspace's first token) and less UTF-8 repair, so a
+  // token holding part of a character keeps its raw bytes. Steps that only join tokens leave it alone.
+  virtual void token_bytes(std::string& /*token*/) const {}
 };
 
 // The decoder a tokenizer.json "decoder" field describes; null for JSON null.

@@ -118,6 +118,18 @@ bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < impl_->kinds.size() && impl_->kinds[id] == Impl::Kind::Special;
 }
 
+bool Tokenizer::is_added(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < impl_->kinds.size() &&
+         (impl_->kinds[id] == Impl::Kind::Added || impl_->kinds[id] == Impl::Kind::Special);
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  std::string bytes(token_text(id));
+  if (is_added(id)) return decode(std::span(&id, 1));
+  if (impl_->decoder) impl_->decoder->token_bytes(bytes);
+  return bytes;
+}
+
 const std::filesystem::path& Tokenizer::source() const { return impl_->source; }
 
 // ---- StreamDecoder ---------------------------------------------------------------------------

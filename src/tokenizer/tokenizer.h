@@ -44,6 +44,13 @@ class Tokenizer {
   std::string_view token_text(int32_t id) const;
   // Whether id is a special added token (skipped by decode(..., skip_special_tokens=true)).
   bool is_special(int32_t id) const;
+  // Whether id is an added token, special or not ("<|im_end|>", Qwen's "<think>").
+  bool is_added(int32_t id) const;
+  // The bytes id adds to a decoded text when it is not the first token: the vocabulary string through the
+  // decoder, less the text-start rules and UTF-8 repair, so a token holding part of a character keeps its
+  // raw bytes ("Ġ" -> " ", "<0xE4>" -> "\xE4", "▁the" -> " the"). An added token gives its decoded text.
+  // What constrained decoding matches against. Throws gerbil::Error when id is out of range.
+  std::string token_bytes(int32_t id) const;
   // The file the tokenizer came from.
   const std::filesystem::path& source() const;
 

@@ -1,0 +1,32 @@
+// Batched throughput the way llama.cpp's llama-batched-bench reports it: B sequences, each with its own
+// `prompt_tokens`-token prompt prefilled, then `generated_tokens` decode steps that each compute the next token of
+// all B sequences together; the aggregate prompt and decode tokens per second, for each B.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/model.h"
+
+namespace gerbil {
+
+struct BatchBenchOptions {
+  uint32_t prompt_tokens = 128;
+  uint32_t generated_tokens = 128;
+  std::vector<uint32_t> sequences = {1, 4, 16, 64};
+  uint64_t seed = 1;
+};
+
+struct BatchBenchResult {
+  uint32_t sequences = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  double prefill_tokens_per_second = 0;  // all sequences' prompt tokens / prefill_seconds
+  double decode_tokens_per_second = 0;   // sequences * generated_tokens / decode_seconds
+};
+
+// Runs the benchmark on `model`, whose slots must number at least the largest count and hold prompt_tokens +
+// generated_tokens each; every slot it uses is reset. Each count runs once after a warm-up of the same shape.
+// Throws, naming the option, for counts of 0, an empty list, or lengths of 0.
+std::vector<BatchBenchResult> bench_batch(graph::Model& model, const BatchBenchOptions& options);
+
+}  // namespace gerbil

@@ -1,0 +1,1022 @@
+#include "generate/json_constraint.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
+
+namespace gerbil {
+
+// ---- the vocabulary trie -------------------------------------------------------------------------
+
+namespace {
+
+// The length of the UTF-8 character a lead byte starts, 0 for a byte that cannot start one.
+int utf8_length(uint8_t lead) {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return 2;
+  if (lead >= 0xE0 && lead <= 0xEF) return 3;
+  if (lead >= 0xF0 && lead <= 0xF4) return 4;
+  return 0;
+}
+
+// The range of the byte after a lead byte (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF); every later continuation byte is 0x80..0xBF.
+std::pair<uint8_t, uint8_t> second_byte_range(uint8_t lead) {
+  switch (lead) {
+    case 0xE0: return {0xA0, 0xBF};
+    case 0xED: return {0x80, 0x9F};
+    case 0xF0: return {0x90, 0xBF};
+    case 0xF4: return {0x80, 0x8F};
+    default: return {0x80, 0xBF};
+  }
+}
+
+// Whether TEXT is plain string content from a character boundary: no '"', '\' or control byte, and valid
+// UTF-8 except that the last character may be cut short.
+bool plain_string_text(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    uint8_t lead = static_cast<uint8_t>(text[pos]);
+    if (lead < 0x20 || lead == '"' || lead == '\\') return false;
+    int length = utf8_length(lead);
+    if (length == 0) return false;
+    for (int i = 1; i < length && pos + i < text.size(); ++i) {
+      uint8_t byte = static_cast<uint8_t>(text[pos + i]);
+      auto [low, high] = i == 1 ? second_byte_range(lead) : std::pair<uint8_t, uint8_t>{0x80, 0xBF};
+      if (byte < low || byte > high) return false;
+    }
+    pos += length;
+  }
+  return true;
+}
+
+}  // namespace
+
+TokenTrie::TokenTrie(const Tokenizer& tokenizer) {
+  bytes_.resize(tokenizer.vocab_size());
+  std::vector<int32_t> ids;
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    int32_t token = static_cast<int32_t>(id);
+    if (tokenizer.is_added(token)) continue;
+    try {
+      bytes_[id] = tokenizer.token_bytes(token);
+    } catch (const Error&) {
+      continue;  // an id the vocabulary skips
+    }
+    if (!bytes_[id].empty()) ids.push_back(token);
+    max_token_length_ = std::max(max_token_length_, bytes_[id].size());
+  }
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
+  sorted_ids_ = std::move(ids);
+  build(sorted_ids_, 0);
+}
+
+std::string_view TokenTrie::bytes(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < bytes_.size() ? std::string_view(bytes_[id]) : std::string_view();
+}
+
+// Builds the node of the sorted IDS that share their first DEPTH bytes; returns its index. Nodes come in
+// pre-order, so a subtree's tokens are one stretch of sorted_ids_.
+uint32_t TokenTrie::build(std::span<const int32_t> ids, size_t depth) {
+  uint32_t index = static_cast<uint32_t>(nodes_.size());
+  nodes_.emplace_back();
+  uint32_t begin = static_cast<uint32_t>(ids.data() - sorted_ids_.data());
+  size_t here = 0;
+  while (here < ids.size() && bytes_[ids[here]].size() == depth) ++here;
+  bool plain = std::all_of(ids.begin(), ids.end(), [&](int32_t id) {
+    return plain_string_text(std::string_view(bytes_[id]).substr(depth));
+  });
+  std::vector<Edge> edges;
+  for (size_t lo = here; lo < ids.size();) {
+    uint8_t byte = static_cast<uint8_t>(bytes_[ids[lo]][depth]);
+    size_t hi = lo;
+    while (hi < ids.size() && static_cast<uint8_t>(bytes_[ids[hi]][depth]) == byte) ++hi;
+    edges.push_back({byte, build(ids.subspan(lo, hi - lo), depth + 1)});
+    lo = hi;
+  }
+  Node& node = nodes_[index];
+  node.edges_begin = static_cast<uint32_t>(edges_.size());
+  edges_.insert(edges_.end(), edges.begin(), edges.end());
+  node.edges_end = static_cast<uint32_t>(edges_.size());
+  node.tokens_begin = begin;
+  node.tokens_end_here = begin + static_cast<uint32_t>(here);
+  node.tokens_end = begin + static_cast<uint32_t>(ids.size());
+  node.plain_string = plain;
+  return index;
+}
+
+std::shared_ptr<const TokenTrie> TokenTrie::of(const Tokenizer& tokenizer) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const TokenTrie>> tries;
+  std::lock_guard lock(mutex);
+  std::shared_ptr<const TokenTrie>& trie = tries[tokenizer.source().string()];
+  if (!trie) trie = std::make_shared<const TokenTrie>(tokenizer);
+  return trie;
+}
+
+// ---- the compiled grammar ----------------------------------------------------------------------------
+
+enum class Kind : uint8_t { Object, Map, Array, String, Number, Integer, Literals, Choice };
+
+constexpr uint32_t kNone = UINT32_MAX;
+constexpr size_t kMaxProperties = 64;  // an object's seen properties are one 64-bit mask
+
+// A trie of the exact texts a node may be: enum / const values, true / false / null, an object's "keys".
+struct LiteralNode {
+  std::vector<std::pair<uint8_t, uint32_t>> children;
+  int32_t terminal = -1;  // which literal ends here (an object's property index)
+  uint64_t properties = 0;  // for key tries: the properties whose key passes through here
+};
+
+struct JsonGrammar::Impl {
+  struct Property {
+    uint32_t value;
+    bool required;
+  };
+  struct Node {
+    Kind kind = Kind::String;
+    std::vector<Property> properties;  // Object
+    uint64_t required = 0;             // Object: mask of required properties
+    uint32_t literals = kNone;         // Object: its key trie; Literals: its value trie
+    uint32_t item = kNone;             // Map: the value of every key; Array: every item
+    uint32_t min_items = 0, max_items = UINT32_MAX;
+    std::vector<uint32_t> alternatives;  // Choice
+    std::array<uint32_t, 256> by_first_byte{};  // Choice: the alternative a first byte selects (kNone)
+    std::array<bool, 256> first_bytes{};      // the bytes a value of this node may begin with
+  };
+  std::vector<Node> nodes;
+  std::vector<LiteralNode> literal_nodes;
+  uint32_t root = kNone;
+  uint32_t string_node = kNone;  // a plain string: the keys of free-form objects
+
+  uint32_t add(Kind kind) {
+    nodes.emplace_back().kind = kind;
+    return static_cast<uint32_t>(nodes.size() - 1);
+  }
+  uint32_t add_literal_node() {
+    literal_nodes.emplace_back();
+    return static_cast<uint32_t>(literal_nodes.size() - 1);
+  }
+  // Adds TEXT to the literal trie at ROOT, ending in TERMINAL.
+  void add_literal(uint32_t root, std::string_view text, int32_t terminal, uint64_t property_bit) {
+    uint32_t at = root;
+    literal_nodes[at].properties |= property_bit;
+    for (char c : text) {
+      uint8_t byte = static_cast<uint8_t>(c);
+      auto& children = literal_nodes[at].children;
+      auto it = std::find_if(children.begin(), children.end(), [&](auto& child) { return child.first == byte; });
+      uint32_t next = it != children.end() ? it->second : kNone;
+      if (next == kNone) {
+        next = add_literal_node();
+        literal_nodes[at].children.emplace_back(byte, next);
+      }
+      at = next;
+      literal_nodes[at].properties |= property_bit;
+    }
+    literal_nodes[at].terminal = terminal;
+  }
+  uint32_t literals(const std::vector<std::string>& texts) {
+    uint32_t node = add(Kind::Literals);
+    uint32_t trie = add_literal_node();
+    for (const std::string& text : texts) add_literal(trie, text, 0, 0);
+    nodes[node].literals = trie;
+    return node;
+  }
+  // Any JSON value, objects and arrays nesting any values.
+  uint32_t any_value() {
+    uint32_t choice = add(Kind::Choice);
+    uint32_t map = add(Kind::Map), array = add(Kind::Array);
+    nodes[map].item = nodes[array].item = choice;
+    nodes[choice].alternatives = {map, array, string_node, add(Kind::Number), literals({"true", "false", "null"})};
+    return choice;
+  }
+  // Fills first_bytes (a fixpoint: $ref may make choices refer to one another) and the choices' tables.
+  void finish(const std::string& path);
+};
+
+void JsonGrammar::Impl::finish(const std::string& path) {
+  for (Node& node : nodes) {
+    auto set = [&](std::string_view bytes) {
+      for (char c : bytes) node.first_bytes[static_cast<uint8_t>(c)] = true;
+    };
+    switch (node.kind) {
+      case Kind::Object:
+      case Kind::Map: set("{"); break;
+      case Kind::Array: set("["); break;
+      case Kind::String: set("\""); break;
+      case Kind::Number:
+      case Kind::Integer: set("-0123456789"); break;
+      case Kind::Literals:
+        for (auto& child : literal_nodes[node.literals].children) node.first_bytes[child.first] = true;
+        break;
+      case Kind::Choice: break;
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Node& node : nodes)
+      for (uint32_t alternative : node.alternatives)
+        for (int b = 0; b < 256; ++b)
+          if (nodes[alternative].first_bytes[b] && !node.first_bytes[b]) changed = node.first_bytes[b] = true;
+  }
+  for (Node& node : nodes) {
+    if (node.kind != Kind::Choice) continue;
+    node.by_first_byte.fill(kNone);
+    for (uint32_t alternative : node.alternatives)
+      for (int b = 0; b < 256; ++b) {
+        if (!nodes[alternative].first_bytes[b]) continue;
+        if (node.by_first_byte[b] != kNone && node.by_first_byte[b] != alternative)
+          fail("{}: anyOf / oneOf / a list of types whose branches may both begin with '{}' is not supported "
+               "(the branches must be of different kinds, e.g. a string and null)",
+               path, static_cast<char>(b));
+        node.by_first_byte[b] = alternative;
+      }
+  }
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Compiles schema objects into grammar nodes.
+class SchemaCompiler {
+ public:
+  SchemaCompiler(JsonGrammar::Impl& grammar, const json& document) : g_(grammar), document_(document) {}
+
+  uint32_t compile(const json& schema, const std::string& path) {
+    if (schema.is_boolean()) {
+      if (!schema.get<bool>()) fail("{}: the schema false allows no value", path);
+      return g_.any_value();
+    }
+    if (!schema.is_object()) fail("{}: a schema must be an object, not {}", path, schema.type_name());
+    check_keywords(schema, path);
+    if (schema.contains("$ref")) return reference(schema, path);
+    if (schema.contains("const")) return g_.literals({schema["const"].dump()});
+    if (schema.contains("enum")) return enumeration(schema["enum"], path + ".enum");
+    for (const char* keyword : {"anyOf", "oneOf"})
+      if (schema.contains(keyword)) return choice(schema[keyword], path + "." + keyword);
+    if (!schema.contains("type")) {
+      if (schema.contains("properties")) return object(schema, path);
+      if (schema.contains("items")) return array(schema, path);
+      return g_.any_value();
+    }
+    const json& type = schema["type"];
+    if (type.is_string()) return typed(schema, type.get<std::string>(), path);
+    if (!type.is_array() || type.empty())
+      fail("{}.type: expected a type name or a non-empty list of them, not {}", path, type.dump());
+    uint32_t node = g_.add(Kind::Choice);
+    std::vector<uint32_t> alternatives;
+    for (size_t i = 0; i < type.size(); ++i) {
+      if (!type[i].is_string()) fail("{}.type[{}]: expected a type name, not {}", path, i, type[i].dump());
+      alternatives.push_back(typed(schema, type[i].get<std::string>(), fmt::format("{}.type[{}]", path, i)));
+    }
+    g_.nodes[node].alternatives = alternatives;
+    return node;
+  }
+
+ private:
+  static void check_keywords(const json& schema, const std::string& path) {
+    static const char* const kUnsupported[] = {
+        "allOf", "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "minLength",
+        "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minProperties",
+        "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems",
+        "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas", "dependencies",
+        "$dynamicRef", "contentSchema"};
+    for (const char* keyword : kUnsupported)
+      if (schema.contains(keyword))
+        fail("{}.{}: the keyword '{}' is not supported in structured output", path, keyword, keyword);
+    int kinds = schema.contains("$ref") + schema.contains("const") + schema.contains("enum") +
+                schema.contains("anyOf") + schema.contains("oneOf");
+    if (kinds > 1)
+      fail("{}: only one of $ref, const, enum, anyOf and oneOf may appear in one schema", path);
+  }
+
+  uint32_t typed(const json& schema, const std::string& type, const std::string& path) {
+    if (type == "object") return object(schema, path);
+    if (type == "array") return array(schema, path);
+    if (type == "string") return g_.string_node;
+    if (type == "number") return g_.add(Kind::Number);
+    if (type == "integer") return g_.add(Kind::Integer);
+    if (type == "boolean") return g_.literals({"true", "false"});
+    if (type == "null") return g_.literals({"null"});
+    fail("{}.type: unknown type '{}' (expected object, array, string, number, integer, boolean or null)", path,
+         type);
+  }
+
+  uint32_t object(const json& schema, const std::string& path) {
+    const json* properties = schema.contains("properties") ? &schema["properties"] : nullptr;
+    const json* additional = schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
+    if (properties && !properties->is_object())
+      fail("{}.properties: expected an object, not {}", path, properties->type_name());
+    if (!properties || properties->empty()) {
+      if (schema.contains("required") && !schema["required"].empty())
+        fail("{}.required: names properties the schema does not declare", path);
+      if (additional && additional->is_boolean() && !additional->get<bool>())
+        return object_node(schema, json::object(), path);
+      uint32_t map = g_.add(Kind::Map);
+      uint32_t value = additional && !additional->is_boolean() ? compile(*additional, path + ".additionalProperties")
+                                                               : g_.any_value();
+      g_.nodes[map].item = value;
+      return map;
+    }
+    if (additional && !(additional->is_boolean() && !additional->get<bool>()))
+      fail("{}.additionalProperties: only false is supported alongside properties", path);
+    return object_node(schema, *properties, path);
+  }
+
+  uint32_t object_node(const json& schema, const json& properties, const std::string& path) {
+    if (properties.size() > kMaxProperties)
+      fail("{}.properties: {} properties, at most {} are supported", path, properties.size(), kMaxProperties);
+    uint32_t node = g_.add(Kind::Object);
+    uint32_t keys = g_.add_literal_node();
+    std::vector<JsonGrammar::Impl::Property> compiled;
+    std::vector<std::string> names;
+    for (auto& [name, property] : properties.items()) {
+      uint32_t value = compile(property, path + ".properties." + name);
+      g_.add_literal(keys, json(name).dump(), static_cast<int32_t>(compiled.size()), uint64_t{1} << compiled.size());
+      compiled.push_back({value, false});
+      names.push_back(name);
+    }
+    g_.nodes[node].properties = std::move(compiled);
+    g_.nodes[node].literals = keys;
+    g_.nodes[node].required = required_mask(schema, node, names, path);
+    return node;
+  }
+
+  uint64_t required_mask(const json& schema, uint32_t node, const std::vector<std::string>& names,
+                         const std::string& path) {
+    if (!schema.contains("required")) return 0;
+    const json& required = schema["required"];
+    if (!required.is_array()) fail("{}.required: expected a list of property names", path);
+    uint64_t mask = 0;
+    for (size_t i = 0; i < required.size(); ++i) {
+      auto it = required[i].is_string() ? std::find(names.begin(), names.end(), required[i].get<std::string>())
+                                        : names.end();
+      if (it == names.end())
+        fail("{}.required[{}]: {} is not one of the declared properties", path, i, required[i].dump());
+      size_t index = static_cast<size_t>(it - names.begin());
+      mask |= uint64_t{1} << index;
+      g_.nodes[node].properties[index].required = true;
+    }
+    return mask;
+  }
+
+  uint32_t array(const json& schema, const std::string& path) {
+    uint32_t node = g_.add(Kind::Array);
+    uint32_t item = schema.contains("items") ? compile(schema["items"], path + ".items") : g_.any_value();
+    g_.nodes[node].item = item;
+    g_.nodes[node].min_items = count(schema, "minItems", 0, path);
+    g_.nodes[node].max_items = count(schema, "maxItems", UINT32_MAX, path);
+    if (g_.nodes[node].min_items > g_.nodes[node].max_items)
+      fail("{}: minItems {} is above maxItems {}", path, g_.nodes[node].min_items, g_.nodes[node].max_items);
+    return node;
+  }
+
+  static uint32_t count(const json& schema, const char* keyword, uint32_t otherwise, const std::string& path) {
+    if (!schema.contains(keyword)) return otherwise;
+    const json& value = schema[keyword];
+    if (!value.is_number_unsigned() || value.get<uint64_t>() > UINT32_MAX)
+      fail("{}.{}: expected a count, not {}", path, keyword, value.dump());
+    return value.get<uint32_t>();
+  }
+
+  uint32_t enumeration(const json& values, const std::string& path) {
+    if (!values.is_array() || values.empty()) fail("{}: expected a non-empty list of values", path);
+    std::vector<std::string> texts;
+    for (const json& value : values) texts.push_back(value.dump());
+    return g_.literals(texts);
+  }
+
+  uint32_t choice(const json& branches, const std::string& path) {
+    if (!branches.is_array() || branches.empty()) fail("{}: expected a non-empty list of schemas", path);
+    uint32_t node = g_.add(Kind::Choice);
+    std::vector<uint32_t> alternatives;
+    for (size_t i = 0; i < branches.size(); ++i)
+      alternatives.push_back(compile(branches[i], fmt::format("{}[{}]", path, i)));
+    g_.nodes[node].alternatives = alternatives;
+    return node;
+  }
+
+  // "$ref": "#/json/pointer" into the same document. A node stands in for the target while it compiles, so
+  // recursive schemas become cycles of nodes.
+  uint32_t reference(const json& schema, const std::string& path) {
+    const json& ref = schema["$ref"];
+    if (!ref.is_string() || !ref.get<std::string>().starts_with("#"))
+      fail("{}.$ref: only references into the same schema (\"#/...\") are supported, not {}", path, ref.dump());
+    std::string pointer = ref.get<std::string>().substr(1);
+    if (auto it = references_.find(pointer); it != references_.end()) return it->second;
+    json::json_pointer target;
+    try {
+      target = json::json_pointer(pointer);
+    } catch (const json::exception& e) {
+      fail("{}.$ref: {} is not a JSON pointer ({})", path, ref.dump(), e.what());
+    }
+    if (!document_.contains(target)) fail("{}.$ref: {} names nothing in the schema", path, ref.dump());
+    uint32_t stand_in = g_.add(Kind::Choice);
+    references_[pointer] = stand_in;
+    uint32_t compiled = compile(document_.at(target), "#" + pointer);
+    g_.nodes[stand_in].alternatives = {compiled};
+    return stand_in;
+  }
+
+  JsonGrammar::Impl& g_;
+  const json& document_;
+  std::map<std::string, uint32_t> references_;
+};
+
+std::unique_ptr<JsonGrammar::Impl> new_grammar() {
+  auto grammar = std::make_unique<JsonGrammar::Impl>();
+  grammar->string_node = grammar->add(Kind::String);
+  return grammar;
+}
+
+}  // namespace
+
+JsonGrammar::JsonGrammar(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JsonGrammar::~JsonGrammar() = default;
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const nlohmann::json& schema, const std::string& path) {
+  auto grammar = new_grammar();
+  SchemaCompiler compiler(*grammar, schema);
+  grammar->root = compiler.compile(schema, path);
+  grammar->finish(path);
+  return std::make_shared<const JsonGrammar>(std::move(grammar));
+}
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
+  auto grammar = new_grammar();
+  uint32_t any = grammar->any_value();
+  grammar->root = grammar->nodes[any].alternatives[0];  // the object branch
+  grammar->finish("json_object");
+  return std::make_shared<const JsonGrammar>(std::move(grammar));
+}
+
+// ---- the automaton ---------------------------------------------------------------------------------
+
+namespace {
+
+// Phases of a frame, per kind of node. The frame at the bottom of the stack is the document.
+enum Phase : uint8_t {
+  kDocBefore = 0, kDocValue, kDocAfter,
+  kOpen = 0, kContainerStart, kKey, kColon, kValue, kAfter, kNext,  // objects, maps; arrays: no Key or Colon
+  kStringOpen = 0, kStringBody, kStringEscape, kStringHex, kStringUtf8,
+  kNumberStart = 0, kNumberSign, kNumberZero, kNumberInt, kNumberDot, kNumberFrac, kNumberE, kNumberExpSign,
+  kNumberExp,
+};
+
+// One open value. No padding, so a stack's bytes are a cache key.
+struct Frame {
+  uint32_t node = 0;
+  uint8_t phase = 0;
+  uint8_t aux = 0;  // object: the property being read; string: continuation bytes or hex digits left
+  uint8_t whitespace = 0;  // the current run of whitespace
+  uint8_t range = 0;  // string: 1 while the next continuation byte has the range of a special lead byte
+  uint32_t pos = 0;   // literal / key trie node, items read, number length, the special lead byte
+  uint32_t unused = 0;
+  uint64_t seen = 0;  // object: properties read
+};
+static_assert(sizeof(Frame) == 24);
+
+constexpr uint32_t kMaxNumberLength = 40;
+
+}  // namespace
+
+struct JsonMatcher::State {
+  uint32_t depth = 0;
+  std::vector<Frame> frames;  // frames[0..depth)
+
+  void copy_from(const State& other) {
+    depth = other.depth;
+    if (frames.size() < other.frames.size()) frames.resize(other.frames.size());
+    std::memcpy(frames.data(), other.frames.data(), depth * sizeof(Frame));
+  }
+  std::string key() const { return std::string(reinterpret_cast<const char*>(frames.data()), depth * sizeof(Frame)); }
+};
+
+namespace {
+
+using State = JsonMatcher::State;
+using Node = JsonGrammar::Impl::Node;
+
+bool is_whitespace(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+int hex_value(uint8_t b) {
+  if (is_digit(b)) return b - '0';
+  if (b >= 'a' && b <= 'f') return b - 'a' + 10;
+  if (b >= 'A' && b <= 'F') return b - 'A' + 10;
+  return -1;
+}
+
+// The byte-level automaton of a grammar. Stateless: the state is a stack of frames the caller owns.
+class Automaton {
+ public:
+  Automaton(const JsonGrammar::Impl& grammar, const JsonConstraintOptions& options)
+      : g_(grammar), max_whitespace_(std::min<uint32_t>(options.max_whitespace, 255)),
+        max_depth_(options.max_depth + 1) {}
+
+  void start(State& state) const {
+    state.frames.assign(max_depth_ + 1, Frame{});
+    state.depth = 1;
+    state.frames[0].phase = kDocBefore;
+  }
+
+  bool step(State& state, uint8_t b) const {
+    for (;;) {
+      switch (feed(state, b)) {
+        case Result::Accept: return true;
+        case Result::Reject: return false;
+        case Result::EndRetry: close(state); break;  // the value ended before b: its parent takes b
+      }
+    }
+  }
+
+  bool complete(const State& state) const {
+    if (state.depth == 1) return state.frames[0].phase == kDocAfter;
+    return state.depth == 2 && may_end(state.frames[1]);
+  }
+
+  // Whether the top frame is in a string's body at a character boundary.
+  bool in_plain_string(const State& state) const {
+    const Frame& top = state.frames[state.depth - 1];
+    return state.depth > 1 && g_.nodes[top.node].kind == Kind::String && top.phase == kStringBody;
+  }
+
+ private:
+  enum class Result { Accept, Reject, EndRetry };
+
+  bool may_end(const Frame& frame) const {
+    switch (g_.nodes[frame.node].kind) {
+      case Kind::Number:
+      case Kind::Integer:
+        return frame.phase == kNumberZero || frame.phase == kNumberInt || frame.phase == kNumberFrac ||
+               frame.phase == kNumberExp;
+      case Kind::Literals: return g_.literal_nodes[frame.pos].terminal >= 0;
+      default: return false;
+    }
+  }
+
+  Result feed(State& state, uint8_t b) const {
+    Frame& frame = state.frames[state.depth - 1];
+    if (state.depth == 1) return document(state, frame, b);
+    const Node& node = g_.nodes[frame.node];
+    switch (node.kind) {
+      case Kind::Object: return object(state, frame, node, b);
+      case Kind::Map: return map(state, frame, node, b);
+      case Kind::Array: return array(state, frame, node, b);
+      case Kind::String: return string(state, frame, b);
+      case Kind::Number:
+      case Kind::Integer: return number(frame, node.kind == Kind::Integer, b);
+      case Kind::Literals: return literal(state, frame, b);
+      case Kind::Choice: break;  // resolved by push()
+    }
+    return Result::Reject;
+  }
+
+  // Whitespace in a gap between tokens: counted, up to the limit.
+  Result whitespace(Frame& frame) const {
+    if (frame.whitespace >= max_whitespace_) return Result::Reject;
+    ++frame.whitespace;
+    return Result::Accept;
+  }
+
+  // Opens a value of NODE with its first byte B.
+  Result push(State& state, uint32_t node, uint8_t b) const {
+    while (g_.nodes[node].kind == Kind::Choice) {
+      node = g_.nodes[node].by_first_byte[b];
+      if (node == kNone) return Result::Reject;
+    }
+    if (state.depth >= max_depth_ &&
+        (g_.nodes[node].kind == Kind::Object || g_.nodes[node].kind == Kind::Map || g_.nodes[node].kind == Kind::Array))
+      return Result::Reject;
+    Frame& frame = state.frames[state.depth++];
+    frame = Frame{};
+    frame.node = node;
+    if (g_.nodes[node].kind == Kind::Literals) frame.pos = g_.nodes[node].literals;
+    return feed(state, b);
+  }
+
+  // Ends the top value and moves its parent past it.
+  void close(State& state) const {
+    --state.depth;
+    Frame& parent = state.frames[state.depth - 1];
+    if (state.depth == 1) {
+      parent.phase = kDocAfter;
+      return;
+    }
+    const Node& node = g_.nodes[parent.node];
+    if (node.kind == Kind::Object) {
+      parent.seen |= uint64_t{1} << parent.aux;
+      parent.phase = kAfter;
+    } else if (node.kind == Kind::Map) {
+      parent.phase = parent.phase == kKey ? kColon : kAfter;
+    } else {  // an array
+      ++parent.pos;
+      parent.phase = kAfter;
+    }
+  }
+
+  // A value that ends at its last byte (a string's quote, a bracket): closes it at once.
+  Result finish(State& state) const {
+    close(state);
+    return Result::Accept;
+  }
+
+  Result document(State& state, Frame& frame, uint8_t b) const {
+    if (is_whitespace(b)) return frame.phase == kDocValue ? Result::Reject : whitespace(frame);
+    if (frame.phase != kDocBefore) return Result::Reject;
+    frame.whitespace = 0;
+    frame.phase = kDocValue;
+    return push(state, g_.root, b);
+  }
+
+  Result open(Frame& frame, uint8_t bracket, uint8_t b) const {
+    if (b != bracket) return Result::Reject;
+    frame.phase = kContainerStart;
+    return Result::Accept;
+  }
+
+  Result object(State& state, Frame& frame, const Node& node, uint8_t b) const {
+    if (frame.phase == kKey) return key(frame, b);
+    if (frame.phase == kOpen) return open(frame, '{', b);
+    if (is_whitespace(b)) return whitespace(frame);
+    frame.whitespace = 0;
+    uint64_t all = node.properties.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << node.properties.size()) - 1;
+    bool unseen = (frame.seen & all) != all;
+    switch (frame.phase) {
+      case kContainerStart:
+      case kNext:
+        if (b == '"' && unseen) {
+          frame.phase = kKey;
+          frame.pos = node.literals;
+          return key(frame, b);
+        }
+        if (b == '}' && frame.phase == kContainerStart && (node.required & ~frame.seen) == 0) return finish(state);
+        return Result::Reject;
+      case kColon:
+        if (b != ':') return Result::Reject;
+        frame.phase = kValue;
+        return Result::Accept;
+      case kValue: return push(state, node.properties[frame.aux].value, b);
+      case kAfter:
+        if (b == ',' && unseen) {
+          frame.phase = kNext;
+          return Result::Accept;
+        }
+        if (b == '}' && (node.required & ~frame.seen) == 0) return finish(state);
+        return Result::Reject;
+      default: return Result::Reject;
+    }
+  }
+
+  // One byte of a declared key (its quotes included), among the properties not read yet.
+  Result key(Frame& frame, uint8_t b) const {
+    for (const auto& [byte, child] : g_.literal_nodes[frame.pos].children) {
+      if (byte != b || (g_.literal_nodes[child].properties & ~frame.seen) == 0) continue;
+      frame.pos = child;
+      int32_t terminal = g_.literal_nodes[child].terminal;
+      if (terminal >= 0 && !(frame.seen >> terminal & 1)) {
+        frame.aux = static_cast<uint8_t>(terminal);
+        frame.phase = kColon;
+      }
+      return Result::Accept;
+    }
+    return Result::Reject;
+  }
+
+  Result map(State& state, Frame& frame, const Node& node, uint8_t b) const {
+    if (frame.phase == kOpen) return open(frame, '{', b);
+    if (is_whitespace(b)) return whitespace(frame);
+    frame.whitespace = 0;
+    switch (frame.phase) {
+      case kContainerStart:
+      case kNext:
+        if (b == '"') {
+          frame.phase = kKey;
+          return push(state, g_.string_node, b);
+        }
+        if (b == '}' && frame.phase == kContainerStart) return finish(state);
+        return Result::Reject;
+      case kColon:
+        if (b != ':') return Result::Reject;
+        frame.phase = kValue;
+        return Result::Accept;
+      case kValue: return push(state, node.item, b);
+      case kAfter:
+        if (b == ',') {
+          frame.phase = kNext;
+          return Result::Accept;
+        }
+        return b == '}' ? finish(state) : Result::Reject;
+      default: return Result::Reject;
+    }
+  }
+
+  Result array(State& state, Frame& frame, const Node& node, uint8_t b) const {
+    if (frame.phase == kOpen) return open(frame, '[', b);
+    if (is_whitespace(b)) return whitespace(frame);
+    frame.whitespace = 0;
+    switch (frame.phase) {
+      case kContainerStart:
+      case kNext:
+        if (b == ']' && frame.phase == kContainerStart && node.min_items == 0) return finish(state);
+        if (frame.pos >= node.max_items) return Result::Reject;
+        frame.phase = kValue;
+        return push(state, node.item, b);
+      case kAfter:
+        if (b == ',' && frame.pos < node.max_items) {
+          frame.phase = kNext;
+          return Result::Accept;
+        }
+        if (b == ']' && frame.pos >= node.min_items) return finish(state);
+        return Result::Reject;
+      default: return Result::Reject;
+    }
+  }
+
+  Result string(State& state, Frame& frame, uint8_t b) const {
+    switch (frame.phase) {
+      case kStringOpen:
+        if (b != '"') return Result::Reject;
+        frame.phase = kStringBody;
+        return Result::Accept;
+      case kStringBody: {
+        if (b == '"') return finish(state);
+        if (b == '\\') {
+          frame.phase = kStringEscape;
+          return Result::Accept;
+        }
+        if (b < 0x20) return Result::Reject;
+        int length = utf8_length(b);
+        if (length == 0) return Result::Reject;
+        if (length > 1) {
+          frame.phase = kStringUtf8;
+          frame.aux = static_cast<uint8_t>(length - 1);
+          frame.range = 1;
+          frame.pos = b;
+        }
+        return Result::Accept;
+      }
+      case kStringEscape:
+        if (b == 'u') {
+          frame.phase = kStringHex;
+          frame.aux = 0;
+          return Result::Accept;
+        }
+        if (std::string_view("\"\\/bfnrt").find(static_cast<char>(b)) == std::string_view::npos) return Result::Reject;
+        frame.phase = kStringBody;
+        return Result::Accept;
+      case kStringHex: {
+        int value = hex_value(b);
+        if (value < 0) return Result::Reject;
+        // No surrogates (\uD800..\uDFFF): a lone one is invalid, and characters past U+FFFF come as UTF-8.
+        if (frame.aux == 1 && frame.pos == 0xD && value >= 8) return Result::Reject;
+        if (frame.aux == 0) frame.pos = static_cast<uint32_t>(value);
+        if (++frame.aux == 4) {
+          frame.phase = kStringBody;
+          frame.pos = 0;
+        }
+        return Result::Accept;
+      }
+      case kStringUtf8: {
+        auto [low, high] = frame.range ? second_byte_range(static_cast<uint8_t>(frame.pos))
+                                       : std::pair<uint8_t, uint8_t>{0x80, 0xBF};
+        if (b < low || b > high) return Result::Reject;
+        frame.range = 0;
+        frame.pos = 0;
+        if (--frame.aux == 0) frame.phase = kStringBody;
+        return Result::Accept;
+      }
+      default: return Result::Reject;
+    }
+  }
+
+  Result number(Frame& frame, bool integer, uint8_t b) const {
+    bool accepting = frame.phase == kNumberZero || frame.phase == kNumberInt || frame.phase == kNumberFrac ||
+                     frame.phase == kNumberExp;
+    Phase next = kNumberStart;
+    bool ok = true;
+    switch (frame.phase) {
+      case kNumberStart:
+        next = b == '-' ? kNumberSign : b == '0' ? kNumberZero : is_digit(b) ? kNumberInt : kNumberStart;
+        ok = next != kNumberStart;
+        break;
+      case kNumberSign:
+        next = b == '0' ? kNumberZero : kNumberInt;
+        ok = is_digit(b);
+        break;
+      case kNumberZero:
+      case kNumberInt:
+      case kNumberFrac:
+        if (is_digit(b) && frame.phase != kNumberZero) next = static_cast<Phase>(frame.phase);
+        else if (b == '.' && frame.phase != kNumberFrac && !integer) next = kNumberDot;
+        else if ((b == 'e' || b == 'E') && !integer) next = kNumberE;
+        else ok = false;
+        break;
+      case kNumberDot:
+        next = kNumberFrac;
+        ok = is_digit(b);
+        break;
+      case kNumberE:
+        next = b == '+' || b == '-' ? kNumberExpSign : kNumberExp;
+        ok = is_digit(b) || b == '+' || b == '-';
+        break;
+      case kNumberExpSign:
+      case kNumberExp:
+        next = kNumberExp;
+        ok = is_digit(b);
+        break;
+      default: ok = false;
+    }
+    if (!ok || frame.pos >= kMaxNumberLength) return accepting ? Result::EndRetry : Result::Reject;
+    frame.phase = next;
+    ++frame.pos;
+    return Result::Accept;
+  }
+
+  Result literal(State& state, Frame& frame, uint8_t b) const {
+    const LiteralNode& at = g_.literal_nodes[frame.pos];
+    for (const auto& [byte, child] : at.children) {
+      if (byte != b) continue;
+      frame.pos = child;
+      const LiteralNode& next = g_.literal_nodes[child];
+      return next.terminal >= 0 && next.children.empty() ? finish(state) : Result::Accept;
+    }
+    return at.terminal >= 0 ? Result::EndRetry : Result::Reject;
+  }
+
+  const JsonGrammar::Impl& g_;
+  uint32_t max_whitespace_;
+  uint32_t max_depth_;  // frames, the document's included
+};
+
+}  // namespace
+
+// ---- JsonMatcher -----------------------------------------------------------------------------------
+
+JsonMatcher::JsonMatcher(std::shared_ptr<const JsonGrammar> grammar, const JsonConstraintOptions& options)
+    : grammar_(std::move(grammar)), options_(options), state_(std::make_unique<State>()) {
+  Automaton(grammar_->impl(), options_).start(*state_);
+}
+JsonMatcher::~JsonMatcher() = default;
+JsonMatcher::JsonMatcher(JsonMatcher&&) noexcept = default;
+JsonMatcher::JsonMatcher(const JsonMatcher& other)
+    : grammar_(other.grammar_), options_(other.options_), state_(std::make_unique<State>(*other.state_)),
+      dead_(other.dead_) {}
+
+bool JsonMatcher::feed(std::string_view bytes) {
+  Automaton automaton(grammar_->impl(), options_);
+  for (char c : bytes) dead_ = dead_ || !automaton.step(*state_, static_cast<uint8_t>(c));
+  return !dead_;
+}
+
+bool JsonMatcher::complete() const { return !dead_ && Automaton(grammar_->impl(), options_).complete(*state_); }
+
+// ---- the token constraint ----------------------------------------------------------------------------
+
+namespace {
+
+// The ids one automaton state allows: a list when few, else a bitset.
+struct CachedMask {
+  std::vector<int32_t> ids;
+  std::vector<uint64_t> bits;
+};
+
+class JsonConstraint final : public TokenConstraint {
+ public:
+  JsonConstraint(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                 std::vector<int32_t> eos_ids, const JsonConstraintOptions& options)
+      : grammar_(std::move(grammar)), trie_(std::move(trie)), eos_ids_(std::move(eos_ids)),
+        automaton_(grammar_->impl(), options) {
+    automaton_.start(state_);
+    scratch_.resize((trie_->vocab_size() + 63) / 64);
+    walk_states_.resize(trie_->max_token_length() + 1);
+    for (State& state : walk_states_) state.frames.resize(state_.frames.size());
+  }
+
+  void mask(std::span<uint8_t> allowed) override {
+    if (ended_) {
+      std::fill(allowed.begin(), allowed.end(), 0);
+      for (int32_t id : eos_ids_) allow(allowed, id);
+      return;
+    }
+    std::string key = state_.key();
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      if (cache_.size() >= kMaxCachedStates) cache_.clear();
+      it = cache_.emplace(std::move(key), compute()).first;
+    }
+    apply(it->second, allowed);
+  }
+
+  void accept(int32_t id) override {
+    if (ended_) fail("JSON constraint: id {} drawn after the end of the text", id);
+    if (std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end()) {
+      if (!automaton_.complete(state_)) fail("JSON constraint: end-of-sequence id {} before the JSON text is complete", id);
+      ended_ = true;
+      return;
+    }
+    std::string_view bytes = trie_->bytes(id);
+    if (bytes.empty()) fail("JSON constraint: id {} cannot appear in JSON text (an added or unknown token)", id);
+    for (char c : bytes)
+      if (!automaton_.step(state_, static_cast<uint8_t>(c)))
+        fail("JSON constraint: id {} ('{}') does not continue the JSON text", id, bytes);
+  }
+
+  bool complete() const override { return ended_ || automaton_.complete(state_); }
+
+ private:
+  static constexpr size_t kMaxCachedStates = 512;
+
+  void allow(std::span<uint8_t> allowed, int32_t id) const {
+    if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 1;
+  }
+
+  CachedMask compute() {
+    std::fill(scratch_.begin(), scratch_.end(), 0);
+    walk_states_[0].copy_from(state_);
+    walk(0, 0);
+    CachedMask mask;
+    if (automaton_.complete(state_))
+      for (int32_t id : eos_ids_)
+        if (id >= 0 && static_cast<size_t>(id) < trie_->vocab_size()) scratch_[id / 64] |= uint64_t{1} << (id % 64);
+    size_t count = 0;
+    for (uint64_t word : scratch_) count += std::popcount(word);
+    if (count * 32 < trie_->vocab_size()) {
+      for (size_t w = 0; w < scratch_.size(); ++w)
+        for (uint64_t word = scratch_[w]; word; word &= word - 1)
+          mask.ids.push_back(static_cast<int32_t>(w * 64 + std::countr_zero(word)));
+    } else {
+      mask.bits = scratch_;
+    }
+    for (int32_t id : eos_ids_)  // ids past the vocabulary (some models' EOS) cannot live in the bitset
+      if (id >= 0 && static_cast<size_t>(id) >= trie_->vocab_size() && automaton_.complete(state_))
+        mask.ids.push_back(id);
+    return mask;
+  }
+
+  // Marks the tokens under trie node NODE_INDEX that the automaton, in walk_states_[DEPTH], allows.
+  void walk(uint32_t node_index, size_t depth) {
+    const TokenTrie::Node& node = trie_->nodes()[node_index];
+    if (depth > 0 && node.plain_string && automaton_.in_plain_string(walk_states_[depth])) {
+      mark(node.tokens_begin, node.tokens_end);
+      return;
+    }
+    mark(node.tokens_begin, node.tokens_end_here);
+    for (uint32_t e = node.edges_begin; e < node.edges_end; ++e) {
+      const TokenTrie::Edge& edge = trie_->edges()[e];
+      State& next = walk_states_[depth + 1];
+      next.copy_from(walk_states_[depth]);
+      if (automaton_.step(next, edge.byte)) walk(edge.child, depth + 1);
+    }
+  }
+
+  void mark(uint32_t begin, uint32_t end) {
+    const std::vector<int32_t>& ids = trie_->sorted_ids();
+    for (uint32_t i = begin; i < end; ++i) scratch_[ids[i] / 64] |= uint64_t{1} << (ids[i] % 64);
+  }
+
+  void apply(const CachedMask& mask, std::span<uint8_t> allowed) const {
+    if (mask.bits.empty()) {
+      std::fill(allowed.begin(), allowed.end(), 0);
+      for (int32_t id : mask.ids) allow(allowed, id);
+      return;
+    }
+    size_t size = std::min(allowed.size(), mask.bits.size() * 64);
+    for (size_t w = 0; w * 64 < size; ++w) {
+      uint64_t word = mask.bits[w];
+      size_t end = std::min(size, w * 64 + 64);
+      if (word == ~uint64_t{0}) continue;  // entries are 1 on entry
+      for (size_t i = w * 64; i < end; ++i) allowed[i] &= static_cast<uint8_t>(word >> (i % 64) & 1);
+    }
+    std::fill(allowed.begin() + static_cast<std::ptrdiff_t>(size), allowed.end(), 0);
+    for (int32_t id : mask.ids) allow(allowed, id);
+  }
+
+  std::shared_ptr<const JsonGrammar> grammar_;
+  std::shared_ptr<const TokenTrie> trie_;
+  std::vector<int32_t> eos_ids_;
+  Automaton automaton_;
+  State state_;
+  bool ended_ = false;
+  std::unordered_map<std::string, CachedMask> cache_;
+  std::vector<uint64_t> scratch_;
+  std::vector<State> walk_states_;
+};
+
+}  // namespace
+
+std::unique_ptr<TokenConstraint> make_json_constraint(std::shared_ptr<const JsonGrammar> grammar,
+                                                      std::shared_ptr<const TokenTrie> vocabulary,
+                                                      std::vector<int32_t> eos_ids,
+                                                      const JsonConstraintOptions& options) {
+  return std::make_unique<JsonConstraint>(std::move(grammar), std::move(vocabulary), std::move(eos_ids), options);
+}
+
+}  // namespace gerbil

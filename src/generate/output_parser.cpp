@@ -1,0 +1,372 @@
+#include "generate/output_parser.h"
+
+#include <algorithm>
+#include <random>
+#include <span>
+
+#include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
+
+namespace gerbil {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
+constexpr std::string_view kToolCallOpen = "<tool_call>", kToolCallClose = "</tool_call>";
+constexpr std::string_view kMistralCalls = "[TOOL_CALLS]", kMistralArgs = "[ARGS]";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kWhitespace = " \t\r\n";
+
+std::string_view trim(std::string_view text) {
+  size_t begin = text.find_first_not_of(kWhitespace);
+  if (begin == std::string_view::npos) return {};
+  return text.substr(begin, text.find_last_not_of(kWhitespace) + 1 - begin);
+}
+
+std::string_view trim_end(std::string_view text) {
+  size_t end = text.find_last_not_of(kWhitespace);
+  return end == std::string_view::npos ? std::string_view() : text.substr(0, end + 1);
+}
+
+// The length of the longest end of TEXT that is a proper beginning of MARKER.
+size_t partial_marker(std::string_view text, std::string_view marker) {
+  for (size_t length = std::min(text.size(), marker.size() - 1); length > 0; --length)
+    if (marker.starts_with(text.substr(text.size() - length))) return length;
+  return 0;
+}
+
+std::optional<json> parse_json(std::string_view text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
+// {"name": ..., "arguments" or "parameters": ...} as a name and JSON arguments; nullopt when it is not one.
+std::optional<std::pair<std::string, std::string>> call_of(const json& value) {
+  if (!value.is_object() || !value.contains("name") || !value["name"].is_string() ||
+      value["name"].get<std::string>().empty())
+    return std::nullopt;
+  const char* key = value.contains("arguments") ? "arguments" : value.contains("parameters") ? "parameters" : nullptr;
+  if (!key) return std::pair{value["name"].get<std::string>(), std::string("{}")};
+  const json& arguments = value[key];
+  // Arguments written as a JSON string holding JSON are taken as that JSON text.
+  if (arguments.is_string() && parse_json(arguments.get<std::string>()))
+    return std::pair{value["name"].get<std::string>(), arguments.get<std::string>()};
+  return std::pair{value["name"].get<std::string>(), arguments.dump()};
+}
+
+using Calls = std::vector<std::pair<std::string, std::string>>;
+
+std::optional<Calls> json_calls(std::string_view text) {
+  std::optional<json> value = parse_json(trim(text));
+  if (!value) return std::nullopt;
+  Calls calls;
+  for (const json& item : value->is_array() ? *value : json::array({*value})) {
+    auto call = call_of(item);
+    if (!call) return std::nullopt;
+    calls.push_back(*call);
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
+
+// Mistral's newer form: name[ARGS]{...}, the calls after the first separated by [TOOL_CALLS].
+std::optional<Calls> mistral_named_calls(std::string_view text) {
+  Calls calls;
+  while (!text.empty()) {
+    size_t args = text.find(kMistralArgs);
+    if (args == std::string_view::npos) return std::nullopt;
+    std::string_view name = trim(text.substr(0, args));
+    text.remove_prefix(args + kMistralArgs.size());
+    size_t next = text.find(kMistralCalls);
+    std::string_view arguments = trim(text.substr(0, next));
+    std::optional<json> value = parse_json(arguments);
+    if (name.empty() || !value) return std::nullopt;
+    calls.emplace_back(std::string(name), value->dump());
+    text = next == std::string_view::npos ? std::string_view() : text.substr(next + kMistralCalls.size());
+  }
+  if (calls.empty()) return std::nullopt;
+  return calls;
+}
+
+std::vector<std::string_view> content_markers(const OutputParserOptions& options) {
+  std::vector<std::string_view> markers;
+  if (options.reasoning) markers.push_back(kThinkOpen);
+  if (options.tool_format == ToolCallFormat::Hermes) markers.push_back(kToolCallOpen);
+  if (options.tool_format == ToolCallFormat::Mistral) markers.push_back(kMistralCalls);
+  if (options.tool_format == ToolCallFormat::Llama3Json) markers.push_back(kPythonTag);
+  return markers;
+}
+
+}  // namespace
+
+ToolCallFormat detect_tool_call_format(std::string_view chat_template) {
+  if (chat_template.find(kToolCallOpen) != std::string_view::npos) return ToolCallFormat::Hermes;
+  if (chat_template.find(kMistralCalls) != std::string_view::npos) return ToolCallFormat::Mistral;
+  if (chat_template.find(kPythonTag) != std::string_view::npos ||
+      chat_template.find("ipython") != std::string_view::npos)
+    return ToolCallFormat::Llama3Json;
+  return ToolCallFormat::None;
+}
+
+bool prompt_opens_thinking(std::string_view prompt) { return trim_end(prompt).ends_with(kThinkOpen); }
+
+OutputParser::OutputParser(const OutputParserOptions& options)
+    : options_(options), random_state_(options.call_id_seed ? options.call_id_seed : std::random_device()()) {
+  if (options_.reasoning && options_.thinking_opened) mode_ = Mode::Reasoning;
+}
+
+MessageParts OutputParser::feed(std::string_view text) {
+  pending_ += text;
+  MessageParts out;
+  process(out);
+  return out;
+}
+
+void OutputParser::process(MessageParts& out) {
+  for (bool changed = true; changed;) {
+    switch (mode_) {
+      case Mode::Content: changed = process_content(out); break;
+      case Mode::Reasoning: changed = process_reasoning(out); break;
+      case Mode::HermesCall: changed = process_hermes_call(out); break;
+      case Mode::HoldAll: changed = false; break;  // parsed by finish()
+    }
+  }
+}
+
+bool OutputParser::skip_section_whitespace() {
+  if (!at_section_start_) return true;
+  size_t begin = pending_.find_first_not_of(kWhitespace);
+  pending_.erase(0, begin);  // npos: all of it
+  at_section_start_ = begin == std::string::npos;
+  return !at_section_start_;
+}
+
+bool OutputParser::process_content(MessageParts& out) {
+  if (!skip_section_whitespace()) return false;
+  if (options_.tool_format == ToolCallFormat::Llama3Json && !message_started_) {
+    // A message that is one JSON object may be a tool call: wait for its end.
+    if (pending_.starts_with('{')) {
+      mode_ = Mode::HoldAll;
+      marker_.clear();
+      return true;
+    }
+    if (pending_.size() < kPythonTag.size() && kPythonTag.starts_with(pending_)) return false;
+  }
+  std::string_view text = pending_;
+  size_t first = std::string_view::npos;
+  std::string_view marker;
+  for (std::string_view candidate : content_markers(options_)) {
+    size_t at = text.find(candidate);
+    if (at < first) {
+      first = at;
+      marker = candidate;
+    }
+  }
+  if (first == std::string_view::npos) {
+    size_t hold = 0;
+    for (std::string_view candidate : content_markers(options_)) hold = std::max(hold, partial_marker(text, candidate));
+    emit_content(out, text.substr(0, text.size() - hold));
+    pending_.erase(0, text.size() - hold);
+    return false;
+  }
+  emit_content(out, text.substr(0, first));
+  pending_.erase(0, first + marker.size());
+  message_started_ = true;
+  if (marker == kThinkOpen) {
+    mode_ = Mode::Reasoning;
+    at_section_start_ = true;
+  } else if (marker == kToolCallOpen) {
+    mode_ = Mode::HermesCall;
+  } else {
+    mode_ = Mode::HoldAll;
+    marker_ = marker;
+  }
+  return true;
+}
+
+bool OutputParser::process_reasoning(MessageParts& out) {
+  if (!skip_section_whitespace()) return false;
+  size_t close = pending_.find(kThinkClose);
+  if (close == std::string::npos) {
+    // Hold back what may begin </think> and the whitespace before it (the reasoning's end is trimmed).
+    std::string_view text = pending_;
+    std::string_view sure = trim_end(text.substr(0, text.size() - partial_marker(text, kThinkClose)));
+    emit_reasoning(out, sure);
+    pending_.erase(0, sure.size());
+    return false;
+  }
+  emit_reasoning(out, trim_end(std::string_view(pending_).substr(0, close)));
+  pending_.erase(0, close + kThinkClose.size());
+  mode_ = Mode::Content;
+  at_section_start_ = true;
+  return true;
+}
+
+bool OutputParser::process_hermes_call(MessageParts& out) {
+  size_t close = pending_.find(kToolCallClose);
+  if (close == std::string::npos) return false;
+  std::string body = pending_.substr(0, close);
+  pending_.erase(0, close + kToolCallClose.size());
+  if (!add_calls(out, body)) emit_content(out, std::string(kToolCallOpen) + body + std::string(kToolCallClose));
+  mode_ = Mode::Content;
+  at_section_start_ = true;
+  return true;
+}
+
+MessageParts OutputParser::finish() {
+  MessageParts out;
+  process(out);
+  switch (mode_) {
+    case Mode::Content: emit_content(out, pending_); break;
+    case Mode::Reasoning: emit_reasoning(out, trim_end(pending_)); break;
+    case Mode::HermesCall:  // the model stopped before </tool_call>
+      if (!add_calls(out, pending_)) emit_content(out, std::string(kToolCallOpen) + pending_);
+      break;
+    case Mode::HoldAll:
+      if (!add_calls(out, pending_)) emit_content(out, marker_ + pending_);
+      break;
+  }
+  pending_.clear();
+  mode_ = Mode::Content;
+  return out;
+}
+
+void OutputParser::emit_content(MessageParts& out, std::string_view text) {
+  if (text.empty()) return;
+  out.content += text;
+  message_.content += text;
+  message_started_ = true;
+}
+
+void OutputParser::emit_reasoning(MessageParts& out, std::string_view text) {
+  out.reasoning_content += text;
+  message_.reasoning_content += text;
+}
+
+bool OutputParser::add_calls(MessageParts& out, std::string_view text) {
+  std::optional<Calls> calls;
+  if (options_.tool_format == ToolCallFormat::Mistral) {
+    calls = trim(text).starts_with('[') || trim(text).starts_with('{') ? json_calls(text) : mistral_named_calls(text);
+  } else {
+    calls = json_calls(text);
+    if (calls && calls->size() != 1) calls.reset();  // Hermes and Llama 3 write one call per block
+  }
+  if (!calls) return false;
+  for (auto& [name, arguments] : *calls) {
+    ToolCall call{message_.tool_calls.size(), next_id(), std::move(name), std::move(arguments)};
+    out.tool_calls.push_back(call);
+    message_.tool_calls.push_back(std::move(call));
+  }
+  return true;
+}
+
+std::string OutputParser::next_id() {
+  static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  bool mistral = options_.tool_format == ToolCallFormat::Mistral;
+  std::string id = mistral ? "" : "call_";
+  for (int i = 0; i < (mistral ? 9 : 24); ++i) {
+    random_state_ = random_state_ * 6364136223846793005ull + 1442695040888963407ull;  // a 64-bit LCG
+    id += kAlphabet[(random_state_ >> 33) % kAlphabet.size()];
+  }
+  return id;
+}
+
+MessageParts parse_output(std::string_view text, const OutputParserOptions& options) {
+  OutputParser parser(options);
+  parser.feed(text);
+  parser.finish();
+  return parser.message();
+}
+
+}  // namespace gerbil
+
+namespace gerbil {
+
+namespace {
+
+// Forced ids, then an inner constraint until its text is complete, then forced ids, then end of sequence.
+class FramedConstraint final : public TokenConstraint {
+ public:
+  FramedConstraint(std::vector<int32_t> prefix, std::unique_ptr<TokenConstraint> inner, std::vector<int32_t> suffix,
+                   std::vector<int32_t> eos_ids)
+      : prefix_(std::move(prefix)), inner_(std::move(inner)), suffix_(std::move(suffix)), eos_ids_(std::move(eos_ids)) {}
+
+  void mask(std::span<uint8_t> allowed) override {
+    if (in_inner()) return inner_->mask(allowed);
+    std::fill(allowed.begin(), allowed.end(), 0);
+    for (int32_t id : expected())
+      if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 1;
+  }
+
+  void accept(int32_t id) override {
+    if (in_inner()) {
+      inner_->accept(id);
+      inner_done_ = inner_->complete();
+      return;
+    }
+    std::vector<int32_t> ids = expected();
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) fail("tool-call constraint: id {} was not allowed", id);
+    ++forced_;
+  }
+
+  bool complete() const override { return forced_ > prefix_.size() + suffix_.size(); }
+
+ private:
+  bool in_inner() const { return forced_ == prefix_.size() && !inner_done_; }
+  // The ids allowed outside the inner constraint.
+  std::vector<int32_t> expected() const {
+    size_t at = forced_ < prefix_.size() ? forced_ : forced_ - prefix_.size();
+    const std::vector<int32_t>& forced = forced_ < prefix_.size() ? prefix_ : suffix_;
+    if (at < forced.size()) return {forced[at]};
+    return at == forced.size() ? eos_ids_ : std::vector<int32_t>{};
+  }
+
+  std::vector<int32_t> prefix_;
+  std::unique_ptr<TokenConstraint> inner_;
+  std::vector<int32_t> suffix_;
+  std::vector<int32_t> eos_ids_;
+  size_t forced_ = 0;  // forced ids accepted (prefix, then suffix and end of sequence)
+  bool inner_done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format, const Tokenizer& tokenizer,
+                                                           const nlohmann::json& tools, const std::string& name,
+                                                           std::vector<int32_t> eos_ids) {
+  if (format != ToolCallFormat::Hermes)
+    fail("tool_choice: constraining a required tool call is only supported for Qwen's <tool_call> format");
+  if (!tools.is_array() || tools.empty()) fail("tools: expected a non-empty list of tools");
+  json names = json::array();
+  json arguments = {{"type", "object"}};
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& tool = tools[i];
+    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object() ||
+        !tool["function"].contains("name") || !tool["function"]["name"].is_string())
+      fail("tools[{}]: expected {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}", i);
+    names.push_back(tool["function"]["name"]);
+    if (tool["function"]["name"] == name && tool["function"].contains("parameters"))
+      arguments = tool["function"]["parameters"];
+  }
+  if (!name.empty() && std::find(names.begin(), names.end(), json(name)) == names.end())
+    fail("tool_choice: function '{}' is not one of the tools", name);
+  json schema = {{"type", "object"},
+                 {"properties", {{"name", name.empty() ? json{{"enum", names}} : json{{"const", name}}},
+                                 {"arguments", arguments}}},
+                 {"required", {"name", "arguments"}}};
+  if (!name.empty()) {  // the parameters' own errors, named where they are
+    size_t index = static_cast<size_t>(std::find(names.begin(), names.end(), json(name)) - names.begin());
+    JsonGrammar::from_schema(arguments, fmt::format("tools[{}].function.parameters", index));
+  }
+  auto grammar = JsonGrammar::from_schema(schema, "tool call");
+  // The call is a JSON object, so it is complete exactly at its closing brace, where </tool_call> follows.
+  return std::make_unique<FramedConstraint>(tokenizer.encode(std::string(kToolCallOpen) + "\n"),
+                                            make_json_constraint(grammar, TokenTrie::of(tokenizer), {}),
+                                            tokenizer.encode("\n" + std::string(kToolCallClose)), std::move(eos_ids));
+}
+
+}  // namespace gerbil

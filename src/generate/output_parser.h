@@ -1,0 +1,109 @@
+// Turns a chat model's output into OpenAI's message parts: `reasoning_content` (Qwen3's <think>...</think>),
+// `content`, and `tool_calls` in the format of the model's family, both for a finished text and
+// incrementally while streaming (only text that may be the start of a marker, or a tool call still being
+// written, is held back).
+//
+//   OutputParser parser({.tool_format = detect_tool_call_format(chat_template), .reasoning = true});
+//   for (...) send(parser.feed(piece));
+//   send(parser.finish());
+//
+// The markers must reach the parser as text: decode with skip_special_tokens = false where they are special
+// tokens (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>); Qwen's <think> and <tool_call> are not special.
+// A tool call whose JSON does not parse, or that lacks a name, is returned as content, as written.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "generate/constraint.h"
+#include "generate/json_constraint.h"
+
+namespace gerbil {
+
+enum class ToolCallFormat {
+  None,
+  Hermes,      // Qwen: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, possibly several
+  Llama3Json,  // Llama 3: the whole message is {"name": ..., "parameters": {...}}, maybe after <|python_tag|>
+  Mistral,     // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] or [TOOL_CALLS]name[ARGS]{...}...
+};
+
+// The format a chat template's tool calls take, from the markers its text holds; None when it has none.
+ToolCallFormat detect_tool_call_format(std::string_view chat_template);
+// Whether a rendered prompt leaves the model inside a <think> block (the template opened it).
+bool prompt_opens_thinking(std::string_view prompt);
+
+struct ToolCall {
+  size_t index = 0;      // its position among the message's tool calls
+  std::string id;        // "call_" and 24 letters or digits; 9 letters or digits for Mistral, as its template wants
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
+// A message, or what a step added to one.
+struct MessageParts {
+  std::string reasoning_content;
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+  bool empty() const { return reasoning_content.empty() && content.empty() && tool_calls.empty(); }
+};
+
+struct OutputParserOptions {
+  ToolCallFormat tool_format = ToolCallFormat::None;  // None: tool calls are left in the content
+  bool reasoning = false;         // split out <think>...</think>
+  bool thinking_opened = false;   // the prompt opened <think>: the output starts inside the reasoning
+  uint64_t call_id_seed = 0;      // tool-call ids come from this seed; 0: a random one
+};
+
+class OutputParser {
+ public:
+  explicit OutputParser(const OutputParserOptions& options);
+
+  // Takes the next piece of output; returns the parts it completes.
+  MessageParts feed(std::string_view text);
+  // Ends the output: returns what was held back, a pending tool call parsed (or given back as content).
+  MessageParts finish();
+  // Everything returned so far.
+  const MessageParts& message() const { return message_; }
+
+ private:
+  enum class Mode { Content, Reasoning, HermesCall, HoldAll };
+  void process(MessageParts& out);
+  bool process_content(MessageParts& out);  // whether it changed mode
+  bool process_reasoning(MessageParts& out);
+  bool process_hermes_call(MessageParts& out);
+  bool skip_section_whitespace();  // false while only whitespace has come
+  void emit_content(MessageParts& out, std::string_view text);
+  void emit_reasoning(MessageParts& out, std::string_view text);
+  // Adds the tool calls written in TEXT; false (and nothing added) when TEXT is not tool calls.
+  bool add_calls(MessageParts& out, std::string_view text);
+  std::string next_id();
+
+  OutputParserOptions options_;
+  Mode mode_ = Mode::Content;
+  std::string pending_;          // text not classified yet
+  std::string marker_;           // what started HoldAll ("[TOOL_CALLS]", or "" for Llama 3's whole message)
+  bool at_section_start_ = true;  // leading whitespace of a section is dropped
+  bool message_started_ = false;  // content or a marker was seen (Llama 3's JSON must be the whole message)
+  uint64_t random_state_;
+  MessageParts message_;
+};
+
+// For tool_choice "required" or a named function: a constraint that makes the answer one tool call in
+// FORMAT, then an end-of-sequence id. TOOLS are OpenAI's [{type: "function", function: {name, parameters}}];
+// with NAME the call is to that function and its arguments match its parameters schema; without, the name
+// is one of the tools' and the arguments any JSON object (branches by name are not supported yet). Only
+// ToolCallFormat::Hermes (Qwen) is supported; other formats throw gerbil::Error saying so, as do bad tools
+// (the error names "tools[i]..." fields).
+std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format, const Tokenizer& tokenizer,
+                                                           const nlohmann::json& tools, const std::string& name,
+                                                           std::vector<int32_t> eos_ids);
+
+// The parts of a whole output: OutputParser's feed() and finish() at once.
+MessageParts parse_output(std::string_view text, const OutputParserOptions& options);
+
+}  // namespace gerbil

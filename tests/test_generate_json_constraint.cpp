@@ -1,0 +1,378 @@
+// The JSON-schema constraint: the byte automaton against hand-written JSON, and the token masks of real
+// vocabularies (Qwen3's byte-level BPE, Llama 2's SentencePiece with byte fallback) by random walks whose
+// outputs must parse and validate, with every allowed id checked to continue the text and the refused ones
+// checked not to.
+#include <random>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
+#include "generate/json_constraint.h"
+#include "support/paths.h"
+
+namespace gerbil {
+namespace {
+
+using nlohmann::json;
+
+// ---- an independent validator of the schema subset ------------------------------------------------
+
+bool validate(const json& value, const json& schema, const json& root);
+
+bool has_type(const json& value, const std::string& type) {
+  if (type == "object") return value.is_object();
+  if (type == "array") return value.is_array();
+  if (type == "string") return value.is_string();
+  if (type == "number") return value.is_number();
+  if (type == "integer") return value.is_number_integer();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "null") return value.is_null();
+  return false;
+}
+
+bool validate(const json& value, const json& schema, const json& root) {
+  if (schema.is_boolean()) return schema.get<bool>();
+  if (schema.contains("$ref"))
+    return validate(value, root.at(json::json_pointer(schema["$ref"].get<std::string>().substr(1))), root);
+  if (schema.contains("const") && value != schema["const"]) return false;
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end())
+    return false;
+  for (const char* keyword : {"anyOf", "oneOf"})
+    if (schema.contains(keyword) &&
+        std::none_of(schema[keyword].begin(), schema[keyword].end(),
+                     [&](const json& branch) { return validate(value, branch, root); }))
+      return false;
+  if (schema.contains("type")) {
+    const json& type = schema["type"];
+    bool any = type.is_string() ? has_type(value, type.get<std::string>())
+                                : std::any_of(type.begin(), type.end(),
+                                              [&](const json& t) { return has_type(value, t.get<std::string>()); });
+    if (!any) return false;
+  }
+  if (value.is_object()) {
+    const json properties = schema.value("properties", json::object());
+    for (const json& name : schema.value("required", json::array()))
+      if (!value.contains(name.get<std::string>())) return false;
+    for (auto& [name, item] : value.items()) {
+      if (properties.contains(name)) {
+        if (!validate(item, properties[name], root)) return false;
+      } else if (!properties.empty() || schema.value("additionalProperties", json(true)) == json(false)) {
+        return false;  // additionalProperties false by default beside properties
+      } else if (schema.contains("additionalProperties") && !validate(item, schema["additionalProperties"], root)) {
+        return false;
+      }
+    }
+  }
+  if (value.is_array()) {
+    if (value.size() < schema.value("minItems", size_t{0}) || value.size() > schema.value("maxItems", SIZE_MAX))
+      return false;
+    if (schema.contains("items"))
+      for (const json& item : value)
+        if (!validate(item, schema["items"], root)) return false;
+  }
+  return true;
+}
+
+TEST(JsonSchemaValidator, RejectsWhatTheSchemaForbids) {  // the validator the walks rely on can fail
+  json schema = json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})");
+  EXPECT_TRUE(validate(json::parse(R"({"a":1})"), schema, schema));
+  EXPECT_FALSE(validate(json::parse(R"({"a":1.5})"), schema, schema));
+  EXPECT_FALSE(validate(json::parse(R"({})"), schema, schema));
+  EXPECT_FALSE(validate(json::parse(R"({"a":1,"b":2})"), schema, schema));
+}
+
+// ---- the automaton over bytes -------------------------------------------------------------------------
+
+bool matches(const json& schema, std::string_view text) {
+  JsonMatcher matcher(JsonGrammar::from_schema(schema, "schema"));
+  return matcher.feed(text) && matcher.complete();
+}
+bool prefix_ok(const json& schema, std::string_view text) {
+  JsonMatcher matcher(JsonGrammar::from_schema(schema, "schema"));
+  return matcher.feed(text);
+}
+
+const json kPerson = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string"},
+    "age": {"type": "integer"},
+    "height": {"type": "number"},
+    "member": {"type": "boolean"},
+    "nickname": {"type": ["string", "null"]},
+    "role": {"enum": ["admin", "user", 3]},
+    "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3},
+    "kind": {"const": "person"}
+  },
+  "required": ["name", "age"]
+})");
+
+TEST(JsonMatcher, AcceptsValidDocuments) {
+  for (const char* text : {
+           R"({"name":"Ann","age":31})",
+           R"({"age":-0,"name":""})",
+           R"( { "name" : "A\"\\\/\b\f\n\r\t\u00e9\uFFFF" , "age" : 7 } )",
+           "{\"name\":\"\xC3\xA9\xE4\xBD\xA0\xF0\x9F\xA6\x8A\",\"age\":1}",
+           R"({"name":"x","age":1,"height":-1.5e+10,"member":false,"nickname":null,"role":3})",
+           R"({"name":"x","age":1,"nickname":"nick","role":"admin","tags":["a","b","c"],"kind":"person"})",
+           R"({"name":"x","age":120000000000000,"height":0.25E-3})",
+       })
+    EXPECT_TRUE(matches(kPerson, text)) << text;
+}
+
+TEST(JsonMatcher, RejectsInvalidDocuments) {
+  for (const char* text : {
+           R"({"name":"Ann"})",                           // a required property missing
+           R"({"name":"Ann","age":31,"extra":1})",        // additionalProperties false
+           R"({"name":"Ann","age":31.5})",                // not an integer
+           R"({"name":"Ann","age":031})",                 // a leading zero
+           R"({"name":"Ann","age":1,"age":2})",           // a repeated key
+           R"({"name":"Ann","age":1,})",                  // a trailing comma
+           R"({"name":"A\x","age":1})",                   // a bad escape
+           R"({"name":"\uD83D\uDE00","age":1})",          // surrogate escapes
+           "{\"name\":\"\xC3\",\"age\":1}",               // a cut character
+           "{\"name\":\"\xE0\x80\x80\",\"age\":1}",       // an overlong form
+           "{\"name\":\"a\nb\",\"age\":1}",               // a raw control character
+           R"({"name":"x","age":1,"role":"root"})",       // not in the enum
+           R"({"name":"x","age":1,"tags":[]})",           // under minItems
+           R"({"name":"x","age":1,"tags":["a","b","c","d"]})",  // over maxItems
+           R"({"name":"x","age":1,"kind":"persons"})",    // not the const
+           R"({"name":"x","age":1,"member":True})",
+           R"({"name":"x","age":1}x)",                    // text after the value
+           R"(["name"])",
+       })
+    EXPECT_FALSE(matches(kPerson, text)) << text;
+  // Prefixes that can still become valid are alive; those that cannot are dead at once.
+  EXPECT_TRUE(prefix_ok(kPerson, R"({"name":"Ann","ag)"));
+  EXPECT_FALSE(prefix_ok(kPerson, R"({"nam ")"));
+  EXPECT_FALSE(prefix_ok(kPerson, R"({"name":"Ann","age":31,"extra)"));
+  EXPECT_FALSE(matches(kPerson, R"({"name":"Ann","ag)"));
+}
+
+TEST(JsonMatcher, LimitsWhitespaceRuns) {
+  JsonConstraintOptions options;
+  options.max_whitespace = 4;
+  auto grammar = JsonGrammar::any_object();
+  EXPECT_TRUE(JsonMatcher(grammar, options).feed("{    \"a\":    1}    "));
+  EXPECT_FALSE(JsonMatcher(grammar, options).feed("{     \"a\":1}"));
+  EXPECT_FALSE(JsonMatcher(grammar, options).feed("{\"a\":1}     "));
+}
+
+TEST(JsonMatcher, AnyObjectAndItsDepthLimit) {
+  auto grammar = JsonGrammar::any_object();
+  JsonMatcher nested(grammar);
+  EXPECT_TRUE(nested.feed(R"({"a":[1,{"b":null,"c":[true,false,"x",-2.5e3]},[]],"d":{}})"));
+  EXPECT_TRUE(nested.complete());
+  EXPECT_FALSE(JsonMatcher(grammar).feed("[1]"));  // json_object: an object, not any value
+  JsonConstraintOptions options;
+  options.max_depth = 3;
+  EXPECT_TRUE(JsonMatcher(grammar, options).feed(R"({"a":{"b":[1]}})"));
+  EXPECT_FALSE(JsonMatcher(grammar, options).feed(R"({"a":{"b":[[)"));
+}
+
+TEST(JsonMatcher, RecursiveReferencesAndChoices) {
+  json tree = json::parse(R"({
+    "$defs": {"node": {"type": "object", "properties": {
+      "value": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+      "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["value"]}},
+    "$ref": "#/$defs/node"})");
+  EXPECT_TRUE(matches(tree, R"({"value":1,"children":[{"value":"a"},{"value":2,"children":[]}]})"));
+  EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{"value":true}]})"));
+  EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{}]})"));
+}
+
+TEST(JsonMatcher, TopLevelNumberEndsAtTheEnd) {
+  json schema = {{"type", "number"}};
+  EXPECT_TRUE(matches(schema, "12.5"));
+  EXPECT_TRUE(matches(schema, "12 "));
+  EXPECT_FALSE(matches(schema, "12."));
+  EXPECT_FALSE(matches(schema, "1 2"));
+}
+
+TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
+  auto error_of = [](const char* schema) {
+    try {
+      JsonGrammar::from_schema(json::parse(schema), "response_format.json_schema.schema");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(R"({"type":"object","properties":{"age":{"type":"int"}}})"),
+            "response_format.json_schema.schema.properties.age.type: unknown type 'int' (expected object, array, "
+            "string, number, integer, boolean or null)");
+  EXPECT_EQ(error_of(R"({"properties":{"name":{"type":"string","pattern":"^a"}}})"),
+            "response_format.json_schema.schema.properties.name.pattern: the keyword 'pattern' is not supported "
+            "in structured output");
+  EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{}},"required":["b"]})"),
+            "response_format.json_schema.schema.required[0]: \"b\" is not one of the declared properties");
+  EXPECT_EQ(error_of(R"({"anyOf":[{"type":"object"},{"properties":{"a":{}}}]})"),
+            "response_format.json_schema.schema: anyOf / oneOf / a list of types whose branches may both begin "
+            "with '{' is not supported (the branches must be of different kinds, e.g. a string and null)");
+  EXPECT_EQ(error_of(R"({"items":{"$ref":"#/nowhere"}})"),
+            "response_format.json_schema.schema.items.$ref: \"#/nowhere\" names nothing in the schema");
+  EXPECT_EQ(error_of(R"({"type":"array","minItems":-1})"),
+            "response_format.json_schema.schema.minItems: expected a count, not -1");
+  EXPECT_EQ(error_of("[1]"), "response_format.json_schema.schema: a schema must be an object, not array");
+}
+
+// ---- token masks over real vocabularies ------------------------------------------------------------------
+
+const json kDeep = [] {
+  json schema = {{"type", "integer"}};
+  for (int level = 0; level < 12; ++level)
+    schema = {{"type", "object"}, {"properties", {{"next", schema}, {"id", {{"type", "string"}}}}},
+              {"required", {"next"}}};
+  return schema;
+}();
+
+const json kItems = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "items": {"type": "array", "maxItems": 4, "items": {"type": "object", "properties": {
+      "sku": {"type": "string"}, "count": {"type": "integer"}, "price": {"type": "number"},
+      "color": {"enum": ["red", "green", "blue"]}}, "required": ["sku", "count", "color"]}},
+    "note": {"type": ["string", "null"]},
+    "ok": {"type": "boolean"}
+  },
+  "required": ["items", "ok"]
+})");
+
+class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    GERBIL_REQUIRE_PATH(test::tokenizer_dir(GetParam()), "run scripts/setup.sh to fetch the tokenizer files");
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(test::tokenizer_dir(GetParam())));
+    trie_ = TokenTrie::of(*tokenizer_);
+  }
+
+  int32_t eos() const { return *tokenizer_->token_id(GetParam() == std::string("qwen3") ? "<|im_end|>" : "</s>"); }
+
+  // Draws random allowed ids until the constraint ends; checks every mask against the byte automaton at
+  // the steps in CHECK_EVERY; returns the text.
+  std::string walk(const std::shared_ptr<const JsonGrammar>& grammar, uint32_t seed, size_t check_every) {
+    auto constraint = make_json_constraint(grammar, trie_, {eos()});
+    std::mt19937 random(seed);
+    std::string text;
+    std::vector<uint8_t> allowed(tokenizer_->vocab_size() + 7);  // logits may outnumber the vocabulary
+    for (size_t step = 0; step < 4000; ++step) {
+      std::fill(allowed.begin(), allowed.end(), 1);
+      constraint->mask(allowed);
+      if (step % check_every == 0) check_mask(grammar, text, allowed);
+      std::vector<int32_t> ids, closing;
+      for (size_t id = 0; id < allowed.size(); ++id) {
+        if (!allowed[id]) continue;
+        ids.push_back(static_cast<int32_t>(id));
+        std::string_view bytes = trie_->bytes(static_cast<int32_t>(id));
+        if (static_cast<int32_t>(id) == eos() || bytes.find_first_of("\"]},:") != std::string_view::npos)
+          closing.push_back(static_cast<int32_t>(id));
+      }
+      EXPECT_FALSE(ids.empty()) << "no id allowed after " << text;
+      if (ids.empty()) return text;
+      // Half the draws among the ids that close something, so the walk ends in a few hundred steps.
+      const std::vector<int32_t>& pool = closing.empty() || random() % 2 ? ids : closing;
+      int32_t id = pool[random() % pool.size()];
+      EXPECT_EQ(allowed[id], 1);
+      constraint->accept(id);
+      if (id == eos()) {
+        EXPECT_TRUE(constraint->complete());
+        return text;
+      }
+      text += trie_->bytes(id);
+    }
+    ADD_FAILURE() << "the walk did not end: " << text;
+    return text;
+  }
+
+  // Every allowed id continues TEXT into a live prefix (EOS: TEXT is complete), and every refused id
+  // does not.
+  void check_mask(const std::shared_ptr<const JsonGrammar>& grammar, const std::string& text,
+                  const std::vector<uint8_t>& allowed) {
+    JsonMatcher at_text(grammar);
+    ASSERT_TRUE(at_text.feed(text));
+    for (size_t id = 0; id < allowed.size(); ++id) {
+      std::string_view bytes = trie_->bytes(static_cast<int32_t>(id));
+      bool viable;
+      if (static_cast<int32_t>(id) == eos())
+        viable = at_text.complete();
+      else if (bytes.empty())
+        viable = false;  // added tokens and ids past the vocabulary
+      else
+        viable = JsonMatcher(at_text).feed(bytes);
+      ASSERT_EQ(allowed[id], viable) << "id " << id << " '" << bytes << "' after '" << text << "'";
+    }
+  }
+
+  void expect_valid(const json& schema, const std::string& text) {
+    json value;
+    ASSERT_NO_THROW(value = json::parse(text)) << text;
+    EXPECT_TRUE(validate(value, schema, schema)) << text;
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<const TokenTrie> trie_;
+};
+
+TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
+  for (const json* schema : {&kPerson, &kItems, &kDeep}) {
+    auto grammar = JsonGrammar::from_schema(*schema, "schema");
+    for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
+  }
+}
+
+TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
+  walk(JsonGrammar::from_schema(kItems, "schema"), 7, 9);
+  walk(JsonGrammar::any_object(), 8, 9);
+}
+
+TEST_P(JsonConstraintWalk, AnyObjectWalksParse) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    std::string text = walk(JsonGrammar::any_object(), seed, 1000);
+    json value;
+    ASSERT_NO_THROW(value = json::parse(text)) << text;
+    EXPECT_TRUE(value.is_object());
+  }
+}
+
+TEST_P(JsonConstraintWalk, CompleteValueAllowsEosAndLimitedWhitespace) {
+  JsonConstraintOptions options;
+  options.max_whitespace = 2;
+  auto constraint = make_json_constraint(JsonGrammar::from_schema(kPerson, "schema"), trie_, {eos()}, options);
+  std::vector<uint8_t> allowed(tokenizer_->vocab_size());
+  for (int32_t id : tokenizer_->encode(R"({"name": "Ann", "age": 31})")) {
+    std::fill(allowed.begin(), allowed.end(), 1);
+    constraint->mask(allowed);
+    EXPECT_EQ(allowed[eos()], 0);
+    ASSERT_EQ(allowed[id], 1) << id;
+    constraint->accept(id);
+  }
+  EXPECT_TRUE(constraint->complete());
+  std::fill(allowed.begin(), allowed.end(), 1);
+  constraint->mask(allowed);
+  EXPECT_EQ(allowed[eos()], 1);
+  int32_t space = -1;
+  size_t allowed_count = 0;
+  for (size_t id = 0; id < allowed.size(); ++id) {
+    allowed_count += allowed[id];
+    if (allowed[id] && trie_->bytes(static_cast<int32_t>(id)) == " ") space = static_cast<int32_t>(id);
+    if (allowed[id] && static_cast<int32_t>(id) != eos()) {
+      EXPECT_EQ(trie_->bytes(static_cast<int32_t>(id)).find_first_not_of(" \n\t\r"), std::string_view::npos);
+    }
+  }
+  ASSERT_GE(space, 0);
+  constraint->accept(space);
+  constraint->accept(space);
+  std::fill(allowed.begin(), allowed.end(), 1);
+  constraint->mask(allowed);
+  EXPECT_EQ(std::count(allowed.begin(), allowed.end(), 1), 1);  // only EOS after the whitespace limit
+  EXPECT_EQ(allowed[eos()], 1);
+  EXPECT_THROW(constraint->accept(space), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, JsonConstraintWalk, ::testing::Values("qwen3", "llama2"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace gerbil

@@ -1,0 +1,259 @@
+// The output parser: reasoning, content and each family's tool calls, from whole texts and from streams
+// split at every byte position (which must give the same message), malformed calls kept as content.
+#include <random>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "generate/output_parser.h"
+#include "gerbil/error.h"
+#include "tokenizer/tokenizer.h"
+#include "support/paths.h"
+
+namespace gerbil {
+namespace {
+
+using nlohmann::json;
+
+OutputParserOptions options(ToolCallFormat format, bool reasoning = false, bool opened = false) {
+  OutputParserOptions result;
+  result.tool_format = format;
+  result.reasoning = reasoning;
+  result.thinking_opened = opened;
+  result.call_id_seed = 42;
+  return result;
+}
+
+// The message streamed in two pieces split at every position, and in single bytes, must be the whole
+// text's message; returns the latter.
+MessageParts parse_everywhere(std::string_view text, const OutputParserOptions& opts) {
+  MessageParts whole = parse_output(text, opts);
+  auto check = [&](const MessageParts& streamed, const std::string& how) {
+    EXPECT_EQ(streamed.reasoning_content, whole.reasoning_content) << how;
+    EXPECT_EQ(streamed.content, whole.content) << how;
+    EXPECT_EQ(streamed.tool_calls.size(), whole.tool_calls.size()) << how;
+    for (size_t i = 0; i < std::min(streamed.tool_calls.size(), whole.tool_calls.size()); ++i) {
+      EXPECT_EQ(streamed.tool_calls[i].name, whole.tool_calls[i].name) << how;
+      EXPECT_EQ(streamed.tool_calls[i].arguments, whole.tool_calls[i].arguments) << how;
+      EXPECT_EQ(streamed.tool_calls[i].id, whole.tool_calls[i].id) << how;
+      EXPECT_EQ(streamed.tool_calls[i].index, i) << how;
+    }
+  };
+  for (size_t split = 0; split <= text.size(); ++split) {
+    OutputParser parser(opts);
+    MessageParts joined;
+    for (const MessageParts& part : {parser.feed(text.substr(0, split)), parser.feed(text.substr(split)),
+                                     parser.finish()}) {
+      joined.reasoning_content += part.reasoning_content;
+      joined.content += part.content;
+      joined.tool_calls.insert(joined.tool_calls.end(), part.tool_calls.begin(), part.tool_calls.end());
+    }
+    check(joined, "split at " + std::to_string(split));
+  }
+  OutputParser bytewise(opts);
+  for (char c : text) bytewise.feed(std::string_view(&c, 1));
+  bytewise.finish();
+  check(bytewise.message(), "byte by byte");
+  return whole;
+}
+
+TEST(OutputParser, QwenReasoningContentAndSeveralToolCalls) {
+  std::string text =
+      "<think>\nThe user wants the weather in two cities.\n</think>\n\nLet me check.\n<tool_call>\n"
+      "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}\n</tool_call>";
+  MessageParts message = parse_everywhere(text, options(ToolCallFormat::Hermes, true));
+  EXPECT_EQ(message.reasoning_content, "The user wants the weather in two cities.");
+  EXPECT_EQ(message.content, "Let me check.\n");
+  ASSERT_EQ(message.tool_calls.size(), 2u);
+  EXPECT_EQ(message.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(message.tool_calls[0].arguments), json::parse(R"({"city": "Paris", "unit": "c"})"));
+  EXPECT_EQ(json::parse(message.tool_calls[1].arguments), json::parse(R"({"city": "Tokyo"})"));
+  EXPECT_TRUE(message.tool_calls[0].id.starts_with("call_"));
+  EXPECT_EQ(message.tool_calls[0].id.size(), 29u);
+  EXPECT_NE(message.tool_calls[0].id, message.tool_calls[1].id);
+}
+
+TEST(OutputParser, ThinkingOpenedByThePromptAndEmptyThinking) {
+  MessageParts opened = parse_everywhere("Hmm, 2+2.\n</think>\n\n4", options(ToolCallFormat::None, true, true));
+  EXPECT_EQ(opened.reasoning_content, "Hmm, 2+2.");
+  EXPECT_EQ(opened.content, "4");
+  MessageParts empty = parse_everywhere("<think>\n\n</think>\n\nThe answer is 4.", options(ToolCallFormat::Hermes, true));
+  EXPECT_EQ(empty.reasoning_content, "");
+  EXPECT_EQ(empty.content, "The answer is 4.");
+  MessageParts unfinished = parse_everywhere("<think>\nstill thinking  ", options(ToolCallFormat::None, true));
+  EXPECT_EQ(unfinished.reasoning_content, "still thinking");
+  EXPECT_EQ(unfinished.content, "");
+  // Without the reasoning option, <think> is content like any text.
+  EXPECT_EQ(parse_output("<think>x</think>y", options(ToolCallFormat::None)).content, "<think>x</think>y");
+  EXPECT_TRUE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n"));
+  EXPECT_FALSE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+}
+
+TEST(OutputParser, HoldsBackOnlyWhatMayBeginAMarker) {
+  OutputParser parser(options(ToolCallFormat::Hermes, true));
+  EXPECT_EQ(parser.feed("Hello <to").content, "Hello ");
+  EXPECT_EQ(parser.feed("y> and <").content, "<toy> and ");
+  EXPECT_EQ(parser.feed("b>").content, "<b>");
+  EXPECT_EQ(parser.finish().content, "");
+}
+
+TEST(OutputParser, MalformedToolCallsStayContent) {
+  std::string broken = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>";
+  MessageParts message = parse_everywhere("Try: " + broken, options(ToolCallFormat::Hermes));
+  EXPECT_EQ(message.content, "Try: " + broken);
+  EXPECT_TRUE(message.tool_calls.empty());
+  MessageParts nameless = parse_everywhere("<tool_call>{\"arguments\": {}}</tool_call>", options(ToolCallFormat::Hermes));
+  EXPECT_EQ(nameless.content, "<tool_call>{\"arguments\": {}}</tool_call>");
+  MessageParts unterminated = parse_everywhere("<tool_call>\n{\"name\": \"f\", \"argu", options(ToolCallFormat::Hermes));
+  EXPECT_EQ(unterminated.content, "<tool_call>\n{\"name\": \"f\", \"argu");
+  // Stopped right before </tool_call> with the JSON whole: still a call.
+  MessageParts stopped = parse_everywhere("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n",
+                                          options(ToolCallFormat::Hermes));
+  ASSERT_EQ(stopped.tool_calls.size(), 1u);
+  EXPECT_EQ(stopped.tool_calls[0].arguments, R"({"x":1})");
+  MessageParts mistral = parse_everywhere("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}", options(ToolCallFormat::Mistral));
+  EXPECT_EQ(mistral.content, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}");
+  MessageParts llama = parse_everywhere("{\"name\": \"f\", \"parameters\": [1, ", options(ToolCallFormat::Llama3Json));
+  EXPECT_EQ(llama.content, "{\"name\": \"f\", \"parameters\": [1, ");
+}
+
+TEST(OutputParser, Llama3JsonMessage) {
+  MessageParts message = parse_everywhere(
+      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", options(ToolCallFormat::Llama3Json));
+  ASSERT_EQ(message.tool_calls.size(), 1u);
+  EXPECT_EQ(message.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(message.tool_calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(message.content, "");
+  MessageParts tagged = parse_everywhere("<|python_tag|>{\"name\": \"search\", \"parameters\": {\"q\": \"x\"}}",
+                                         options(ToolCallFormat::Llama3Json));
+  ASSERT_EQ(tagged.tool_calls.size(), 1u);
+  EXPECT_EQ(tagged.tool_calls[0].name, "search");
+  // A JSON answer that is not a call is content, as is text that merely mentions braces.
+  MessageParts answer = parse_everywhere("{\"answer\": 42}", options(ToolCallFormat::Llama3Json));
+  EXPECT_EQ(answer.content, "{\"answer\": 42}");
+  EXPECT_TRUE(answer.tool_calls.empty());
+  MessageParts prose = parse_everywhere("Use {\"name\": \"f\"} like this.", options(ToolCallFormat::Llama3Json));
+  EXPECT_EQ(prose.content, "Use {\"name\": \"f\"} like this.");
+  EXPECT_TRUE(prose.tool_calls.empty());
+}
+
+TEST(OutputParser, MistralBothForms) {
+  MessageParts listed = parse_everywhere(
+      "[TOOL_CALLS] [{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}, {\"name\": \"neg\", \"arguments\": "
+      "{\"x\": 3}}]",
+      options(ToolCallFormat::Mistral));
+  ASSERT_EQ(listed.tool_calls.size(), 2u);
+  EXPECT_EQ(listed.tool_calls[0].name, "add");
+  EXPECT_EQ(listed.tool_calls[0].arguments, R"({"a":1,"b":2})");
+  EXPECT_EQ(listed.tool_calls[1].name, "neg");
+  EXPECT_EQ(listed.tool_calls[0].id.size(), 9u);  // Mistral's template checks for 9 characters
+  MessageParts named = parse_everywhere("Sure.[TOOL_CALLS]add[ARGS]{\"a\": 1}[TOOL_CALLS]neg[ARGS]{\"x\": 3}",
+                                        options(ToolCallFormat::Mistral));
+  EXPECT_EQ(named.content, "Sure.");
+  ASSERT_EQ(named.tool_calls.size(), 2u);
+  EXPECT_EQ(named.tool_calls[0].name, "add");
+  EXPECT_EQ(named.tool_calls[1].arguments, R"({"x":3})");
+}
+
+TEST(OutputParser, ArgumentsWrittenAsAString) {
+  MessageParts message = parse_everywhere(
+      "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>", options(ToolCallFormat::Hermes));
+  ASSERT_EQ(message.tool_calls.size(), 1u);
+  EXPECT_EQ(message.tool_calls[0].arguments, R"({"a": 1})");
+}
+
+TEST(OutputParser, DetectsTheFormatFromTheChatTemplate) {
+  EXPECT_EQ(detect_tool_call_format("{{- '<tool_call>\\n' }}"), ToolCallFormat::Hermes);
+  EXPECT_EQ(detect_tool_call_format("{{- '[TOOL_CALLS]' }}"), ToolCallFormat::Mistral);
+  EXPECT_EQ(detect_tool_call_format("{%- if message.role == 'ipython' %}"), ToolCallFormat::Llama3Json);
+  EXPECT_EQ(detect_tool_call_format("{{ '<|python_tag|>' }}"), ToolCallFormat::Llama3Json);
+  EXPECT_EQ(detect_tool_call_format("{{ messages }}"), ToolCallFormat::None);
+  for (const char* name : {"qwen3", "llama3", "gemma3"}) {
+    std::filesystem::path config = test::tokenizer_dir(name) / "tokenizer_config.json";
+    if (!std::filesystem::exists(config)) GTEST_SKIP() << "missing " << config << " (run scripts/setup.sh)";
+    json parsed = json::parse(test::read_text(config));
+    std::string chat_template = parsed.value("chat_template", "");
+    ToolCallFormat expected = std::string(name) == "qwen3" ? ToolCallFormat::Hermes : ToolCallFormat::None;
+    if (std::string(name) == "llama3" && chat_template.find("ipython") != std::string::npos)
+      expected = ToolCallFormat::Llama3Json;
+    EXPECT_EQ(detect_tool_call_format(chat_template), expected) << name;
+  }
+}
+
+const json kTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}},
+  {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+    "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+])");
+
+// Random allowed ids under the constraint until it ends; returns the text.
+std::string random_walk(TokenConstraint& constraint, const Tokenizer& tokenizer, int32_t eos, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> allowed(tokenizer.vocab_size());
+  for (int step = 0; step < 3000; ++step) {
+    std::fill(allowed.begin(), allowed.end(), 1);
+    constraint.mask(allowed);
+    std::vector<int32_t> pool, closing;
+    for (size_t id = 0; id < allowed.size(); ++id) {
+      if (!allowed[id]) continue;
+      pool.push_back(static_cast<int32_t>(id));
+      if (tokenizer.is_added(static_cast<int32_t>(id)) ||
+          tokenizer.token_bytes(static_cast<int32_t>(id)).find_first_of("\"}],:") != std::string::npos)
+        closing.push_back(static_cast<int32_t>(id));
+    }
+    if (pool.empty()) {
+      ADD_FAILURE() << "nothing allowed";
+      break;
+    }
+    const std::vector<int32_t>& from = closing.empty() || random() % 2 ? pool : closing;
+    int32_t id = from[random() % from.size()];
+    constraint.accept(id);
+    if (id == eos) {
+      EXPECT_TRUE(constraint.complete());
+      return tokenizer.decode(ids);
+    }
+    ids.push_back(id);
+  }
+  ADD_FAILURE() << "the walk did not end";
+  return tokenizer.decode(ids);
+}
+
+TEST(ToolCallConstraint, QwenCallsParseBackToTheTool) {
+  GERBIL_REQUIRE_PATH(test::tokenizer_dir("qwen3"), "run scripts/setup.sh to fetch the tokenizer files");
+  Tokenizer tokenizer = Tokenizer::load(test::tokenizer_dir("qwen3"));
+  int32_t eos = *tokenizer.token_id("<|im_end|>");
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    auto named = make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "get_weather", {eos});
+    std::string text = random_walk(*named, tokenizer, eos, seed);
+    MessageParts message = parse_output(text, options(ToolCallFormat::Hermes));
+    ASSERT_EQ(message.tool_calls.size(), 1u) << text;
+    EXPECT_EQ(message.content, "") << text;
+    EXPECT_EQ(message.tool_calls[0].name, "get_weather");
+    json arguments = json::parse(message.tool_calls[0].arguments);
+    EXPECT_TRUE(arguments["city"].is_string()) << text;
+    EXPECT_TRUE(arguments["days"].is_number_integer()) << text;
+    EXPECT_EQ(arguments.size(), 2u) << text;
+
+    auto any = make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "", {eos});
+    MessageParts required = parse_output(random_walk(*any, tokenizer, eos, seed), options(ToolCallFormat::Hermes));
+    ASSERT_EQ(required.tool_calls.size(), 1u);
+    EXPECT_TRUE(required.tool_calls[0].name == "get_weather" || required.tool_calls[0].name == "search");
+    EXPECT_TRUE(json::parse(required.tool_calls[0].arguments).is_object());
+  }
+  EXPECT_THROW(make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "nope", {eos}), Error);
+  EXPECT_THROW(make_tool_call_constraint(ToolCallFormat::Mistral, tokenizer, kTools, "", {eos}), Error);
+  json bad = kTools;
+  bad[1]["function"]["parameters"]["properties"]["query"]["type"] = "text";
+  try {
+    make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, bad, "search", {eos});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("tools[1].function.parameters.properties.query.type:")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gerbil
