@@ -120,6 +120,27 @@ TEST_P(FixtureModel, F16WeightsMatchWithinTheF16Bound) {
   expect_decode_from_middle_matches(model, "decode-from-middle, f16 weights");
 }
 
+// An f16 KV cache (--kv-cache f16, the default for 16-bit checkpoints) rounds every stored key and value to f16
+// (2^-11 relative), which moves the logits by about as much as f16 weights do, so the f16 checkpoints' bound
+// holds for every fixture, float32 ones included: prefill (the block attention reads the rounded cache of its own
+// chunk) and decoding (the per-query kernels). A cache written or read in the wrong layout is off by O(1).
+TEST_P(FixtureModel, F16KvCacheMatchesWithinTheF16Bound) {
+  Model model(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F16});
+  ASSERT_EQ(model.kv_type(), kernels::KvType::F16);
+  bound_ = std::max(bound_, kF16Bound);
+  expect_decode_from_middle_matches(model, "decode-from-middle, f16 KV cache");
+}
+
+// The cache's type by default: f16 for 16-bit checkpoints (GPTQ's tensors are f16), f32 for float32 ones, which
+// thereby keep their 1e-4 bound; an f16 cache takes half the bytes.
+TEST_P(FixtureModel, KvCacheIsF16ForSixteenBitCheckpointsByDefault) {
+  bool sixteen_bits = GetParam().dtype != "float32";
+  EXPECT_EQ(model_->kv_type(), sixteen_bits ? kernels::KvType::F16 : kernels::KvType::F32);
+  Model f32_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
+  EXPECT_EQ(f32_cache.kv_type(), kernels::KvType::F32);
+  EXPECT_EQ(model_->kv_cache_bytes(), f32_cache.kv_cache_bytes() / (sixteen_bits ? 2 : 1));
+}
+
 // Prompt products in f16 arithmetic (--arithmetic f16, on adapters with shader-f16): x rounded to f16 in every
 // product of every layer, not only the weights, and 8 products at a time summed in f16, so the bound is
 // looser than the f16 checkpoints' (lavapipe: 1.0-1.5e-3 per position; an unwritten or misplaced sum is O(1)).

@@ -31,6 +31,7 @@ using test::relative_error;
 
 constexpr double kF32Bound = 1e-4;
 constexpr double kF16Bound = 2e-3;
+constexpr double kF16CacheBound = 1e-6;
 
 std::filesystem::path data_dir() { return test::project_root() / "tests" / "data" / "long"; }
 
@@ -139,6 +140,20 @@ TEST_P(LongPositions, F16WeightsMatchWithinTheF16Bound) {
   Model model(test::device(), *files_, ModelOptions{.weights = WeightPolicy::F16});
   auto rows = expect_short_chunks_match(model, kF16Bound, "short chunks, f16 weights");
   expect_greedy_decoding_matches(model, std::span(rows).last(vocab_), kF16Bound, "greedy, f16 weights");
+}
+
+// An f16 KV cache (--kv-cache f16): every key and value rounded to f16 as it is stored, over the whole prompt in
+// prefill chunks (the block kernel reading its own chunk's rounded keys), then greedy decoding (split-KV over
+// 1,100+ rounded keys), then the short chunks (the per-query kernels) from a fresh cache.
+TEST_P(LongPositions, F16KvCacheMatchesWithinItsBound) {
+  Model model(test::device(), *files_, ModelOptions{.kv_cache = KvCache::F16});
+  auto all = model.forward(ids_, true);
+  ASSERT_EQ(all.size(), ids_.size() * vocab_);
+  expect_rows_match(std::span(all).subspan(first_row_ * vocab_), rows_, first_row_, kF16CacheBound,
+                    "whole prompt, f16 KV cache");
+  expect_greedy_decoding_matches(model, std::span(all).last(vocab_), kF16CacheBound, "greedy, f16 KV cache");
+  model.reset();
+  expect_short_chunks_match(model, kF16CacheBound, "short chunks, f16 KV cache");
 }
 
 INSTANTIATE_TEST_SUITE_P(Long, LongPositions, ::testing::Values("qwen2-long", "mistral-swa-long", "gemma3-long"),

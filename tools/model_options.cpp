@@ -60,6 +60,10 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
                  "Prompt products: f32 (default, nothing rounded) or f16 (needs shader-f16: inputs rounded to f16, "
                  "faster where the GPU runs f16 faster)")
       ->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv-cache", kv_cache,
+                 "KV-cache elements: auto (f16 for 16-bit checkpoints, f32 for float32 ones), f32 (exact) or f16 "
+                 "(half the bytes read per token at depth; keys and values rounded to f16)")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }
 
@@ -79,15 +83,18 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
                                  : options.prepared_norms == "never" ? graph::PreparedNorms::Never
                                                                      : graph::PreparedNorms::Auto;
   model_options.arithmetic = options.arithmetic == "f16" ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32;
+  model_options.kv_cache = options.kv_cache == "f16"   ? graph::KvCache::F16
+                           : options.kv_cache == "f32" ? graph::KvCache::F32
+                                                       : graph::KvCache::Auto;
   if (report && isatty(STDERR_FILENO)) model_options.progress = progress_bar();
   loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options);
   if (report) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& m = *loaded.model;
-    std::fprintf(stderr, "loaded %s (%s) on %s in %.2f s: weights %.1f MiB, KV cache %.1f MiB for %u tokens\n",
+    std::fprintf(stderr, "loaded %s (%s) on %s in %.2f s: weights %.1f MiB, KV cache %.1f MiB (%s) for %u tokens\n",
                  options.model_dir.c_str(), std::string(m.config().arch->name).c_str(),
                  loaded.device->adapter().summary().c_str(), seconds, m.weight_bytes() / 1048576.0,
-                 m.kv_cache_bytes() / 1048576.0, m.context());
+                 m.kv_cache_bytes() / 1048576.0, kernels::kv_type_name(m.kv_type()), m.context());
   }
   return loaded;
 }

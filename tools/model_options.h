@@ -24,6 +24,7 @@ struct ModelOptions {
   std::string weights = "checkpoint";
   std::string prepared_norms = "auto";
   std::string arithmetic = "f32";
+  std::string kv_cache = "auto";
   std::vector<std::string> enable_toggles, disable_toggles;  // Dawn device toggles
   bool precise_timestamps = false;                           // for per-dispatch profiles
 

@@ -39,11 +39,16 @@ enum class Arithmetic {
   F16,  // needs an adapter with shader-f16: inputs rounded to f16, 8 products at a time summed in f16
 };
 
+// The KV cache's element type: Auto is f16 for 16-bit checkpoints (half the bytes read per token at depth, values
+// rounded to f16) and f32 for float32 ones, which stay exact.
+enum class KvCacheType { Auto, F32, F16 };
+
 struct EngineOptions {
   std::string adapter;   // WebGPU adapter: a substring of its name; empty: $GERBIL_ADAPTER, else the first
   uint32_t context = 0;  // KV-cache capacity in tokens; 0: min(the model's maximum, 4096)
   WeightStorage weights = WeightStorage::Checkpoint;
   Arithmetic arithmetic = Arithmetic::F32;
+  KvCacheType kv_cache = KvCacheType::Auto;
   // Called while the weights are uploaded, with the checkpoint bytes done and in all; the last call has
   // done == total.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;

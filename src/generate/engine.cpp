@@ -109,6 +109,9 @@ graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer&
           .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
                                                            : graph::WeightPolicy::Checkpoint,
           .arithmetic = options.arithmetic == Arithmetic::F16 ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32,
+          .kv_cache = options.kv_cache == KvCacheType::F16   ? graph::KvCache::F16
+                      : options.kv_cache == KvCacheType::F32 ? graph::KvCache::F32
+                                                             : graph::KvCache::Auto,
           .progress = options.progress};
 }
 

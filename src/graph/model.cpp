@@ -32,6 +32,7 @@ struct Model::Buffers {
   gpu::Buffer residual[2];  // the residual stream, ping-ponged: a kernel never reads and writes one buffer
   gpu::Buffer normed, qkv, q, attn, branch, branch_normed, up, act, last, logits;
   std::vector<gpu::Buffer> k_cache, v_cache;
+  kernels::KvType kv = kernels::KvType::F32;  // their element type
   std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
   gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
@@ -75,9 +76,23 @@ namespace {
 
 constexpr uint32_t kPreparedNormMinHidden = 4096;  // see StepBuilder::prepared_norms_pay()
 
-// Bytes between two slots of a layer's cache pool: one slot's `context` rows, rounded up to 256 bytes, the
-// largest storage-binding offset alignment WebGPU allows, so every slot can be bound on its own.
-uint64_t slot_stride(uint32_t context, uint64_t kv_width) { return (uint64_t(context) * kv_width * 4 + 255) / 256 * 256; }
+// Bytes of one slot's `context` rows of `kv_width` elements of type `kv` in a layer's cache pool.
+uint64_t slot_bytes(uint32_t context, uint64_t kv_width, kernels::KvType kv) {
+  return uint64_t(context) * kv_width * kernels::kv_bytes(kv);
+}
+// Bytes between two slots of a layer's cache pool: one slot's bytes rounded up to 256, the largest
+// storage-binding offset alignment WebGPU allows, so every slot can be bound on its own.
+uint64_t slot_stride(uint32_t context, uint64_t kv_width, kernels::KvType kv) {
+  return (slot_bytes(context, kv_width, kv) + 255) / 256 * 256;
+}
+
+// ModelOptions::kv_cache for these weights (see KvCache::Auto).
+kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
+  if (choice != KvCache::Auto) return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
+  const auto& embed = files.weights().globals[size_t(Role::Embed)].weight;
+  bool sixteen_bits = embed && (embed->dtype == DType::F16 || embed->dtype == DType::BF16);
+  return sixteen_bits ? kernels::KvType::F16 : kernels::KvType::F32;
+}
 
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
 class StepBuilder {
@@ -146,8 +161,7 @@ class StepBuilder {
   }
   // The part of a layer's cache pool that belongs to `slot`.
   BufferBinding slot_of(const gpu::Buffer& pool, uint32_t slot) const {
-    uint64_t bytes = uint64_t(context_) * kv_width() * 4;
-    return {&pool, uint64_t(slot) * slot_stride(context_, kv_width()), bytes};
+    return {&pool, uint64_t(slot) * slot_stride(context_, kv_width(), b_.kv), slot_bytes(context_, kv_width(), b_.kv)};
   }
   uint64_t kv_width() const { return uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim); }
 
@@ -356,7 +370,7 @@ class StepBuilder {
     // Decoding one sequence without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
     if (!batched() && !L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 &&
-        kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type)) {
+        kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type) && kernels::qkv_rope_fusable(qkv_heads())) {
       project_qkv_rope(l, L, label, in);
     } else {
       linear(label("qkv"), qkv, in, T_, nullptr, b_.qkv);
@@ -381,11 +395,12 @@ class StepBuilder {
         kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
                                  qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq(l), {&b_.q},
                                  slot_of(b_.k_cache[size_t(l)], slot), slot_of(b_.v_cache[size_t(l)], slot), p,
-                                 qkv.type, norm, {heads(), kv_heads(), head_dim(), rotary_dim(), context_}));
+                                 qkv.type, norm, qkv_heads()));
     at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
     fused_qkv_ = true;
   }
 
+  kernels::QkvHeads qkv_heads() const { return {heads(), kv_heads(), head_dim(), rotary_dim(), context_, b_.kv}; }
   uint32_t heads() const { return uint32_t(config_.num_heads); }
   uint32_t kv_heads() const { return uint32_t(config_.num_kv_heads); }
   uint32_t head_dim() const { return uint32_t(config_.head_dim); }
@@ -409,7 +424,7 @@ class StepBuilder {
                             kernels::qkv_rope_store(device_, rows_of(b_.qkv, first, rows, qkv_width),
                                                     L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
                                                     L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l),
-                                                    q, k_cache, v_cache, rp, context_));
+                                                    q, k_cache, v_cache, rp, context_, b_.kv));
       at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
     }
 
@@ -420,12 +435,13 @@ class StepBuilder {
     // One dispatch, or two for split-KV decoding (partials, combine); all take the same uniform. A decode
     // graph also holds the one-dispatch variant for caches short enough not to need the split (it spares
     // the combine dispatch), and each step records the variant its key count calls for.
-    auto dispatches = kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, {&b_.attention_scratch}, context_);
+    auto dispatches =
+        kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, {&b_.attention_scratch}, context_, b_.kv);
     std::function<bool(uint32_t)> split_keys;
     if (dispatches.size() > 1) {
       auto unsplit = [](uint32_t keys) { return kernels::flash_attention_splits(keys) < 2; };
-      attention_dispatch(label("attention"), kernels::flash_attention(device_, q, k_cache, v_cache, out, ap), ap,
-                         unsplit);
+      attention_dispatch(label("attention"), kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, b_.kv),
+                         ap, unsplit);
       split_keys = [unsplit](uint32_t keys) { return !unsplit(keys); };
     }
     for (size_t i = 0; i < dispatches.size(); ++i)
@@ -508,6 +524,10 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
+  kv_type_ = resolve_kv_cache(options_.kv_cache, files);
+  if (kv_type_ == kernels::KvType::F16 && config_.head_dim % 2 != 0)
+    fail("an f16 KV cache stores head dims in pairs, and head_dim {} is odd: use an f32 cache (--kv-cache f32)",
+         config_.head_dim);
   if (options_.arithmetic == kernels::Arithmetic::F16 && !device.features().shader_f16)
     fail("f16 arithmetic for prompts needs the adapter's shader-f16 feature, which {} does not offer",
          device.adapter().summary());
@@ -542,7 +562,8 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("{} slots need {} rows of logits, more than one storage binding of this adapter holds ({})", options_.slots,
          options_.slots, b.logit_rows);
   b.logits = f32("logits", b.logit_rows * vocab);
-  uint64_t pool_bytes = slot_stride(context_, kv_width) * options_.slots;
+  b.kv = kv_type_;
+  uint64_t pool_bytes = slot_stride(context_, kv_width, kv_type_) * options_.slots;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     b.k_cache.push_back(device_.create_buffer(fmt::format("layer {} k cache", l), pool_bytes));
     b.v_cache.push_back(device_.create_buffer(fmt::format("layer {} v cache", l), pool_bytes));
@@ -583,7 +604,7 @@ Model::~Model() = default;
 
 uint64_t Model::kv_cache_bytes() const {
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
-  return 2 * uint64_t(config_.num_layers) * slot_stride(context_, kv_width) * slots();
+  return 2 * uint64_t(config_.num_layers) * slot_stride(context_, kv_width, kv_type_) * slots();
 }
 
 void Model::rewind(uint32_t position, uint32_t slot) {

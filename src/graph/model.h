@@ -27,6 +27,11 @@ namespace gerbil::graph {
 // rule says it pays (Auto), or always / never (tests, tuning on other GPUs).
 enum class PreparedNorms { Auto, Always, Never };
 
+// The KV cache's element type (kernels::KvType). Auto: f16 for checkpoints whose weights are 16-bit (f16, bf16;
+// GPTQ's are f16), whose outputs already carry 16-bit rounding, so decoding at depth reads half the bytes; f32
+// checkpoints keep an f32 cache and stay exact.
+enum class KvCache { Auto, F32, F16 };
+
 struct ModelOptions {
   uint32_t context = 0;       // KV-cache capacity of one slot in tokens; 0: min(max_position_embeddings, 4096)
   uint32_t slots = 1;         // sequences the KV-cache pool holds at once, each with `context` tokens
@@ -38,6 +43,7 @@ struct ModelOptions {
   PreparedNorms prepared_norms = PreparedNorms::Auto;
   // Prompt products (kernels::Arithmetic): F16 needs shader-f16 and rounds to f16; decoding is f32 either way.
   kernels::Arithmetic arithmetic = kernels::Arithmetic::F32;
+  KvCache kv_cache = KvCache::Auto;
   LoadProgress progress;      // optional: told how far the weight upload has come
 };
 
@@ -70,6 +76,7 @@ class Model {
   uint32_t position(uint32_t slot = 0) const { return positions_.at(slot); }  // tokens in the slot's KV cache
   uint64_t weight_bytes() const { return weights_.bytes; }
   uint64_t kv_cache_bytes() const;
+  kernels::KvType kv_type() const { return kv_type_; }  // the cache's element type, ModelOptions::kv_cache resolved
 
   void reset(uint32_t slot = 0) { rewind(0, slot); }
   // Rewinds the slot's cache to `position` tokens (keeps what came before; e.g. a shared chat prefix).
@@ -160,6 +167,7 @@ class Model {
   ModelConfig config_;
   ModelOptions options_;
   uint32_t context_ = 0;
+  kernels::KvType kv_type_ = kernels::KvType::F32;
   uint32_t chunk_ = 0;
   uint32_t token_count_ = 0;
   bool batchable_ = false;
