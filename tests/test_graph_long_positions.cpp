@@ -10,7 +10,10 @@
 // the bound is 2e-3, not the fixtures' 1e-3: rounding these models' weights to f16 alone moves the
 // reference rows by up to 1.03e-3 (the float64 transcription run on the rounded weights; their q/k
 // projections are twice the fixtures' scale), and gerbil lands at 6e-4 to 9e-4. A lost 128-key chunk of
-// the prompt moves them by 3.8 to 6 % (meta.json's checks).
+// the prompt moves them by 3.8 to 6 % (meta.json's checks). With an f16 KV cache (float32 weights, every key and
+// value rounded to f16 as stored) the bound is the fixtures' f16 one, 1e-3: lavapipe's largest errors over the
+// whole prompt, the short chunks and the greedy continuation were 4.8e-4 (Qwen2), 4.5e-4 (Mistral) and 2.1e-4
+// (Gemma3), every argmax kept.
 #include <algorithm>
 #include <set>
 
@@ -31,7 +34,7 @@ using test::relative_error;
 
 constexpr double kF32Bound = 1e-4;
 constexpr double kF16Bound = 2e-3;
-constexpr double kF16CacheBound = 1e-6;
+constexpr double kF16CacheBound = 1e-3;
 
 std::filesystem::path data_dir() { return test::project_root() / "tests" / "data" / "long"; }
 
