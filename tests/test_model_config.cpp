@@ -411,6 +411,9 @@ TEST(Config, RejectsSizesBeyondItsBounds) {
       // Read as int32_t (the generator's stop ids), 2^32 + 2 would be 2.
       {"eos beyond int32", "llama-tiny", [](json& c) { c["eos_token_id"] = (int64_t(1) << 32) + 2; },
        {"\"eos_token_id\"", "token id"}},
+      {"gptq group", "qwen2-tiny-gptq-int4",
+       [](json& c) { c["quantization_config"]["group_size"] = int64_t(1) << 33; },
+       {"\"quantization_config.group_size\"", above}},
       {"bos 2^63", "llama-tiny", [](json& c) { c["bos_token_id"] = uint64_t(1) << 63; },
        {"\"bos_token_id\"", "token id"}},
   };

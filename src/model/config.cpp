@@ -317,6 +317,8 @@ std::optional<GptqConfig> parse_quantization(const Fields& quant) {
   int64_t group = quant.optional_int({"group_size"}).value_or(128);
   if (group == 0 || group < -1)
     quant.error("group_size", fmt::format("must be positive or -1, got {}", group));
+  if (group > kMaxIntermediate)  // a group lies within one layer's inputs
+    quant.error("group_size", fmt::format("is {}, more than the {} gerbil accepts", group, kMaxIntermediate));
   gptq.group_size = group == -1 ? 0 : group;
   if (quant.optional_bool("desc_act").value_or(false))
     quant.error("desc_act", "is true; act-order (desc_act) GPTQ checkpoints are not supported");
