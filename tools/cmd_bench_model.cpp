@@ -53,6 +53,7 @@ std::string preset_folder(const BenchModelCommand& c) {
 
 int bench_model_command(BenchModelCommand c) {
   if (c.model.model_dir.empty() == c.preset.empty()) fail("bench model: give exactly one of --model and --preset");
+  c.bench.validate();  // before a preset is written or a device created
   if (!c.preset.empty()) c.model.model_dir = preset_folder(c);
   c.model.precise_timestamps = c.profile;
   auto loaded = load_model(c.model, !c.json);

@@ -31,14 +31,28 @@ ModelBenchResult measure(std::string test, uint32_t depth, uint32_t tokens, uint
   return result;
 }
 
-}  // namespace
-
-std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
-  uint32_t deepest = *std::max_element(options.depths.begin(), options.depths.end());
-  uint32_t needed = std::max(options.prompt_tokens, deepest + options.generated_tokens + 1);
+// Valid options whose prompt, and deepest decode test with its generated tokens, fit in the model's context
+// (counted in 64 bits: a depth near 2^32 must not wrap round to a small number).
+void check_fits(const graph::Model& model, const ModelBenchOptions& options) {
+  options.validate();
+  uint64_t deepest = *std::max_element(options.depths.begin(), options.depths.end());
+  uint64_t needed = std::max<uint64_t>(options.prompt_tokens, deepest + options.generated_tokens + 1);
   if (needed > model.context())
     fail("bench model: needs a context of {} tokens (depth {} + {} generated), the model has {} (--ctx)", needed,
          deepest, options.generated_tokens, model.context());
+}
+
+}  // namespace
+
+void ModelBenchOptions::validate() const {
+  if (prompt_tokens == 0) fail("bench model: -p/--prompt-tokens must be at least 1, got 0");
+  if (generated_tokens == 0) fail("bench model: -g/--generated-tokens must be at least 1, got 0");
+  if (depths.empty()) fail("bench model: -d/--depths must list at least one context depth");
+  if (repeats == 0) fail("bench model: -r/--repeats must be at least 1, got 0");
+}
+
+std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
+  check_fits(model, options);
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size) - 1);
   auto random_tokens = [&](uint32_t n) {
@@ -126,8 +140,9 @@ StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings)
 }  // namespace
 
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
+  check_fits(model, options);
   std::vector<StepProfile> profiles;
-  std::vector<int32_t> filler(std::max(options.prompt_tokens, 1u), 0);
+  std::vector<int32_t> filler(options.prompt_tokens, 0);
   model.reset();
   model.profile(options.prompt_tokens);  // warm-up: pipelines compiled
   profiles.push_back(summarise(fmt::format("prefill of {} tokens", options.prompt_tokens),

@@ -17,6 +17,10 @@ struct ModelBenchOptions {
   std::vector<uint32_t> depths = {0, 2048};
   uint32_t repeats = 5;
   uint64_t seed = 1;
+
+  // Throws gerbil::Error naming the `gerbil bench model` option of a field that measures nothing: no
+  // prompt or generated tokens, no depth, no repeat.
+  void validate() const;
 };
 
 struct ModelBenchResult {
@@ -27,7 +31,8 @@ struct ModelBenchResult {
   std::vector<double> seconds;  // every repeat
 };
 
-// Runs the benchmarks on `model` (its cache is reset). Throws if the context is too small for the depths.
+// Runs the benchmarks on `model` (its cache is reset). Throws if the options are invalid or the context is too
+// small for the depths.
 std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options);
 
 // Where one step's GPU time goes: its dispatches timed one by one and grouped by role ("qkv", "attention",
@@ -44,7 +49,8 @@ struct StepProfile {
   std::vector<ProfileRow> rows;
 };
 
-// Profiles a decode step at each depth and a prefill of `prompt_tokens` tokens (the cache is reset).
+// Profiles a decode step at each depth and a prefill of `prompt_tokens` tokens (the cache is reset). Throws as
+// bench_model() does.
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options);
 
 }  // namespace gerbil

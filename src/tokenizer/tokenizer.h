@@ -32,8 +32,8 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
 
   // The text of ids, like transformers' decode(ids, skip_special_tokens=..., without cleaning up
-  // tokenization spaces). Throws gerbil::Error naming the id and its position when an id is not in
-  // the vocabulary.
+  // tokenization spaces). Ids without a token (past the vocabulary, as a padded model's logits give)
+  // decode to nothing, as in transformers; a negative id throws gerbil::Error naming it and its position.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   // One more than the largest id, added tokens included.
@@ -74,7 +74,7 @@ class StreamDecoder {
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special_tokens = false);
 
   // Takes the next id; returns the text it completes (often empty while a character is pending).
-  // Throws gerbil::Error naming an id that is not in the vocabulary.
+  // An id without a token adds nothing (as in decode()); a negative id throws gerbil::Error.
   std::string step(int32_t id);
   // Returns whatever is still held back (an incomplete character comes out as U+FFFD), and resets.
   std::string finish();
