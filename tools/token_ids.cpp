@@ -8,9 +8,10 @@ namespace gerbil::cli {
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
+  constexpr std::string_view kSpace = " \t\r\n";
+  size_t first = s.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
 }  // namespace

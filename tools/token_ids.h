@@ -7,7 +7,7 @@
 
 namespace gerbil::cli {
 
-// "1,2,3", with spaces allowed and optionally in brackets, so a JSON array such as `gerbil tokenize`
+// "1,2,3", with white space allowed and optionally in brackets, so a JSON array such as `gerbil tokenize`
 // prints works too. OPTION names the flag in errors: "--tokens: entry 2 ('x') is not a token id".
 // An empty list is an error unless ALLOW_EMPTY.
 std::vector<int32_t> parse_token_ids(std::string_view text, std::string_view option, bool allow_empty = false);

@@ -8,7 +8,7 @@ mkdir -p /tmp/nvc
 export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
 step 120 gerbil selftest
 step 120 gerbil bench kernels --kernel linear --shape llama --blocking 0,0,2 --blocking 0,0,4
-python3 .device/s6/nvcache.py /tmp/nvc /tmp/sass > /dev/null 2>&1; tar czf $o/sass.tgz -C /tmp sass
+python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass > /dev/null 2>&1; tar czf $o/sass.tgz -C /tmp sass
 unset __GL_SHADER_DISK_CACHE_PATH
 step 120 gerbil-s5 bench kernels --kernel linear --shape llama
 step 60 gerbil synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --out /tmp/qwen05

@@ -7,7 +7,7 @@ step() { local t=$1; shift; echo "== $*" >> $o/log.txt; timeout $t "$@" >> $o/lo
 mkdir -p /tmp/nvc
 export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
 step 120 gerbil bench kernels --kernel linear --shape "M=512" --iterations 20
-python3 .device/s6/nvcache.py /tmp/nvc /tmp/sass > /dev/null 2>&1; tar czf $o/sass.tgz -C /tmp sass
+python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass > /dev/null 2>&1; tar czf $o/sass.tgz -C /tmp sass
 unset __GL_SHADER_DISK_CACHE_PATH
 step 120 gerbil-s5 bench kernels --kernel linear --shape "M=512" --iterations 20
 step 170 gerbil synth --preset llama3-8b --dtype f16 --seed 1 --out /tmp/llama8
