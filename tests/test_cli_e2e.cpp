@@ -180,6 +180,27 @@ TEST_F(SynthesizedQwen, ChatThroughAPipeReusesTheCacheOnTheSecondTurn) {
   EXPECT_GT(turns[1].computed, 0);
 }
 
+// Ctrl-C while `run` answers (here during a prompt prefilled one token per step, then the decoding) stops the
+// answer, and the command ends normally with the stop reason cancelled.
+TEST_F(SynthesizedQwen, InterruptStopsTheAnswerAndTheCommandCarriesOn) {
+  gerbil::test::ScratchDir scratch;
+  std::string prompt;
+  for (int i = 0; i < 25; ++i) prompt += "the sky is blue because ";  // ~130 of the 256 positions
+  fs::path err = scratch.path() / "err";
+  std::string script = "'" + std::string(GERBIL_BINARY_DIR) + "/gerbil' run --model " + model() +
+                       " --max-prefill-chunk 1 --greedy --ignore-eos -n 100000 '" + prompt + "' > /dev/null 2> " +
+                       shell_quoted(err.string()) + " & pid=$!; " + "while ! grep -q '^loaded' " +
+                       shell_quoted(err.string()) + "; do sleep 0.1; done; sleep 0.5; kill -INT $pid; wait $pid; echo $?";
+  FILE* pipe = popen(("sh -c " + shell_quoted(script)).c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::array<char, 64> status{};
+  std::fread(status.data(), 1, status.size() - 1, pipe);
+  pclose(pipe);
+  std::string log = gerbil::test::read_text(err);
+  EXPECT_EQ(std::string(status.data()), "0\n") << log;
+  EXPECT_THAT(log, HasSubstr("finish: cancelled"));
+}
+
 TEST(CliE2e, TemplateRendersAsTransformers) {
   GERBIL_REQUIRE_FIXTURES();
   GERBIL_REQUIRE_PATH(gerbil::test::tokenizer_dir("qwen3"), "scripts/setup.sh fetches the tokenizer packages");
