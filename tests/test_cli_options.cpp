@@ -34,7 +34,7 @@ TEST(CliOptions, PreparedNormsTakesOnlyItsThreeValues) {
   Outcome good = run_gerbil("generate --model /nonexistent --prepared-norms never --tokens 1,2");
   EXPECT_NE(good.status, 0);
   EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--prepared-norms")));
-  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
 }
 
 TEST(CliOptions, ArithmeticTakesF32OrF16) {
@@ -44,7 +44,7 @@ TEST(CliOptions, ArithmeticTakesF32OrF16) {
   Outcome good = run_gerbil("generate --model /nonexistent --arithmetic f16 --tokens 1,2");
   EXPECT_NE(good.status, 0);
   EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--arithmetic")));
-  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
 }
 
 // bench model's numbers that would measure nothing are refused naming the option, before a preset is written or

@@ -1,4 +1,4 @@
-// `gerbil bench model`'s measurements (generate/model_bench.h) on a tiny synthetic model on the default
+// `gerbil bench model`'s measurements (checks/model_bench.h) on a tiny synthetic model on the default
 // adapter: every row it promises is there, measured, and the model is left reset; a context too small for
 // the depths asked, and options that measure nothing, are clear errors.
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "generate/model_bench.h"
+#include "checks/model_bench.h"
 #include "gerbil/error.h"
 #include "graph/model.h"
 #include "model/synth.h"

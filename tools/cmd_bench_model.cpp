@@ -6,7 +6,7 @@
 
 #include "command.h"
 #include "gerbil/error.h"
-#include "generate/model_bench.h"
+#include "checks/model_bench.h"
 #include "model/synth.h"
 #include "model_options.h"
 

@@ -1,11 +1,11 @@
 // gerbil tokenize / detokenize: text to token ids and back with a Hugging Face tokenizer.
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "command.h"
 #include "gerbil/error.h"
+#include "token_ids.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gerbil::cli {
@@ -17,31 +17,6 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// "1,2,3" (spaces and surrounding brackets allowed, so a JSON array works too) -> ids.
-std::vector<int32_t> parse_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  std::string_view rest(list);
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '[')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == ']')) s.remove_suffix(1);
-    return s;
-  };
-  rest = trim(rest);
-  if (rest.empty()) return ids;
-  for (size_t position = 0;; ++position) {
-    size_t comma = rest.find(',');
-    std::string_view item = trim(rest.substr(0, comma));
-    int32_t id = 0;
-    auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), id);
-    if (item.empty() || error != std::errc() || end != item.data() + item.size())
-      fail("--ids: item {} ('{}') is not a token id", position, item);
-    ids.push_back(id);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return ids;
 }
 
 GERBIL_COMMAND("tokenize", "Encode text into token ids with a Hugging Face tokenizer", [](CLI::App& app) {
@@ -86,7 +61,7 @@ GERBIL_COMMAND("detokenize", "Decode token ids into text with a Hugging Face tok
       ->required();
   app.add_flag("--skip-special-tokens", *skip, "Leave special tokens out of the text");
   return [=] {
-    std::vector<int32_t> parsed = parse_ids(*ids);
+    std::vector<int32_t> parsed = parse_token_ids(*ids, "--ids", /*allow_empty=*/true);
     Tokenizer t = Tokenizer::load(*tokenizer);
     std::string text = t.decode(parsed, *skip);
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -1,14 +1,15 @@
 // The library API (include/gerbil/gerbil.h): a thin layer over the tokenizer, the chat template, the
 // model on the GPU and the generation loop, translating between the public types and the internal ones.
 #include <chrono>
-#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "generate/engine_options.h"
 #include "generate/generator.h"
 #include "gerbil/gerbil.h"
 #include "gpu/device.h"
+#include "json/json_file.h"
 #include "graph/model.h"
 #include "model/weights.h"
 #include "template/chat_template.h"
@@ -18,6 +19,7 @@ namespace gerbil {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
 // The public sampling defaults must stay those of the sampler.
@@ -28,18 +30,17 @@ constexpr bool same_defaults(const SamplingOptions& a, const SamplingParams& b) 
 }
 static_assert(same_defaults(SamplingOptions{}, SamplingParams{}));
 
-// Whether DIR has a chat template at all. A tokenizer_config.json that cannot be read counts as having
-// one, so that loading it reports what is wrong instead of the template silently going missing.
+// Whether DIR has a chat template at all. A tokenizer_config.json that is not a JSON object counts as
+// having one, so that loading it reports what is wrong instead of the template silently going missing.
 bool has_chat_template_file(const fs::path& dir) {
   if (fs::exists(dir / "chat_template.jinja")) return true;
-  std::ifstream in(dir / "tokenizer_config.json");
-  if (!in) return false;
-  auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return config.is_discarded() || !config.is_object() || config.contains("chat_template");
+  if (!fs::exists(dir / "tokenizer_config.json")) return false;
+  json config = read_json_file(dir / "tokenizer_config.json");
+  return !config.is_object() || config.contains("chat_template");
 }
 
 const fs::path& model_folder(const fs::path& dir) {
-  if (!fs::is_directory(dir)) fail("{}: no such model folder", dir.string());
+  check_model_folder(dir);
   return dir;
 }
 
@@ -48,32 +49,8 @@ std::optional<ChatTemplate> load_chat_template(const fs::path& dir) {
   return ChatTemplate::from_tokenizer_config(dir);
 }
 
-ordered_json parse_json(std::string_view text, std::string_view what) {
-  try {
-    return ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", what, e.what());
-  }
-}
-
 ordered_json extra_variables(std::string_view json) {
-  return json.empty() ? ordered_json(nullptr) : parse_json(json, "chat template variables");
-}
-
-GenerateOptions to_generate_options(const CompletionOptions& o) {
-  const SamplingOptions& s = o.sampling;
-  return {.sampling = {.temperature = s.temperature,
-                       .top_k = s.top_k,
-                       .top_p = s.top_p,
-                       .min_p = s.min_p,
-                       .repetition_penalty = s.repetition_penalty,
-                       .presence_penalty = s.presence_penalty,
-                       .frequency_penalty = s.frequency_penalty,
-                       .seed = s.seed},
-          .max_new_tokens = o.max_new_tokens,
-          .stop_strings = o.stop,
-          .stop_ids = o.stop_ids,
-          .ignore_eos = o.ignore_eos};
+  return json.empty() ? ordered_json(nullptr) : parse_json_strict<ordered_json>(json, "chat template variables");
 }
 
 // The public stop reasons and the generator's finish reasons, one for one.
@@ -90,6 +67,8 @@ StopReason to_stop_reason(FinishReason reason) {
   fail("generate: unknown finish reason {}", int(reason));
 }
 
+}  // namespace
+
 Completion to_completion(Generation g) {
   const GenerationStats& s = g.stats;
   CompletionStats stats{.prompt_tokens = s.prompt_tokens,
@@ -103,16 +82,46 @@ Completion to_completion(Generation g) {
   return {std::move(g.text), std::move(g.tokens), to_stop_reason(g.finish), stats, g.seed};
 }
 
+gpu::DeviceOptions device_options(const EngineOptions& options) {
+  return {.adapter = options.adapter,
+          .enable_toggles = options.enable_toggles,
+          .disable_toggles = options.disable_toggles};
+}
+
 graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer& tokenizer) {
+  if (options.max_prefill_chunk == 0) fail("max_prefill_chunk must be at least 1 token");
+  constexpr std::pair<PreparedNorms, graph::PreparedNorms> kNorms[] = {
+      {PreparedNorms::Auto, graph::PreparedNorms::Auto},
+      {PreparedNorms::Always, graph::PreparedNorms::Always},
+      {PreparedNorms::Never, graph::PreparedNorms::Never}};
+  graph::PreparedNorms prepared_norms = graph::PreparedNorms::Auto;
+  for (auto [given, internal] : kNorms)
+    if (given == options.prepared_norms) prepared_norms = internal;
   return {.context = options.context,
+          .max_chunk = options.max_prefill_chunk,
           .token_count = uint32_t(tokenizer.vocab_size()),
           .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
                                                            : graph::WeightPolicy::Checkpoint,
+          .prepared_norms = prepared_norms,
           .arithmetic = options.arithmetic == Arithmetic::F16 ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32,
           .progress = options.progress};
 }
 
-}  // namespace
+GenerateOptions generate_options(const CompletionOptions& o) {
+  const SamplingOptions& s = o.sampling;
+  return {.sampling = {.temperature = s.temperature,
+                       .top_k = s.top_k,
+                       .top_p = s.top_p,
+                       .min_p = s.min_p,
+                       .repetition_penalty = s.repetition_penalty,
+                       .presence_penalty = s.presence_penalty,
+                       .frequency_penalty = s.frequency_penalty,
+                       .seed = s.seed},
+          .max_new_tokens = o.max_new_tokens,
+          .stop_strings = o.stop,
+          .stop_ids = o.stop_ids,
+          .ignore_eos = o.ignore_eos};
+}
 
 std::string_view stop_reason_name(StopReason reason) {
   for (auto [finish, stop] : kReasons)
@@ -128,7 +137,7 @@ struct Engine::Impl {
         tokenizer(Tokenizer::load(dir)),
         chat(load_chat_template(dir)),
         files(ModelFiles::open(dir)),
-        device(gpu::DeviceOptions{.adapter = options.adapter}),
+        device(device_options(options)),
         model(device, files, model_options(options, tokenizer)),
         generator(model, &tokenizer) {}
 
@@ -189,7 +198,7 @@ std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages
 
 std::string Engine::apply_chat_template_json(std::string_view messages_json, bool add_generation_prompt,
                                              std::string_view extra_vars_json) const {
-  return impl_->chat_template().render(parse_json(messages_json, "chat messages"), add_generation_prompt,
+  return impl_->chat_template().render(parse_json_strict<ordered_json>(messages_json, "chat messages"), add_generation_prompt,
                                        extra_variables(extra_vars_json));
 }
 
@@ -202,7 +211,7 @@ Completion Engine::complete(std::span<const int32_t> prompt, const CompletionOpt
                             const StreamCallback& on_text, const std::atomic<bool>* cancel) {
   TextCallback stream;
   if (on_text) stream = [&on_text](std::string_view text, int32_t) { return on_text(text); };
-  return to_completion(impl_->generator.generate(prompt, to_generate_options(options), stream, cancel));
+  return to_completion(impl_->generator.generate(prompt, generate_options(options), stream, cancel));
 }
 
 void Engine::reset() { impl_->generator.reset(); }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gerbil/error.h"
-#include "model/json_file.h"
+#include "json/json_file.h"
 
 namespace gerbil {
 

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "gerbil/error.h"
-#include "model/json_file.h"
+#include "json/json_file.h"
 
 namespace gerbil {
 

@@ -202,7 +202,12 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
   return list.take();
 }
 
+void check_model_folder(const fs::path& dir) {
+  if (!fs::is_directory(dir)) fail("{}: no such model folder", dir.string());
+}
+
 ModelFiles ModelFiles::open(const fs::path& dir) {
+  check_model_folder(dir);
   ModelFiles files;
   files.dir_ = dir;
   files.config_ = load_config(dir);

@@ -62,6 +62,10 @@ struct ModelWeights {
   }
 };
 
+// Fails with "DIR: no such model folder" unless DIR is a folder: the one check of a model folder's path,
+// made before any device is created, so a mistyped path reads the same from every command and the library.
+void check_model_folder(const std::filesystem::path& dir);
+
 class ModelFiles {
  public:
   // Loads and checks DIR; throws gerbil::Error naming the file, tensor, and expected vs actual shape.

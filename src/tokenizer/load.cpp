@@ -1,8 +1,8 @@
 // Building a Tokenizer from tokenizer.json, or from GPT-2's vocab.json + merges.txt.
 #include <fstream>
-#include <sstream>
 
 #include "gerbil/error.h"
+#include "json/json_file.h"
 #include "tokenizer/json_field.h"
 #include "tokenizer/tokenizer_impl.h"
 
@@ -15,23 +15,6 @@ using tok::JsonField;
 
 // Ids above this are surely a broken file rather than a vocabulary (the largest are ~260k).
 constexpr int64_t kMaxTokenId = 1 << 24;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open tokenizer file", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-nlohmann::json parse_json(const fs::path& path) {
-  std::string text = read_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: not valid JSON (at byte {}): {}", path.string(), e.byte, e.what());
-  }
-}
 
 int32_t token_id(const JsonField& field) {
   int64_t id = field.integer();
@@ -101,7 +84,7 @@ tok::AddedToken parse_added_token(const JsonField& field) {
 
 Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
   const std::string file = path.string();
-  nlohmann::json json = parse_json(path);
+  nlohmann::json json = read_json_file(path);
   JsonField root(json, file);
   if (!json.is_object()) root.fail("expected an object");
   Tokenizer::Impl impl;
@@ -127,7 +110,7 @@ Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
 // "#version" header), with GPT-2's byte-level pre-tokenizer and <|endoftext|> as special token.
 Tokenizer::Impl load_gpt2_pair(const fs::path& vocab_path, const fs::path& merges_path) {
   const std::string vocab_file = vocab_path.string();
-  nlohmann::json vocab_json = parse_json(vocab_path);
+  nlohmann::json vocab_json = read_json_file(vocab_path);
   Tokenizer::Impl impl;
   impl.source = vocab_path;
   impl.model = std::make_unique<tok::Bpe>(parse_vocab(JsonField(vocab_json, vocab_file)), tok::BpeOptions{});
