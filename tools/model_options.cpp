@@ -90,7 +90,9 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   LoadedModel loaded;  // the folder is opened and checked before the device is created
   loaded.files = std::make_unique<ModelFiles>(ModelFiles::open(options.model_dir));
   loaded.device = std::make_unique<gpu::Device>(device);
-  loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options(engine));
+  graph::ModelOptions model = model_options(engine);
+  model.slots = options.slots;
+  loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model);
   if (report) {
     const graph::Model& m = *loaded.model;
     print_loaded(options.model_dir, {.architecture = std::string(m.config().arch->name),

@@ -20,6 +20,7 @@ namespace gerbil::cli {
 struct ModelOptions {
   std::string model_dir;
   uint32_t context = 0;  // 0: the library's default
+  uint32_t slots = 1;    // KV-cache slots: sequences decoded at once (serve --parallel, bench batch)
   uint32_t max_prefill_chunk = EngineOptions{}.max_prefill_chunk;
   std::string adapter;
   std::string weights = "checkpoint";

@@ -67,6 +67,12 @@ StopReason to_stop_reason(FinishReason reason) {
   fail("generate: unknown finish reason {}", int(reason));
 }
 
+// The model's options with the ids it may pick cut to the tokenizer's (padded checkpoints have more logits).
+graph::ModelOptions sampled_within(graph::ModelOptions options, const Tokenizer& tokenizer) {
+  options.token_count = uint32_t(tokenizer.vocab_size());
+  return options;
+}
+
 }  // namespace
 
 Completion to_completion(Generation g) {
@@ -88,7 +94,7 @@ gpu::DeviceOptions device_options(const EngineOptions& options) {
           .disable_toggles = options.disable_toggles};
 }
 
-graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer& tokenizer) {
+graph::ModelOptions model_options(const EngineOptions& options) {
   if (options.max_prefill_chunk == 0) fail("max_prefill_chunk must be at least 1 token");
   constexpr std::pair<PreparedNorms, graph::PreparedNorms> kNorms[] = {
       {PreparedNorms::Auto, graph::PreparedNorms::Auto},
@@ -99,7 +105,6 @@ graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer&
     if (given == options.prepared_norms) prepared_norms = internal;
   return {.context = options.context,
           .max_chunk = options.max_prefill_chunk,
-          .token_count = uint32_t(tokenizer.vocab_size()),
           .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
                                                            : graph::WeightPolicy::Checkpoint,
           .prepared_norms = prepared_norms,
@@ -138,7 +143,7 @@ struct Engine::Impl {
         chat(load_chat_template(dir)),
         files(ModelFiles::open(dir)),
         device(device_options(options)),
-        model(device, files, model_options(options, tokenizer)),
+        model(device, files, sampled_within(model_options(options), tokenizer)),
         generator(model, &tokenizer) {}
 
   fs::path dir;

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gerbil/error.h"
-#include "generate/batch_bench.h"
+#include "checks/batch_bench.h"
 #include "model/weights.h"
 #include "support/device.h"
 #include "support/paths.h"

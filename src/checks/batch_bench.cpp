@@ -1,4 +1,4 @@
-#include "generate/batch_bench.h"
+#include "checks/batch_bench.h"
 
 #include <algorithm>
 #include <chrono>
