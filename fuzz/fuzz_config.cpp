@@ -9,12 +9,12 @@
 #include "model/json_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto [config_text, generation_text] = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));
+  gerbil::fuzz::TwoParts parts = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));
   return gerbil::fuzz::expect_clean_rejection([&] {
-    nlohmann::json config = gerbil::parse_json_strict(config_text, "config.json", "the file");
+    nlohmann::json config = gerbil::parse_json_strict(parts.first, "config.json", "the file");
     std::optional<nlohmann::json> generation;
-    if (!generation_text.empty())
-      generation = gerbil::parse_json_strict(generation_text, "generation_config.json", "the file");
+    if (!parts.second.empty())
+      generation = gerbil::parse_json_strict(parts.second, "generation_config.json", "the file");
     gerbil::parse_config(config, "config.json", generation ? &*generation : nullptr);
   });
 }

@@ -10,7 +10,7 @@ namespace gerbil::fuzz {
 
 namespace fs = std::filesystem;
 
-std::pair<std::string_view, std::string_view> split_parts(std::string_view input) {
+TwoParts split_parts(std::string_view input) {
   size_t at = input.find(kPartSeparator);
   if (at == std::string_view::npos) return {input, {}};
   return {input.substr(0, at), input.substr(at + kPartSeparator.size())};

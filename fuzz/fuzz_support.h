@@ -21,7 +21,10 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 // Inputs that hold two files (config.json and generation_config.json, a template and its messages)
 // separate them with this line; the second part is empty when the separator is absent.
 inline constexpr std::string_view kPartSeparator = "\n#---#\n";
-std::pair<std::string_view, std::string_view> split_parts(std::string_view input);
+struct TwoParts {
+  std::string_view first, second;
+};
+TwoParts split_parts(std::string_view input);
 
 // Writes BYTES to NAME in a folder private to this process (in /dev/shm when there is one: the
 // parsers under test read files) and returns its path. The folder is removed at exit.

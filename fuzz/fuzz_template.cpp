@@ -22,12 +22,12 @@ const nlohmann::ordered_json& fallback_messages() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto [source, messages_text] = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));
+  gerbil::fuzz::TwoParts parts = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));
   nlohmann::ordered_json messages =
-      nlohmann::ordered_json::parse(messages_text, nullptr, /*allow_exceptions=*/false);
+      nlohmann::ordered_json::parse(parts.second, nullptr, /*allow_exceptions=*/false);
   if (messages.is_discarded()) messages = fallback_messages();
   return gerbil::fuzz::expect_clean_rejection([&] {
-    gerbil::ChatTemplate chat(std::string(source), "<s>", "</s>");
+    gerbil::ChatTemplate chat(std::string(parts.first), "<s>", "</s>");
     (void)chat.render(messages, /*add_generation_prompt=*/true);
   });
 }
