@@ -38,19 +38,21 @@ failed=0
 for name in "${names[@]}"; do
   corpus=$build/corpus/$name artifacts=$build/crashes/$name/ log=$build/fuzz-$name.log
   mkdir -p "$corpus" "$artifacts"
+  inputs=("$corpus")  # libFuzzer writes new inputs into the first folder only, and stops at a missing one
+  for folder in "fuzz/corpus/$name" "fuzz/regressions/$name"; do [ -d "$folder" ] && inputs+=("$folder"); done
   echo "[fuzz] $name: ${seconds}s (log: $log)"
   status=0
   # -timeout: an input taking 20 s is a hang; -rss_limit_mb: libFuzzer's default, stated.
   $build/fuzz/fuzz_$name -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="$artifacts" "$corpus" "fuzz/corpus/$name" "fuzz/regressions/$name" \
+      -artifact_prefix="$artifacts" "${inputs[@]}" \
       >"$log" 2>&1 || status=$?
-  executions=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -n1 | awk '{print $2}')
-  [ -n "$executions" ] || executions=$(grep -oE '^#[0-9]+' "$log" | tail -n1 | tr -d '#')
+  executions=$( (grep -o 'stat::number_of_executed_units: [0-9]*' "$log" || true) | tail -n1 | awk '{print $2}')
+  [ -n "$executions" ] || executions=$( (grep -oE '^#[0-9]+' "$log" || true) | tail -n1 | tr -d '#')
   crashes=0
   if [ $status != 0 ]; then
     crashes=1
     failed=1
-    artifact=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -n1 | awk '{print $5}')
+    artifact=$( (grep -oE "Test unit written to [^ ]+" "$log" || true) | tail -n1 | awk '{print $5}')
     echo "[fuzz] $name FAILED (exit $status): $(grep -m1 -E 'ERROR: |runtime error|deadly signal' "$log" || true)"
     if [ -n "$artifact" ] && [ -f "$artifact" ]; then
       mkdir -p "fuzz/regressions/$name"
