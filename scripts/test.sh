@@ -16,12 +16,13 @@ fuzz_seconds=${FUZZ_SECONDS:-$([ "$ci" = true ] && echo 30 || echo 10)}
 
 # The tests run under ASan + UBSan: those of the parsers (every byte they read is untrusted), the sampler
 # and the generation paths from files to tokens (the fixtures through graph/model.cpp's decode loop and
-# read-backs, the engine end to end). The kernel suites are left out: they are the bulk of the time on
-# lavapipe and check WGSL, which runs inside the (uninstrumented) Vulkan driver, while the host code that
-# records their dispatches also runs in the graph and engine tests here.
+# read-backs, the scheduler's threads and batches, the engine end to end). The kernel suites are left out:
+# they are the bulk of the time on lavapipe and check WGSL, which runs inside the (uninstrumented) Vulkan
+# driver, while the host code that records their dispatches also runs in the graph and engine tests here.
 sanitized_tests=(test_model_config test_model_safetensors test_model_weights test_tokenizer
                  test_tokenizer_errors test_tokenizer_stream test_tokenizer_units test_template
-                 test_template_jinja test_generate_sampler test_graph_fixtures test_generate_e2e)
+                 test_template_jinja test_generate_sampler test_graph_fixtures test_graph_decode_errors
+                 test_generate_scheduler test_generate_e2e)
 # Mesa and Dawn are not instrumented; their leaks at exit are suppressed (file says which and why).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$root/tests/support/lsan_suppressions.txt:print_suppressions=0"
