@@ -320,6 +320,7 @@ void dequantize(GgmlType type, std::span<const std::byte> bytes, std::span<float
     fail("{}: ggml type {} is not supported (gerbil reads {})", what, info.name, dequantizable_types());
   if (out.size() % info.block_size != 0 || bytes.size() != out.size() / info.block_size * info.block_bytes)
     fail("{}: {} bytes of {} do not hold {} elements", what, bytes.size(), info.name, out.size());
+  if (out.empty()) return;
   switch (type) {
     case GgmlType::F32: std::memcpy(out.data(), bytes.data(), bytes.size()); return;
     case GgmlType::F16: convert_to_f32(DType::F16, bytes, out); return;

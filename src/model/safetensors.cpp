@@ -21,37 +21,30 @@ namespace gerbil {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A read-only private mapping of a whole file.
-struct detail::FileMapping {
-  const std::byte* data = nullptr;
-  std::size_t size = 0;
+detail::FileMapping::FileMapping(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("cannot stat {}: {}", path.string(), std::strerror(err));
+  }
+  size = std::size_t(st.st_size);
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail("cannot memory-map {}: {}", path.string(), std::strerror(err));
+    data = static_cast<const std::byte*>(p);
+  } else {
+    ::close(fd);
+  }
+}
 
-  explicit FileMapping(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      fail("cannot stat {}: {}", path.string(), std::strerror(err));
-    }
-    size = std::size_t(st.st_size);
-    if (size > 0) {
-      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      int err = errno;
-      ::close(fd);
-      if (p == MAP_FAILED) fail("cannot memory-map {}: {}", path.string(), std::strerror(err));
-      data = static_cast<const std::byte*>(p);
-    } else {
-      ::close(fd);
-    }
-  }
-  ~FileMapping() {
-    if (data) ::munmap(const_cast<std::byte*>(data), size);
-  }
-  FileMapping(const FileMapping&) = delete;
-  FileMapping& operator=(const FileMapping&) = delete;
-};
+detail::FileMapping::~FileMapping() {
+  if (data) ::munmap(const_cast<std::byte*>(data), size);
+}
 
 namespace {
 

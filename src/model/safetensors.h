@@ -18,8 +18,19 @@
 namespace gerbil {
 
 namespace detail {
-struct FileMapping;
-}
+// A read-only private mapping of a whole file (also used by the GGUF reader).
+struct FileMapping {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+
+  explicit FileMapping(const std::filesystem::path& path);  // throws naming PATH
+  ~FileMapping();
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+
+  std::span<const std::byte> bytes() const { return {data, size}; }
+};
+}  // namespace detail
 
 struct TensorView {
   std::string name;
