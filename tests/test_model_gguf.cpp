@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "gerbil/error.h"
+#include "model/config.h"
 #include "model/gguf.h"
+#include "model/gguf_model.h"
 #include "model/quant.h"
 #include "model/safetensors.h"
 #include "support/gguf_writer.h"
@@ -265,6 +267,41 @@ TEST(Gguf, Alignment) {
 
 TEST(Gguf, MissingFile) {
   EXPECT_THAT(error_of([] { Gguf::open("/nonexistent/model.gguf"); }), HasSubstr("cannot open /nonexistent/model.gguf"));
+}
+
+// Llama 3.1's rope scaling reaches GGUF as per-frequency factors (rope_freqs.weight); the config recovered
+// from them gives the inverse frequencies the Hugging Face rope_parameters give.
+TEST(GgufModel, Llama3RopeScalingFromFrequencyFactors) {
+  nlohmann::json hf = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_act", "silu"}, {"vocab_size", 32},
+                       {"hidden_size", 1024}, {"intermediate_size", 64}, {"num_hidden_layers", 1},
+                       {"num_attention_heads", 8}, {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5},
+                       {"rope_parameters", {{"rope_type", "llama3"}, {"rope_theta", 500000.0}, {"factor", 8.0},
+                                            {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                            {"original_max_position_embeddings", 8192}}}};
+  ModelConfig scaled = parse_config(hf, "config.json");
+  nlohmann::json plain_doc = hf;
+  plain_doc["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+  ModelConfig plain = parse_config(plain_doc, "config.json");
+  std::vector<float> want = rope_inv_freq(scaled, 0), unscaled = rope_inv_freq(plain, 0);
+  std::vector<float> factors;
+  for (std::size_t i = 0; i < want.size(); ++i) factors.push_back(float(double(unscaled[i]) / double(want[i])));
+
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  for (auto [key, value] : {std::pair{"block_count", 1}, {"embedding_length", 1024}, {"feed_forward_length", 64},
+                            {"context_length", 131072}, {"attention.head_count", 8}, {"rope.dimension_count", 128}})
+    w.add_u32(std::string("llama.") + key, uint32_t(value));
+  w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_f32("llama.rope.freq_base", 500000.0f);
+  w.add_tensor("token_embd.weight", uint32_t(GgmlType::F32), {1024, 32}, std::string(1024 * 32 * 4, '\0'));
+  w.add_tensor("rope_freqs.weight", uint32_t(GgmlType::F32), {64}, bytes_of(factors));
+  Gguf gguf = parse(w.bytes());
+  ModelConfig recovered = parse_config(gguf_config_json(gguf), "model.gguf");
+  EXPECT_EQ(recovered.rope_full.type, RopeType::Llama3);
+  EXPECT_EQ(recovered.rope_full.factor, 8.0);
+  std::vector<float> got = rope_inv_freq(recovered, 0);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6 * want[i]) << "frequency " << i;
 }
 
 }  // namespace

@@ -258,6 +258,19 @@ Safetensors Safetensors::open(const fs::path& path) {
   return result;
 }
 
+Safetensors Safetensors::from_memory(std::vector<TensorView> views, std::shared_ptr<const void> owner,
+                                     const fs::path& file) {
+  Safetensors result;
+  result.mappings_.push_back(std::move(owner));
+  result.files_.push_back(file);
+  for (TensorView& view : views) {
+    std::string name = view.name;
+    if (result.tensors_.contains(name)) fail("{}: tensor \"{}\" given twice", file.string(), name);
+    result.tensors_.emplace(std::move(name), std::move(view));
+  }
+  return result;
+}
+
 const TensorView* Safetensors::find(std::string_view name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

@@ -64,7 +64,8 @@ struct ModelWeights {
 
 class ModelFiles {
  public:
-  // Loads and checks DIR; throws gerbil::Error naming the file, tensor, and expected vs actual shape.
+  // Loads and checks DIR (a model folder, or one .gguf file); throws gerbil::Error naming the file, tensor,
+  // and expected vs actual shape.
   static ModelFiles open(const std::filesystem::path& dir);
 
   const std::filesystem::path& dir() const { return dir_; }
