@@ -269,6 +269,24 @@ TEST(Gguf, MissingFile) {
   EXPECT_THAT(error_of([] { Gguf::open("/nonexistent/model.gguf"); }), HasSubstr("cannot open /nonexistent/model.gguf"));
 }
 
+TEST(GgufModel, Summary) {
+  GgufWriter w = small_writer();
+  w.add_u32("llama.context_length", 4096);
+  w.add_string("general.name", "tiny");
+  w.add_tensor("q", uint32_t(GgmlType::Q8_0), {32, 2}, std::string(68, '\0'));
+  nlohmann::json s = gguf_summary(parse(w.bytes()));
+  EXPECT_EQ(s["architecture"], "llama");
+  EXPECT_EQ(s["name"], "tiny");
+  EXPECT_EQ(s["parameters"], 64 + 32 + 64);
+  EXPECT_EQ(s["context_length"], 4096);
+  EXPECT_EQ(s["tensors"], 3);
+  EXPECT_EQ(s["types"], nlohmann::json({{"F32", 2}, {"Q8_0", 1}}));
+  EXPECT_EQ(s["type_bytes"]["Q8_0"], 68);
+  EXPECT_EQ(s["type_bytes"]["F32"], 384);
+  EXPECT_EQ(s["chat_template"], false);
+  EXPECT_TRUE(s["tokenizer"].is_null());
+}
+
 // Llama 3.1's rope scaling reaches GGUF as per-frequency factors (rope_freqs.weight); the config recovered
 // from them gives the inverse frequencies the Hugging Face rope_parameters give.
 TEST(GgufModel, Llama3RopeScalingFromFrequencyFactors) {

@@ -172,6 +172,32 @@ std::string gguf_tensor_name(const ArchitectureSpec& arch, Role role, int layer,
   return fmt::format("blk.{}.{}.{}", layer, base, part);
 }
 
+json gguf_summary(const Gguf& gguf) {
+  std::string_view arch = gguf.get_string("general.architecture").value_or("");
+  json types = json::object(), type_bytes = json::object();
+  uint64_t parameters = 0;
+  for (const GgufTensor& tensor : gguf.tensors()) {
+    std::string type(ggml_type_name(tensor.type));
+    types[type] = types.value(type, uint64_t(0)) + 1;
+    type_bytes[type] = type_bytes.value(type, uint64_t(0)) + tensor.bytes.size();
+    parameters += tensor.numel();
+  }
+  std::optional<int64_t> context =
+      arch.empty() ? std::nullopt : gguf.get_int(std::string(arch) + ".context_length");
+  std::optional<std::string_view> tokenizer = gguf.get_string("tokenizer.ggml.model");
+  return {{"file", gguf.name()},
+          {"version", gguf.version()},
+          {"architecture", arch},
+          {"name", gguf.get_string("general.name").value_or("")},
+          {"parameters", parameters},
+          {"context_length", context ? json(*context) : json(nullptr)},
+          {"tensors", gguf.tensors().size()},
+          {"types", types},
+          {"type_bytes", type_bytes},
+          {"chat_template", gguf.find("tokenizer.chat_template") != nullptr},
+          {"tokenizer", tokenizer ? json(std::string(*tokenizer)) : json(nullptr)}};
+}
+
 bool is_gguf_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};

@@ -29,4 +29,9 @@ nlohmann::json gguf_config_json(const Gguf& gguf);
 // unsupported types, and tensors gerbil cannot use (such as llama.cpp's rope_freqs).
 Safetensors gguf_tensors(const Gguf& gguf, const nlohmann::json& config);
 
+// What `gerbil info --model FILE.gguf` prints: {"file", "version", "architecture", "name", "parameters",
+// "context_length", "tensors" (count), "types" ({"Q4_K": tensors, ...}), "type_bytes" ({"Q4_K": bytes, ...}),
+// "chat_template" (present or not), "tokenizer" (tokenizer.ggml.model, or null)}.
+nlohmann::json gguf_summary(const Gguf& gguf);
+
 }  // namespace gerbil
