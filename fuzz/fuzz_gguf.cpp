@@ -1,5 +1,6 @@
-// Fuzz target: the GGUF reader (src/model/gguf.cpp) on arbitrary bytes, then the typed metadata reads and
-// the dequantization of every tensor it accepted. Any input may be refused with gerbil::Error; none may
+// Fuzz target: the GGUF reader (src/model/gguf.cpp) on arbitrary bytes, then the typed metadata reads, the
+// dequantization of every tensor it accepted, and the conversions to a Hugging Face config, tensors and
+// tokenizer.json (src/model/gguf_model.cpp, gguf_tokenizer.cpp). Any input may be refused with gerbil::Error; none may
 // crash, hang, read out of bounds or allocate without bound.
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,8 @@
 
 #include "gerbil/error.h"
 #include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
 #include "model/quant.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -30,6 +33,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       values.resize(tensor.numel());
       dequantize(tensor.type, tensor.bytes, values, tensor.name);
     }
+    gguf_summary(gguf);
+    // Each conversion may refuse the file; the later ones still run.
+    try {
+      gguf_tokenizer_json(gguf);
+    } catch (const Error&) {
+    }
+    nlohmann::json config = gguf_config_json(gguf);
+    gguf_tensors(gguf, config);
   } catch (const Error&) {
   }
   return 0;

@@ -167,8 +167,9 @@ TEST_P(GgufFixture, F32LogitsMatchTransformers) {
   gguf_from_fixture(GetParam(), Weights::F32).write(dir / "model.gguf");
   ModelFiles files = ModelFiles::open(dir / "model.gguf");
   ModelFiles folder = ModelFiles::open(fixtures_dir() / GetParam());
-  if (folder.arch().name != "MistralForCausalLM")  // GGUF calls Mistral llama
+  if (folder.arch().name != "MistralForCausalLM") {  // GGUF calls Mistral llama
     EXPECT_EQ(files.config().arch, folder.config().arch);
+  }
   EXPECT_EQ(files.config().num_kv_heads, folder.config().num_kv_heads);
   EXPECT_EQ(files.config().head_dim, folder.config().head_dim);
   EXPECT_EQ(files.config().tie_word_embeddings, folder.config().tie_word_embeddings);

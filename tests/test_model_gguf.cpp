@@ -229,6 +229,7 @@ TEST(Gguf, BadTensorInfos) {
   EXPECT_THAT(with_tensor(uint32_t(GgmlType::F64), {1ull << 62}, 0), HasSubstr("byte size"));
   EXPECT_THAT(with_tensor(uint32_t(GgmlType::F32), {1, 1, 1, 1, 1}, 4), HasSubstr("has 5 dimensions"));
   EXPECT_THAT(with_tensor(uint32_t(GgmlType::Q4_K), {128, 2}, 144), HasSubstr("row length 128 is not a multiple of Q4_K's block size 256"));
+  EXPECT_THAT(with_tensor(uint32_t(GgmlType::Q8_0), {}, 34), HasSubstr("row length 1 is not a multiple of Q8_0's block size 32"));
   EXPECT_THAT(with_tensor(uint32_t(GgmlType::F32), {8}, 32, 4), HasSubstr("data offset 4 is not a multiple of the alignment 32"));
   EXPECT_THAT(with_tensor(uint32_t(GgmlType::F32), {64}, 32), AllOf(HasSubstr("data bytes [0, 256)"), HasSubstr("run past the end")));
   EXPECT_THAT(with_tensor(uint32_t(GgmlType::F32), {8}, 32, 1ull << 62), HasSubstr("run past the end"));

@@ -260,9 +260,10 @@ class GgufParser {
     const GgmlTypeInfo* type = find_ggml_type(type_id);
     if (!type) fail("{}: {} has unknown ggml type id {}", file(), what, type_id);
     tensor.type = type->type;
-    if (n_dims > 0 && uint64_t(tensor.dims[0]) % type->block_size != 0)
-      fail("{}: {}: row length {} is not a multiple of {}'s block size {}", file(), what, tensor.dims[0],
-           type->name, type->block_size);
+    uint64_t row_length = n_dims > 0 ? uint64_t(tensor.dims[0]) : 1;  // a scalar is one row of one
+    if (row_length % type->block_size != 0)
+      fail("{}: {}: row length {} is not a multiple of {}'s block size {}", file(), what, row_length, type->name,
+           type->block_size);
     if (numel / type->block_size > std::numeric_limits<uint64_t>::max() / type->block_bytes)
       fail("{}: {}: the byte size of {} elements of {} overflows", file(), what, numel, type->name);
     tensor.offset = read<uint64_t>(what + " (data offset)");

@@ -218,6 +218,7 @@ json gguf_config_json(const Gguf& gguf) {
   config["intermediate_size"] = required("feed_forward_length");
   config["max_position_embeddings"] = required("context_length");
   int64_t heads = required("attention.head_count");
+  if (heads <= 0) fail("{}: metadata \"{}attention.head_count\" must be positive, got {}", gguf.name(), prefix, heads);
   config["num_attention_heads"] = heads;
   config["num_key_value_heads"] = gguf.get_int(prefix + "attention.head_count_kv").value_or(heads);
   std::optional<int64_t> head_dim = gguf.get_int(prefix + "attention.key_length");
@@ -273,8 +274,12 @@ struct ConvertedTensors {
 
 // Undoes llama.cpp's permute(): within each head of ROWS_PER_HEAD rows, stored row 2j + i is Hugging Face
 // row i * rows_per_head / 2 + j.
-std::vector<float> unpermute_rows(const std::vector<float>& stored, int64_t heads, int64_t row_length) {
-  int64_t rows = int64_t(stored.size()) / row_length, per_head = rows / heads;
+std::vector<float> unpermute_rows(const std::vector<float>& stored, int64_t heads, int64_t row_length,
+                                  const std::string& what) {
+  int64_t rows = row_length > 0 ? int64_t(stored.size()) / row_length : 0;
+  if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+    fail("{}: {} rows do not split into {} heads of an even size", what, rows, heads);
+  int64_t per_head = rows / heads;
   std::vector<float> out(stored.size());
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t j = 0; j < per_head / 2; ++j)
@@ -314,7 +319,7 @@ Safetensors gguf_tensors(const Gguf& gguf, const json& config) {
     std::vector<int64_t> shape = tensor.shape();
     if (family.permuted_qk && (p->role == Role::Q || p->role == Role::K)) {
       int64_t row_length = p->part == "weight" && shape.size() == 2 ? shape[1] : 1;
-      values = unpermute_rows(values, p->role == Role::Q ? heads : kv_heads, row_length);
+      values = unpermute_rows(values, p->role == Role::Q ? heads : kv_heads, row_length, what);
     }
     if (family.norms_plus_one && is_norm_role(p->role) && p->part == "weight")
       for (float& v : values) v -= 1.0f;
