@@ -2,7 +2,7 @@
 // lays them out (llama.cpp tensor names, llama's Q/K rows permuted, Gemma's norms stored as 1 + w, GPT-2's
 // Conv1D weights transposed, hyperparameters in <arch>.* metadata), loaded through ModelFiles::open, and run:
 // f32 files match transformers' float64 logits like the folders do; Q8_0 files match gerbil's f32 run of the
-// same dequantized weights.
+// same dequantized weights (Q8_0 and Q4_0).
 #include <cmath>
 #include <cstring>
 
@@ -61,11 +61,11 @@ std::vector<float> permute_rows(const std::vector<float>& hf, int64_t heads, int
   return out;
 }
 
-enum class Weights { F32, Q8_0, Q8_0_Dequantized };
+enum class Weights { F32, Quantized, Dequantized };
 
-// FIXTURE's checkpoint as a GGUF file, its matrices stored as WEIGHTS says (Q8_0_Dequantized: in F32, holding
-// the values the Q8_0 blocks decode to).
-GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights) {
+// FIXTURE's checkpoint as a GGUF file, its matrices stored as WEIGHTS says: in F32, in BLOCKS, or in F32
+// holding the values the BLOCKS decode to.
+GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlType blocks = GgmlType::Q8_0) {
   ModelFiles hf = ModelFiles::open(fixtures_dir() / fixture);
   const ModelConfig& c = hf.config();
   const ArchitectureSpec& arch = hf.arch();
@@ -103,9 +103,10 @@ GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights) {
       std::swap(shape[0], shape[1]);
     }
     GgmlType type = GgmlType::F32;
-    if (weights != Weights::F32 && shape.size() == 2) {
-      type = GgmlType::Q8_0;
-      if (weights == Weights::Q8_0_Dequantized) {
+    // Rows that are not whole blocks stay F32, as llama-quantize leaves them (a mixed file).
+    if (weights != Weights::F32 && shape.size() == 2 && shape[1] % ggml_type_info(blocks).block_size == 0) {
+      type = blocks;
+      if (weights == Weights::Dequantized) {
         dequantize(type, quantize(type, values), values, "test");
         type = GgmlType::F32;
       }
@@ -188,24 +189,42 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixture,
                            return name;
                          });
 
-// Q8_0 blocks decode at load to exactly the floats an f32 file of the dequantized weights holds, so the two
-// runs agree to rounding; both stay near the unquantized model's logits.
-TEST(GgufQuantized, Q8_0MatchesItsDequantizedF32Run) {
+struct QuantizedCase {
+  std::string fixture;
+  GgmlType type;
+  double bound;  // of the relative error against the unquantized model's float64 logits
+};
+
+class GgufQuantized : public ::testing::TestWithParam<QuantizedCase> {};
+
+// Blocks decode at load to exactly the floats an f32 file of the dequantized weights holds, so the two runs
+// agree to rounding with the same argmax; both stay near the unquantized model's logits.
+TEST_P(GgufQuantized, MatchesItsDequantizedF32Run) {
   GERBIL_REQUIRE_FIXTURES();
+  const QuantizedCase& c = GetParam();
   ScratchDir dir;
-  const std::string fixture = "qwen2-tiny";
-  gguf_from_fixture(fixture, Weights::Q8_0).write(dir / "q8.gguf");
-  gguf_from_fixture(fixture, Weights::Q8_0_Dequantized).write(dir / "f32.gguf");
-  auto ids = input_ids(fixtures_dir() / fixture);
-  auto q8 = run_logits(dir / "q8.gguf", ids);
+  gguf_from_fixture(c.fixture, Weights::Quantized, c.type).write(dir / "quantized.gguf");
+  gguf_from_fixture(c.fixture, Weights::Dequantized, c.type).write(dir / "f32.gguf");
+  auto ids = input_ids(fixtures_dir() / c.fixture);
+  auto quantized = run_logits(dir / "quantized.gguf", ids);
   auto f32 = run_logits(dir / "f32.gguf", ids);
   std::size_t vocab = 512;
-  expect_rows_close(q8, f32, vocab, 1e-6, "Q8_0 vs its dequantized f32 weights");
-  auto exact = read_f32(fixtures_dir() / fixture / "ref" / "logits.f32");
+  expect_rows_close(quantized, f32, vocab, 1e-6, "quantized vs its dequantized f32 weights");
+  auto exact = read_f32(fixtures_dir() / c.fixture / "ref" / "logits.f32");
   for (std::size_t t = 0; t < exact.size() / vocab; ++t)
-    EXPECT_LT(relative_error(std::span(q8).subspan(t * vocab, vocab), std::span(exact).subspan(t * vocab, vocab)), 0.05)
-        << "Q8_0 vs the unquantized model, position " << t;
+    EXPECT_LT(relative_error(std::span(quantized).subspan(t * vocab, vocab), std::span(exact).subspan(t * vocab, vocab)),
+              c.bound)
+        << "quantized vs the unquantized model, position " << t;
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufQuantized,
+                         ::testing::Values(QuantizedCase{"qwen2-tiny", GgmlType::Q8_0, 0.05},
+                                           QuantizedCase{"llama-plain-tiny", GgmlType::Q4_0, 0.5}),
+                         [](const auto& info) {
+                           std::string name = info.param.fixture + "_" + std::string(ggml_type_name(info.param.type));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(GgufModel, TensorNames) {
   const ArchitectureSpec& llama = *find_architecture("LlamaForCausalLM");
