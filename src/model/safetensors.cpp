@@ -21,37 +21,30 @@ namespace gerbil {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A read-only private mapping of a whole file.
-struct detail::FileMapping {
-  const std::byte* data = nullptr;
-  std::size_t size = 0;
+detail::FileMapping::FileMapping(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("cannot stat {}: {}", path.string(), std::strerror(err));
+  }
+  size = std::size_t(st.st_size);
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail("cannot memory-map {}: {}", path.string(), std::strerror(err));
+    data = static_cast<const std::byte*>(p);
+  } else {
+    ::close(fd);
+  }
+}
 
-  explicit FileMapping(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      fail("cannot stat {}: {}", path.string(), std::strerror(err));
-    }
-    size = std::size_t(st.st_size);
-    if (size > 0) {
-      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      int err = errno;
-      ::close(fd);
-      if (p == MAP_FAILED) fail("cannot memory-map {}: {}", path.string(), std::strerror(err));
-      data = static_cast<const std::byte*>(p);
-    } else {
-      ::close(fd);
-    }
-  }
-  ~FileMapping() {
-    if (data) ::munmap(const_cast<std::byte*>(data), size);
-  }
-  FileMapping(const FileMapping&) = delete;
-  FileMapping& operator=(const FileMapping&) = delete;
-};
+detail::FileMapping::~FileMapping() {
+  if (data) ::munmap(const_cast<std::byte*>(data), size);
+}
 
 namespace {
 
@@ -275,6 +268,19 @@ Safetensors Safetensors::open(const fs::path& path) {
     if (!result.tensors_.contains(tensor))
       fail("{}: tensor \"{}\" is mapped to {} but that file has no such tensor", index.string(), tensor,
            shard);
+  return result;
+}
+
+Safetensors Safetensors::from_memory(std::vector<TensorView> views, std::shared_ptr<const void> owner,
+                                     const fs::path& file) {
+  Safetensors result;
+  result.mappings_.push_back(std::move(owner));
+  result.files_.push_back(file);
+  for (TensorView& view : views) {
+    std::string name = view.name;
+    if (result.tensors_.contains(name)) fail("{}: tensor \"{}\" given twice", file.string(), name);
+    result.tensors_.emplace(std::move(name), std::move(view));
+  }
   return result;
 }
 

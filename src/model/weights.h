@@ -68,7 +68,8 @@ void check_model_folder(const std::filesystem::path& dir);
 
 class ModelFiles {
  public:
-  // Loads and checks DIR; throws gerbil::Error naming the file, tensor, and expected vs actual shape.
+  // Loads and checks DIR (a model folder, or one .gguf file); throws gerbil::Error naming the file, tensor,
+  // and expected vs actual shape.
   static ModelFiles open(const std::filesystem::path& dir);
 
   const std::filesystem::path& dir() const { return dir_; }

@@ -82,9 +82,8 @@ tok::AddedToken parse_added_token(const JsonField& field) {
   return token;
 }
 
-Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
+Tokenizer::Impl tokenizer_from_json(const nlohmann::json& json, const fs::path& path) {
   const std::string file = path.string();
-  nlohmann::json json = read_json_file(path);
   JsonField root(json, file);
   if (!json.is_object()) root.fail("expected an object");
   Tokenizer::Impl impl;
@@ -105,6 +104,8 @@ Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
     impl.post_processor = tok::make_post_processor(*post_processor, impl.kinds.size());
   return impl;
 }
+
+Tokenizer::Impl load_tokenizer_json(const fs::path& path) { return tokenizer_from_json(read_json_file(path), path); }
 
 // GPT-2's original files: vocab.json (token -> id) and merges.txt ("a b" per line after a
 // "#version" header), with GPT-2's byte-level pre-tokenizer and <|endoftext|> as special token.
@@ -165,6 +166,10 @@ Tokenizer Tokenizer::load(const fs::path& path_or_dir) {
   bool gpt2_pair = path.filename() == "vocab.json" || path.filename() == "encoder.json";
   Impl impl = gpt2_pair ? load_gpt2_pair(path, merges_beside(path)) : load_tokenizer_json(path);
   return Tokenizer(std::make_shared<const Impl>(std::move(impl)));
+}
+
+Tokenizer Tokenizer::from_json(const nlohmann::json& tokenizer_json, const fs::path& source) {
+  return Tokenizer(std::make_shared<const Impl>(tokenizer_from_json(tokenizer_json, source)));
 }
 
 }  // namespace gerbil

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,6 +26,9 @@ class Tokenizer {
   // PATH is a tokenizer.json, GPT-2's vocab.json / encoder.json (with merges.txt / vocab.bpe beside
   // it), or a folder holding either. Throws gerbil::Error naming the file and field at fault.
   static Tokenizer load(const std::filesystem::path& path_or_dir);
+  // The tokenizer a tokenizer.json document describes (e.g. one made from a GGUF file's metadata); SOURCE
+  // names it in errors.
+  static Tokenizer from_json(const nlohmann::json& tokenizer_json, const std::filesystem::path& source);
 
   // The ids of text, like transformers' tokenizer.encode(text, add_special_tokens=...). Added and
   // special tokens written in the text (e.g. "<|im_start|>") map to their ids. Throws gerbil::Error
