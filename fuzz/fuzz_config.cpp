@@ -6,7 +6,7 @@
 
 #include "fuzz_support.h"
 #include "model/config.h"
-#include "model/json_file.h"
+#include "json/json_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gerbil::fuzz::TwoParts parts = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));

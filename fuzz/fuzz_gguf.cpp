@@ -1,3 +1,4 @@
+// fuzz-link: gerbil_model
 // Fuzz target: the GGUF reader (src/model/gguf.cpp) on arbitrary bytes, then the typed metadata reads, the
 // dequantization of every tensor it accepted, and the conversions to a Hugging Face config, tensors and
 // tokenizer.json (src/model/gguf_model.cpp, gguf_tokenizer.cpp). Any input may be refused with gerbil::Error; none may

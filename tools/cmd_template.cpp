@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "command.h"
+#include "generate/model_text.h"
+#include "model/gguf_model.h"
 #include "gerbil/error.h"
 #include "json/json_file.h"
 #include "model/weights.h"
@@ -33,7 +35,9 @@ void add_variable(nlohmann::ordered_json& vars, const std::string& assignment) {
 
 int run_template(const TemplateOptions& options) {
   if (!std::filesystem::is_regular_file(options.model)) check_model_folder(options.model);
-  ChatTemplate chat = ChatTemplate::from_tokenizer_config(options.model);
+  std::optional<ModelText> gguf;
+  if (is_gguf_file(options.model)) gguf = load_model_text(options.model);
+  ChatTemplate chat = gguf ? chat_template_of(*gguf, options.model) : ChatTemplate::from_tokenizer_config(options.model);
   auto messages = read_json_file<nlohmann::ordered_json>(options.messages);
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   for (const auto& assignment : options.vars) add_variable(vars, assignment);
@@ -44,7 +48,7 @@ int run_template(const TemplateOptions& options) {
 
 GERBIL_COMMAND("template", "Render a model's chat template for a list of messages", [](CLI::App& app) {
   auto options = std::make_shared<TemplateOptions>();
-  app.add_option("--model", options->model, "Folder holding tokenizer_config.json (or the file itself)")
+  app.add_option("--model", options->model, "Folder holding tokenizer_config.json (or the file itself), or a GGUF file")
       ->required();
   app.add_option("--messages", options->messages,
                  "JSON file with the messages: [{\"role\": \"user\", \"content\": \"...\"}, ...]")

@@ -7,6 +7,7 @@
 
 #include "generate/engine_options.h"
 #include "generate/generator.h"
+#include "generate/model_text.h"
 #include "gerbil/gerbil.h"
 #include "gpu/device.h"
 #include "json/json_file.h"
@@ -29,25 +30,6 @@ constexpr bool same_defaults(const SamplingOptions& a, const SamplingParams& b) 
          a.frequency_penalty == b.frequency_penalty && a.seed == b.seed;
 }
 static_assert(same_defaults(SamplingOptions{}, SamplingParams{}));
-
-// Whether DIR has a chat template at all. A tokenizer_config.json that is not a JSON object counts as
-// having one, so that loading it reports what is wrong instead of the template silently going missing.
-bool has_chat_template_file(const fs::path& dir) {
-  if (fs::exists(dir / "chat_template.jinja")) return true;
-  if (!fs::exists(dir / "tokenizer_config.json")) return false;
-  json config = read_json_file(dir / "tokenizer_config.json");
-  return !config.is_object() || config.contains("chat_template");
-}
-
-const fs::path& model_folder(const fs::path& dir) {
-  check_model_folder(dir);
-  return dir;
-}
-
-std::optional<ChatTemplate> load_chat_template(const fs::path& dir) {
-  if (!has_chat_template_file(dir)) return std::nullopt;
-  return ChatTemplate::from_tokenizer_config(dir);
-}
 
 ordered_json extra_variables(std::string_view json) {
   return json.empty() ? ordered_json(nullptr) : parse_json_strict<ordered_json>(json, "chat template variables");
@@ -138,31 +120,24 @@ std::string_view stop_reason_name(StopReason reason) {
 // folder), then the checked model files, the device and the weights.
 struct Engine::Impl {
   Impl(const fs::path& model_dir, const EngineOptions& options)
-      : dir(model_folder(model_dir)),
-        tokenizer(Tokenizer::load(dir)),
-        chat(load_chat_template(dir)),
+      : dir(model_dir),
+        text(load_model_text(dir)),
+        tokenizer(text.tokenizer),
         files(ModelFiles::open(dir)),
         device(device_options(options)),
         model(device, files, sampled_within(model_options(options), tokenizer)),
         generator(model, &tokenizer) {}
 
-  fs::path dir;
-  Tokenizer tokenizer;
-  std::optional<ChatTemplate> chat;
+  fs::path dir;  // a model folder or a GGUF file
+  ModelText text;
+  const Tokenizer& tokenizer;
   ModelFiles files;
   gpu::Device device;
   graph::Model model;
   Generator generator;
   ModelInfo info;
 
-  const ChatTemplate& chat_template() const {
-    if (!chat)
-      fail(
-          "{}: the model has no chat template (no 'chat_template' in tokenizer_config.json and no "
-          "chat_template.jinja)",
-          dir.string());
-    return *chat;
-  }
+  const ChatTemplate& chat_template() const { return chat_template_of(text, dir); }
 };
 
 Engine::Engine(const fs::path& model_dir, const EngineOptions& options) {
@@ -192,7 +167,7 @@ std::string Engine::detokenize(std::span<const int32_t> ids, bool skip_special_t
   return impl_->tokenizer.decode(ids, skip_special_tokens);
 }
 
-bool Engine::has_chat_template() const { return impl_->chat.has_value(); }
+bool Engine::has_chat_template() const { return impl_->text.chat.has_value(); }
 
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                         std::string_view extra_vars_json) const {

@@ -206,7 +206,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
 }
 
 void check_model_folder(const fs::path& dir) {
-  if (!fs::is_directory(dir)) fail("{}: no such model folder", dir.string());
+  if (!fs::is_directory(dir) && !is_gguf_file(dir)) fail("{}: no such model folder or GGUF file", dir.string());
 }
 
 ModelFiles ModelFiles::open(const fs::path& dir) {

@@ -62,8 +62,9 @@ struct ModelWeights {
   }
 };
 
-// Fails with "DIR: no such model folder" unless DIR is a folder: the one check of a model folder's path,
-// made before any device is created, so a mistyped path reads the same from every command and the library.
+// Fails with "DIR: no such model folder or GGUF file" unless DIR is a folder or a GGUF file: the one check of a
+// model's path, made before any device is created, so a mistyped path reads the same from every command and the
+// library.
 void check_model_folder(const std::filesystem::path& dir);
 
 class ModelFiles {
