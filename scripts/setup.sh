@@ -15,7 +15,8 @@ command -v apt-get >/dev/null || die "apt-get not found: this script targets Deb
 # --- Debian packages --------------------------------------------------------------------------------
 packages=(g++ cmake ninja-build pkg-config git ca-certificates xz-utils
           nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev
+          clang libclang-rt-14-dev)  # clang + libFuzzer and the sanitizer runtimes: scripts/fuzz.sh
 # Dawn refuses bookworm's Mesa 22; lavapipe (Vulkan on the CPU) comes from bookworm-backports (Mesa 25).
 backported=(mesa-vulkan-drivers libvulkan1)
 command -v npm >/dev/null || packages+=(npm)

@@ -34,7 +34,7 @@ TEST(CliOptions, PreparedNormsTakesOnlyItsThreeValues) {
   Outcome good = run_gerbil("generate --model /nonexistent --prepared-norms never --tokens 1,2");
   EXPECT_NE(good.status, 0);
   EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--prepared-norms")));
-  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
 }
 
 TEST(CliOptions, ArithmeticTakesF32OrF16) {
@@ -44,7 +44,21 @@ TEST(CliOptions, ArithmeticTakesF32OrF16) {
   Outcome good = run_gerbil("generate --model /nonexistent --arithmetic f16 --tokens 1,2");
   EXPECT_NE(good.status, 0);
   EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--arithmetic")));
-  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no config.json"));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
+}
+
+// bench model's numbers that would measure nothing are refused naming the option, before a preset is written or
+// a device created.
+TEST(CliOptions, BenchModelRefusesCountsThatMeasureNothing) {
+  for (auto [option, message] : {std::pair{"-r 0", "-r/--repeats must be at least 1"},
+                                 std::pair{"--repeats 0", "-r/--repeats must be at least 1"},
+                                 std::pair{"-p 0", "-p/--prompt-tokens must be at least 1"},
+                                 std::pair{"-g 0", "-g/--generated-tokens must be at least 1"}}) {
+    Outcome bad = run_gerbil(std::string("bench model --model /nonexistent ") + option);
+    EXPECT_NE(bad.status, 0) << option;
+    EXPECT_THAT(bad.output, testing::HasSubstr(message)) << option;
+    EXPECT_THAT(bad.output, testing::Not(testing::HasSubstr("no config.json"))) << option;
+  }
 }
 
 }  // namespace

@@ -451,7 +451,7 @@ TEST_F(Generate, BadInputsAreClearErrors) {
   EXPECT_THAT([&] { engine.apply_chat_template_json(R"([{"role": "user", "content": 3}])"); },
               ThrowsMessage<Error>(HasSubstr("chat message 0: field 'content'")));
   EXPECT_THAT([&] { engine.apply_chat_template_json("[{"); },
-              ThrowsMessage<Error>(HasSubstr("chat messages: invalid JSON")));
+              ThrowsMessage<Error>(HasSubstr("chat messages: not valid JSON")));
   std::vector<ChatMessage> hi = {{"user", "hi"}};
   EXPECT_THAT([&] { engine.apply_chat_template(hi, true, "[1]"); },
               ThrowsMessage<Error>(HasSubstr("variables must be a JSON object")));

@@ -1,13 +1,14 @@
-// `gerbil bench model`'s measurements (generate/model_bench.h) on a tiny synthetic model on the default
+// `gerbil bench model`'s measurements (checks/model_bench.h) on a tiny synthetic model on the default
 // adapter: every row it promises is there, measured, and the model is left reset; a context too small for
-// the depths asked is a clear error.
+// the depths asked, and options that measure nothing, are clear errors.
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "generate/model_bench.h"
+#include "checks/model_bench.h"
 #include "gerbil/error.h"
 #include "graph/model.h"
 #include "model/synth.h"
@@ -46,6 +47,35 @@ TEST(ModelBench, MeasuresEveryRowAtEveryDepth) {
   options.depths = {122};
   EXPECT_THAT([&] { bench_model(model, options); },
               ThrowsMessage<Error>(HasSubstr("needs a context of 129 tokens (depth 122 + 6 generated)")));
+  // Counted in 32 bits, 4294967295 + 6 + 1 would wrap round to 6 and pass.
+  options.depths = {4294967295u};
+  EXPECT_THAT([&] { bench_model(model, options); },
+              ThrowsMessage<Error>(HasSubstr("needs a context of 4294967302 tokens")));
+  EXPECT_THAT([&] { profile_model(model, options); }, ThrowsMessage<Error>(HasSubstr("needs a context")));
+}
+
+// Options that would measure nothing (or crash: the median of no repeats, the deepest of no depths) are refused
+// naming the command's option, by bench_model, profile_model and validate() alike.
+TEST(ModelBench, OptionsThatMeasureNothingAreNamed) {
+  const ModelBenchOptions good{.prompt_tokens = 8, .generated_tokens = 2, .depths = {0}, .repeats = 1};
+  EXPECT_NO_THROW(good.validate());
+  const std::pair<std::function<void(ModelBenchOptions&)>, std::string> cases[] = {
+      {[](ModelBenchOptions& o) { o.repeats = 0; }, "-r/--repeats must be at least 1"},
+      {[](ModelBenchOptions& o) { o.depths.clear(); }, "-d/--depths must list at least one"},
+      {[](ModelBenchOptions& o) { o.prompt_tokens = 0; }, "-p/--prompt-tokens must be at least 1"},
+      {[](ModelBenchOptions& o) { o.generated_tokens = 0; }, "-g/--generated-tokens must be at least 1"},
+  };
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-qwen2", .seed = 2});
+  ModelFiles files = ModelFiles::open(dir.path());
+  graph::Model model(test::device(), files, graph::ModelOptions{.context = 64});
+  for (const auto& [edit, message] : cases) {
+    ModelBenchOptions bad = good;
+    edit(bad);
+    EXPECT_THAT([&] { bad.validate(); }, ThrowsMessage<Error>(HasSubstr(message)));
+    EXPECT_THAT([&] { bench_model(model, bad); }, ThrowsMessage<Error>(HasSubstr(message)));
+    EXPECT_THAT([&] { profile_model(model, bad); }, ThrowsMessage<Error>(HasSubstr(message)));
+  }
 }
 
 }  // namespace

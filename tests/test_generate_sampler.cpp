@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -142,6 +143,57 @@ TEST(Sampler, PenaltiesLowerSeenTokens) {
   Sampler frequency({.temperature = 0, .frequency_penalty = 0.4f});
   EXPECT_EQ(draw(frequency, {4.0f, 3.0f}, {0, 0}), 0);     // 4 - 0.8 > 3
   EXPECT_EQ(draw(frequency, {4.0f, 3.0f}, {0, 0, 0}), 1);  // 4 - 1.2 < 3
+}
+
+// NaN logits are skipped in every mode; a row of nothing but NaN is an error (host greedy used to pick id 0).
+TEST(Sampler, NanLogitsAreSkippedAndAllNanIsAnError) {
+  using ::testing::HasSubstr;
+  using ::testing::ThrowsMessage;
+  Sampler greedy({.temperature = 0});
+  EXPECT_EQ(draw(greedy, {NAN, 1.0f, 3.0f, NAN, 2.0f}), 2);
+  EXPECT_EQ(draw(greedy, {-2.0f, NAN, -1.0f}), 2);
+  for (SamplingParams p : {SamplingParams{.temperature = 0}, SamplingParams{.temperature = 1.0f, .seed = 1},
+                           SamplingParams{.temperature = 1.0f, .top_k = 2, .seed = 1}}) {
+    Sampler sampler(p);
+    EXPECT_THAT([&] { draw(sampler, {NAN, NAN, NAN}); }, ThrowsMessage<Error>(HasSubstr("every logit is NaN")));
+  }
+}
+
+// A padded vocabulary: ids at or above the tokenizer's count are never drawn, though their logits dwarf the
+// others and the temperature is high, in every mode; the draws are those of the row without its tail.
+TEST(Sampler, PaddedTailIsNeverDrawn) {
+  const size_t ids = 200, padded = 256;
+  std::mt19937 values(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> logits(padded);
+  for (size_t i = 0; i < padded; ++i) logits[i] = i < ids ? normal(values) : 100.0f + float(i);
+  const std::vector<float> real(logits.begin(), logits.begin() + std::ptrdiff_t(ids));
+  for (SamplingParams p : {SamplingParams{.temperature = 0}, SamplingParams{.temperature = 50.0f, .seed = 2},
+                           SamplingParams{.temperature = 20.0f, .top_k = 20, .seed = 3},
+                           SamplingParams{.temperature = 20.0f, .top_p = 0.5f, .seed = 4},
+                           SamplingParams{.temperature = 20.0f, .min_p = 0.5f, .seed = 5},
+                           SamplingParams{.temperature = 20.0f, .repetition_penalty = 1.5f, .seed = 6}}) {
+    SCOPED_TRACE(testing::Message() << "temperature " << p.temperature << " top_k " << p.top_k);
+    Sampler masked(p, ids), unpadded(p);
+    std::vector<int32_t> history = {3, 210, 250};  // seen padded ids are harmless
+    std::set<int32_t> drawn;
+    for (int i = 0; i < 500; ++i) {
+      int32_t id = draw(masked, logits, history);
+      ASSERT_LT(id, int32_t(ids));
+      EXPECT_EQ(id, draw(unpadded, real, history));
+      drawn.insert(id);
+    }
+    if (!p.greedy()) {
+      EXPECT_GT(drawn.size(), 10u);  // a real spread at this temperature, not one stuck id
+    }
+  }
+  // NaN everywhere but the tail: an error, not a padded id.
+  std::vector<float> nan_row(padded, NAN);
+  nan_row[ids + 3] = 1.0f;
+  Sampler greedy({.temperature = 0}, ids);
+  EXPECT_THAT([&] { draw(greedy, nan_row); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("every logit is NaN")));
+  EXPECT_THAT([] { Sampler({}, 0); }, testing::ThrowsMessage<Error>(testing::HasSubstr("id count 0")));
 }
 
 TEST(Sampler, BadParametersAreNamed) {

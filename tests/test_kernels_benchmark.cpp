@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "gerbil/error.h"
-#include "kernels/benchmark.h"
+#include "checks/benchmark.h"
 #include "kernels/seed.h"
 
 namespace gerbil::kernels::bench {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gerbil/error.h"
-#include "kernels/check_support.h"
+#include "checks/check_support.h"
 #include "kernels/model.h"
 #include "reference/model.h"
 #include "support/kernel_checks.h"

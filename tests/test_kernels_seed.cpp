@@ -7,7 +7,7 @@
 
 #include "gerbil/error.h"
 #include "kernels/seed.h"
-#include "kernels/selftest.h"
+#include "checks/selftest.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
 

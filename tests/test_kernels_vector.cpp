@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "gerbil/error.h"
-#include "kernels/selftest.h"
+#include "checks/selftest.h"
 #include "support/kernel_checks.h"
 #include "kernels/vector.h"
 #include "support/device.h"

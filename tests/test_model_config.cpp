@@ -103,7 +103,6 @@ TEST(Config, FamilySpecifics) {
   EXPECT_DOUBLE_EQ(gemma3.attention_scale, 1.0 / std::sqrt(24.0));
   EXPECT_EQ(gemma3.rope(0).theta, 10000.0);
   EXPECT_EQ(gemma3.rope(1).theta, 1e6);
-  EXPECT_FALSE(gemma3.final_logit_softcapping.has_value());  // null in config.json
 
   ModelConfig swa = load_config(fixtures_dir() / "mistral-swa-tiny");
   EXPECT_THAT(swa.layer_types, ElementsAre(AttentionKind::Sliding, AttentionKind::Sliding));
@@ -250,6 +249,18 @@ struct BadConfig {
   std::vector<std::string> message_parts;
 };
 
+// Each case's edit of its fixture's config.json must be refused with an error naming the file and parts.
+void expect_refused(const std::vector<BadConfig>& cases) {
+  for (const BadConfig& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    json config = fixture_config(bad.fixture);
+    bad.edit(config);
+    std::string message = error_of([&] { parse(config); });
+    EXPECT_THAT(message, HasSubstr("/models/x/config.json"));
+    for (const std::string& part : bad.message_parts) EXPECT_THAT(message, HasSubstr(part));
+  }
+}
+
 TEST(Config, RejectsImpossibleOrUnsupportedConfigs) {
   GERBIL_REQUIRE_FIXTURES();
   const std::vector<BadConfig> cases = {
@@ -354,14 +365,99 @@ TEST(Config, RejectsImpossibleOrUnsupportedConfigs) {
        {"\"quantization_config.group_size\"", "positive or -1"}},
       {"phi qk layernorm", "phi-tiny", [](json& c) { c["qk_layernorm"] = true; }, {"\"qk_layernorm\""}},
   };
-  for (const BadConfig& bad : cases) {
-    SCOPED_TRACE(bad.what);
-    json config = fixture_config(bad.fixture);
-    bad.edit(config);
-    std::string message = error_of([&] { parse(config); });
-    EXPECT_THAT(message, HasSubstr("/models/x/config.json"));
-    for (const std::string& part : bad.message_parts) EXPECT_THAT(message, HasSubstr(part));
-  }
+  expect_refused(cases);
+}
+
+// Sizes beyond the bounds in config.h, and numbers that would wrap when read as int64_t or int32_t.
+TEST(Config, RejectsSizesBeyondItsBounds) {
+  GERBIL_REQUIRE_FIXTURES();
+  const std::string above = "more than the";
+  const std::vector<BadConfig> cases = {
+      {"layers", "qwen2-tiny", [](json& c) { c["num_hidden_layers"] = kMaxLayers + 1; },
+       {"\"num_hidden_layers\"", above, "1024"}},
+      {"heads", "llama-plain-tiny",
+       [](json& c) {
+         c["num_attention_heads"] = 2048;
+         c["num_key_value_heads"] = 2048;
+         c["head_dim"] = 16;
+       },
+       {"\"num_attention_heads\"", above}},
+      {"kv heads", "qwen2-tiny", [](json& c) { c["num_key_value_heads"] = kMaxHeads * 4; },
+       {"\"num_key_value_heads\"", above}},
+      {"head_dim", "qwen3-tiny", [](json& c) { c["head_dim"] = kMaxHeadDim + 2; }, {"\"head_dim\"", above}},
+      {"head_dim from hidden", "llama-plain-tiny",
+       [](json& c) {
+         c["hidden_size"] = 8192 * 4;
+         c["num_attention_heads"] = 4;
+         c.erase("head_dim");
+       },
+       {"\"num_attention_heads\"", "head_dim 8192", above}},
+      {"hidden", "llama-tiny", [](json& c) { c["hidden_size"] = kMaxHidden * 2; }, {"\"hidden_size\"", above}},
+      {"gpt2 hidden", "gpt2-tiny", [](json& c) { c["n_embd"] = int64_t(1) << 40; }, {"\"n_embd\"", above}},
+      {"intermediate", "llama-tiny", [](json& c) { c["intermediate_size"] = kMaxIntermediate + 1; },
+       {"\"intermediate_size\"", above}},
+      {"vocab", "gemma3-tiny", [](json& c) { c["vocab_size"] = kMaxVocab + 1; }, {"\"vocab_size\"", above}},
+      // 2^32 + 256 would become 256 in the uint32_t the GPU graph takes.
+      {"positions", "llama-tiny", [](json& c) { c["max_position_embeddings"] = (int64_t(1) << 32) + 256; },
+       {"\"max_position_embeddings\"", above}},
+      {"window", "mistral-swa-tiny", [](json& c) { c["sliding_window"] = (int64_t(1) << 32) + 8; },
+       {"\"sliding_window\"", above}},
+      {"llama3 rope context", "llama-tiny",
+       [](json& c) { c["rope_parameters"]["original_max_position_embeddings"] = int64_t(1) << 40; },
+       {"\"rope_parameters.original_max_position_embeddings\"", above}},
+      // Read as int64_t, 2^64 - 1 would be -1.
+      {"2^64 - 1", "llama-tiny", [](json& c) { c["vocab_size"] = std::numeric_limits<uint64_t>::max(); },
+       {"\"vocab_size\"", "18446744073709551615", "too large"}},
+      // Read as int32_t (the generator's stop ids), 2^32 + 2 would be 2.
+      {"eos beyond int32", "llama-tiny", [](json& c) { c["eos_token_id"] = (int64_t(1) << 32) + 2; },
+       {"\"eos_token_id\"", "token id"}},
+      {"gptq group", "qwen2-tiny-gptq-int4",
+       [](json& c) { c["quantization_config"]["group_size"] = int64_t(1) << 33; },
+       {"\"quantization_config.group_size\"", above}},
+      {"bos 2^63", "llama-tiny", [](json& c) { c["bos_token_id"] = uint64_t(1) << 63; },
+       {"\"bos_token_id\"", "token id"}},
+  };
+  expect_refused(cases);
+}
+
+// Fields transformers applies and gerbil does not are refused unless they change nothing.
+TEST(Config, RefusesFieldsThatChangeTheMathUnapplied) {
+  GERBIL_REQUIRE_FIXTURES();
+  const std::vector<BadConfig> cases = {
+      {"attention soft-capping (Gemma 2)", "gemma3-tiny", [](json& c) { c["attn_logit_softcapping"] = 50.0; },
+       {"\"attn_logit_softcapping\"", "50.0", "soft-capping"}},
+      {"final soft-capping", "gemma3-tiny", [](json& c) { c["final_logit_softcapping"] = 30.0; },
+       {"\"final_logit_softcapping\"", "soft-capping of the logits"}},
+      {"soft-capping on another family", "llama-tiny", [](json& c) { c["final_logit_softcapping"] = 30.0; },
+       {"\"final_logit_softcapping\""}},
+      {"bidirectional attention", "gemma3-tiny", [](json& c) { c["use_bidirectional_attention"] = true; },
+       {"\"use_bidirectional_attention\"", "causal mask"}},
+      {"gpt2 unscaled attention", "gpt2-tiny", [](json& c) { c["scale_attn_weights"] = false; },
+       {"\"scale_attn_weights\""}},
+      {"gpt2 attention scaled by layer", "gpt2-tiny", [](json& c) { c["scale_attn_by_inverse_layer_idx"] = true; },
+       {"\"scale_attn_by_inverse_layer_idx\""}},
+      {"attention bias on Mistral", "mistral-tiny", [](json& c) { c["attention_bias"] = true; },
+       {"\"attention_bias\"", "MistralForCausalLM has no attention biases"}},
+      {"mlp bias on Qwen2", "qwen2-tiny", [](json& c) { c["mlp_bias"] = true; },
+       {"\"mlp_bias\"", "Qwen2ForCausalLM has no MLP biases"}},
+      {"query_pre_attn_scalar outside Gemma3", "llama-tiny", [](json& c) { c["query_pre_attn_scalar"] = 64; },
+       {"\"query_pre_attn_scalar\"", "LlamaForCausalLM"}},
+      {"Gemma3 without query_pre_attn_scalar", "gemma3-tiny", [](json& c) { c.erase("query_pre_attn_scalar"); },
+       {"\"query_pre_attn_scalar\"", "missing"}},
+      {"rope_scaling beside rope_parameters", "llama-tiny",
+       [](json& c) { c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}}; },
+       {"\"rope_scaling\"", "rope_parameters"}},
+  };
+  expect_refused(cases);
+  // The neutral values are accepted: null soft-capping (Gemma3's config.json), flags that ask for nothing.
+  json gemma3 = fixture_config("gemma3-tiny");
+  gemma3["final_logit_softcapping"] = nullptr;
+  gemma3["use_bidirectional_attention"] = false;
+  EXPECT_NO_THROW(parse(gemma3));
+  json mistral = fixture_config("mistral-tiny");
+  mistral["attention_bias"] = false;
+  mistral["mlp_bias"] = false;
+  EXPECT_NO_THROW(parse(mistral));
 }
 
 TEST(Config, RejectsUnreadableFiles) {

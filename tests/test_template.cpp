@@ -229,7 +229,7 @@ TEST(ChatTemplate, ReportsBadConfigs) {
   message = load_error(R"({"chat_template": "x", "bos_token": 1})");
   EXPECT_NE(message.find("field 'bos_token' must be a string"), std::string::npos) << message;
   message = load_error(R"({"chat_template": )");
-  EXPECT_NE(message.find("invalid JSON"), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
   message = error_of([&] { ChatTemplate::from_tokenizer_config(dir.path() / "missing"); });
   EXPECT_NE(message.find("missing: file not found"), std::string::npos) << message;
 }

@@ -142,22 +142,32 @@ TEST_F(StreamDecoderTest, RandomIdsIncludingBrokenByteSequencesStreamExactly) {
       size_t length = 1 + random() % 24;
       while (ids.size() < length)
         ids.push_back(random() % 3 ? bytes[random() % bytes.size()]
-                                   : static_cast<int32_t>(random() % t.vocab_size()));
+                                   : static_cast<int32_t>(random() % (t.vocab_size() + 300)));  // some past it
       SCOPED_TRACE(std::string(name) + " round " + std::to_string(round));
       EXPECT_EQ(concat(stream(t, ids)), t.decode(ids));
       EXPECT_EQ(concat(stream(t, ids, true)), t.decode(ids, true));
+      std::string full = t.decode(ids);
+      std::erase_if(ids, [&](int32_t id) { return size_t(id) >= t.vocab_size(); });
+      EXPECT_EQ(t.decode(ids), full);  // the ids past the vocabulary added nothing
     }
   }
 }
 
-TEST_F(StreamDecoderTest, RejectsAnUnknownIdByName) {
-  StreamDecoder decoder(tokenizer("qwen3"));
+// Qwen's model has 151,936 logits for its tokenizer's 151,669 ids: the ids past them stream nothing, as
+// decode() skips them; a negative id is an error naming it.
+TEST_F(StreamDecoderTest, IdsPastTheVocabularyStreamNothing) {
+  const Tokenizer& t = tokenizer("qwen3");
+  ASSERT_LT(t.vocab_size(), 151936u);
+  StreamDecoder decoder(t);
   EXPECT_EQ(decoder.step(9707), "Hello");
+  EXPECT_EQ(decoder.step(151935), "");
+  EXPECT_EQ(decoder.step(int32_t(t.vocab_size())), "");
+  EXPECT_EQ(decoder.step(1879) + decoder.finish(), t.decode(std::vector<int32_t>{1879}));
   try {
-    decoder.step(999999);
+    decoder.step(-3);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("999999"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("-3"), std::string::npos) << e.what();
   }
 }
 

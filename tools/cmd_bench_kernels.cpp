@@ -1,6 +1,6 @@
 // gerbil bench kernels: times every kernel at the reference's shapes (Qwen2.5-0.5B, T = 1, 50, 2048, the
 // LM head), each optimised kernel beside the seed kernel it replaces, against the adapter's measured
-// bandwidth and FMA ceilings. See kernels/benchmark.h for the method.
+// bandwidth and FMA ceilings. See checks/benchmark.h for the method.
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include "command.h"
 #include "gpu/device.h"
 #include "gpu/profiler.h"
-#include "kernels/benchmark.h"
+#include "checks/benchmark.h"
 #include "toggle_options.h"
 
 namespace gerbil::cli {

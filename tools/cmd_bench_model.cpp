@@ -1,4 +1,5 @@
 // gerbil bench model: prefill and decode throughput of a model folder or of a random-weight preset.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -6,7 +7,8 @@
 
 #include "command.h"
 #include "gerbil/error.h"
-#include "generate/model_bench.h"
+#include "checks/batch_bench.h"
+#include "checks/model_bench.h"
 #include "model/synth.h"
 #include "model_options.h"
 
@@ -17,6 +19,7 @@ struct BenchModelCommand {
   ModelOptions model;
   std::string preset, dtype = "f16", scratch = "/tmp";
   ModelBenchOptions bench;
+  std::vector<uint32_t> batch;  // --batch: sequence counts of the batched benchmark instead
   bool json = false, profile = false;
 };
 
@@ -51,9 +54,43 @@ std::string preset_folder(const BenchModelCommand& c) {
   return dir.string();
 }
 
+// --batch: each count's prompts prefilled, then decode steps over all sequences together (llama-batched-bench).
+int bench_batch_command(BenchModelCommand c) {
+  BatchBenchOptions options{.prompt_tokens = c.bench.prompt_tokens,
+                            .generated_tokens = c.bench.generated_tokens,
+                            .sequences = c.batch,
+                            .seed = c.bench.seed};
+  c.model.slots = *std::max_element(c.batch.begin(), c.batch.end());
+  if (c.model.context == 0) c.model.context = options.prompt_tokens + options.generated_tokens;
+  auto loaded = load_model(c.model, !c.json);
+  auto results = bench_batch(*loaded.model, options);
+  nlohmann::json report = {{"model", c.model.model_dir},
+                           {"adapter", loaded.device->adapter().summary()},
+                           {"prompt_tokens", options.prompt_tokens},
+                           {"generated_tokens", options.generated_tokens},
+                           {"results", nlohmann::json::array()}};
+  for (auto& r : results)
+    report["results"].push_back({{"sequences", r.sequences},
+                                 {"prefill_seconds", r.prefill_seconds},
+                                 {"prefill_tokens_per_second", r.prefill_tokens_per_second},
+                                 {"decode_seconds", r.decode_seconds},
+                                 {"decode_tokens_per_second", r.decode_tokens_per_second}});
+  if (c.json) {
+    std::printf("%s\n", report.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-10s %12s %14s %12s %14s\n", "sequences", "prefill ms", "prefill tok/s", "decode ms", "decode tok/s");
+  for (auto& r : results)
+    std::printf("%-10u %12.2f %14.1f %12.2f %14.1f\n", r.sequences, r.prefill_seconds * 1000,
+                r.prefill_tokens_per_second, r.decode_seconds * 1000, r.decode_tokens_per_second);
+  return 0;
+}
+
 int bench_model_command(BenchModelCommand c) {
   if (c.model.model_dir.empty() == c.preset.empty()) fail("bench model: give exactly one of --model and --preset");
+  c.bench.validate();  // before a preset is written or a device created
   if (!c.preset.empty()) c.model.model_dir = preset_folder(c);
+  if (!c.batch.empty()) return bench_batch_command(c);
   c.model.precise_timestamps = c.profile;
   auto loaded = load_model(c.model, !c.json);
   auto& model = *loaded.model;
@@ -99,6 +136,10 @@ GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, li
   app.add_option("-g,--generated-tokens", c->bench.generated_tokens, "Tokens of the decode test")->capture_default_str();
   app.add_option("-d,--depths", c->bench.depths, "Context depths of the decode test");
   app.add_option("-r,--repeats", c->bench.repeats, "Timed repeats (median reported)")->capture_default_str();
+  app.add_option("--batch", c->batch,
+                 "Instead: B sequences of -p prompt and -g generated tokens decoded together, for each B given "
+                 "(e.g. --batch 1,4,16,64; like llama-batched-bench)")
+      ->delimiter(',');
   app.add_flag("--profile", c->profile,
                "Also time every dispatch of a prefill and of a decode step on its own (GPU timestamps)");
   app.add_flag("--json", c->json, "Print JSON");

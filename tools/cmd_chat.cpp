@@ -34,47 +34,45 @@ bool read_line(std::string& line, bool interactive) {
 
 // One turn: the user's line is added, the answer streamed and added. A failed turn (e.g. a conversation
 // longer than the context) leaves the conversation as it was.
-void answer(const ChatCommand& c, const ModelText& text, Generator& generator,
-            nlohmann::ordered_json& messages, const std::string& line, const GenerateOptions& options) {
-  messages.push_back({{"role", "user"}, {"content", line}});
+void answer(const ChatCommand& c, Engine& engine, std::vector<ChatMessage>& messages, const std::string& line,
+            const CompletionOptions& options) {
+  messages.push_back({"user", line});
   try {
     std::string prompt =
-        text.chat->render(messages, /*add_generation_prompt=*/true, c.chat.template_variables());
-    Generation reply = stream_answer(generator, text.tokenizer.encode(prompt), options);
+        engine.apply_chat_template(messages, /*add_generation_prompt=*/true, c.chat.template_variables());
+    Completion reply = stream_answer(engine, engine.tokenize(prompt), options);
     print_stats(reply);
-    messages.push_back({{"role", "assistant"}, {"content", reply.text}});
+    messages.push_back({"assistant", reply.text});
   } catch (const Error& e) {
-    messages.erase(messages.end() - 1);
+    messages.pop_back();
     std::fprintf(stderr, "gerbil: error: %s\n(the conversation is unchanged; /reset starts a new one)\n",
                  e.what());
   }
 }
 
 int chat(const ChatCommand& c) {
-  GenerateOptions options = c.generation.resolve();
-  ModelText text = load_text(c.model.model_dir);
-  if (!text.chat)
-    fail("{}: the model has no chat template (no 'chat_template' in tokenizer_config.json)",
+  CompletionOptions options = c.generation.resolve();
+  Engine engine = open_engine(c.model);
+  if (!engine.has_chat_template())
+    fail("{}: chat needs the model's chat template and it has none (`gerbil run --raw` sends text as it is)",
          c.model.model_dir);
-  LoadedModel loaded = load_model(c.model, /*report=*/true);
-  Generator generator(*loaded.model, &text.tokenizer);
   bool interactive = isatty(STDIN_FILENO);
   if (interactive)
     std::fprintf(stderr,
                  "/reset starts a new conversation, /exit or Ctrl-D quits, Ctrl-C stops an answer.\n");
 
-  nlohmann::ordered_json messages = c.chat.first_messages();
+  std::vector<ChatMessage> messages = c.chat.first_messages();
   std::string line;
   while (read_line(line, interactive)) {
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
       messages = c.chat.first_messages();
-      generator.reset();
+      engine.reset();
       std::printf("(new conversation)\n");
     } else if (line.starts_with('/')) {
       std::printf("unknown command %s: /reset starts a new conversation, /exit quits\n", line.c_str());
     } else if (!line.empty()) {
-      answer(c, text, generator, messages, line, options);
+      answer(c, engine, messages, line, options);
     }
   }
   return 0;

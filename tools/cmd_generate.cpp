@@ -2,8 +2,10 @@
 #include <cstdio>
 
 #include "command.h"
+#include "generate/engine_options.h"
 #include "generation_options.h"
 #include "model_options.h"
+#include "token_ids.h"
 
 namespace gerbil::cli {
 namespace {
@@ -12,15 +14,15 @@ struct GenerateCommand {
   ModelOptions model;
   GenerationFlags generation;
   std::string tokens;
-  bool print_ids = false, stats = false;
+  bool stats = false;
 };
 
 int generate(const GenerateCommand& c) {
-  auto prompt = parse_ids(c.tokens);
-  GenerateOptions options = c.generation.resolve();
-  auto loaded = load_model(c.model, c.stats);
+  std::vector<int32_t> prompt = parse_token_ids(c.tokens, "--tokens");
+  GenerateOptions options = generate_options(c.generation.resolve());
+  LoadedModel loaded = load_model(c.model, c.stats);
   Generator generator(*loaded.model, nullptr);
-  Generation result = generator.generate(prompt, options);
+  Completion result = to_completion(generator.generate(prompt, options));
   std::string line;
   for (size_t i = 0; i < result.tokens.size(); ++i) line += (i ? "," : "") + std::to_string(result.tokens[i]);
   std::printf("%s\n", line.c_str());
@@ -28,12 +30,11 @@ int generate(const GenerateCommand& c) {
   return 0;
 }
 
-GERBIL_COMMAND("generate", "Generate token ids from prompt token ids", [](CLI::App& app) {
+GERBIL_COMMAND("generate", "Generate token ids from prompt token ids (printed comma-separated)", [](CLI::App& app) {
   auto c = std::make_shared<GenerateCommand>();
   c->model.add_to(app);
   c->generation.add_to(app, 32);
   app.add_option("--tokens", c->tokens, "Prompt token ids, comma-separated")->required();
-  app.add_flag("--print-ids", c->print_ids, "Print the new token ids, comma-separated (the default output)");
   app.add_flag("--stats", c->stats, "Print load and speed statistics to stderr");
   return [c] { return generate(*c); };
 });

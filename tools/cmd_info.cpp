@@ -1,10 +1,14 @@
-// gerbil info: what WebGPU adapter gerbil runs on, with its features and the limits that matter here.
+// gerbil info: what WebGPU adapter gerbil runs on, with its features and the limits that matter here; with
+// --model FILE.gguf, what the file holds instead.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "gerbil/error.h"
 #include "gpu/device.h"
+#include "model/gguf.h"
+#include "model/gguf_model.h"
 
 namespace gerbil::cli {
 namespace {
@@ -50,12 +54,29 @@ void print_text(const nlohmann::json& info) {
     std::printf("  %-36s %s\n", name.c_str(), value.dump().c_str());
 }
 
-GERBIL_COMMAND("info", "Show the WebGPU adapter, its features and limits", [](CLI::App& app) {
+// What a GGUF file holds: architecture, parameters, context, quantization mix, template, tokenizer.
+void print_gguf(const nlohmann::json& summary) {
+  for (auto& [key, value] : summary.items())
+    std::printf("%-22s %s\n", (key + ":").c_str(), value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
+}
+
+GERBIL_COMMAND("info", "Show the WebGPU adapter, its features and limits (or what a GGUF file holds)", [](CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto adapter = std::make_shared<std::string>();
+  auto model = std::make_shared<std::string>();
   app.add_flag("--json", *json, "Print JSON");
   app.add_option("--adapter", *adapter, "Adapter to use (substring of its name; default: $GERBIL_ADAPTER)");
-  return [json, adapter] {
+  app.add_option("--model", *model, "A GGUF file: print what it holds (no device is opened)");
+  return [json, adapter, model] {
+    if (!model->empty()) {
+      if (!is_gguf_file(*model)) fail("info --model: {} is not a GGUF file", *model);
+      nlohmann::json summary = gguf_summary(Gguf::open(*model));
+      if (*json)
+        std::printf("%s\n", summary.dump(2).c_str());
+      else
+        print_gguf(summary);
+      return 0;
+    }
     gpu::Device device({.adapter = *adapter});
     auto info = describe(device);
     if (*json)

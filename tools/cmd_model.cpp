@@ -6,6 +6,7 @@
 #include "command.h"
 #include "gerbil/error.h"
 #include "model_options.h"
+#include "token_ids.h"
 
 namespace gerbil::cli {
 namespace {
@@ -17,7 +18,7 @@ struct LogitsOptions {
 };
 
 int write_logits(const LogitsOptions& options) {
-  auto ids = parse_ids(options.tokens);
+  std::vector<int32_t> ids = parse_token_ids(options.tokens, "--tokens");
   auto loaded = load_model(options.model);
   auto& model = *loaded.model;
   std::vector<float> logits;
@@ -73,7 +74,9 @@ GERBIL_COMMAND("graph", "List the dispatches of a prefill or decode step", [](CL
   auto o = std::make_shared<GraphOptions>();
   o->model.add_to(app);
   app.add_flag("--decode", o->decode, "Show a decode step (T = 1)");
-  app.add_option("--tokens", o->tokens, "Prompt length of the prefill step shown");
+  app.add_option("--tokens", o->tokens, "Prompt length of the prefill step shown")
+      ->check(CLI::Range(1u, UINT32_MAX))
+      ->capture_default_str();
   return [o] { return print_graph(*o); };
 });
 

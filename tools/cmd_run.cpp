@@ -20,26 +20,23 @@ struct RunCommand {
 
 // The prompt's ids: the rendered chat template (which carries its own special tokens), or the raw text
 // with the tokenizer's special tokens (e.g. Llama's BOS) added, as transformers' pipelines do.
-std::vector<int32_t> prompt_ids(const RunCommand& c, const ModelText& text) {
-  if (c.raw || !text.chat) {
+std::vector<int32_t> prompt_ids(const RunCommand& c, const Engine& engine) {
+  if (c.raw || !engine.has_chat_template()) {
     if (!c.chat.system.empty() || !c.chat.thinking.empty())
       fail("--system and --thinking need a chat template, and {}",
            c.raw ? "--raw skips it" : "this model has none");
-    return text.tokenizer.encode(c.prompt, /*add_special_tokens=*/true);
+    return engine.tokenize(c.prompt, /*add_special_tokens=*/true);
   }
-  auto messages = c.chat.first_messages();
-  messages.push_back({{"role", "user"}, {"content", c.prompt}});
-  return text.tokenizer.encode(
-      text.chat->render(messages, /*add_generation_prompt=*/true, c.chat.template_variables()));
+  std::vector<ChatMessage> messages = c.chat.first_messages();
+  messages.push_back({"user", c.prompt});
+  return engine.tokenize(
+      engine.apply_chat_template(messages, /*add_generation_prompt=*/true, c.chat.template_variables()));
 }
 
 int run(const RunCommand& c) {
-  GenerateOptions options = c.generation.resolve();
-  ModelText text = load_text(c.model.model_dir);
-  std::vector<int32_t> prompt = prompt_ids(c, text);
-  LoadedModel loaded = load_model(c.model, /*report=*/true);
-  Generator generator(*loaded.model, &text.tokenizer);
-  Generation answer = stream_answer(generator, prompt, options);
+  CompletionOptions options = c.generation.resolve();
+  Engine engine = open_engine(c.model);
+  Completion answer = stream_answer(engine, prompt_ids(c, engine), options);
   print_stats(answer);
   return 0;
 }

@@ -8,7 +8,7 @@
 
 #include "command.h"
 #include "gpu/device.h"
-#include "kernels/selftest.h"
+#include "checks/selftest.h"
 
 namespace gerbil::cli {
 namespace {

@@ -1,12 +1,15 @@
 // gerbil template: render a model's chat template for a list of messages, as transformers'
 // apply_chat_template(tokenize=False) would, and print it exactly (no newline added).
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <memory>
-#include <sstream>
 
 #include "command.h"
+#include "generate/model_text.h"
+#include "model/gguf_model.h"
 #include "gerbil/error.h"
+#include "json/json_file.h"
+#include "model/weights.h"
 #include "template/chat_template.h"
 
 namespace gerbil::cli {
@@ -19,30 +22,23 @@ struct TemplateOptions {
   std::vector<std::string> vars;
 };
 
-nlohmann::ordered_json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", path, e.what());
-  }
-}
-
-// `name=value`: the value is JSON when it parses as JSON (false, 3, "x", [...]), else a plain string.
+// `name=value`: the value is JSON when it is JSON (false, 3, "x", [...]; read as strictly as every JSON),
+// else a plain string.
 void add_variable(nlohmann::ordered_json& vars, const std::string& assignment) {
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) fail("--var '{}' must have the form name=value", assignment);
   std::string name = assignment.substr(0, eq), value = assignment.substr(eq + 1);
-  auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
-  vars[name] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
+  vars[name] = nlohmann::json::accept(value)
+                   ? parse_json_strict<nlohmann::ordered_json>(value, fmt::format("--var {}", name))
+                   : nlohmann::ordered_json(value);
 }
 
 int run_template(const TemplateOptions& options) {
-  ChatTemplate chat = ChatTemplate::from_tokenizer_config(options.model);
-  nlohmann::ordered_json messages = read_json_file(options.messages);
+  if (!std::filesystem::is_regular_file(options.model)) check_model_folder(options.model);
+  std::optional<ModelText> gguf;
+  if (is_gguf_file(options.model)) gguf = load_model_text(options.model);
+  ChatTemplate chat = gguf ? chat_template_of(*gguf, options.model) : ChatTemplate::from_tokenizer_config(options.model);
+  auto messages = read_json_file<nlohmann::ordered_json>(options.messages);
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   for (const auto& assignment : options.vars) add_variable(vars, assignment);
   std::string text = chat.render(messages, options.add_generation_prompt, vars);
@@ -52,7 +48,7 @@ int run_template(const TemplateOptions& options) {
 
 GERBIL_COMMAND("template", "Render a model's chat template for a list of messages", [](CLI::App& app) {
   auto options = std::make_shared<TemplateOptions>();
-  app.add_option("--model", options->model, "Folder holding tokenizer_config.json (or the file itself)")
+  app.add_option("--model", options->model, "Folder holding tokenizer_config.json (or the file itself), or a GGUF file")
       ->required();
   app.add_option("--messages", options->messages,
                  "JSON file with the messages: [{\"role\": \"user\", \"content\": \"...\"}, ...]")

@@ -1,11 +1,13 @@
 // gerbil tokenize / detokenize: text to token ids and back with a Hugging Face tokenizer.
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "command.h"
+#include "generate/model_text.h"
+#include "model/gguf_model.h"
 #include "gerbil/error.h"
+#include "token_ids.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gerbil::cli {
@@ -19,29 +21,9 @@ std::string read_text_file(const std::string& path) {
   return text.str();
 }
 
-// "1,2,3" (spaces and surrounding brackets allowed, so a JSON array works too) -> ids.
-std::vector<int32_t> parse_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  std::string_view rest(list);
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '[')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == ']')) s.remove_suffix(1);
-    return s;
-  };
-  rest = trim(rest);
-  if (rest.empty()) return ids;
-  for (size_t position = 0;; ++position) {
-    size_t comma = rest.find(',');
-    std::string_view item = trim(rest.substr(0, comma));
-    int32_t id = 0;
-    auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), id);
-    if (item.empty() || error != std::errc() || end != item.data() + item.size())
-      fail("--ids: item {} ('{}') is not a token id", position, item);
-    ids.push_back(id);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return ids;
+// A tokenizer file or folder, or the tokenizer a GGUF file's metadata describes.
+Tokenizer load_tokenizer(const std::string& path) {
+  return is_gguf_file(path) ? load_model_text(path).tokenizer : Tokenizer::load(path);
 }
 
 GERBIL_COMMAND("tokenize", "Encode text into token ids with a Hugging Face tokenizer", [](CLI::App& app) {
@@ -54,7 +36,7 @@ GERBIL_COMMAND("tokenize", "Encode text into token ids with a Hugging Face token
       "array on one line. Added and special tokens written in the text (e.g. <|im_start|>) map to their "
       "ids.");
   app.add_option("--tokenizer", *tokenizer,
-                 "tokenizer.json, GPT-2 vocab.json/encoder.json, or a folder holding one")
+                 "tokenizer.json, GPT-2 vocab.json/encoder.json, a folder holding one, or a GGUF file")
       ->required();
   auto text_option = app.add_option("--text", *text, "Text to encode");
   auto file_option =
@@ -63,7 +45,7 @@ GERBIL_COMMAND("tokenize", "Encode text into token ids with a Hugging Face token
   app.add_flag("--add-special-tokens", *special, "Add the tokenizer's special tokens (e.g. a BOS in front)");
   return [=] {
     if (!*text_option && !*file_option) fail("tokenize: give --text or --text-file");
-    Tokenizer t = Tokenizer::load(*tokenizer);
+    Tokenizer t = load_tokenizer(*tokenizer);
     std::vector<int32_t> ids = t.encode(*file_option ? read_text_file(*text_file) : *text, *special);
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
@@ -80,14 +62,14 @@ GERBIL_COMMAND("detokenize", "Decode token ids into text with a Hugging Face tok
       "Decode token ids into text, exactly as transformers' tokenizer.decode does (without cleaning up\n"
       "tokenization spaces), and print the text as it is, with no newline added.");
   app.add_option("--tokenizer", *tokenizer,
-                 "tokenizer.json, GPT-2 vocab.json/encoder.json, or a folder holding one")
+                 "tokenizer.json, GPT-2 vocab.json/encoder.json, a folder holding one, or a GGUF file")
       ->required();
   app.add_option("--ids", *ids, "Token ids separated by commas, e.g. 9707,11,1879 (or a JSON array)")
       ->required();
   app.add_flag("--skip-special-tokens", *skip, "Leave special tokens out of the text");
   return [=] {
-    std::vector<int32_t> parsed = parse_ids(*ids);
-    Tokenizer t = Tokenizer::load(*tokenizer);
+    std::vector<int32_t> parsed = parse_token_ids(*ids, "--ids", /*allow_empty=*/true);
+    Tokenizer t = load_tokenizer(*tokenizer);
     std::string text = t.decode(parsed, *skip);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;

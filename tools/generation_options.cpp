@@ -6,6 +6,8 @@
 #include <csignal>
 #include <cstdio>
 
+#include "generate/engine_options.h"
+
 namespace gerbil::cli {
 namespace {
 
@@ -57,14 +59,14 @@ void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens) {
   app.add_option("--presence-penalty", s.presence_penalty, "Subtract from seen tokens' logits")->capture_default_str();
   app.add_option("--frequency-penalty", s.frequency_penalty, "Subtract per occurrence")->capture_default_str();
   app.add_option("--seed", s.seed, "Random seed; the same seed gives the same text (0: random)");
-  app.add_option("--stop", options.stop_strings, "Stop before this text (repeatable)");
+  app.add_option("--stop", options.stop, "Stop before this text (repeatable)");
   app.add_flag("--ignore-eos", options.ignore_eos, "Do not stop at the end-of-sequence token");
 }
 
-GenerateOptions GenerationFlags::resolve() const {
-  GenerateOptions resolved = options;
+CompletionOptions GenerationFlags::resolve() const {
+  CompletionOptions resolved = options;
   if (greedy) resolved.sampling.temperature = 0;
-  resolved.sampling.validate();
+  generate_options(resolved).sampling.validate();
   return resolved;
 }
 
@@ -74,41 +76,39 @@ void ChatFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"on", "off"}));
 }
 
-nlohmann::ordered_json ChatFlags::first_messages() const {
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
-  return messages;
+std::vector<ChatMessage> ChatFlags::first_messages() const {
+  if (system.empty()) return {};
+  return {{"system", system}};
 }
 
-nlohmann::ordered_json ChatFlags::template_variables() const {
-  nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+std::string ChatFlags::template_variables() const {
+  nlohmann::json vars = nlohmann::json::object();
   if (!thinking.empty()) vars["enable_thinking"] = thinking == "on";
-  return vars;
+  return vars.dump();
 }
 
-Generation stream_answer(Generator& generator, std::span<const int32_t> prompt,
-                         const GenerateOptions& options) {
+Completion stream_answer(Engine& engine, std::span<const int32_t> prompt, const CompletionOptions& options) {
   install_interrupt_handler();
   Answering answering_now;
-  auto print = [](std::string_view text, int32_t) {
+  auto print = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return true;
   };
-  Generation answer = generator.generate(prompt, options, print, &cancel_answer);
+  Completion answer = engine.complete(prompt, options, print, &cancel_answer);
   std::printf("\n");
   std::fflush(stdout);  // before the statistics line on stderr
   return answer;
 }
 
-void print_stats(const Generation& g) {
-  const auto& s = g.stats;
+void print_stats(const Completion& c) {
+  const CompletionStats& s = c.stats;
   std::fprintf(stderr,
                "[%zu prompt tokens (%zu computed), %zu generated | first token %.0f ms | prefill %.1f tok/s | "
                "decode %.1f tok/s | finish: %s | seed %llu]\n",
-               s.prompt_tokens, s.prefilled_tokens, s.generated_tokens, s.time_to_first_token * 1000,
-               s.prefill_tokens_per_second(), s.decode_tokens_per_second(),
-               std::string(finish_reason_name(g.finish)).c_str(), (unsigned long long)g.seed);
+               s.prompt_tokens, s.prompt_tokens - s.cached_tokens, s.generated_tokens, s.time_to_first_token * 1000,
+               s.prefill_tokens_per_second, s.decode_tokens_per_second,
+               std::string(stop_reason_name(c.stop_reason)).c_str(), (unsigned long long)c.seed);
 }
 
 }  // namespace gerbil::cli

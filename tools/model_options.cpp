@@ -4,10 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
-#include <nlohmann/json.hpp>
-
+#include "generate/engine_options.h"
 #include "gerbil/error.h"
 #include "gpu/profiler.h"
 #include "toggle_options.h"
@@ -33,14 +31,14 @@ graph::LoadProgress progress_bar() {
   };
 }
 
-// Whether DIR has a chat template at all. A tokenizer_config.json that cannot be read counts as having
-// one, so that loading it reports what is wrong instead of the template silently going missing.
-bool has_chat_template(const std::filesystem::path& dir) {
-  if (std::filesystem::exists(dir / "chat_template.jinja")) return true;
-  std::ifstream in(dir / "tokenizer_config.json");
-  if (!in) return false;
-  auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return config.is_discarded() || !config.is_object() || config.contains("chat_template");
+void print_loaded(const std::string& dir, const ModelInfo& info) {
+  std::fprintf(stderr, "loaded %s (%s) on %s in %.2f s: weights %.1f MiB, KV cache %.1f MiB for %u tokens\n",
+               dir.c_str(), info.architecture.c_str(), info.adapter.c_str(), info.load_seconds,
+               info.weight_bytes / 1048576.0, info.kv_cache_bytes / 1048576.0, info.context);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -48,7 +46,12 @@ bool has_chat_template(const std::filesystem::path& dir) {
 void ModelOptions::add_to(CLI::App& app, bool model_required) {
   auto* model = app.add_option("--model", model_dir, "Hugging Face model folder (config.json + *.safetensors)");
   if (model_required) model->required();
-  app.add_option("--ctx", context, "Context length: KV-cache capacity in tokens (default min(model max, 4096))");
+  app.add_option("--ctx", context, "Context length: KV-cache capacity in tokens (default min(model max, 4096))")
+      ->check(CLI::Range(1u, UINT32_MAX));
+  app.add_option("--max-prefill-chunk", max_prefill_chunk,
+                 "Prompt tokens per prefill step; longer prompts run in chunks")
+      ->check(CLI::Range(1u, UINT32_MAX))
+      ->capture_default_str();
   app.add_option("--adapter", adapter, "WebGPU adapter (substring of its name; default: $GERBIL_ADAPTER)");
   app.add_option("--weights", weights, "Weight storage: checkpoint (as stored, lossless) or f16")
       ->check(CLI::IsMember({"checkpoint", "f16"}));
@@ -67,65 +70,50 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
   add_toggle_options(app, enable_toggles, disable_toggles);
 }
 
+EngineOptions ModelOptions::engine_options(bool report) const {
+  EngineOptions options{
+      .adapter = adapter,
+      .context = context,
+      .max_prefill_chunk = max_prefill_chunk,
+      .weights = weights == "f16" ? WeightStorage::F16 : WeightStorage::Checkpoint,
+      .arithmetic = arithmetic == "f16" ? Arithmetic::F16 : Arithmetic::F32,
+      .kv_cache = kv_cache == "f16" ? KvCacheType::F16 : kv_cache == "f32" ? KvCacheType::F32 : KvCacheType::Auto,
+      .prepared_norms = prepared_norms == "always"  ? PreparedNorms::Always
+                        : prepared_norms == "never" ? PreparedNorms::Never
+                                                    : PreparedNorms::Auto,
+      .enable_toggles = enable_toggles,
+      .disable_toggles = disable_toggles};
+  if (report && isatty(STDERR_FILENO)) options.progress = progress_bar();
+  return options;
+}
+
 LoadedModel load_model(const ModelOptions& options, bool report) {
   auto start = std::chrono::steady_clock::now();
-  LoadedModel loaded;
-  gpu::DeviceOptions device_options{.adapter = options.adapter,
-                                    .enable_toggles = options.enable_toggles,
-                                    .disable_toggles = options.disable_toggles};
-  if (options.precise_timestamps) gpu::request_precise_timestamps(device_options);
-  loaded.device = std::make_unique<gpu::Device>(device_options);
+  EngineOptions engine = options.engine_options(report);
+  gpu::DeviceOptions device = device_options(engine);
+  if (options.precise_timestamps) gpu::request_precise_timestamps(device);
+  LoadedModel loaded;  // the folder is opened and checked before the device is created
   loaded.files = std::make_unique<ModelFiles>(ModelFiles::open(options.model_dir));
-  graph::ModelOptions model_options;
-  model_options.context = options.context;
-  model_options.weights = options.weights == "f16" ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint;
-  model_options.prepared_norms = options.prepared_norms == "always" ? graph::PreparedNorms::Always
-                                 : options.prepared_norms == "never" ? graph::PreparedNorms::Never
-                                                                     : graph::PreparedNorms::Auto;
-  model_options.arithmetic = options.arithmetic == "f16" ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32;
-  model_options.kv_cache = options.kv_cache == "f16"   ? graph::KvCache::F16
-                           : options.kv_cache == "f32" ? graph::KvCache::F32
-                                                       : graph::KvCache::Auto;
-  if (report && isatty(STDERR_FILENO)) model_options.progress = progress_bar();
-  loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model_options);
+  loaded.device = std::make_unique<gpu::Device>(device);
+  graph::ModelOptions model = model_options(engine);
+  model.slots = options.slots;
+  loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model);
   if (report) {
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const auto& m = *loaded.model;
-    std::fprintf(stderr, "loaded %s (%s) on %s in %.2f s: weights %.1f MiB, KV cache %.1f MiB (%s) for %u tokens\n",
-                 options.model_dir.c_str(), std::string(m.config().arch->name).c_str(),
-                 loaded.device->adapter().summary().c_str(), seconds, m.weight_bytes() / 1048576.0,
-                 m.kv_cache_bytes() / 1048576.0, kernels::kv_type_name(m.kv_type()), m.context());
+    const graph::Model& m = *loaded.model;
+    print_loaded(options.model_dir, {.architecture = std::string(m.config().arch->name),
+                                     .adapter = loaded.device->adapter().summary(),
+                                     .context = m.context(),
+                                     .weight_bytes = m.weight_bytes(),
+                                     .kv_cache_bytes = m.kv_cache_bytes(),
+                                     .load_seconds = seconds_since(start)});
   }
   return loaded;
 }
 
-ModelText load_text(const std::string& model_dir) {
-  if (!std::filesystem::is_directory(model_dir)) fail("{}: no such model folder", model_dir);
-  ModelText text{Tokenizer::load(model_dir), std::nullopt};
-  if (has_chat_template(model_dir)) text.chat = ChatTemplate::from_tokenizer_config(model_dir);
-  return text;
-}
-
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || value < 0 || value > INT32_MAX)
-      fail("token list: entry {} ('{}') is not a token id", ids.size(), item);
-    ids.push_back(int32_t(value));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return ids;
+Engine open_engine(const ModelOptions& options, bool report) {
+  Engine engine(options.model_dir, options.engine_options(report));
+  if (report) print_loaded(options.model_dir, engine.info());
+  return engine;
 }
 
 }  // namespace gerbil::cli

@@ -43,12 +43,26 @@ enum class Arithmetic {
 // rounded to f16) and f32 for float32 ones, which stay exact.
 enum class KvCacheType { Auto, F32, F16 };
 
+// Whether decode steps prepare each RMSNorm's input in the product before it (the product writing the
+// residual stream also writes x * norm weight for the next product): one dispatch less per norm, a little
+// more work in the product. The results are the same either way.
+enum class PreparedNorms {
+  Auto,    // where it was measured to pay (on the H200: hidden size >= 4096)
+  Always,  // e.g. to measure it on another GPU
+  Never,
+};
+
 struct EngineOptions {
   std::string adapter;   // WebGPU adapter: a substring of its name; empty: $GERBIL_ADAPTER, else the first
   uint32_t context = 0;  // KV-cache capacity in tokens; 0: min(the model's maximum, 4096)
+  uint32_t max_prefill_chunk = 512;  // prompt tokens per prefill step; longer prompts run in chunks
   WeightStorage weights = WeightStorage::Checkpoint;
   Arithmetic arithmetic = Arithmetic::F32;
   KvCacheType kv_cache = KvCacheType::Auto;
+  PreparedNorms prepared_norms = PreparedNorms::Auto;
+  // Dawn device toggles to turn on or off, e.g. "disable_robustness" (a few percent faster, but turns off
+  // the bounds checks on buffer access: for trusted models only). Dawn ignores names it does not know.
+  std::vector<std::string> enable_toggles, disable_toggles;
   // Called while the weights are uploaded, with the checkpoint bytes done and in all; the last call has
   // done == total.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;

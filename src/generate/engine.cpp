@@ -1,14 +1,16 @@
 // The library API (include/gerbil/gerbil.h): a thin layer over the tokenizer, the chat template, the
 // model on the GPU and the generation loop, translating between the public types and the internal ones.
 #include <chrono>
-#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "generate/engine_options.h"
 #include "generate/generator.h"
+#include "generate/model_text.h"
 #include "gerbil/gerbil.h"
 #include "gpu/device.h"
+#include "json/json_file.h"
 #include "graph/model.h"
 #include "model/weights.h"
 #include "template/chat_template.h"
@@ -18,6 +20,7 @@ namespace gerbil {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
 // The public sampling defaults must stay those of the sampler.
@@ -28,52 +31,8 @@ constexpr bool same_defaults(const SamplingOptions& a, const SamplingParams& b) 
 }
 static_assert(same_defaults(SamplingOptions{}, SamplingParams{}));
 
-// Whether DIR has a chat template at all. A tokenizer_config.json that cannot be read counts as having
-// one, so that loading it reports what is wrong instead of the template silently going missing.
-bool has_chat_template_file(const fs::path& dir) {
-  if (fs::exists(dir / "chat_template.jinja")) return true;
-  std::ifstream in(dir / "tokenizer_config.json");
-  if (!in) return false;
-  auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return config.is_discarded() || !config.is_object() || config.contains("chat_template");
-}
-
-const fs::path& model_folder(const fs::path& dir) {
-  if (!fs::is_directory(dir)) fail("{}: no such model folder", dir.string());
-  return dir;
-}
-
-std::optional<ChatTemplate> load_chat_template(const fs::path& dir) {
-  if (!has_chat_template_file(dir)) return std::nullopt;
-  return ChatTemplate::from_tokenizer_config(dir);
-}
-
-ordered_json parse_json(std::string_view text, std::string_view what) {
-  try {
-    return ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", what, e.what());
-  }
-}
-
 ordered_json extra_variables(std::string_view json) {
-  return json.empty() ? ordered_json(nullptr) : parse_json(json, "chat template variables");
-}
-
-GenerateOptions to_generate_options(const CompletionOptions& o) {
-  const SamplingOptions& s = o.sampling;
-  return {.sampling = {.temperature = s.temperature,
-                       .top_k = s.top_k,
-                       .top_p = s.top_p,
-                       .min_p = s.min_p,
-                       .repetition_penalty = s.repetition_penalty,
-                       .presence_penalty = s.presence_penalty,
-                       .frequency_penalty = s.frequency_penalty,
-                       .seed = s.seed},
-          .max_new_tokens = o.max_new_tokens,
-          .stop_strings = o.stop,
-          .stop_ids = o.stop_ids,
-          .ignore_eos = o.ignore_eos};
+  return json.empty() ? ordered_json(nullptr) : parse_json_strict<ordered_json>(json, "chat template variables");
 }
 
 // The public stop reasons and the generator's finish reasons, one for one.
@@ -90,6 +49,14 @@ StopReason to_stop_reason(FinishReason reason) {
   fail("generate: unknown finish reason {}", int(reason));
 }
 
+// The model's options with the ids it may pick cut to the tokenizer's (padded checkpoints have more logits).
+graph::ModelOptions sampled_within(graph::ModelOptions options, const Tokenizer& tokenizer) {
+  options.token_count = uint32_t(tokenizer.vocab_size());
+  return options;
+}
+
+}  // namespace
+
 Completion to_completion(Generation g) {
   const GenerationStats& s = g.stats;
   CompletionStats stats{.prompt_tokens = s.prompt_tokens,
@@ -103,11 +70,26 @@ Completion to_completion(Generation g) {
   return {std::move(g.text), std::move(g.tokens), to_stop_reason(g.finish), stats, g.seed};
 }
 
-graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer& tokenizer) {
+gpu::DeviceOptions device_options(const EngineOptions& options) {
+  return {.adapter = options.adapter,
+          .enable_toggles = options.enable_toggles,
+          .disable_toggles = options.disable_toggles};
+}
+
+graph::ModelOptions model_options(const EngineOptions& options) {
+  if (options.max_prefill_chunk == 0) fail("max_prefill_chunk must be at least 1 token");
+  constexpr std::pair<PreparedNorms, graph::PreparedNorms> kNorms[] = {
+      {PreparedNorms::Auto, graph::PreparedNorms::Auto},
+      {PreparedNorms::Always, graph::PreparedNorms::Always},
+      {PreparedNorms::Never, graph::PreparedNorms::Never}};
+  graph::PreparedNorms prepared_norms = graph::PreparedNorms::Auto;
+  for (auto [given, internal] : kNorms)
+    if (given == options.prepared_norms) prepared_norms = internal;
   return {.context = options.context,
-          .token_count = uint32_t(tokenizer.vocab_size()),
+          .max_chunk = options.max_prefill_chunk,
           .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
                                                            : graph::WeightPolicy::Checkpoint,
+          .prepared_norms = prepared_norms,
           .arithmetic = options.arithmetic == Arithmetic::F16 ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32,
           .kv_cache = options.kv_cache == KvCacheType::F16   ? graph::KvCache::F16
                       : options.kv_cache == KvCacheType::F32 ? graph::KvCache::F32
@@ -115,7 +97,21 @@ graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer&
           .progress = options.progress};
 }
 
-}  // namespace
+GenerateOptions generate_options(const CompletionOptions& o) {
+  const SamplingOptions& s = o.sampling;
+  return {.sampling = {.temperature = s.temperature,
+                       .top_k = s.top_k,
+                       .top_p = s.top_p,
+                       .min_p = s.min_p,
+                       .repetition_penalty = s.repetition_penalty,
+                       .presence_penalty = s.presence_penalty,
+                       .frequency_penalty = s.frequency_penalty,
+                       .seed = s.seed},
+          .max_new_tokens = o.max_new_tokens,
+          .stop_strings = o.stop,
+          .stop_ids = o.stop_ids,
+          .ignore_eos = o.ignore_eos};
+}
 
 std::string_view stop_reason_name(StopReason reason) {
   for (auto [finish, stop] : kReasons)
@@ -127,31 +123,24 @@ std::string_view stop_reason_name(StopReason reason) {
 // folder), then the checked model files, the device and the weights.
 struct Engine::Impl {
   Impl(const fs::path& model_dir, const EngineOptions& options)
-      : dir(model_folder(model_dir)),
-        tokenizer(Tokenizer::load(dir)),
-        chat(load_chat_template(dir)),
+      : dir(model_dir),
+        text(load_model_text(dir)),
+        tokenizer(text.tokenizer),
         files(ModelFiles::open(dir)),
-        device(gpu::DeviceOptions{.adapter = options.adapter}),
-        model(device, files, model_options(options, tokenizer)),
+        device(device_options(options)),
+        model(device, files, sampled_within(model_options(options), tokenizer)),
         generator(model, &tokenizer) {}
 
-  fs::path dir;
-  Tokenizer tokenizer;
-  std::optional<ChatTemplate> chat;
+  fs::path dir;  // a model folder or a GGUF file
+  ModelText text;
+  const Tokenizer& tokenizer;
   ModelFiles files;
   gpu::Device device;
   graph::Model model;
   Generator generator;
   ModelInfo info;
 
-  const ChatTemplate& chat_template() const {
-    if (!chat)
-      fail(
-          "{}: the model has no chat template (no 'chat_template' in tokenizer_config.json and no "
-          "chat_template.jinja)",
-          dir.string());
-    return *chat;
-  }
+  const ChatTemplate& chat_template() const { return chat_template_of(text, dir); }
 };
 
 Engine::Engine(const fs::path& model_dir, const EngineOptions& options) {
@@ -181,7 +170,7 @@ std::string Engine::detokenize(std::span<const int32_t> ids, bool skip_special_t
   return impl_->tokenizer.decode(ids, skip_special_tokens);
 }
 
-bool Engine::has_chat_template() const { return impl_->chat.has_value(); }
+bool Engine::has_chat_template() const { return impl_->text.chat.has_value(); }
 
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                         std::string_view extra_vars_json) const {
@@ -192,7 +181,7 @@ std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages
 
 std::string Engine::apply_chat_template_json(std::string_view messages_json, bool add_generation_prompt,
                                              std::string_view extra_vars_json) const {
-  return impl_->chat_template().render(parse_json(messages_json, "chat messages"), add_generation_prompt,
+  return impl_->chat_template().render(parse_json_strict<ordered_json>(messages_json, "chat messages"), add_generation_prompt,
                                        extra_variables(extra_vars_json));
 }
 
@@ -205,7 +194,7 @@ Completion Engine::complete(std::span<const int32_t> prompt, const CompletionOpt
                             const StreamCallback& on_text, const std::atomic<bool>* cancel) {
   TextCallback stream;
   if (on_text) stream = [&on_text](std::string_view text, int32_t) { return on_text(text); };
-  return to_completion(impl_->generator.generate(prompt, to_generate_options(options), stream, cancel));
+  return to_completion(impl_->generator.generate(prompt, generate_options(options), stream, cancel));
 }
 
 void Engine::reset() { impl_->generator.reset(); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "gerbil/error.h"
 
@@ -18,10 +19,11 @@ void SamplingParams::validate() const {
     fail("sampling: presence and frequency penalties must be finite");
 }
 
-Sampler::Sampler(const SamplingParams& params)
-    : params_(params), seed_(params.seed ? params.seed : std::random_device{}() | uint64_t(std::random_device{}()) << 32),
-      rng_(seed_) {
+Sampler::Sampler(const SamplingParams& params, size_t id_count)
+    : params_(params), id_count_(id_count),
+      seed_(params.seed ? params.seed : std::random_device{}() | uint64_t(std::random_device{}()) << 32), rng_(seed_) {
   params_.validate();
+  if (id_count_ == 0) fail("sampling: the vocabulary to draw from is empty (id count 0)");
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
@@ -38,6 +40,20 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 }
 
 namespace {
+
+// The wording of the GPU path's error (graph/model.cpp), so that both paths fail alike.
+[[noreturn]] void fail_all_nan() {
+  fail("sampling: every logit is NaN (NaN in the model's weights or activations)");
+}
+
+// The first maximum of the non-NaN logits (lowest index on ties, like torch.argmax over a NaN-free row).
+int32_t argmax_skipping_nan(std::span<const float> logits) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isnan(logits[i]) && (!best || logits[i] > logits[*best])) best = i;
+  if (!best) fail_all_nan();
+  return int32_t(*best);
+}
 
 // Candidates in sampling order: higher logit first, lower id first among equal logits. A lambda, not a
 // function, so that the sorts inline it (through a function pointer they ran 1.5x slower).
@@ -58,11 +74,11 @@ void Sampler::order_through(size_t count) {
   ordered_ = end;
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-  if (logits.empty()) fail("sampling: empty logits");
+int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> history) {
+  if (all_logits.empty()) fail("sampling: empty logits");
+  std::span<float> logits = all_logits.first(std::min(all_logits.size(), id_count_));  // no padded tail
   apply_penalties(logits, history);
-  if (params_.greedy())  // lowest index on ties, like torch.argmax
-    return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (params_.greedy()) return argmax_skipping_nan(logits);
 
   // Candidates cut by top-k; [0, ordered_) of them is in sampling order, the rest is ordered on demand.
   // Infinities clamped to the largest finite floats keep every weight finite: +inf is certain, -inf drawn only
@@ -71,7 +87,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i)
     if (!std::isnan(logits[i])) candidates_.emplace_back(std::clamp(logits[i], -kLargest, kLargest), int32_t(i));
-  if (candidates_.empty()) fail("sampling: every logit is NaN");
+  if (candidates_.empty()) fail_all_nan();
   ordered_ = 0;
   if (params_.top_k > 0 && size_t(params_.top_k) < candidates_.size()) {
     size_t keep = size_t(params_.top_k);

@@ -1,9 +1,12 @@
 // Picks the next token from a row of logits: greedy, or temperature / top-k / top-p / min-p sampling,
 // after repetition, presence and frequency penalties over the tokens seen so far. Seeded: the same
-// seed, logits and history give the same token.
+// seed, logits and history give the same token. NaN logits are never drawn; a row of nothing but NaN is an
+// error. A padded vocabulary (Qwen2.5: 151,936 logits for 151,665 tokenizer ids) gives the sampler the
+// tokenizer's id count, and the padded tail is never drawn, whatever its logits.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -28,7 +31,8 @@ struct SamplingParams {
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params);
+  // Ids at or above ID_COUNT (the tokenizer's vocabulary size) are never drawn, in every mode.
+  explicit Sampler(const SamplingParams& params, size_t id_count = std::numeric_limits<size_t>::max());
 
   // `logits` is scratch: it is modified. `history` is every token so far (prompt and generated).
   int32_t sample(std::span<float> logits, std::span<const int32_t> history);
@@ -40,6 +44,7 @@ class Sampler {
   void order_through(size_t count);
 
   SamplingParams params_;
+  size_t id_count_;
   uint64_t seed_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;  // (logit, id), reused between calls

@@ -39,15 +39,28 @@ StepLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, uint32_t
   return out;
 }
 
+// Sets the logits of the ids CONSTRAINT rules out to -inf; throws when it allows none.
+void apply_constraint(TokenConstraint& constraint, std::span<float> logits, size_t generated) {
+  std::vector<uint8_t> allowed(logits.size(), 1);
+  constraint.mask(allowed);
+  bool any = false;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!allowed[i]) logits[i] = -std::numeric_limits<float>::infinity();
+    any = any || allowed[i];
+  }
+  if (!any) fail("the output constraint allows no token after {} generated tokens", generated);
+}
+
 }  // namespace
 
 struct Scheduler::Sequence {
+  // TOKEN_COUNT: the ids the sampler may draw (the tokenizer's, where the model's logits are padded past it).
   Sequence(uint64_t id, SequenceRequest&& request, SequenceCallback&& on_event, const Tokenizer* tokenizer,
-           const ModelConfig& config)
+           const ModelConfig& config, uint32_t token_count)
       : id(id),
         request(std::move(request)),
         on_event(std::move(on_event)),
-        sampler(this->request.options.sampling),
+        sampler(this->request.options.sampling, token_count),
         filter(this->request.options.stop_strings),
         stop_ids(this->request.options.stop_ids),
         history(this->request.prompt),
@@ -119,7 +132,7 @@ uint64_t Scheduler::submit(SequenceRequest request, SequenceCallback on_event) {
   uint64_t id = next_id_++;
   // Built here, on the caller's thread, so bad sampling settings or stop strings throw to the caller.
   queue_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(on_event), tokenizer_,
-                                              model_.config()));
+                                              model_.config(), model_.token_count()));
   waiting_ = queue_.size();
   wake_.notify_all();
   return id;
@@ -358,25 +371,14 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   return true;
 }
 
-// Draws the next id of the slot's sequence from LOGITS (its last position's row; used as scratch): ids past the
-// tokenizer's vocabulary and those the constraint rules out are masked, then the sampler draws.
+// Draws the next id of the slot's sequence from LOGITS (its last position's row; used as scratch): the ids its
+// constraint rules out are masked, and the sampler never draws past the tokenizer's vocabulary.
 void Scheduler::draw(Slot& slot, std::span<float> logits) {
   Sequence& s = *slot.sequence;
-  uint32_t count = model_.token_count();
-  std::vector<uint8_t> allowed(logits.size(), 0);
-  std::fill(allowed.begin(), allowed.begin() + count, 1);
-  if (s.request.constraint) s.request.constraint->mask(allowed);
-  bool any = false;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (!allowed[i]) logits[i] = -std::numeric_limits<float>::infinity();
-    any = any || allowed[i];
-  }
-  if (!any) fail("the output constraint allows no token after {} generated tokens", s.result.tokens.size());
   std::optional<std::vector<float>> raw;
-  if (s.request.logprobs) raw.emplace(logits.begin(), logits.begin() + count);
+  if (s.request.logprobs) raw.emplace(logits.begin(), logits.begin() + model_.token_count());
+  if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
   int32_t id = s.sampler.sample(logits, s.history);
-  if (size_t(id) >= count || !allowed[size_t(id)])
-    fail("the sampler drew id {}, which the mask rules out (all allowed logits NaN?)", id);
   if (raw) s.pending.logprobs.push_back(logprobs_of(*raw, id, s.request.top_logprobs));
   if (s.request.constraint) s.request.constraint->accept(id);
   if (accept(slot, id)) deliver(s);  // else finished, and `s` is gone

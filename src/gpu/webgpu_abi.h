@@ -4,7 +4,7 @@
 // this file declares exactly what the prebuilt Dawn in npm `bun-webgpu-linux-x64@0.1.7` implements.
 // Every value and layout below was taken from that build's own definitions (npm `bun-webgpu@0.1.7`:
 // index.js, structs_def.d.ts), not from the newest webgpu.h: for example `shader-f16` is 0xA here
-// while newer headers number features differently. tests/test_gpu_abi.cpp checks the values against
+// while newer headers number features differently. tests/test_gpu.cpp (the GpuAbi tests) checks the values against
 // what the library reports (lavapipe must report shader-f16 and subgroups).
 //
 // Only the types and functions gerbil calls are declared. Struct sizes are pinned with static_assert.

@@ -125,6 +125,7 @@ std::vector<ArchitectureSpec> make_table() {
        .qkv_bias = BiasRule::IfAttentionBias,
        .o_bias = BiasRule::IfAttentionBias,
        .sliding = SlidingRule::Gemma3Pattern,
+       .query_pre_attn_scalar = true,
        .default_tied = true,
        .layer_prefix = "model.layers.{}.",
        .names = with(kLlamaNames, with(kQkNormNames, {{Role::AttnPostNorm, "post_attention_layernorm"},

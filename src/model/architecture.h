@@ -75,6 +75,7 @@ struct ArchitectureSpec {
   BiasRule mlp_bias = BiasRule::Never;  // gate, up, down
   BiasRule lm_head_bias = BiasRule::Never;
   SlidingRule sliding = SlidingRule::None;
+  bool query_pre_attn_scalar = false;  // attention scale query_pre_attn_scalar^-0.5, not head_dim^-0.5 (Gemma3)
   // Defaults for config.json fields the family's Hugging Face config class fills in when absent.
   bool default_tied = false;
   double default_partial_rotary = 1.0;

@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <vector>
 
 #include "gerbil/error.h"
-#include "model/json_file.h"
+#include "json/json_file.h"
 
 namespace gerbil {
 
@@ -46,14 +47,18 @@ class Fields {
     const json* value = find(keys, &key);
     if (!value) return std::nullopt;
     if (!value->is_number_integer()) error(key, fmt::format("must be an integer, got {}", value->dump()));
+    // Read as unsigned, 2^63 and above would wrap to negative numbers.
+    if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      error(key, fmt::format("is {}, too large", value->dump()));
     return value->get<int64_t>();
   }
 
-  // A required integer >= 1.
-  int64_t positive_int(std::initializer_list<std::string_view> keys) const {
+  // A required integer in [1, MAX].
+  int64_t positive_int(std::initializer_list<std::string_view> keys, int64_t max) const {
     std::optional<int64_t> value = optional_int(keys);
     if (!value) missing(keys);
     if (*value <= 0) error(matched_key(keys), fmt::format("must be positive, got {}", *value));
+    if (*value > max) error(matched_key(keys), fmt::format("is {}, more than the {} gerbil accepts", *value, max));
     return *value;
   }
 
@@ -97,17 +102,29 @@ class Fields {
     return Fields(*value, file_, fmt::format("{}{}.", prefix_, key));
   }
 
-  // Token ids: an integer, a list of integers, or absent/null.
+  // Token ids: an integer, a list of integers, or absent/null. Each is below kMaxVocab, so fits int32_t.
   std::vector<int64_t> token_ids(std::string_view key) const {
     const json* value = find({key});
     if (!value) return {};
     std::vector<int64_t> ids;
     for (const json& id : value->is_array() ? *value : json::array({*value})) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0)
-        error(key, fmt::format("must be a token id or a list of token ids, got {}", value->dump()));
+      bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < uint64_t(kMaxVocab)
+                                               : id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                                                     id.get<int64_t>() < kMaxVocab;
+      if (!in_range)
+        error(key, fmt::format("must be a token id (0 to {}) or a list of token ids, got {}", kMaxVocab - 1,
+                               value->dump()));
       ids.push_back(id.get<int64_t>());
     }
     return ids;
+  }
+
+  // Refuses FIELD unless it is absent, null or NEUTRAL: it sets WHAT, which gerbil does not compute.
+  void require_neutral(std::string_view field, const json& neutral, std::string_view what) const {
+    const json* value = find({field});
+    if (value && *value != neutral)
+      error(field, fmt::format("is {}, which asks for {}; gerbil does not support that (only {} or null)",
+                               value->dump(), what, neutral.dump()));
   }
 
   const fs::path& file() const { return file_; }
@@ -189,7 +206,7 @@ RopeParams parse_rope(const Fields& fields, std::string_view theta_field, const 
     rope.factor = s.positive_number({"factor"}, std::nullopt);
     rope.low_freq_factor = s.positive_number({"low_freq_factor"}, std::nullopt);
     rope.high_freq_factor = s.positive_number({"high_freq_factor"}, std::nullopt);
-    rope.original_max_positions = s.positive_int({"original_max_position_embeddings"});
+    rope.original_max_positions = s.positive_int({"original_max_position_embeddings"}, kMaxPositions);
     if (rope.high_freq_factor <= rope.low_freq_factor)
       s.error("high_freq_factor", fmt::format("({}) must exceed low_freq_factor ({})", rope.high_freq_factor,
                                               rope.low_freq_factor));
@@ -202,6 +219,8 @@ RopeParams parse_rope(const Fields& fields, std::string_view theta_field, const 
 // Fills rope_full / rope_sliding / partial_rotary_factor / rotary_dim.
 void parse_rotary(const Fields& fields, ModelConfig& config) {
   std::optional<Fields> params = fields.optional_object("rope_parameters");
+  if (params && fields.find({"rope_scaling"}))
+    fields.error("rope_scaling", "is set beside rope_parameters, which would override it; give one of them");
   std::optional<double> partial = params ? params->optional_number({"partial_rotary_factor"}) : std::nullopt;
   if (!partial) partial = fields.optional_number({"partial_rotary_factor"});
   config.partial_rotary_factor = partial.value_or(config.arch->default_partial_rotary);
@@ -284,7 +303,7 @@ void parse_attention_layout(const Fields& fields, ModelConfig& config) {
   }
   bool any_sliding = std::find(config.layer_types.begin(), config.layer_types.end(),
                                AttentionKind::Sliding) != config.layer_types.end();
-  if (any_sliding) config.sliding_window = fields.positive_int({"sliding_window"});
+  if (any_sliding) config.sliding_window = fields.positive_int({"sliding_window"}, kMaxPositions);
 }
 
 std::optional<GptqConfig> parse_quantization(const Fields& quant) {
@@ -293,11 +312,13 @@ std::optional<GptqConfig> parse_quantization(const Fields& quant) {
     quant.error("quant_method",
                 fmt::format("names unsupported quantization \"{}\"; supported: gptq", method));
   GptqConfig gptq;
-  gptq.bits = int(quant.positive_int({"bits"}));
+  gptq.bits = int(quant.positive_int({"bits"}, 64));
   if (gptq.bits != 4) quant.error("bits", fmt::format("is {}; only 4-bit GPTQ is supported", gptq.bits));
   int64_t group = quant.optional_int({"group_size"}).value_or(128);
   if (group == 0 || group < -1)
     quant.error("group_size", fmt::format("must be positive or -1, got {}", group));
+  if (group > kMaxIntermediate)  // a group lies within one layer's inputs
+    quant.error("group_size", fmt::format("is {}, more than the {} gerbil accepts", group, kMaxIntermediate));
   gptq.group_size = group == -1 ? 0 : group;
   if (quant.optional_bool("desc_act").value_or(false))
     quant.error("desc_act", "is true; act-order (desc_act) GPTQ checkpoints are not supported");
@@ -343,6 +364,40 @@ void parse_special_tokens(const Fields& fields, const Fields* generation, ModelC
       config.eos_token_ids.push_back(id);
 }
 
+// attention_bias / mlp_bias asking for biases the family's layers never have (transformers' class for it
+// ignores the flag too) would be silently dropped: such a config contradicts itself.
+void check_bias_flags(const Fields& fields, const ArchitectureSpec& arch, bool attention_bias, bool mlp_bias) {
+  if (attention_bias && arch.qkv_bias == BiasRule::Never && arch.o_bias == BiasRule::Never)
+    fields.error("attention_bias", fmt::format("is true, but {} has no attention biases", arch.name));
+  if (mlp_bias && arch.mlp_bias == BiasRule::Never)
+    fields.error("mlp_bias", fmt::format("is true, but {} has no MLP biases", arch.name));
+}
+
+// Fields that change the forward pass in transformers but that gerbil does not implement: a config may leave
+// them absent, null or at the value that changes nothing.
+void refuse_unapplied_fields(const Fields& fields) {
+  fields.require_neutral("attn_logit_softcapping", nullptr, "tanh soft-capping of the attention scores");
+  fields.require_neutral("final_logit_softcapping", nullptr, "tanh soft-capping of the logits");
+  fields.require_neutral("use_bidirectional_attention", false, "attention without the causal mask");
+  fields.require_neutral("qk_layernorm", false, "Phi's LayerNorm of q and k");
+  fields.require_neutral("scale_attn_by_inverse_layer_idx", false, "GPT-2's attention scores divided by layer + 1");
+  fields.require_neutral("scale_attn_weights", true, "GPT-2's attention without the 1/sqrt(head_dim) scale");
+}
+
+// Gemma3 scales attention scores by query_pre_attn_scalar^-0.5 (required: its default differs from head_dim);
+// every other family by head_dim^-0.5, and their transformers classes ignore query_pre_attn_scalar.
+void parse_attention_scale(const Fields& fields, ModelConfig& config) {
+  if (!config.arch->query_pre_attn_scalar) {
+    if (fields.find({"query_pre_attn_scalar"}))
+      fields.error("query_pre_attn_scalar", fmt::format("is set, but {} scales attention by head_dim^-0.5",
+                                                        config.arch->name));
+    config.attention_scale = 1.0 / std::sqrt(double(config.head_dim));
+    return;
+  }
+  config.query_pre_attn_scalar = fields.positive_number({"query_pre_attn_scalar"}, std::nullopt);
+  config.attention_scale = 1.0 / std::sqrt(*config.query_pre_attn_scalar);
+}
+
 }  // namespace
 
 const RopeParams& ModelConfig::rope(int64_t layer) const { return sliding(layer) ? rope_sliding : rope_full; }
@@ -355,29 +410,33 @@ ModelConfig parse_config(const json& doc, const fs::path& file, const json* gene
   config.arch = &parse_architecture(fields);
   config.model_type = fields.optional_string({"model_type"}).value_or("");
 
-  config.vocab_size = fields.positive_int({"vocab_size"});
-  config.hidden_size = fields.positive_int({"hidden_size", "n_embd"});
-  config.num_layers = fields.positive_int({"num_hidden_layers", "n_layer"});
-  config.num_heads = fields.positive_int({"num_attention_heads", "n_head"});
-  config.num_kv_heads =
-      fields.find({"num_key_value_heads"}) ? fields.positive_int({"num_key_value_heads"}) : config.num_heads;
+  config.vocab_size = fields.positive_int({"vocab_size"}, kMaxVocab);
+  config.hidden_size = fields.positive_int({"hidden_size", "n_embd"}, kMaxHidden);
+  config.num_layers = fields.positive_int({"num_hidden_layers", "n_layer"}, kMaxLayers);
+  config.num_heads = fields.positive_int({"num_attention_heads", "n_head"}, kMaxHeads);
+  config.num_kv_heads = fields.find({"num_key_value_heads"})
+                            ? fields.positive_int({"num_key_value_heads"}, kMaxHeads)
+                            : config.num_heads;
   if (config.num_heads % config.num_kv_heads != 0)
     fields.error("num_key_value_heads", fmt::format("({}) does not divide num_attention_heads ({})",
                                                     config.num_kv_heads, config.num_heads));
   if (fields.find({"head_dim"})) {
-    config.head_dim = fields.positive_int({"head_dim"});
+    config.head_dim = fields.positive_int({"head_dim"}, kMaxHeadDim);
   } else {
     if (config.hidden_size % config.num_heads != 0)
       fields.error("num_attention_heads",
                    fmt::format("({}) does not divide hidden_size ({}) and head_dim is absent",
                                config.num_heads, config.hidden_size));
     config.head_dim = config.hidden_size / config.num_heads;
+    if (config.head_dim > kMaxHeadDim)
+      fields.error("num_attention_heads", fmt::format("({}) gives head_dim {}, more than the {} gerbil accepts",
+                                                      config.num_heads, config.head_dim, kMaxHeadDim));
   }
   if (!fields.find({"intermediate_size", "n_inner"}) && config.arch->default_mlp_ratio > 0)
     config.intermediate_size = config.arch->default_mlp_ratio * config.hidden_size;
   else
-    config.intermediate_size = fields.positive_int({"intermediate_size", "n_inner"});
-  config.max_position_embeddings = fields.positive_int({"max_position_embeddings", "n_positions"});
+    config.intermediate_size = fields.positive_int({"intermediate_size", "n_inner"}, kMaxIntermediate);
+  config.max_position_embeddings = fields.positive_int({"max_position_embeddings", "n_positions"}, kMaxPositions);
   config.norm_eps =
       fields.positive_number({"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"}, std::nullopt);
   config.activation = parse_activation(fields);
@@ -390,18 +449,13 @@ ModelConfig parse_config(const json& doc, const fs::path& file, const json* gene
   config.o_bias = resolve_bias(config.arch->o_bias, attention_bias, mlp_bias);
   config.mlp_bias = resolve_bias(config.arch->mlp_bias, attention_bias, mlp_bias);
   config.lm_head_bias = resolve_bias(config.arch->lm_head_bias, attention_bias, mlp_bias);
-  if (fields.optional_bool("qk_layernorm").value_or(false))
-    fields.error("qk_layernorm", "is true; Phi's q/k LayerNorm is not supported");
+  check_bias_flags(fields, *config.arch, attention_bias, mlp_bias);
+  refuse_unapplied_fields(fields);
 
   if (config.arch->positions == PositionKind::Rotary) parse_rotary(fields, config);
   parse_attention_layout(fields, config);
 
-  config.query_pre_attn_scalar = fields.optional_number({"query_pre_attn_scalar"});
-  if (config.query_pre_attn_scalar && !(*config.query_pre_attn_scalar > 0))
-    fields.error("query_pre_attn_scalar", "must be positive");
-  config.attention_scale = 1.0 / std::sqrt(config.query_pre_attn_scalar.value_or(double(config.head_dim)));
-  config.final_logit_softcapping = fields.optional_number({"final_logit_softcapping"});
-  config.attn_logit_softcapping = fields.optional_number({"attn_logit_softcapping"});
+  parse_attention_scale(fields, config);
 
   std::optional<Fields> generation;
   if (generation_doc) {

@@ -14,6 +14,18 @@
 
 namespace gerbil {
 
+// Upper bounds on config.json's sizes: several times what the largest released models use (Llama 3.1 405B:
+// 126 layers, 128 heads, hidden 16384, intermediate 53248; Gemma 3: 262,208 logits; Llama 4 Scout: 10M
+// positions). A lying number is refused before it sizes anything, every size fits the uint32_t the GPU graph
+// takes, and the product of any two sizes fits uint64_t (and int64_t) without overflow.
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxHeads = 1024;  // query and key/value heads
+inline constexpr int64_t kMaxHeadDim = 4096;
+inline constexpr int64_t kMaxHidden = int64_t(1) << 17;
+inline constexpr int64_t kMaxIntermediate = int64_t(1) << 19;
+inline constexpr int64_t kMaxVocab = int64_t(1) << 22;      // also bounds every token id
+inline constexpr int64_t kMaxPositions = int64_t(1) << 30;  // positions, sliding windows, rope contexts
+
 enum class Activation { SiLU, GeluTanh };
 enum class RopeType { Default, Linear, Llama3 };
 enum class AttentionKind { Full, Sliding };
@@ -69,9 +81,8 @@ struct ModelConfig {
 
   std::vector<AttentionKind> layer_types;  // one per layer
   int64_t sliding_window = 0;              // > 0 when some layer slides; query i sees keys (i-W, i]
-  double attention_scale = 0;              // query_pre_attn_scalar^-0.5 if given, else head_dim^-0.5
+  double attention_scale = 0;              // query_pre_attn_scalar^-0.5 (Gemma3), else head_dim^-0.5
   std::optional<double> query_pre_attn_scalar;
-  std::optional<double> final_logit_softcapping, attn_logit_softcapping;
 
   std::optional<int64_t> bos_token_id, pad_token_id;
   std::vector<int64_t> eos_token_ids;  // from generation_config.json first, then config.json; no repeats

@@ -14,44 +14,37 @@
 #include <set>
 
 #include "gerbil/error.h"
-#include "model/json_file.h"
+#include "json/json_file.h"
 
 namespace gerbil {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A read-only private mapping of a whole file.
-struct detail::FileMapping {
-  const std::byte* data = nullptr;
-  std::size_t size = 0;
+detail::FileMapping::FileMapping(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("cannot stat {}: {}", path.string(), std::strerror(err));
+  }
+  size = std::size_t(st.st_size);
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail("cannot memory-map {}: {}", path.string(), std::strerror(err));
+    data = static_cast<const std::byte*>(p);
+  } else {
+    ::close(fd);
+  }
+}
 
-  explicit FileMapping(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open {}: {}", path.string(), std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      fail("cannot stat {}: {}", path.string(), std::strerror(err));
-    }
-    size = std::size_t(st.st_size);
-    if (size > 0) {
-      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      int err = errno;
-      ::close(fd);
-      if (p == MAP_FAILED) fail("cannot memory-map {}: {}", path.string(), std::strerror(err));
-      data = static_cast<const std::byte*>(p);
-    } else {
-      ::close(fd);
-    }
-  }
-  ~FileMapping() {
-    if (data) ::munmap(const_cast<std::byte*>(data), size);
-  }
-  FileMapping(const FileMapping&) = delete;
-  FileMapping& operator=(const FileMapping&) = delete;
-};
+detail::FileMapping::~FileMapping() {
+  if (data) ::munmap(const_cast<std::byte*>(data), size);
+}
 
 namespace {
 
@@ -85,16 +78,24 @@ uint64_t json_u64(const json& value, const fs::path& file, const std::string& te
   return value.get<uint64_t>();
 }
 
-// Product of SHAPE times ELEMENT_SIZE, or an error if it overflows.
+// Product of SHAPE times ELEMENT_SIZE, or an error naming the tensor if the product of its non-zero
+// dimensions times ELEMENT_SIZE passes 2^63 - 1: then every partial product, in any order (numel(), the
+// loaders' rows times columns), fits int64_t, even where a zero dimension makes the tensor empty.
 uint64_t byte_size_of(const std::vector<int64_t>& shape, std::size_t element_size, const fs::path& file,
                       const std::string& tensor) {
+  constexpr uint64_t kLimit = uint64_t(std::numeric_limits<int64_t>::max());
   uint64_t bytes = element_size;
+  bool empty = false;
   for (int64_t dim : shape) {
-    if (dim != 0 && bytes > std::numeric_limits<uint64_t>::max() / uint64_t(dim))
-      fail("{}: tensor \"{}\": shape is too large", file.string(), tensor);
+    if (dim == 0) {
+      empty = true;
+      continue;
+    }
+    if (bytes > kLimit / uint64_t(dim))
+      fail("{}: tensor \"{}\": shape [{}] has more than 2^63 bytes", file.string(), tensor, fmt::join(shape, ", "));
     bytes *= uint64_t(dim);
   }
-  return bytes;
+  return empty ? 0 : bytes;
 }
 
 struct Entry {
@@ -115,7 +116,12 @@ Entry parse_entry(const std::string& name, const json& spec, const fs::path& fil
     fail("{}: tensor \"{}\": unknown dtype {}", file.string(), name, dtype.dump());
   const json& shape = spec["shape"];
   if (!shape.is_array()) fail("{}: tensor \"{}\": shape is not an array", file.string(), name);
-  for (const json& dim : shape) entry.view.shape.push_back(int64_t(json_u64(dim, file, name, "shape")));
+  for (const json& dim : shape) {
+    uint64_t size = json_u64(dim, file, name, "shape");
+    if (size > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail("{}: tensor \"{}\": shape dimension {} is 2^63 or more", file.string(), name, size);
+    entry.view.shape.push_back(int64_t(size));
+  }
   const json& offsets = spec["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2)
     fail("{}: tensor \"{}\": data_offsets must be [begin, end]", file.string(), name);
@@ -262,6 +268,19 @@ Safetensors Safetensors::open(const fs::path& path) {
     if (!result.tensors_.contains(tensor))
       fail("{}: tensor \"{}\" is mapped to {} but that file has no such tensor", index.string(), tensor,
            shard);
+  return result;
+}
+
+Safetensors Safetensors::from_memory(std::vector<TensorView> views, std::shared_ptr<const void> owner,
+                                     const fs::path& file) {
+  Safetensors result;
+  result.mappings_.push_back(std::move(owner));
+  result.files_.push_back(file);
+  for (TensorView& view : views) {
+    std::string name = view.name;
+    if (result.tensors_.contains(name)) fail("{}: tensor \"{}\" given twice", file.string(), name);
+    result.tensors_.emplace(std::move(name), std::move(view));
+  }
   return result;
 }
 

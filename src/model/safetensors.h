@@ -18,8 +18,19 @@
 namespace gerbil {
 
 namespace detail {
-struct FileMapping;
-}
+// A read-only private mapping of a whole file (also used by the GGUF reader).
+struct FileMapping {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+
+  explicit FileMapping(const std::filesystem::path& path);  // throws naming PATH
+  ~FileMapping();
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+
+  std::span<const std::byte> bytes() const { return {data, size}; }
+};
+}  // namespace detail
 
 struct TensorView {
   std::string name;
@@ -41,6 +52,9 @@ class Safetensors {
   // model.safetensors.index.json or model.safetensors. Validates every header; throws gerbil::Error
   // naming the file and tensor at fault.
   static Safetensors open(const std::filesystem::path& path);
+  // Tensors whose bytes OWNER keeps alive (converted from another format); FILE is where they came from.
+  static Safetensors from_memory(std::vector<TensorView> views, std::shared_ptr<const void> owner,
+                                 const std::filesystem::path& file);
 
   const TensorView* find(std::string_view name) const;
   const TensorView& at(std::string_view name) const;  // throws naming the tensor and the files
@@ -53,7 +67,7 @@ class Safetensors {
   uint64_t total_bytes() const;
 
  private:
-  std::vector<std::shared_ptr<const detail::FileMapping>> mappings_;
+  std::vector<std::shared_ptr<const void>> mappings_;  // file mappings, or what from_memory was given
   std::vector<std::filesystem::path> files_;
   std::map<std::string, TensorView, std::less<>> tensors_;
   TensorMetadata metadata_;

@@ -202,6 +202,25 @@ void check_special_tokens(const json& doc, int64_t vocab, const std::string& pre
   }
 }
 
+// DOC (a config or generation config) with the special-token ids OPTIONS asks for.
+json with_special_tokens(json doc, const SynthOptions& options) {
+  if (!options.special_tokens) return doc;
+  doc.erase("pad_token_id");
+  for (auto [key, id] : {std::pair{"bos_token_id", options.special_tokens->bos},
+                         std::pair{"eos_token_id", options.special_tokens->eos}}) {
+    if (id)
+      doc[key] = *id;
+    else
+      doc.erase(key);
+  }
+  return doc;
+}
+
+// The generation_config.json a preset writes.
+json synth_generation_config(const SynthOptions& options) {
+  return with_special_tokens(find_preset(options.preset).generation, options);
+}
+
 uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
@@ -303,7 +322,7 @@ std::vector<std::string> synth_presets() {
 
 json synth_config(const SynthOptions& options) {
   const Preset& preset = find_preset(options.preset);
-  json config = preset.config;
+  json config = with_special_tokens(preset.config, options);
   if (options.vocab) {
     if (*options.vocab <= 0) fail("--vocab must be positive, got {}", *options.vocab);
     config["vocab_size"] = *options.vocab;
@@ -316,7 +335,7 @@ json synth_config(const SynthOptions& options) {
   }
   config["dtype"] = torch_dtype_name(options.dtype);
   check_special_tokens(config, config["vocab_size"].get<int64_t>(), preset.name);
-  check_special_tokens(preset.generation, config["vocab_size"].get<int64_t>(), preset.name);
+  check_special_tokens(synth_generation_config(options), config["vocab_size"].get<int64_t>(), preset.name);
   return config;
 }
 
@@ -341,7 +360,7 @@ SynthResult synth_model(const fs::path& out, const SynthOptions& options) {
 
   remove_old_weights(out);
   write_json(out / "config.json", config_doc);
-  write_json(out / "generation_config.json", find_preset(options.preset).generation);
+  write_json(out / "generation_config.json", synth_generation_config(options));
   auto shards = plan_shards(std::move(sources), options.max_shard_bytes);
   if (shards.size() == 1) {
     result.files.push_back(out / "model.safetensors");

@@ -22,12 +22,19 @@ struct SynthOptions {
   std::optional<int64_t> vocab;              // overrides the preset's vocab_size
   std::optional<int64_t> intermediate;       // overrides the preset's intermediate_size (MLP width)
   uint64_t max_shard_bytes = 4'000'000'000;  // larger models are split into model-0000i-of-0000n files
+  // Special token ids that replace the preset's in config.json and generation_config.json, e.g. those of
+  // a real tokenizer written beside the weights; a token left empty is left out (pad_token_id too).
+  struct Tokens {
+    std::optional<int64_t> bos, eos;
+  };
+  std::optional<Tokens> special_tokens;
 };
 
 // qwen2.5-0.5b, llama3-8b, and tiny-<family> for every supported family (tiny-qwen2, tiny-gpt2, ...).
 std::vector<std::string> synth_presets();
 
-// The config.json a preset writes (after the --vocab override). Throws for unknown presets.
+// The config.json a preset writes (after the --vocab and special-token overrides). Throws for unknown
+// presets.
 nlohmann::json synth_config(const SynthOptions& options);
 
 struct SynthResult {

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <set>
 
 #include "gerbil/error.h"
+#include "model/gguf_model.h"
 
 namespace gerbil {
 
@@ -202,11 +205,23 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
   return list.take();
 }
 
+void check_model_folder(const fs::path& dir) {
+  if (!fs::is_directory(dir) && !is_gguf_file(dir)) fail("{}: no such model folder or GGUF file", dir.string());
+}
+
 ModelFiles ModelFiles::open(const fs::path& dir) {
+  check_model_folder(dir);
   ModelFiles files;
   files.dir_ = dir;
-  files.config_ = load_config(dir);
-  files.tensors_ = Safetensors::open(dir);
+  if (is_gguf_file(dir)) {  // one .gguf file: config and tensors converted from its metadata and blocks
+    Gguf gguf = Gguf::open(dir);
+    nlohmann::json config = gguf_config_json(gguf);
+    files.config_ = parse_config(config, dir);
+    files.tensors_ = gguf_tensors(gguf, config);
+  } else {
+    files.config_ = load_config(dir);
+    files.tensors_ = Safetensors::open(dir);
+  }
   const ModelConfig& config = files.config_;
   ModelWeights& weights = files.weights_;
   weights.layers.resize(std::size_t(config.num_layers));

@@ -62,9 +62,15 @@ struct ModelWeights {
   }
 };
 
+// Fails with "DIR: no such model folder or GGUF file" unless DIR is a folder or a GGUF file: the one check of a
+// model's path, made before any device is created, so a mistyped path reads the same from every command and the
+// library.
+void check_model_folder(const std::filesystem::path& dir);
+
 class ModelFiles {
  public:
-  // Loads and checks DIR; throws gerbil::Error naming the file, tensor, and expected vs actual shape.
+  // Loads and checks DIR (a model folder, or one .gguf file); throws gerbil::Error naming the file, tensor,
+  // and expected vs actual shape.
   static ModelFiles open(const std::filesystem::path& dir);
 
   const std::filesystem::path& dir() const { return dir_; }

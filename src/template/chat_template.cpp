@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gerbil/error.h"
+#include "json/json_file.h"
 
 namespace gerbil {
 namespace {
@@ -16,9 +17,10 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-// A special token in tokenizer_config.json: a string, or an AddedToken object {"content": ...}.
-std::optional<std::string> special_token(const nlohmann::ordered_json& config, const char* field,
-                                         const std::filesystem::path& path) {
+}  // namespace
+
+std::optional<std::string> tokenizer_config_token(const nlohmann::ordered_json& config, const char* field,
+                                                  const std::filesystem::path& path) {
   auto it = config.find(field);
   if (it == config.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) return it->get<std::string>();
@@ -26,8 +28,6 @@ std::optional<std::string> special_token(const nlohmann::ordered_json& config, c
     return (*it)["content"].get<std::string>();
   fail("{}: field '{}' must be a string or an object with a string 'content'", path.string(), field);
 }
-
-}  // namespace
 
 void validate_chat_messages(const nlohmann::ordered_json& messages) {
   if (!messages.is_array()) fail("chat messages must be a JSON array, got {}", messages.type_name());
@@ -62,12 +62,7 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& di
   std::filesystem::path config_path = is_dir ? dir_or_file / "tokenizer_config.json" : dir_or_file;
   std::filesystem::path jinja_path = config_path.parent_path() / "chat_template.jinja";
   if (!std::filesystem::exists(config_path)) fail("{}: file not found", config_path.string());
-  nlohmann::ordered_json config;
-  try {
-    config = nlohmann::ordered_json::parse(read_file(config_path));
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", config_path.string(), e.what());
-  }
+  nlohmann::ordered_json config = read_json_file<nlohmann::ordered_json>(config_path);
   if (!config.is_object()) fail("{}: expected a JSON object", config_path.string());
 
   std::string source, origin;
@@ -108,8 +103,8 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& di
       fail("{}: {}", where, e.what());
     }
   };
-  auto bos_token = special_token(config, "bos_token", config_path);
-  auto eos_token = special_token(config, "eos_token", config_path);
+  auto bos_token = tokenizer_config_token(config, "bos_token", config_path);
+  auto eos_token = tokenizer_config_token(config, "eos_token", config_path);
   ChatTemplate chat = parsed(std::move(source), origin, [&](std::string text) {
     return ChatTemplate(std::move(text), bos_token, eos_token);
   });

@@ -16,6 +16,11 @@
 
 namespace gerbil {
 
+// A special token of tokenizer_config.json CONFIG (read from PATH), e.g. "eos_token": a string, or an
+// AddedToken object {"content": ...}; nothing when absent or null.
+std::optional<std::string> tokenizer_config_token(const nlohmann::ordered_json& config, const char* field,
+                                                  const std::filesystem::path& path);
+
 class ChatTemplate {
  public:
   // Reads `chat_template` from tokenizer_config.json (a string, or a list of {name, template} of which

@@ -236,7 +236,9 @@ Value Interpreter::call_macro(const Node& node, const FramePtr& closure, const A
   }
   Dict extra_keywords;
   for (const auto& [name, value] : args.keyword) {
-    auto it = std::find_if(params.begin(), params.end(), [&](const MacroParam& p) { return p.name == name; });
+    // Captured as [&key = name]: clang before 16 cannot capture a structured binding (fuzz builds use clang 14).
+    auto it = std::find_if(params.begin(), params.end(),
+                           [&key = name](const MacroParam& p) { return p.name == key; });
     if (it == params.end() && name == "caller") {
       scope->variables[name] = value;  // the body of a {% call %} block
       continue;

@@ -38,7 +38,7 @@ class Dict {
   const Value* find(std::string_view key) const;
   void set(std::string key, Value value);  // replaces an existing key in place
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
+  size_t size() const;  // defined below Value: clang needs the entry type complete to instantiate size()
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;
@@ -128,6 +128,8 @@ class Value {
   explicit Value(Data data) : data_(std::move(data)) {}
   Data data_;
 };
+
+inline size_t Dict::size() const { return entries_.size(); }
 
 // Python ==. Undefined equals only undefined.
 bool equal(const Value& a, const Value& b);

@@ -1,8 +1,8 @@
 // Building a Tokenizer from tokenizer.json, or from GPT-2's vocab.json + merges.txt.
 #include <fstream>
-#include <sstream>
 
 #include "gerbil/error.h"
+#include "json/json_file.h"
 #include "tokenizer/json_field.h"
 #include "tokenizer/tokenizer_impl.h"
 
@@ -15,23 +15,6 @@ using tok::JsonField;
 
 // Ids above this are surely a broken file rather than a vocabulary (the largest are ~260k).
 constexpr int64_t kMaxTokenId = 1 << 24;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open tokenizer file", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-nlohmann::json parse_json(const fs::path& path) {
-  std::string text = read_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: not valid JSON (at byte {}): {}", path.string(), e.byte, e.what());
-  }
-}
 
 int32_t token_id(const JsonField& field) {
   int64_t id = field.integer();
@@ -99,9 +82,8 @@ tok::AddedToken parse_added_token(const JsonField& field) {
   return token;
 }
 
-Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
+Tokenizer::Impl tokenizer_from_json(const nlohmann::json& json, const fs::path& path) {
   const std::string file = path.string();
-  nlohmann::json json = parse_json(path);
   JsonField root(json, file);
   if (!json.is_object()) root.fail("expected an object");
   Tokenizer::Impl impl;
@@ -123,11 +105,13 @@ Tokenizer::Impl load_tokenizer_json(const fs::path& path) {
   return impl;
 }
 
+Tokenizer::Impl load_tokenizer_json(const fs::path& path) { return tokenizer_from_json(read_json_file(path), path); }
+
 // GPT-2's original files: vocab.json (token -> id) and merges.txt ("a b" per line after a
 // "#version" header), with GPT-2's byte-level pre-tokenizer and <|endoftext|> as special token.
 Tokenizer::Impl load_gpt2_pair(const fs::path& vocab_path, const fs::path& merges_path) {
   const std::string vocab_file = vocab_path.string();
-  nlohmann::json vocab_json = parse_json(vocab_path);
+  nlohmann::json vocab_json = read_json_file(vocab_path);
   Tokenizer::Impl impl;
   impl.source = vocab_path;
   impl.model = std::make_unique<tok::Bpe>(parse_vocab(JsonField(vocab_json, vocab_file)), tok::BpeOptions{});
@@ -182,6 +166,10 @@ Tokenizer Tokenizer::load(const fs::path& path_or_dir) {
   bool gpt2_pair = path.filename() == "vocab.json" || path.filename() == "encoder.json";
   Impl impl = gpt2_pair ? load_gpt2_pair(path, merges_beside(path)) : load_tokenizer_json(path);
   return Tokenizer(std::make_shared<const Impl>(std::move(impl)));
+}
+
+Tokenizer Tokenizer::from_json(const nlohmann::json& tokenizer_json, const fs::path& source) {
+  return Tokenizer(std::make_shared<const Impl>(tokenizer_from_json(tokenizer_json, source)));
 }
 
 }  // namespace gerbil

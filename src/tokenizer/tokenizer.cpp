@@ -79,14 +79,28 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   return ids;
 }
 
+namespace {
+
+bool has_token(const Tokenizer::Impl& impl, int32_t id) {
+  return id >= 0 && static_cast<size_t>(id) < impl.kinds.size() && impl.kinds[id] != Tokenizer::Impl::Kind::None;
+}
+
+// transformers' ids are unsigned (the tokenizers library takes u32; a negative id fails its conversion).
+void check_not_negative(int32_t id, size_t position) {
+  if (id < 0) fail("cannot decode token id {} at position {}: token ids are not negative", id, position);
+}
+
+}  // namespace
+
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = ids[i];
-    if (id < 0 || static_cast<size_t>(id) >= impl_->kinds.size() || impl_->kinds[id] == Impl::Kind::None)
-      fail("cannot decode token id {} at position {}: not in the vocabulary of {} (size {})", id, i,
-           impl_->source.string(), vocab_size());
+    check_not_negative(id, i);
+    // Like the tokenizers library behind transformers: an id without a token (a padded vocabulary's tail, a
+    // hole in the ids) decodes to nothing.
+    if (!has_token(*impl_, id)) continue;
     if (skip_special_tokens && impl_->kinds[id] == Impl::Kind::Special) continue;
     tokens.push_back(impl_->texts[id]);
   }
@@ -109,7 +123,7 @@ std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
 }
 
 std::string_view Tokenizer::token_text(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= impl_->kinds.size() || impl_->kinds[id] == Impl::Kind::None)
+  if (!has_token(*impl_, id))
     fail("token id {} is not in the vocabulary of {} (size {})", id, impl_->source.string(), vocab_size());
   return impl_->texts[id];
 }
@@ -140,7 +154,8 @@ StreamDecoder::StreamDecoder(Tokenizer tokenizer, bool skip_special_tokens)
 std::string StreamDecoder::decode_window() const { return tokenizer_.decode(window_, skip_special_tokens_); }
 
 std::string StreamDecoder::step(int32_t id) {
-  tokenizer_.token_text(id);  // rejects an unknown id before it enters the window
+  check_not_negative(id, window_.size());
+  if (!has_token(*tokenizer_.impl_, id)) return {};  // decodes to nothing, as in decode()
   window_.push_back(id);
   std::string text = decode_window();
   // Hold back while the text ends inside a character (decoders show that as U+FFFD) or inside a

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,6 +26,9 @@ class Tokenizer {
   // PATH is a tokenizer.json, GPT-2's vocab.json / encoder.json (with merges.txt / vocab.bpe beside
   // it), or a folder holding either. Throws gerbil::Error naming the file and field at fault.
   static Tokenizer load(const std::filesystem::path& path_or_dir);
+  // The tokenizer a tokenizer.json document describes (e.g. one made from a GGUF file's metadata); SOURCE
+  // names it in errors.
+  static Tokenizer from_json(const nlohmann::json& tokenizer_json, const std::filesystem::path& source);
 
   // The ids of text, like transformers' tokenizer.encode(text, add_special_tokens=...). Added and
   // special tokens written in the text (e.g. "<|im_start|>") map to their ids. Throws gerbil::Error
@@ -32,8 +36,8 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
 
   // The text of ids, like transformers' decode(ids, skip_special_tokens=..., without cleaning up
-  // tokenization spaces). Throws gerbil::Error naming the id and its position when an id is not in
-  // the vocabulary.
+  // tokenization spaces). Ids without a token (past the vocabulary, as a padded model's logits give)
+  // decode to nothing, as in transformers; a negative id throws gerbil::Error naming it and its position.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   // One more than the largest id, added tokens included.
@@ -74,7 +78,7 @@ class StreamDecoder {
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special_tokens = false);
 
   // Takes the next id; returns the text it completes (often empty while a character is pending).
-  // Throws gerbil::Error naming an id that is not in the vocabulary.
+  // An id without a token adds nothing (as in decode()); a negative id throws gerbil::Error.
   std::string step(int32_t id);
   // Returns whatever is still held back (an incomplete character comes out as U+FFFD), and resets.
   std::string finish();

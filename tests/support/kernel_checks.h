@@ -1,4 +1,4 @@
-// The one way the kernel test suites run a kernel's check (kernels/selftest.h) under GoogleTest: fresh
+// The one way the kernel test suites run a kernel's check (checks/selftest.h) under GoogleTest: fresh
 // random inputs (the seed is printed on failure), every shape's relative error within the check's bound.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/selftest.h"
+#include "checks/selftest.h"
 
 namespace gerbil::test {
 

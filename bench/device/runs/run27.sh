@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# H200 run 27 (session 3): top-k sampling on the GPU: selftest (its statistical check), graph tests, and the
+# sampled decode rows of bench model on both models.
+cd "$(dirname "$0")/../../.." && source .device/gpu-env.sh
+export GERBIL_FIXTURES=$PWD/.device/fixtures PYTHONUNBUFFERED=1
+o=$OUT; date > $o/log.txt
+step() { local t=$1; shift; echo "== $*" >> $o/log.txt; timeout $t "$@" >> $o/log.txt 2>&1; echo "rc=$?" >> $o/log.txt; }
+step 90 gerbil selftest -v
+step 60 test_graph_fixtures --gtest_brief=1
+step 20 gerbil synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --out /tmp/qwen05
+timeout 60 gerbil bench model --model /tmp/qwen05 -d 0 2048 --profile > $o/qwen05_gerbil.txt 2>>$o/log.txt
+step 160 gerbil synth --preset llama3-8b --dtype f16 --seed 1 --out /tmp/llama8
+timeout 80 gerbil bench model --model /tmp/llama8 -r 3 -d 0 > $o/llama8_gerbil.txt 2>>$o/log.txt
+date >> $o/log.txt

@@ -1,0 +1,95 @@
+#include "checks/batch_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "gerbil/error.h"
+
+namespace gerbil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+void check(const graph::Model& model, const BatchBenchOptions& options) {
+  if (options.sequences.empty()) fail("bench batch: no sequence counts (--sequences)");
+  if (options.prompt_tokens == 0) fail("bench batch: the prompt length must be positive (--prompt-tokens)");
+  if (options.generated_tokens == 0) fail("bench batch: the generated length must be positive (--generated-tokens)");
+  for (uint32_t count : options.sequences) {
+    if (count == 0) fail("bench batch: a sequence count of 0 (--sequences)");
+    if (count > model.slots())
+      fail("bench batch: {} sequences need as many KV-cache slots; the model has {} (--parallel)", count, model.slots());
+  }
+  if (options.prompt_tokens + options.generated_tokens > model.context())
+    fail("bench batch: {} prompt + {} generated tokens exceed the context of {} per sequence (--ctx)",
+         options.prompt_tokens, options.generated_tokens, model.context());
+  if (options.prompt_tokens > model.max_chunk())
+    fail("bench batch: a {}-token prompt exceeds the {} rows of one step", options.prompt_tokens, model.max_chunk());
+}
+
+// The index of the largest of each row's logits.
+std::vector<int32_t> argmax_rows(const std::vector<float>& logits, size_t rows) {
+  size_t vocab = logits.size() / rows;
+  std::vector<int32_t> ids;
+  for (size_t r = 0; r < rows; ++r) {
+    auto row = logits.begin() + std::ptrdiff_t(r * vocab);
+    ids.push_back(int32_t(std::max_element(row, row + std::ptrdiff_t(vocab)) - row));
+  }
+  return ids;
+}
+
+// One run for COUNT sequences: the prompts prefilled in steps of as many whole prompts as a step holds, then the
+// decode steps.
+BatchBenchResult run_once(graph::Model& model, const BatchBenchOptions& options, uint32_t count,
+                          const std::vector<std::vector<int32_t>>& prompts) {
+  for (uint32_t slot = 0; slot < count; ++slot) model.reset(slot);
+  BatchBenchResult result{count};
+  uint32_t per_step = std::max<uint32_t>(1, model.max_chunk() / options.prompt_tokens);
+  std::vector<int32_t> next;
+  auto start = Clock::now();
+  for (uint32_t first = 0; first < count; first += per_step) {
+    std::vector<graph::Segment> segments;
+    for (uint32_t slot = first; slot < std::min(count, first + per_step); ++slot) segments.push_back({slot, prompts[slot]});
+    auto picked = argmax_rows(model.forward_batch(segments), segments.size());
+    next.insert(next.end(), picked.begin(), picked.end());
+  }
+  result.prefill_seconds = seconds_since(start);
+  start = Clock::now();
+  for (uint32_t step = 0; step < options.generated_tokens; ++step) {
+    std::vector<graph::Segment> segments;
+    for (uint32_t slot = 0; slot < count; ++slot) segments.push_back({slot, std::span(&next[slot], 1)});
+    if (model.can_pick_in_batch()) {
+      auto picked = model.forward_batch_greedy(segments);
+      std::transform(picked.begin(), picked.end(), next.begin(), [](uint32_t id) { return int32_t(id); });
+    } else {
+      next = argmax_rows(model.forward_batch(segments), count);
+    }
+  }
+  result.decode_seconds = seconds_since(start);
+  result.prefill_tokens_per_second = double(count) * options.prompt_tokens / result.prefill_seconds;
+  result.decode_tokens_per_second = double(count) * options.generated_tokens / result.decode_seconds;
+  return result;
+}
+
+}  // namespace
+
+std::vector<BatchBenchResult> bench_batch(graph::Model& model, const BatchBenchOptions& options) {
+  check(model, options);
+  std::mt19937_64 rng(options.seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(model.token_count()) - 1);
+  uint32_t most = *std::max_element(options.sequences.begin(), options.sequences.end());
+  std::vector<std::vector<int32_t>> prompts(most, std::vector<int32_t>(options.prompt_tokens));
+  for (auto& prompt : prompts)
+    for (auto& id : prompt) id = token(rng);
+  std::vector<BatchBenchResult> results;
+  for (uint32_t count : options.sequences) {
+    run_once(model, options, count, prompts);  // warm-up: pipelines compiled, graphs built
+    results.push_back(run_once(model, options, count, prompts));
+  }
+  for (uint32_t slot = 0; slot < most; ++slot) model.reset(slot);
+  return results;
+}
+
+}  // namespace gerbil

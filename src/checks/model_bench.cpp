@@ -1,0 +1,164 @@
+#include "checks/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "gerbil/error.h"
+
+namespace gerbil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename Fn>
+double time_seconds(Fn&& fn) {
+  auto start = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Runs `fn` once to warm up (pipelines compiled, caches filled), then `repeats` timed times.
+template <typename Fn>
+ModelBenchResult measure(std::string test, uint32_t depth, uint32_t tokens, uint32_t repeats, Fn&& fn) {
+  fn();
+  ModelBenchResult result{std::move(test), depth, 0, 0, {}};
+  for (uint32_t r = 0; r < repeats; ++r) result.seconds.push_back(time_seconds(fn));
+  auto sorted = result.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  result.median_seconds = sorted[sorted.size() / 2];
+  result.tokens_per_second = tokens / result.median_seconds;
+  return result;
+}
+
+// Valid options whose prompt, and deepest decode test with its generated tokens, fit in the model's context
+// (counted in 64 bits: a depth near 2^32 must not wrap round to a small number).
+void check_fits(const graph::Model& model, const ModelBenchOptions& options) {
+  options.validate();
+  uint64_t deepest = *std::max_element(options.depths.begin(), options.depths.end());
+  uint64_t needed = std::max<uint64_t>(options.prompt_tokens, deepest + options.generated_tokens + 1);
+  if (needed > model.context())
+    fail("bench model: needs a context of {} tokens (depth {} + {} generated), the model has {} (--ctx)", needed,
+         deepest, options.generated_tokens, model.context());
+}
+
+}  // namespace
+
+void ModelBenchOptions::validate() const {
+  if (prompt_tokens == 0) fail("bench model: -p/--prompt-tokens must be at least 1, got 0");
+  if (generated_tokens == 0) fail("bench model: -g/--generated-tokens must be at least 1, got 0");
+  if (depths.empty()) fail("bench model: -d/--depths must list at least one context depth");
+  if (repeats == 0) fail("bench model: -r/--repeats must be at least 1, got 0");
+}
+
+std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
+  check_fits(model, options);
+  std::mt19937_64 rng(options.seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size) - 1);
+  auto random_tokens = [&](uint32_t n) {
+    std::vector<int32_t> ids(n);
+    for (auto& id : ids) id = token(rng);
+    return ids;
+  };
+  std::vector<ModelBenchResult> results;
+
+  auto prompt = random_tokens(options.prompt_tokens);
+  results.push_back(measure(fmt::format("pp{}", options.prompt_tokens), 0, options.prompt_tokens, options.repeats,
+                            [&] {
+                              model.reset();
+                              model.forward(prompt);
+                            }));
+
+  for (uint32_t depth : options.depths) {
+    model.reset();
+    if (depth > 0) model.forward(random_tokens(depth));
+    int32_t first = token(rng);
+    auto all = [](int32_t) { return true; };
+    // Argmax on the GPU, steps queued back to back (the fast path of greedy generation).
+    results.push_back(measure(fmt::format("tg{}", options.generated_tokens), depth, options.generated_tokens,
+                              options.repeats, [&] {
+                                model.rewind(depth);
+                                model.decode_greedy(first, options.generated_tokens, all);
+                              }));
+    // Drawn on the GPU, steps back to back, with the temperature, top-k and top-p of Qwen2.5's and Llama 3's
+    // generation_config.json (no penalties; top-p alone: on random weights the cut usually lies past the 64
+    // best, so the kernel draws by rejection over the whole vocabulary, its slow path).
+    const std::pair<const char*, graph::Model::GpuSampling> settings[] = {
+        {"top-k 20 sampling", {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 1}},
+        {"top-p 0.9 sampling", {.temperature = 0.6f, .top_k = 0, .top_p = 0.9f, .seed = 1}}};
+    for (const auto& [name, sampling] : settings)
+      if (model.sampling_on_gpu(sampling))
+        results.push_back(measure(fmt::format("tg{} ({})", options.generated_tokens, name), depth,
+                                  options.generated_tokens, options.repeats, [&] {
+                                    model.rewind(depth);
+                                    model.decode_sampled(first, options.generated_tokens, sampling, std::span(&first, 1), all);
+                                  }));
+    // The same tokens with the logits read back and sampled on the host at every step.
+    results.push_back(measure(fmt::format("tg{} (host sampling)", options.generated_tokens), depth,
+                              options.generated_tokens, options.repeats, [&] {
+                                model.rewind(depth);
+                                int32_t id = first;
+                                for (uint32_t i = 0; i < options.generated_tokens; ++i) {
+                                  auto logits = model.forward(std::span(&id, 1));
+                                  id = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                                }
+                              }));
+  }
+  model.reset();
+  return results;
+}
+
+namespace {
+
+// "layer 12 qkv|linear" -> {"qkv", "linear"}.
+std::pair<std::string, std::string> role_and_kernel(const std::string& label) {
+  auto bar = label.rfind('|');
+  std::string role = label.substr(0, bar), kernel = bar == std::string::npos ? "" : label.substr(bar + 1);
+  if (role.rfind("layer ", 0) == 0) {
+    auto space = role.find(' ', 6);
+    role = space == std::string::npos ? role : role.substr(space + 1);
+  }
+  return {role, kernel};
+}
+
+StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings) {
+  StepProfile profile{std::move(step), 0, uint32_t(timings.size()), {}};
+  for (const auto& timing : timings) {
+    auto [role, kernel] = role_and_kernel(timing.label);
+    auto row = std::find_if(profile.rows.begin(), profile.rows.end(),
+                            [&](const ProfileRow& r) { return r.role == role && r.kernel == kernel; });
+    if (row == profile.rows.end()) row = profile.rows.insert(profile.rows.end(), {role, kernel});
+    row->dispatches++;
+    row->microseconds += timing.ns / 1000;
+    profile.total_microseconds += timing.ns / 1000;
+  }
+  std::sort(profile.rows.begin(), profile.rows.end(),
+            [](const ProfileRow& a, const ProfileRow& b) { return a.microseconds > b.microseconds; });
+  return profile;
+}
+
+}  // namespace
+
+std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
+  check_fits(model, options);
+  std::vector<StepProfile> profiles;
+  std::vector<int32_t> filler(options.prompt_tokens, 0);
+  model.reset();
+  model.profile(options.prompt_tokens);  // warm-up: pipelines compiled
+  profiles.push_back(summarise(fmt::format("prefill of {} tokens", options.prompt_tokens),
+                               model.profile(options.prompt_tokens)));
+  for (uint32_t depth : options.depths) {
+    model.reset();
+    for (uint32_t done = 0; done < depth;) {
+      uint32_t n = std::min<uint32_t>(depth - done, uint32_t(filler.size()));
+      model.forward(std::span(filler.data(), n));
+      done += n;
+    }
+    model.profile(1);
+    profiles.push_back(summarise(fmt::format("decode at depth {}", depth), model.profile(1)));
+  }
+  model.reset();
+  return profiles;
+}
+
+}  // namespace gerbil

@@ -1,0 +1,339 @@
+#include "model/gguf_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <fstream>
+
+#include "gerbil/error.h"
+#include "model/architecture.h"
+
+namespace gerbil {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A `general.architecture` gerbil runs, and the Hugging Face family it was converted from.
+struct GgufFamily {
+  std::string_view gguf_name;
+  std::string_view hf_architecture;
+  std::string_view model_type;
+  std::string_view activation;
+  bool permuted_qk = false;   // llama.cpp's converter reorders Q/K rows for its interleaved rope
+  bool norms_plus_one = false;  // ... and stores Gemma's norms as 1 + w
+  bool transposed_conv1d = false;  // ... and GPT-2's Conv1D weights as [out, in]
+};
+
+constexpr GgufFamily kFamilies[] = {
+    {"llama", "LlamaForCausalLM", "llama", "silu", true},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", "silu"},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", "silu"},
+    {"gemma", "GemmaForCausalLM", "gemma", "gelu_pytorch_tanh", false, true},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", "gelu_pytorch_tanh", false, true},
+    {"phi3", "Phi3ForCausalLM", "phi3", "silu"},
+    {"phi2", "PhiForCausalLM", "phi", "gelu_new"},
+    {"gpt2", "GPT2LMHeadModel", "gpt2", "gelu_new", false, false, true},
+};
+
+const GgufFamily& family_of(const Gguf& gguf) {
+  std::string_view arch = gguf.require_string("general.architecture");
+  for (const GgufFamily& family : kFamilies)
+    if (family.gguf_name == arch) return family;
+  std::string supported;
+  for (const GgufFamily& family : kFamilies) supported += (supported.empty() ? "" : ", ") + std::string(family.gguf_name);
+  fail("{}: general.architecture \"{}\" is not supported (supported: {})", gguf.name(), arch, supported);
+}
+
+// llama.cpp's tensor base names for gerbil's roles (blk.N.<name> for per-layer roles).
+std::string_view gguf_role_name(Role role, const ArchitectureSpec& arch) {
+  switch (role) {
+    case Role::Embed: return "token_embd";
+    case Role::PosEmbed: return "position_embd";
+    case Role::FinalNorm: return "output_norm";
+    case Role::LmHead: return "output";
+    case Role::AttnNorm: return "attn_norm";
+    case Role::QNorm: return "attn_q_norm";
+    case Role::KNorm: return "attn_k_norm";
+    case Role::AttnPostNorm: return "post_attention_norm";
+    case Role::MlpNorm: return "ffn_norm";
+    case Role::MlpPostNorm: return "post_ffw_norm";
+    case Role::Q: return "attn_q";
+    case Role::K: return "attn_k";
+    case Role::V: return "attn_v";
+    case Role::Qkv: return "attn_qkv";
+    case Role::O: return "attn_output";
+    case Role::Gate: return "ffn_gate";
+    case Role::Up: return arch.has(Role::GateUp) ? "" : "ffn_up";
+    case Role::GateUp: return "ffn_up";  // Phi3 keeps gate and up fused in ffn_up
+    case Role::Down: return "ffn_down";
+    case Role::Count: break;
+  }
+  return "";
+}
+
+// Where a GGUF tensor goes: its role, layer (-1 for globals) and part ("weight" / "bias").
+struct Placement {
+  Role role = Role::Embed;
+  int layer = -1;
+  std::string part;
+};
+
+std::optional<Placement> place(std::string_view name, const ArchitectureSpec& arch, int64_t layers) {
+  std::size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  Placement p;
+  p.part = std::string(name.substr(dot + 1));
+  if (p.part != "weight" && p.part != "bias") return std::nullopt;
+  std::string_view base = name.substr(0, dot);
+  if (base.starts_with("blk.")) {
+    std::size_t next = base.find('.', 4);
+    if (next == std::string_view::npos) return std::nullopt;
+    std::string_view index = base.substr(4, next - 4);
+    if (index.empty() || index.size() > 6 || index.find_first_not_of("0123456789") != std::string_view::npos)
+      return std::nullopt;
+    p.layer = std::stoi(std::string(index));
+    if (p.layer >= layers) return std::nullopt;
+    base = base.substr(next + 1);
+  }
+  for (int r = 0; r < int(Role::Count); ++r) {
+    Role role = Role(r);
+    if (is_layer_role(role) != (p.layer >= 0) || !arch.has(role) || gguf_role_name(role, arch) != base) continue;
+    p.role = role;
+    return p;
+  }
+  return std::nullopt;
+}
+
+const GgufTensor& require_tensor(const Gguf& gguf, std::string_view name) {
+  if (const GgufTensor* t = gguf.find_tensor(name)) return *t;
+  fail("{}: tensor \"{}\" is missing", gguf.name(), name);
+}
+
+json rope_parameters(const Gguf& gguf, const std::string& prefix, double theta) {
+  json rope = {{"rope_type", "default"}, {"rope_theta", theta}};
+  std::string type(gguf.get_string(prefix + "rope.scaling.type").value_or("none"));
+  double factor = gguf.get_float(prefix + "rope.scaling.factor").value_or(1.0);
+  if (type == "linear" && factor != 1.0) {
+    rope["rope_type"] = "linear";
+    rope["factor"] = factor;
+  } else if (type != "none" && type != "linear") {
+    fail("{}: {}rope.scaling.type \"{}\" is not supported (none and linear are)", gguf.name(), prefix, type);
+  }
+  return rope;
+}
+
+// Llama 3.1's rope scaling, which llama.cpp's converter stores as one factor per frequency (rope_freqs.weight:
+// frequency i is divided by factors[i]), recovered as the rope_parameters that produce those factors: the
+// largest factor is `factor`; between 1 and it the factors follow 1 / ((1 - s) / factor + s) with
+// s = (context / wavelength - low) / (high - low), a line in 1 / wavelength whose slope and intercept give
+// low and high for the context the file states. Only those ratios matter, so the result is exact.
+json llama3_rope_from_factors(const Gguf& gguf, const std::string& prefix, json rope, int64_t rotary_dim) {
+  const GgufTensor& tensor = require_tensor(gguf, "rope_freqs.weight");
+  std::string what = fmt::format("{}: tensor \"rope_freqs.weight\"", gguf.name());
+  std::vector<float> factors(tensor.numel());
+  dequantize(tensor.type, tensor.bytes, factors, what);
+  if (int64_t(factors.size()) != rotary_dim / 2)
+    fail("{} holds {} factors for {} rotary frequencies", what, factors.size(), rotary_dim / 2);
+  double theta = rope["rope_theta"].get<double>();
+  double factor = *std::max_element(factors.begin(), factors.end());
+  double context = double(gguf.get_int(prefix + "rope.scaling.original_context_length").value_or(8192));
+  // Points (1 / wavelength, s) of the frequencies strictly between the two plateaus.
+  std::vector<std::pair<double, double>> band;
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    double f = factors[i];
+    if (!(f > 1.0 + 1e-6 && f < factor * (1 - 1e-6))) continue;
+    double inv = std::pow(theta, -double(2 * i) / double(rotary_dim));
+    band.emplace_back(inv / (2 * std::numbers::pi), (1 / f - 1 / factor) / (1 - 1 / factor));
+  }
+  if (band.size() < 2)
+    fail("{}: fewer than two factors lie between 1 and {}; Llama 3's low/high frequency bounds cannot be recovered",
+         what, factor);
+  auto [x0, s0] = band.front();
+  auto [x1, s1] = band.back();
+  double slope = (s1 - s0) / (x1 - x0);  // = context / (high - low)
+  double intercept = s0 - slope * x0;    // = -low / (high - low)
+  double span = context / slope;
+  rope["rope_type"] = "llama3";
+  rope["factor"] = factor;
+  rope["low_freq_factor"] = -intercept * span;
+  rope["high_freq_factor"] = -intercept * span + span;
+  rope["original_max_position_embeddings"] = int64_t(context);
+  return rope;
+}
+
+}  // namespace
+
+std::string gguf_tensor_name(const ArchitectureSpec& arch, Role role, int layer, std::string_view part) {
+  std::string_view base = gguf_role_name(role, arch);
+  if (layer < 0) return fmt::format("{}.{}", base, part);
+  return fmt::format("blk.{}.{}.{}", layer, base, part);
+}
+
+json gguf_summary(const Gguf& gguf) {
+  std::string_view arch = gguf.get_string("general.architecture").value_or("");
+  json types = json::object(), type_bytes = json::object();
+  uint64_t parameters = 0;
+  for (const GgufTensor& tensor : gguf.tensors()) {
+    std::string type(ggml_type_name(tensor.type));
+    types[type] = types.value(type, uint64_t(0)) + 1;
+    type_bytes[type] = type_bytes.value(type, uint64_t(0)) + tensor.bytes.size();
+    parameters += tensor.numel();
+  }
+  std::optional<int64_t> context =
+      arch.empty() ? std::nullopt : gguf.get_int(std::string(arch) + ".context_length");
+  std::optional<std::string_view> tokenizer = gguf.get_string("tokenizer.ggml.model");
+  return {{"file", gguf.name()},
+          {"version", gguf.version()},
+          {"architecture", arch},
+          {"name", gguf.get_string("general.name").value_or("")},
+          {"parameters", parameters},
+          {"context_length", context ? json(*context) : json(nullptr)},
+          {"tensors", gguf.tensors().size()},
+          {"types", types},
+          {"type_bytes", type_bytes},
+          {"chat_template", gguf.find("tokenizer.chat_template") != nullptr},
+          {"tokenizer", tokenizer ? json(std::string(*tokenizer)) : json(nullptr)}};
+}
+
+bool is_gguf_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return fs::is_regular_file(path) && in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+json gguf_config_json(const Gguf& gguf) {
+  const GgufFamily& family = family_of(gguf);
+  const std::string prefix = std::string(family.gguf_name) + ".";
+  auto required = [&](const char* key) { return gguf.require_int(prefix + key); };
+
+  json config;
+  config["architectures"] = {family.hf_architecture};
+  config["model_type"] = family.model_type;
+  config["hidden_act"] = family.activation;
+  config["num_hidden_layers"] = required("block_count");
+  config["hidden_size"] = required("embedding_length");
+  config["intermediate_size"] = required("feed_forward_length");
+  config["max_position_embeddings"] = required("context_length");
+  int64_t heads = required("attention.head_count");
+  if (heads <= 0) fail("{}: metadata \"{}attention.head_count\" must be positive, got {}", gguf.name(), prefix, heads);
+  config["num_attention_heads"] = heads;
+  config["num_key_value_heads"] = gguf.get_int(prefix + "attention.head_count_kv").value_or(heads);
+  std::optional<int64_t> head_dim = gguf.get_int(prefix + "attention.key_length");
+  if (head_dim) config["head_dim"] = *head_dim;
+  std::optional<double> eps = gguf.get_float(prefix + "attention.layer_norm_rms_epsilon");
+  if (!eps) eps = gguf.get_float(prefix + "attention.layer_norm_epsilon");
+  if (!eps)
+    fail("{}: neither {}attention.layer_norm_rms_epsilon nor {}attention.layer_norm_epsilon is present", gguf.name(),
+         prefix, prefix);
+  config["rms_norm_eps"] = *eps;
+  // The vocabulary is the embedding table's row count (tokenizer arrays may be padded differently).
+  const GgufTensor& embed = require_tensor(gguf, "token_embd.weight");
+  if (embed.dims.size() != 2) fail("{}: tensor \"token_embd.weight\" is not a matrix", gguf.name());
+  config["vocab_size"] = embed.dims[1];
+  config["tie_word_embeddings"] = gguf.find_tensor("output.weight") == nullptr;
+  config["attention_bias"] = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  config["mlp_bias"] = gguf.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  if (auto bos = gguf.get_int("tokenizer.ggml.bos_token_id")) config["bos_token_id"] = *bos;
+  if (auto eos = gguf.get_int("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = *eos;
+  if (auto pad = gguf.get_int("tokenizer.ggml.padding_token_id")) config["pad_token_id"] = *pad;
+
+  if (family.gguf_name == "gpt2") return config;  // learned positions: no rope
+  double theta = gguf.get_float(prefix + "rope.freq_base").value_or(10000.0);
+  json rope = rope_parameters(gguf, prefix, theta);
+  if (auto rotary = gguf.get_int(prefix + "rope.dimension_count")) {
+    int64_t dim = head_dim.value_or(config["hidden_size"].get<int64_t>() / heads);
+    if (*rotary != dim) rope["partial_rotary_factor"] = double(*rotary) / double(dim);
+  }
+  if (gguf.find_tensor("rope_freqs.weight")) {
+    int64_t dim = head_dim.value_or(config["hidden_size"].get<int64_t>() / heads);
+    int64_t rotary = gguf.get_int(prefix + "rope.dimension_count").value_or(dim);
+    rope = llama3_rope_from_factors(gguf, prefix, rope, rotary);
+  }
+  if (auto window = gguf.get_int(prefix + "attention.sliding_window"); window && *window > 0)
+    config["sliding_window"] = *window;
+  if (family.gguf_name == "gemma3") {
+    // llama.cpp's Gemma 3: every sixth layer global, local layers at base 10000, q scaled by key_length.
+    config["sliding_window_pattern"] = gguf.get_int(prefix + "attention.sliding_window_pattern").value_or(6);
+    json local = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+    config["rope_parameters"] = {{"full_attention", rope}, {"sliding_attention", local}};
+    return config;
+  }
+  config["rope_parameters"] = rope;
+  return config;
+}
+
+namespace {
+
+// Owns the converted tensors' floats.
+struct ConvertedTensors {
+  std::vector<std::vector<float>> buffers;
+};
+
+// Undoes llama.cpp's permute(): within each head of ROWS_PER_HEAD rows, stored row 2j + i is Hugging Face
+// row i * rows_per_head / 2 + j.
+std::vector<float> unpermute_rows(const std::vector<float>& stored, int64_t heads, int64_t row_length,
+                                  const std::string& what) {
+  int64_t rows = row_length > 0 ? int64_t(stored.size()) / row_length : 0;
+  if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+    fail("{}: {} rows do not split into {} heads of an even size", what, rows, heads);
+  int64_t per_head = rows / heads;
+  std::vector<float> out(stored.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < per_head / 2; ++j)
+      for (int64_t i = 0; i < 2; ++i) {
+        const float* from = &stored[std::size_t((h * per_head + 2 * j + i) * row_length)];
+        std::copy(from, from + row_length, &out[std::size_t((h * per_head + i * per_head / 2 + j) * row_length)]);
+      }
+  return out;
+}
+
+std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols) {
+  std::vector<float> out(m.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[std::size_t(c * rows + r)] = m[std::size_t(r * cols + c)];
+  return out;
+}
+
+}  // namespace
+
+Safetensors gguf_tensors(const Gguf& gguf, const json& config) {
+  const GgufFamily& family = family_of(gguf);
+  const ArchitectureSpec* arch = find_architecture(family.hf_architecture);
+  if (!arch) fail("{}: architecture {} is not in gerbil's table", gguf.name(), family.hf_architecture);
+  const int64_t layers = config["num_hidden_layers"].get<int64_t>();
+  const int64_t heads = config["num_attention_heads"].get<int64_t>();
+  const int64_t kv_heads = config["num_key_value_heads"].get<int64_t>();
+
+  auto owner = std::make_shared<ConvertedTensors>();
+  std::vector<TensorView> views;
+  for (const GgufTensor& tensor : gguf.tensors()) {
+    std::string what = fmt::format("{}: tensor \"{}\"", gguf.name(), tensor.name);
+    if (tensor.name == "rope_freqs.weight") continue;  // read into the config's rope_parameters
+    std::optional<Placement> p = place(tensor.name, *arch, layers);
+    if (!p) fail("{} is not a tensor gerbil knows for architecture {}", what, family.gguf_name);
+    std::vector<float> values(tensor.numel());
+    dequantize(tensor.type, tensor.bytes, values, what);
+    std::vector<int64_t> shape = tensor.shape();
+    if (family.permuted_qk && (p->role == Role::Q || p->role == Role::K)) {
+      int64_t row_length = p->part == "weight" && shape.size() == 2 ? shape[1] : 1;
+      values = unpermute_rows(values, p->role == Role::Q ? heads : kv_heads, row_length, what);
+    }
+    if (family.norms_plus_one && is_norm_role(p->role) && p->part == "weight")
+      for (float& v : values) v -= 1.0f;
+    if (family.transposed_conv1d && is_linear_role(p->role) && p->role != Role::LmHead && p->part == "weight" &&
+        shape.size() == 2) {
+      values = transposed(values, shape[0], shape[1]);
+      std::swap(shape[0], shape[1]);
+    }
+    owner->buffers.push_back(std::move(values));
+    const std::vector<float>& stored = owner->buffers.back();
+    views.push_back({arch->tensor_name(p->role, p->layer, p->part), DType::F32, shape,
+                     std::as_bytes(std::span(stored)), fs::path(gguf.name())});
+  }
+  return Safetensors::from_memory(std::move(views), std::move(owner), gguf.name());
+}
+
+}  // namespace gerbil

@@ -1,0 +1,355 @@
+#include "model/quant.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "gerbil/error.h"
+#include "model/dtype.h"
+
+namespace gerbil {
+
+namespace {
+
+constexpr uint32_t kQK = 32;    // elements per block of the Q4_0 ... Q8_0 family
+constexpr uint32_t kQK_K = 256;  // elements per super-block of the K-quants
+
+// Every type ggml defines, with its block geometry (ggml-common.h's block_* structs).
+constexpr std::array kTypes = {
+    GgmlTypeInfo{GgmlType::F32, "F32", 1, 4, true},
+    GgmlTypeInfo{GgmlType::F16, "F16", 1, 2, true},
+    GgmlTypeInfo{GgmlType::Q4_0, "Q4_0", kQK, 18, true},
+    GgmlTypeInfo{GgmlType::Q4_1, "Q4_1", kQK, 20, true},
+    GgmlTypeInfo{GgmlType::Q5_0, "Q5_0", kQK, 22, true},
+    GgmlTypeInfo{GgmlType::Q5_1, "Q5_1", kQK, 24, true},
+    GgmlTypeInfo{GgmlType::Q8_0, "Q8_0", kQK, 34, true},
+    GgmlTypeInfo{GgmlType::Q8_1, "Q8_1", kQK, 36, false},
+    GgmlTypeInfo{GgmlType::Q2_K, "Q2_K", kQK_K, 84, false},
+    GgmlTypeInfo{GgmlType::Q3_K, "Q3_K", kQK_K, 110, false},
+    GgmlTypeInfo{GgmlType::Q4_K, "Q4_K", kQK_K, 144, true},
+    GgmlTypeInfo{GgmlType::Q5_K, "Q5_K", kQK_K, 176, true},
+    GgmlTypeInfo{GgmlType::Q6_K, "Q6_K", kQK_K, 210, true},
+    GgmlTypeInfo{GgmlType::Q8_K, "Q8_K", kQK_K, 292, false},
+    GgmlTypeInfo{GgmlType::IQ2_XXS, "IQ2_XXS", kQK_K, 66, false},
+    GgmlTypeInfo{GgmlType::IQ2_XS, "IQ2_XS", kQK_K, 74, false},
+    GgmlTypeInfo{GgmlType::IQ3_XXS, "IQ3_XXS", kQK_K, 98, false},
+    GgmlTypeInfo{GgmlType::IQ1_S, "IQ1_S", kQK_K, 50, false},
+    GgmlTypeInfo{GgmlType::IQ4_NL, "IQ4_NL", kQK, 18, false},
+    GgmlTypeInfo{GgmlType::IQ3_S, "IQ3_S", kQK_K, 110, false},
+    GgmlTypeInfo{GgmlType::IQ2_S, "IQ2_S", kQK_K, 82, false},
+    GgmlTypeInfo{GgmlType::IQ4_XS, "IQ4_XS", kQK_K, 136, false},
+    GgmlTypeInfo{GgmlType::I8, "I8", 1, 1, false},
+    GgmlTypeInfo{GgmlType::I16, "I16", 1, 2, false},
+    GgmlTypeInfo{GgmlType::I32, "I32", 1, 4, false},
+    GgmlTypeInfo{GgmlType::I64, "I64", 1, 8, false},
+    GgmlTypeInfo{GgmlType::F64, "F64", 1, 8, false},
+    GgmlTypeInfo{GgmlType::IQ1_M, "IQ1_M", kQK_K, 56, false},
+    GgmlTypeInfo{GgmlType::BF16, "BF16", 1, 2, true},
+    GgmlTypeInfo{GgmlType::TQ1_0, "TQ1_0", kQK_K, 54, false},
+    GgmlTypeInfo{GgmlType::TQ2_0, "TQ2_0", kQK_K, 66, false},
+    GgmlTypeInfo{GgmlType::MXFP4, "MXFP4", kQK, 17, false},
+    GgmlTypeInfo{GgmlType::NVFP4, "NVFP4", 64, 36, false},
+    GgmlTypeInfo{GgmlType::Q1_0, "Q1_0", 128, 18, false},
+};
+
+uint16_t load_u16(const std::byte* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+float load_f16(const std::byte* p) { return f16_to_f32(load_u16(p)); }
+
+uint8_t byte_at(const std::byte* p, std::size_t i) { return std::to_integer<uint8_t>(p[i]); }
+
+// --- dequantizing one block: the arithmetic (and its order) of ggml's dequantize_row_* ---------------
+// Every product of a scale (an f16, or an f16 times a 6- or 8-bit integer) and a quant is exact in
+// float, so each output is the exactly rounded value of the format's real-number definition.
+
+void block_q4_0(const std::byte* b, float* y) {
+  float d = load_f16(b);
+  const std::byte* qs = b + 2;
+  for (uint32_t j = 0; j < kQK / 2; ++j) {
+    y[j] = float((byte_at(qs, j) & 0x0f) - 8) * d;
+    y[j + kQK / 2] = float((byte_at(qs, j) >> 4) - 8) * d;
+  }
+}
+
+void block_q4_1(const std::byte* b, float* y) {
+  float d = load_f16(b), m = load_f16(b + 2);
+  const std::byte* qs = b + 4;
+  for (uint32_t j = 0; j < kQK / 2; ++j) {
+    y[j] = float(byte_at(qs, j) & 0x0f) * d + m;
+    y[j + kQK / 2] = float(byte_at(qs, j) >> 4) * d + m;
+  }
+}
+
+// The fifth bits of Q5_0/Q5_1: bit j of the little-endian word qh belongs to element j.
+uint32_t fifth_bit(uint32_t qh, uint32_t element) { return ((qh >> element) & 1u) << 4; }
+
+void block_q5_0(const std::byte* b, float* y) {
+  float d = load_f16(b);
+  uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  const std::byte* qs = b + 6;
+  for (uint32_t j = 0; j < kQK / 2; ++j) {
+    int x0 = int((byte_at(qs, j) & 0x0f) | fifth_bit(qh, j)) - 16;
+    int x1 = int((byte_at(qs, j) >> 4) | fifth_bit(qh, j + kQK / 2)) - 16;
+    y[j] = float(x0) * d;
+    y[j + kQK / 2] = float(x1) * d;
+  }
+}
+
+void block_q5_1(const std::byte* b, float* y) {
+  float d = load_f16(b), m = load_f16(b + 2);
+  uint32_t qh;
+  std::memcpy(&qh, b + 4, 4);
+  const std::byte* qs = b + 8;
+  for (uint32_t j = 0; j < kQK / 2; ++j) {
+    uint32_t x0 = (byte_at(qs, j) & 0x0f) | fifth_bit(qh, j);
+    uint32_t x1 = (byte_at(qs, j) >> 4) | fifth_bit(qh, j + kQK / 2);
+    y[j] = float(x0) * d + m;
+    y[j + kQK / 2] = float(x1) * d + m;
+  }
+}
+
+void block_q8_0(const std::byte* b, float* y) {
+  float d = load_f16(b);
+  for (uint32_t j = 0; j < kQK; ++j) y[j] = float(int8_t(byte_at(b + 2, j))) * d;
+}
+
+// The 6-bit scale and min of sub-block J (0..7) packed in the 12 bytes Q of a Q4_K/Q5_K block.
+void k4_scale_min(uint32_t j, const std::byte* q, uint8_t& scale, uint8_t& min) {
+  if (j < 4) {
+    scale = byte_at(q, j) & 63;
+    min = byte_at(q, j + 4) & 63;
+  } else {
+    scale = uint8_t((byte_at(q, j + 4) & 0x0f) | ((byte_at(q, j - 4) >> 6) << 4));
+    min = uint8_t((byte_at(q, j + 4) >> 4) | ((byte_at(q, j) >> 6) << 4));
+  }
+}
+
+// Q4_K and Q5_K share their scales; HIGH_BITS is the Q5_K qh array, or null for Q4_K.
+void block_k_scaled(const std::byte* scales, const std::byte* qs, const std::byte* high_bits, float d, float dmin,
+                    float* y) {
+  for (uint32_t pair = 0; pair < 4; ++pair) {  // 64 elements: sub-blocks 2*pair (low nibbles), 2*pair+1 (high)
+    for (uint32_t half = 0; half < 2; ++half) {
+      uint8_t sc, m;
+      k4_scale_min(2 * pair + half, scales, sc, m);
+      float scale = d * float(sc), min = dmin * float(m);
+      for (uint32_t l = 0; l < 32; ++l) {
+        uint32_t q = half == 0 ? byte_at(qs, 32 * pair + l) & 0x0f : byte_at(qs, 32 * pair + l) >> 4;
+        if (high_bits && ((byte_at(high_bits, l) >> (2 * pair + half)) & 1)) q += 16;
+        y[64 * pair + 32 * half + l] = scale * float(q) - min;
+      }
+    }
+  }
+}
+
+void block_q4_k(const std::byte* b, float* y) { block_k_scaled(b + 4, b + 16, nullptr, load_f16(b), load_f16(b + 2), y); }
+
+void block_q5_k(const std::byte* b, float* y) {
+  block_k_scaled(b + 4, b + 48, b + 16, load_f16(b), load_f16(b + 2), y);
+}
+
+void block_q6_k(const std::byte* b, float* y) {
+  const std::byte* ql = b;
+  const std::byte* qh = b + 128;
+  const std::byte* scales = b + 192;
+  float d = load_f16(b + 208);
+  for (uint32_t half = 0; half < 2; ++half) {  // 128 elements: 64 ql bytes, 32 qh bytes, 8 scales
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint8_t low0 = byte_at(ql, 64 * half + l), low1 = byte_at(ql, 64 * half + l + 32);
+      uint8_t high = byte_at(qh, 32 * half + l);
+      int q[4] = {int((low0 & 0x0f) | ((high & 3) << 4)) - 32, int((low1 & 0x0f) | (((high >> 2) & 3) << 4)) - 32,
+                  int((low0 >> 4) | (((high >> 4) & 3) << 4)) - 32, int((low1 >> 4) | (((high >> 6) & 3) << 4)) - 32};
+      for (uint32_t k = 0; k < 4; ++k) {
+        uint32_t i = 32 * k + l;  // element within the half; its scale covers 16 elements
+        float scale = d * float(int8_t(byte_at(scales, 8 * half + i / 16)));
+        y[128 * half + i] = scale * float(q[k]);
+      }
+    }
+  }
+}
+
+using BlockDecoder = void (*)(const std::byte*, float*);
+
+BlockDecoder block_decoder(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0: return block_q4_0;
+    case GgmlType::Q4_1: return block_q4_1;
+    case GgmlType::Q5_0: return block_q5_0;
+    case GgmlType::Q5_1: return block_q5_1;
+    case GgmlType::Q8_0: return block_q8_0;
+    case GgmlType::Q4_K: return block_q4_k;
+    case GgmlType::Q5_K: return block_q5_k;
+    case GgmlType::Q6_K: return block_q6_k;
+    default: return nullptr;
+  }
+}
+
+// --- quantizing (tests) -------------------------------------------------------------------------------
+
+void put_f16(std::byte* p, float value) {
+  uint16_t bits = f32_to_f16(value);
+  std::memcpy(p, &bits, 2);
+}
+
+void quantize_q8_0(const float* x, std::byte* b) {
+  float amax = 0;
+  for (uint32_t j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+  float d = amax / 127.0f;
+  float id = d != 0 ? 1.0f / d : 0.0f;
+  put_f16(b, d);
+  for (uint32_t j = 0; j < kQK; ++j) b[2 + j] = std::byte(uint8_t(int8_t(std::lround(x[j] * id))));
+}
+
+void quantize_q4_0(const float* x, std::byte* b) {
+  float max = 0;  // the value of largest magnitude, sign kept: it maps to -8
+  for (uint32_t j = 0; j < kQK; ++j)
+    if (std::fabs(x[j]) > std::fabs(max)) max = x[j];
+  float d = max / -8.0f;
+  float id = d != 0 ? 1.0f / d : 0.0f;
+  put_f16(b, d);
+  auto nibble = [id](float v) { return uint8_t(std::min(15, int(int8_t(v * id + 8.5f)))); };
+  for (uint32_t j = 0; j < kQK / 2; ++j) b[2 + j] = std::byte(uint8_t(nibble(x[j]) | (nibble(x[j + kQK / 2]) << 4)));
+}
+
+// Quantizes VALUE / SCALE to the nearest integer in [LO, HI] (0 when the scale is 0).
+int nearest(float value, float scale, int lo, int hi) {
+  if (scale == 0) return std::clamp(0, lo, hi);
+  return std::clamp(int(std::lround(value / scale)), lo, hi);
+}
+
+void quantize_q4_k(const float* x, std::byte* b) {
+  float scale[8], min[8];  // per sub-block of 32: x ~ scale * q - min, q in 0..15
+  for (uint32_t s = 0; s < 8; ++s) {
+    float lo = 0, hi = 0;
+    for (uint32_t l = 0; l < 32; ++l) lo = std::min(lo, x[32 * s + l]), hi = std::max(hi, x[32 * s + l]);
+    scale[s] = (hi - lo) / 15.0f;
+    min[s] = -lo;
+  }
+  float d = *std::max_element(scale, scale + 8) / 63.0f, dmin = *std::max_element(min, min + 8) / 63.0f;
+  put_f16(b, d);
+  put_f16(b + 2, dmin);
+  float d16 = load_f16(b), dmin16 = load_f16(b + 2);
+  uint8_t sc[8], m[8];
+  for (uint32_t s = 0; s < 8; ++s) sc[s] = uint8_t(nearest(scale[s], d16, 0, 63)), m[s] = uint8_t(nearest(min[s], dmin16, 0, 63));
+  std::byte* scales = b + 4;
+  std::memset(scales, 0, 12);
+  for (uint32_t j = 0; j < 8; ++j) {  // the inverse of k4_scale_min
+    if (j < 4) {
+      scales[j] |= std::byte(sc[j]);
+      scales[j + 4] |= std::byte(m[j]);
+    } else {
+      scales[j + 4] |= std::byte(uint8_t((sc[j] & 0x0f) | ((m[j] & 0x0f) << 4)));
+      scales[j - 4] |= std::byte(uint8_t((sc[j] >> 4) << 6));
+      scales[j] |= std::byte(uint8_t((m[j] >> 4) << 6));
+    }
+  }
+  std::byte* qs = b + 16;
+  for (uint32_t pair = 0; pair < 4; ++pair)
+    for (uint32_t l = 0; l < 32; ++l) {
+      uint8_t q[2];
+      for (uint32_t half = 0; half < 2; ++half) {
+        uint32_t s = 2 * pair + half;
+        q[half] = uint8_t(nearest(x[32 * s + l] + dmin16 * float(m[s]), d16 * float(sc[s]), 0, 15));
+      }
+      qs[32 * pair + l] = std::byte(uint8_t(q[0] | (q[1] << 4)));
+    }
+}
+
+void quantize_q6_k(const float* x, std::byte* b) {
+  float scale[16];  // per sub-block of 16: x ~ scale * q, q in -32..31
+  for (uint32_t s = 0; s < 16; ++s) {
+    float amax = 0;
+    for (uint32_t l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * s + l]));
+    scale[s] = amax / 31.0f;
+  }
+  float d = *std::max_element(scale, scale + 16) / 127.0f;
+  put_f16(b + 208, d);
+  float d16 = load_f16(b + 208);
+  int8_t sc[16];
+  for (uint32_t s = 0; s < 16; ++s) {
+    sc[s] = int8_t(nearest(scale[s], d16, -128, 127));
+    b[192 + s] = std::byte(uint8_t(sc[s]));
+  }
+  std::memset(b, 0, 192);
+  for (uint32_t i = 0; i < kQK_K; ++i) {
+    uint32_t q = uint32_t(nearest(x[i], d16 * float(sc[i / 16]), -32, 31) + 32);
+    uint32_t half = i / 128, k = (i % 128) / 32, l = i % 32;
+    std::byte* ql = b + 64 * half + l + (k % 2) * 32;  // k = 0, 2 low nibbles; 1, 3 high; of bytes l and l + 32
+    *ql |= std::byte(uint8_t((q & 0x0f) << (k >= 2 ? 4 : 0)));
+    b[128 + 32 * half + l] |= std::byte(uint8_t((q >> 4) << (2 * k)));
+  }
+}
+
+}  // namespace
+
+const GgmlTypeInfo* find_ggml_type(uint32_t id) {
+  for (const GgmlTypeInfo& info : kTypes)
+    if (uint32_t(info.type) == id) return &info;
+  return nullptr;
+}
+
+const GgmlTypeInfo& ggml_type_info(GgmlType type) {
+  if (const GgmlTypeInfo* info = find_ggml_type(uint32_t(type))) return *info;
+  fail("unknown ggml type id {}", uint32_t(type));
+}
+
+std::string_view ggml_type_name(GgmlType type) { return ggml_type_info(type).name; }
+
+std::string dequantizable_types() {
+  std::string names;
+  for (const GgmlTypeInfo& info : kTypes)
+    if (info.dequantizable) names += (names.empty() ? "" : ", ") + std::string(info.name);
+  return names;
+}
+
+uint64_t ggml_byte_size(GgmlType type, uint64_t count) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  if (count % info.block_size != 0)
+    fail("{} elements are not a whole number of {} blocks ({} elements each)", count, info.name, info.block_size);
+  return count / info.block_size * info.block_bytes;
+}
+
+void dequantize(GgmlType type, std::span<const std::byte> bytes, std::span<float> out, std::string_view what) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  if (!info.dequantizable)
+    fail("{}: ggml type {} is not supported (gerbil reads {})", what, info.name, dequantizable_types());
+  if (out.size() % info.block_size != 0 || bytes.size() != out.size() / info.block_size * info.block_bytes)
+    fail("{}: {} bytes of {} do not hold {} elements", what, bytes.size(), info.name, out.size());
+  if (out.empty()) return;
+  switch (type) {
+    case GgmlType::F32: std::memcpy(out.data(), bytes.data(), bytes.size()); return;
+    case GgmlType::F16: convert_to_f32(DType::F16, bytes, out); return;
+    case GgmlType::BF16: convert_to_f32(DType::BF16, bytes, out); return;
+    default: break;
+  }
+  BlockDecoder decode = block_decoder(type);
+  for (std::size_t block = 0; block < out.size() / info.block_size; ++block)
+    decode(bytes.data() + block * info.block_bytes, out.data() + block * info.block_size);
+}
+
+std::vector<std::byte> quantize(GgmlType type, std::span<const float> values) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  std::vector<std::byte> out(ggml_byte_size(type, values.size()));
+  using Encoder = void (*)(const float*, std::byte*);
+  Encoder encode = nullptr;
+  switch (type) {
+    case GgmlType::F32: std::memcpy(out.data(), values.data(), out.size()); return out;
+    case GgmlType::F16: convert_from_f32(DType::F16, values, out); return out;
+    case GgmlType::BF16: convert_from_f32(DType::BF16, values, out); return out;
+    case GgmlType::Q8_0: encode = quantize_q8_0; break;
+    case GgmlType::Q4_0: encode = quantize_q4_0; break;
+    case GgmlType::Q4_K: encode = quantize_q4_k; break;
+    case GgmlType::Q6_K: encode = quantize_q6_k; break;
+    default: fail("no quantizer for ggml type {}", info.name);
+  }
+  for (std::size_t block = 0; block < values.size() / info.block_size; ++block)
+    encode(values.data() + block * info.block_size, out.data() + block * info.block_bytes);
+  return out;
+}
+
+}  // namespace gerbil

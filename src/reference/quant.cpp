@@ -1,0 +1,115 @@
+#include "reference/quant.h"
+
+#include <cmath>
+#include <functional>
+
+#include "gerbil/error.h"
+
+namespace gerbil::reference {
+
+namespace {
+
+// One block: its size in bytes and elements, and the value of element i.
+struct Format {
+  std::string_view name;
+  size_t block_bytes, block_elements;
+  std::function<double(const uint8_t* block, size_t i)> element;
+};
+
+double half_at(const uint8_t* p) { return f16_value(uint16_t(p[0] | (p[1] << 8))); }
+
+uint32_t word_at(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+
+// 32-element blocks store element i (< 16) in the low nibble of byte i and element i + 16 in its high nibble.
+unsigned nibble32(const uint8_t* qs, size_t i) { return i < 16 ? qs[i] & 15u : qs[i - 16] >> 4; }
+
+// K-quant super-blocks of 256 elements: element i sits in sub-block i / 32; pairs of sub-blocks share 32
+// bytes, the even one in the low nibbles.
+unsigned nibble256(const uint8_t* qs, size_t i) {
+  uint8_t byte = qs[32 * (i / 64) + i % 32];
+  return (i / 32) % 2 == 0 ? byte & 15u : byte >> 4;
+}
+
+// The 6-bit (scale, min) of sub-block s of a Q4_K/Q5_K block from its 12 packed bytes: sub-blocks 0-3 keep
+// theirs in the low 6 bits of bytes s and s + 4; sub-blocks 4-7 split theirs into a low nibble in byte s + 4
+// (scale low, min high) and two high bits in the top bits of bytes s - 4 (scale) and s (min).
+std::pair<unsigned, unsigned> k_scale_min(const uint8_t* packed, size_t s) {
+  if (s < 4) return {packed[s] & 63u, packed[s + 4] & 63u};
+  unsigned scale = (packed[s + 4] & 15u) + 16u * (packed[s - 4] >> 6);
+  unsigned min = (packed[s + 4] >> 4) + 16u * (packed[s] >> 6);
+  return {scale, min};
+}
+
+const std::vector<Format>& formats() {
+  static const std::vector<Format> all = {
+      {"Q8_0", 34, 32, [](const uint8_t* b, size_t i) { return half_at(b) * double(int8_t(b[2 + i])); }},
+      {"Q4_0", 18, 32, [](const uint8_t* b, size_t i) { return half_at(b) * (double(nibble32(b + 2, i)) - 8); }},
+      {"Q4_1", 20, 32,
+       [](const uint8_t* b, size_t i) { return half_at(b) * double(nibble32(b + 4, i)) + half_at(b + 2); }},
+      {"Q5_0", 22, 32,
+       [](const uint8_t* b, size_t i) {
+         unsigned high = (word_at(b + 2) >> i) & 1u;
+         return half_at(b) * (double(nibble32(b + 6, i) + 16 * high) - 16);
+       }},
+      {"Q5_1", 24, 32,
+       [](const uint8_t* b, size_t i) {
+         unsigned high = (word_at(b + 4) >> i) & 1u;
+         return half_at(b) * double(nibble32(b + 8, i) + 16 * high) + half_at(b + 2);
+       }},
+      {"Q4_K", 144, 256,
+       [](const uint8_t* b, size_t i) {
+         auto [scale, min] = k_scale_min(b + 4, i / 32);
+         return half_at(b) * scale * nibble256(b + 16, i) - half_at(b + 2) * min;
+       }},
+      {"Q5_K", 176, 256,
+       [](const uint8_t* b, size_t i) {
+         auto [scale, min] = k_scale_min(b + 4, i / 32);
+         unsigned high = (b[16 + i % 32] >> (i / 32)) & 1u;  // bit s of byte i % 32 of qh
+         return half_at(b) * scale * double(nibble256(b + 48, i) + 16 * high) - half_at(b + 2) * min;
+       }},
+      {"Q6_K", 210, 256,
+       [](const uint8_t* b, size_t i) {
+         // Two halves of 128; in a half, element j = 32 k + l takes its low 4 bits from the low (k = 0, 1) or
+         // high (k = 2, 3) nibble of ql byte l (k even) or l + 32 (k odd), and its top 2 bits from bits 2k of
+         // qh byte l. Each 16 elements share one signed 8-bit scale.
+         size_t half = i / 128, j = i % 128, k = j / 32, l = j % 32;
+         uint8_t low_byte = b[64 * half + l + 32 * (k % 2)];
+         unsigned low = k < 2 ? low_byte & 15u : low_byte >> 4;
+         unsigned top = (b[128 + 32 * half + l] >> (2 * k)) & 3u;
+         double scale = double(int8_t(b[192 + i / 16]));
+         return half_at(b + 208) * scale * (double(low + 16 * top) - 32);
+       }},
+  };
+  return all;
+}
+
+}  // namespace
+
+double f16_value(uint16_t bits) {
+  int sign = bits >> 15, exponent = (bits >> 10) & 31, mantissa = bits & 1023;
+  double magnitude;
+  if (exponent == 0)
+    magnitude = std::ldexp(double(mantissa), -24);
+  else if (exponent == 31)
+    magnitude = mantissa == 0 ? INFINITY : NAN;
+  else
+    magnitude = std::ldexp(double(1024 + mantissa), exponent - 25);
+  return sign ? -magnitude : magnitude;
+}
+
+std::vector<double> dequantize_blocks(std::string_view format, std::span<const uint8_t> bytes) {
+  for (const Format& f : formats()) {
+    if (f.name != format) continue;
+    if (bytes.size() % f.block_bytes != 0)
+      fail("reference::dequantize_blocks: {} bytes are not whole {} blocks of {} bytes", bytes.size(), format,
+           f.block_bytes);
+    std::vector<double> out;
+    out.reserve(bytes.size() / f.block_bytes * f.block_elements);
+    for (size_t block = 0; block < bytes.size(); block += f.block_bytes)
+      for (size_t i = 0; i < f.block_elements; ++i) out.push_back(f.element(bytes.data() + block, i));
+    return out;
+  }
+  fail("reference::dequantize_blocks: unknown format \"{}\"", format);
+}
+
+}  // namespace gerbil::reference

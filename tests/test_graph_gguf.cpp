@@ -1,0 +1,280 @@
+// GGUF models end to end: fixture checkpoints converted to GGUF the way llama.cpp's convert_hf_to_gguf.py
+// lays them out (llama.cpp tensor names, llama's Q/K rows permuted, Gemma's norms stored as 1 + w, GPT-2's
+// Conv1D weights transposed, hyperparameters in <arch>.* metadata), loaded through ModelFiles::open, and run:
+// f32 files match transformers' float64 logits like the folders do; Q8_0 files match gerbil's f32 run of the
+// same dequantized weights (Q8_0 and Q4_0).
+#include <cmath>
+#include <cstring>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gerbil/error.h"
+#include "graph/model.h"
+#include "model/gguf_model.h"
+#include "model/quant.h"
+#include "model/weights.h"
+#include "support/device.h"
+#include "support/gguf_writer.h"
+#include "test_model_support.h"
+
+namespace gerbil::graph {
+namespace {
+
+using test::fixtures_dir;
+using test::GgufWriter;
+using test::ScratchDir;
+using ::testing::HasSubstr;
+
+std::vector<float> read_f32(const std::filesystem::path& path) {
+  std::string bytes = test::read_text(path);
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+std::vector<int32_t> input_ids(const std::filesystem::path& dir) {
+  return nlohmann::json::parse(test::read_text(dir / "ref" / "input_ids.json")).get<std::vector<int32_t>>();
+}
+
+std::string gguf_family(std::string_view hf_architecture) {
+  if (hf_architecture == "LlamaForCausalLM" || hf_architecture == "MistralForCausalLM") return "llama";
+  if (hf_architecture == "Qwen2ForCausalLM") return "qwen2";
+  if (hf_architecture == "Qwen3ForCausalLM") return "qwen3";
+  if (hf_architecture == "GemmaForCausalLM") return "gemma";
+  if (hf_architecture == "Phi3ForCausalLM") return "phi3";
+  if (hf_architecture == "PhiForCausalLM") return "phi2";
+  if (hf_architecture == "GPT2LMHeadModel") return "gpt2";
+  throw std::runtime_error("no GGUF family for " + std::string(hf_architecture));
+}
+
+// What llama.cpp's permute() does to Q/K rows: within each head, Hugging Face row i * D/2 + j goes to 2j + i.
+std::vector<float> permute_rows(const std::vector<float>& hf, int64_t heads, int64_t row_length) {
+  int64_t per_head = int64_t(hf.size()) / row_length / heads;
+  std::vector<float> out(hf.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < per_head / 2; ++j)
+        std::memcpy(&out[std::size_t((h * per_head + 2 * j + i) * row_length)],
+                    &hf[std::size_t((h * per_head + i * per_head / 2 + j) * row_length)], std::size_t(row_length) * 4);
+  return out;
+}
+
+enum class Weights { F32, Quantized, Dequantized };
+
+// FIXTURE's checkpoint as a GGUF file, its matrices stored as WEIGHTS says: in F32, in BLOCKS, or in F32
+// holding the values the BLOCKS decode to.
+GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlType blocks = GgmlType::Q8_0) {
+  ModelFiles hf = ModelFiles::open(fixtures_dir() / fixture);
+  const ModelConfig& c = hf.config();
+  const ArchitectureSpec& arch = hf.arch();
+  const std::string family = gguf_family(arch.name);
+  const std::string p = family + ".";
+  GgufWriter w;
+  w.add_string("general.architecture", family);
+  w.add_u32(p + "block_count", uint32_t(c.num_layers));
+  w.add_u32(p + "embedding_length", uint32_t(c.hidden_size));
+  w.add_u32(p + "feed_forward_length", uint32_t(c.intermediate_size));
+  w.add_u32(p + "context_length", uint32_t(c.max_position_embeddings));
+  w.add_u32(p + "attention.head_count", uint32_t(c.num_heads));
+  w.add_u32(p + "attention.head_count_kv", uint32_t(c.num_kv_heads));
+  w.add_u32(p + "attention.key_length", uint32_t(c.head_dim));
+  w.add_u32(p + "attention.value_length", uint32_t(c.head_dim));
+  bool layer_norm = arch.norm == NormKind::LayerNorm;
+  w.add_f32(p + (layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), float(c.norm_eps));
+  if (arch.positions == PositionKind::Rotary) {
+    w.add_f32(p + "rope.freq_base", float(c.rope_full.theta));
+    w.add_u32(p + "rope.dimension_count", uint32_t(c.rotary_dim));
+  }
+
+  auto add = [&](Role role, int layer, const char* part, const TensorView& view) {
+    std::vector<float> values = test::floats_of(view);
+    std::vector<int64_t> shape = view.shape;
+    if (family == "llama" && (role == Role::Q || role == Role::K))
+      values = permute_rows(values, role == Role::Q ? c.num_heads : c.num_kv_heads, shape.size() == 2 ? shape[1] : 1);
+    if (arch.norm == NormKind::RmsNormPlusOne && is_norm_role(role))
+      for (float& v : values) v += 1.0f;
+    if (arch.conv1d_weights && is_linear_role(role) && role != Role::LmHead && shape.size() == 2) {
+      std::vector<float> t(values.size());
+      for (int64_t r = 0; r < shape[0]; ++r)
+        for (int64_t k = 0; k < shape[1]; ++k) t[std::size_t(k * shape[0] + r)] = values[std::size_t(r * shape[1] + k)];
+      values = t;
+      std::swap(shape[0], shape[1]);
+    }
+    GgmlType type = GgmlType::F32;
+    // Rows that are not whole blocks stay F32, as llama-quantize leaves them (a mixed file).
+    if (weights != Weights::F32 && shape.size() == 2 && shape[1] % ggml_type_info(blocks).block_size == 0) {
+      type = blocks;
+      if (weights == Weights::Dequantized) {
+        dequantize(type, quantize(type, values), values, "test");
+        type = GgmlType::F32;
+      }
+    }
+    std::vector<std::byte> bytes = quantize(type, values);
+    w.add_tensor(gguf_tensor_name(arch, role, layer, part), uint32_t(type),
+                 std::vector<uint64_t>(shape.rbegin(), shape.rend()),
+                 std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  };
+  auto add_role = [&](Role role, int layer, const RoleTensors& t) {
+    if (t.weight) add(role, layer, "weight", *t.weight);
+    if (t.bias) add(role, layer, "bias", *t.bias);
+  };
+  const ModelWeights& mw = hf.weights();
+  for (Role role : {Role::Embed, Role::PosEmbed, Role::FinalNorm, Role::LmHead}) {
+    if (role == Role::LmHead && mw.tied) {
+      if (mw.get(role).bias) add(role, -1, "bias", *mw.get(role).bias);
+      continue;
+    }
+    add_role(role, -1, mw.get(role));
+  }
+  for (int layer = 0; layer < c.num_layers; ++layer)
+    for (int r = int(Role::AttnNorm); r < int(Role::Count); ++r) add_role(Role(r), layer, mw.get(layer, Role(r)));
+  return w;
+}
+
+double relative_error(std::span<const float> got, std::span<const float> want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff += double(got[i] - want[i]) * double(got[i] - want[i]);
+    norm += double(want[i]) * double(want[i]);
+  }
+  return std::sqrt(diff / norm);
+}
+
+size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
+
+std::vector<float> run_logits(const std::filesystem::path& model, const std::vector<int32_t>& ids) {
+  ModelFiles files = ModelFiles::open(model);
+  Model m(test::device(), files, ModelOptions{.context = 64});
+  return m.forward(ids, /*all_logits=*/true);
+}
+
+void expect_rows_close(const std::vector<float>& got, const std::vector<float>& want, std::size_t vocab, double bound,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t t = 0; t < want.size() / vocab; ++t) {
+    std::span<const float> g(got.data() + t * vocab, vocab), w(want.data() + t * vocab, vocab);
+    EXPECT_LT(relative_error(g, w), bound) << what << ": position " << t;
+    EXPECT_EQ(argmax(g), argmax(w)) << what << ": argmax at position " << t;
+  }
+}
+
+class GgufFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufFixture, F32LogitsMatchTransformers) {
+  GERBIL_REQUIRE_FIXTURES();
+  ScratchDir dir;
+  gguf_from_fixture(GetParam(), Weights::F32).write(dir / "model.gguf");
+  ModelFiles files = ModelFiles::open(dir / "model.gguf");
+  ModelFiles folder = ModelFiles::open(fixtures_dir() / GetParam());
+  if (folder.arch().name != "MistralForCausalLM") {  // GGUF calls Mistral llama
+    EXPECT_EQ(files.config().arch, folder.config().arch);
+  }
+  EXPECT_EQ(files.config().num_kv_heads, folder.config().num_kv_heads);
+  EXPECT_EQ(files.config().head_dim, folder.config().head_dim);
+  EXPECT_EQ(files.config().tie_word_embeddings, folder.config().tie_word_embeddings);
+  EXPECT_EQ(files.config().rotary_dim, folder.config().rotary_dim);
+  auto want = read_f32(fixtures_dir() / GetParam() / "ref" / "logits.f32");
+  auto got = run_logits(dir / "model.gguf", input_ids(fixtures_dir() / GetParam()));
+  expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-4, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixture,
+                         ::testing::Values("qwen2-tiny", "qwen3-tiny", "llama-plain-tiny", "mistral-tiny", "gemma-tiny",
+                                           "phi3-tiny", "phi-tiny", "gpt2-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+struct QuantizedCase {
+  std::string fixture;
+  GgmlType type;
+  double bound;  // of the relative error against the unquantized model's float64 logits
+};
+
+class GgufQuantized : public ::testing::TestWithParam<QuantizedCase> {};
+
+// Blocks decode at load to exactly the floats an f32 file of the dequantized weights holds, so the two runs
+// agree to rounding with the same argmax; both stay near the unquantized model's logits.
+TEST_P(GgufQuantized, MatchesItsDequantizedF32Run) {
+  GERBIL_REQUIRE_FIXTURES();
+  const QuantizedCase& c = GetParam();
+  ScratchDir dir;
+  gguf_from_fixture(c.fixture, Weights::Quantized, c.type).write(dir / "quantized.gguf");
+  gguf_from_fixture(c.fixture, Weights::Dequantized, c.type).write(dir / "f32.gguf");
+  auto ids = input_ids(fixtures_dir() / c.fixture);
+  auto quantized = run_logits(dir / "quantized.gguf", ids);
+  auto f32 = run_logits(dir / "f32.gguf", ids);
+  std::size_t vocab = 512;
+  expect_rows_close(quantized, f32, vocab, 1e-6, "quantized vs its dequantized f32 weights");
+  auto exact = read_f32(fixtures_dir() / c.fixture / "ref" / "logits.f32");
+  for (std::size_t t = 0; t < exact.size() / vocab; ++t)
+    EXPECT_LT(relative_error(std::span(quantized).subspan(t * vocab, vocab), std::span(exact).subspan(t * vocab, vocab)),
+              c.bound)
+        << "quantized vs the unquantized model, position " << t;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufQuantized,
+                         ::testing::Values(QuantizedCase{"qwen2-tiny", GgmlType::Q8_0, 0.05},
+                                           QuantizedCase{"llama-plain-tiny", GgmlType::Q4_0, 0.5}),
+                         [](const auto& info) {
+                           std::string name = info.param.fixture + "_" + std::string(ggml_type_name(info.param.type));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(GgufModel, TensorNames) {
+  const ArchitectureSpec& llama = *find_architecture("LlamaForCausalLM");
+  const ArchitectureSpec& phi3 = *find_architecture("Phi3ForCausalLM");
+  EXPECT_EQ(gguf_tensor_name(llama, Role::Q, 3, "weight"), "blk.3.attn_q.weight");
+  EXPECT_EQ(gguf_tensor_name(llama, Role::Embed, -1, "weight"), "token_embd.weight");
+  EXPECT_EQ(gguf_tensor_name(llama, Role::FinalNorm, -1, "weight"), "output_norm.weight");
+  EXPECT_EQ(gguf_tensor_name(llama, Role::LmHead, -1, "weight"), "output.weight");
+  EXPECT_EQ(gguf_tensor_name(llama, Role::MlpNorm, 0, "weight"), "blk.0.ffn_norm.weight");
+  EXPECT_EQ(gguf_tensor_name(phi3, Role::GateUp, 1, "weight"), "blk.1.ffn_up.weight");
+  EXPECT_EQ(gguf_tensor_name(phi3, Role::Qkv, 1, "weight"), "blk.1.attn_qkv.weight");
+}
+
+TEST(GgufModel, BadModelsNameTheProblem) {
+  GERBIL_REQUIRE_FIXTURES();
+  ScratchDir dir;
+  auto error_for = [&](GgufWriter w) {
+    w.write(dir / "bad.gguf");
+    return test::error_of([&] { ModelFiles::open(dir / "bad.gguf"); });
+  };
+  GgufWriter unknown_arch = gguf_from_fixture("qwen2-tiny", Weights::F32);
+  unknown_arch.add_string("general.architecture", "mamba");  // a second value for the key
+  EXPECT_THAT(error_for(unknown_arch), HasSubstr("\"general.architecture\" appears twice"));
+
+  GgufWriter mamba;
+  mamba.add_string("general.architecture", "mamba");
+  EXPECT_THAT(error_for(mamba), HasSubstr("general.architecture \"mamba\" is not supported"));
+
+  GgufWriter extra = gguf_from_fixture("qwen2-tiny", Weights::F32);
+  extra.add_tensor("blk.0.ssm_conv.weight", uint32_t(GgmlType::F32), {4}, std::string(16, '\0'));
+  EXPECT_THAT(error_for(extra), HasSubstr("tensor \"blk.0.ssm_conv.weight\" is not a tensor gerbil knows"));
+
+  GgufWriter beyond = gguf_from_fixture("qwen2-tiny", Weights::F32);
+  beyond.add_tensor("blk.7.attn_q.weight", uint32_t(GgmlType::F32), {4}, std::string(16, '\0'));
+  EXPECT_THAT(error_for(beyond), HasSubstr("tensor \"blk.7.attn_q.weight\" is not a tensor gerbil knows"));
+
+  GgufWriter q2k;
+  q2k.add_string("general.architecture", "qwen2");
+  q2k.add_tensor("token_embd.weight", uint32_t(GgmlType::Q2_K), {256, 2}, std::string(168, '\0'));
+  for (auto [key, value] : {std::pair{"block_count", 1}, {"embedding_length", 256}, {"feed_forward_length", 256},
+                            {"context_length", 64}, {"attention.head_count", 4}})
+    q2k.add_u32(std::string("qwen2.") + key, uint32_t(value));
+  q2k.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  EXPECT_THAT(error_for(q2k), AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type Q2_K is not supported")));
+
+  GgufWriter no_layers;
+  no_layers.add_string("general.architecture", "llama");
+  EXPECT_THAT(error_for(no_layers), HasSubstr("metadata \"llama.block_count\" is missing"));
+
+}
+
+}  // namespace
+}  // namespace gerbil::graph
