@@ -36,12 +36,15 @@ constexpr int32_t kEos = 2;  // the tiny presets' eos_token_id
 
 fs::path qwen3_tokenizer() { return test::tokenizer_dir("qwen3"); }
 
-// Synthesizes PRESET into DIR with the Qwen3 tokenizer's vocabulary size and copies the tokenizer files
-// named in FILES beside it.
-void make_model(const fs::path& dir, const std::string& preset, const std::vector<std::string>& files) {
+// Synthesizes PRESET into DIR with the Qwen3 tokenizer's vocabulary size (plus PADDING logits that no token
+// has, as Qwen2.5's and Gemma 3's checkpoints have) and copies the tokenizer files named in FILES beside it.
+void make_model(const fs::path& dir, const std::string& preset, const std::vector<std::string>& files,
+                int64_t padding = 0) {
   Tokenizer tokenizer = Tokenizer::load(qwen3_tokenizer());
-  synth_model(dir,
-              {.preset = preset, .dtype = DType::F32, .seed = 7, .vocab = int64_t(tokenizer.vocab_size())});
+  synth_model(dir, {.preset = preset,
+                    .dtype = DType::F32,
+                    .seed = 7,
+                    .vocab = int64_t(tokenizer.vocab_size()) + padding});
   for (const auto& file : files) fs::copy_file(qwen3_tokenizer() / file, dir / file);
 }
 
@@ -489,6 +492,73 @@ TEST_F(Generate, AModelWithoutAChatTemplateSaysSo) {
   options.max_new_tokens = 2;
   options.ignore_eos = true;
   EXPECT_EQ(engine.complete("hi", options).tokens.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gerbil
+
+namespace gerbil {
+namespace {
+
+// A stream callback that throws on its third piece: the exception reaches the caller, and the engine's next
+// completion is what it was before (the read-backs in flight were drained and unmapped, the cache kept
+// consistent). Then a completion cancelled through the flag, and the same again.
+TEST_F(Generate, AThrowingCallbackOrACancelLeavesTheEngineUsable) {
+  Models& m = Models::get();
+  Completion before = m.scripted().complete("Q?", script_options());
+  int pieces = 0;
+  EXPECT_THROW(m.scripted().complete("Q?", script_options(),
+                                     [&](std::string_view) -> bool {
+                                       if (++pieces == 3) throw std::runtime_error("callback failed");
+                                       return true;
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(pieces, 3);
+  std::atomic<bool> cancel{false};
+  Completion cancelled = m.scripted().complete("Q?", script_options(), [&](std::string_view) {
+    cancel = true;
+    return true;
+  }, &cancel);
+  EXPECT_EQ(cancelled.stop_reason, StopReason::Cancelled);
+  Completion after = m.scripted().complete("Q?", script_options());
+  EXPECT_EQ(after.tokens, before.tokens);
+  EXPECT_EQ(after.text, kScriptText);
+}
+
+TEST_F(Generate, ZeroNewTokensGenerateNothing) {
+  CompletionOptions options = script_options();
+  options.max_new_tokens = 0;
+  int pieces = 0;
+  Completion c = Models::get().scripted().complete("Q?", options, [&](std::string_view) { return ++pieces, true; });
+  EXPECT_TRUE(c.tokens.empty());
+  EXPECT_EQ(c.text, "");
+  EXPECT_EQ(c.stop_reason, StopReason::MaxTokens);
+  EXPECT_EQ(pieces, 0);
+}
+
+// A model with 64 logits past the tokenizer's vocabulary, all far above the real ones: greedy, sampled on the
+// GPU (top-k off) and sampled on the host (top-k beyond the GPU sampler's) never draw one of them.
+TEST_F(Generate, LogitsPastTheTokenizerAreNeverDrawn) {
+  Models& m = Models::get();
+  Tokenizer tokenizer = Tokenizer::load(qwen3_tokenizer());
+  size_t vocab = tokenizer.vocab_size();
+  fs::path dir = m.dir() / "padded";
+  make_model(dir, "tiny-phi", {"tokenizer.json", "tokenizer_config.json"}, 64);
+  std::vector<float> bias(vocab + 64, 0.0f);
+  std::fill(bias.begin() + std::ptrdiff_t(vocab), bias.end(), 50.0f);
+  set_logits(dir, bias);
+  Engine engine(dir, EngineOptions{.context = 64});
+  for (int32_t top_k : {-1, 0, 1000}) {
+    CompletionOptions options;
+    options.sampling.temperature = top_k < 0 ? 0.0f : 1.5f;
+    options.sampling.top_k = std::max(top_k, 0);
+    options.sampling.seed = 3;
+    options.max_new_tokens = 24;
+    options.ignore_eos = true;
+    Completion c = engine.complete("Q?", options);
+    EXPECT_EQ(c.tokens.size(), 24u) << "top_k " << top_k;
+    for (int32_t id : c.tokens) EXPECT_LT(size_t(id), vocab) << "top_k " << top_k;
+  }
 }
 
 }  // namespace

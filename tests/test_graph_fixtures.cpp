@@ -18,6 +18,7 @@
 #include "model/safetensors.h"
 #include "model/synth.h"
 #include "reference/model.h"
+#include "support/logits.h"
 #include "support/paths.h"
 #include "test_model_support.h"
 #include "support/device.h"
@@ -25,16 +26,11 @@
 namespace gerbil::graph {
 namespace {
 
-using test::fixtures_dir;
-
-std::vector<float> read_f32(const std::filesystem::path& path) {
-  std::string bytes = test::read_text(path);
-  std::vector<float> values(bytes.size() / 4);
-  std::memcpy(values.data(), bytes.data(), values.size() * 4);
-  return values;
-}
-
+using test::argmax;
 using test::device;
+using test::fixtures_dir;
+using test::read_f32;
+using test::relative_error;
 
 struct FixtureCase {
   std::string name;
@@ -49,18 +45,6 @@ std::vector<FixtureCase> fixture_models() {
   for (auto& model : manifest["models"]) out.push_back({model["folder"], model["weights_dtype"]});
   return out;
 }
-
-double relative_error(std::span<const float> got, std::span<const float> want) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isnan(got[i])) return NAN;
-    diff += double(got[i] - want[i]) * double(got[i] - want[i]);
-    norm += double(want[i]) * double(want[i]);
-  }
-  return std::sqrt(diff / norm);
-}
-
-size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
 
 constexpr double kF16Bound = 1e-3;
 

@@ -103,8 +103,9 @@ Completion to_completion(Generation g) {
   return {std::move(g.text), std::move(g.tokens), to_stop_reason(g.finish), stats, g.seed};
 }
 
-graph::ModelOptions model_options(const EngineOptions& options) {
+graph::ModelOptions model_options(const EngineOptions& options, const Tokenizer& tokenizer) {
   return {.context = options.context,
+          .token_count = uint32_t(tokenizer.vocab_size()),
           .weights = options.weights == WeightStorage::F16 ? graph::WeightPolicy::F16
                                                            : graph::WeightPolicy::Checkpoint,
           .arithmetic = options.arithmetic == Arithmetic::F16 ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32,
@@ -128,7 +129,7 @@ struct Engine::Impl {
         chat(load_chat_template(dir)),
         files(ModelFiles::open(dir)),
         device(gpu::DeviceOptions{.adapter = options.adapter}),
-        model(device, files, model_options(options)),
+        model(device, files, model_options(options, tokenizer)),
         generator(model, &tokenizer) {}
 
   fs::path dir;

@@ -17,12 +17,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "generate/constraint.h"
-#include "generate/generator.h"
+#include "gerbil/error.h"
+#include "generate/generation.h"
 #include "graph/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -99,6 +101,9 @@ class Scheduler {
   // Stops taking requests; with `finish`, lets queued and running ones end, else cancels them. Then waits.
   void shutdown(bool finish);
 
+  // Forgets the conversations the idle slots' caches hold: the next requests compute their whole prompts.
+  void forget_cache();
+
   SchedulerStats stats() const;
   uint32_t parallel() const { return options_.parallel; }
   uint32_t context() const;  // tokens one sequence may hold (prompt and answer)
@@ -107,15 +112,28 @@ class Scheduler {
   struct Sequence;
   struct Slot;
   void loop();
+  bool any_active() const;
+  void admit();
+  void step();
+  bool decode_solo_on_gpu(Slot& slot);
+  bool decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments);
+  void draw(Slot& slot, std::span<float> logits);
+  bool accept(Slot& slot, int32_t id);
+  void deliver(Sequence& sequence);
+  void finish(Slot& slot, FinishReason reason, std::string error = {});
+  void finish_unstarted(std::unique_ptr<Sequence> sequence);
   SchedulerOptions options_;
   graph::Model& model_;
   const Tokenizer* tokenizer_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Sequence>> queue_;
+  std::vector<std::unique_ptr<Sequence>> withdrawn_;  // cancelled while queued: their last event is still due
+  std::atomic<size_t> waiting_{0};                    // queue_.size(), read without the lock by the decode loop
   std::vector<std::unique_ptr<Slot>> slots_;
   SchedulerStats stats_;
   uint64_t next_id_ = 1;
+  uint64_t admitted_ = 0;  // admissions so far: orders slots by last use
   bool stopping_ = false, finish_on_stop_ = false;
   std::thread thread_;
 };

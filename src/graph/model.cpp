@@ -38,6 +38,7 @@ struct Model::Buffers {
   gpu::Buffer split_scratch;          // partial sums of prompt projections split along K, shared by layers
   uint32_t logit_rows = 0;            // rows `logits` holds
   gpu::Buffer sampled;                // the GPU-picked token of a greedy or sampled step
+  gpu::Buffer batch_tokens;           // the GPU-picked token of each sequence of a batched greedy step
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
   gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
   gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
@@ -50,6 +51,7 @@ struct Model::Step {
     const gpu::Buffer* source;
     uint64_t source_offset;
     const gpu::Buffer* destination;
+    uint64_t destination_offset;
     uint64_t size;
   };
   struct Entry {
@@ -61,8 +63,10 @@ struct Model::Step {
     std::function<bool(uint32_t keys)> for_keys;
     // When set, rewrites the dispatch's position-dependent uniform before each step that records it.
     std::function<void(uint32_t position)> at_position;
+    uint32_t segment = 0;  // the segment whose slot's position `for_keys` and `at_position` follow
   };
-  uint32_t tokens = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> segments;  // (slot, tokens) of each sequence in the step
+  uint32_t tokens = 0;                                  // rows in all
   uint32_t logit_rows = 0;
   std::deque<Entry> entries;  // a deque: entries stay put while the graph grows
 };
@@ -71,13 +75,18 @@ namespace {
 
 constexpr uint32_t kPreparedNormMinHidden = 4096;  // see StepBuilder::prepared_norms_pay()
 
+// Bytes between two slots of a layer's cache pool: one slot's `context` rows, rounded up to 256 bytes, the
+// largest storage-binding offset alignment WebGPU allows, so every slot can be bound on its own.
+uint64_t slot_stride(uint32_t context, uint64_t kv_width) { return (uint64_t(context) * kv_width * 4 + 255) / 256 * 256; }
+
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
 class StepBuilder {
  public:
   StepBuilder(gpu::Device& device, const ModelConfig& config, const GpuWeights& weights,
-              const Model::Buffers& buffers, uint32_t context, const ModelOptions& options, Model::Step& step)
+              const Model::Buffers& buffers, uint32_t context, uint32_t token_count, const ModelOptions& options,
+              Model::Step& step)
       : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
-        options_(options), step_(step), T_(step.tokens) {}
+        token_count_(token_count), options_(options), step_(step), T_(step.tokens) {}
 
   // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
   // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step).
@@ -86,9 +95,19 @@ class StepBuilder {
     embed();
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
-    logits(current, all_logits);
-    uint32_t vocab = uint32_t(config_.vocab_size);
-    if (greedy_token) {
+    logits(current);
+    uint32_t vocab = token_count_;
+    if (greedy_token && batched()) {
+      // Each sequence's argmax into its entry of batch_tokens, read back by the host (the next inputs differ
+      // per sequence, so they do not stay on the GPU).
+      uint64_t row_bytes = uint64_t(config_.vocab_size) * 4;
+      for (uint32_t i = 0; i < step_.segments.size(); ++i) {
+        auto stages = kernels::argmax(device_, {&b_.logits, i * row_bytes, row_bytes}, unused(), {&b_.batch_tokens},
+                                      {&b_.argmax_partials}, {vocab, i});
+        add("argmax partials", std::move(stages[0]));
+        add("argmax final", std::move(stages[1]));
+      }
+    } else if (greedy_token) {
       auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials}, {vocab, 0});
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
@@ -113,9 +132,24 @@ class StepBuilder {
 
  private:
   Dispatch& add(std::string label, Dispatch dispatch) {
-    step_.entries.push_back({std::move(label), std::move(dispatch), std::nullopt, {}});
+    step_.entries.push_back({std::move(label), std::move(dispatch), std::nullopt, {}, {}, segment_});
     return *step_.entries.back().dispatch;
   }
+  void copy(std::string label, Model::Step::Copy what) {
+    step_.entries.push_back({std::move(label), std::nullopt, what, {}, {}, segment_});
+  }
+
+  bool batched() const { return step_.segments.size() > 1; }
+  // Rows [first, first + rows) of an activation buffer whose rows hold `width` floats.
+  static BufferBinding rows_of(const gpu::Buffer& buffer, uint32_t first, uint32_t rows, uint64_t width) {
+    return {&buffer, uint64_t(first) * width * 4, uint64_t(rows) * width * 4};
+  }
+  // The part of a layer's cache pool that belongs to `slot`.
+  BufferBinding slot_of(const gpu::Buffer& pool, uint32_t slot) const {
+    uint64_t bytes = uint64_t(context_) * kv_width() * 4;
+    return {&pool, uint64_t(slot) * slot_stride(context_, kv_width()), bytes};
+  }
+  uint64_t kv_width() const { return uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim); }
 
   // Re-writes a position-dependent dispatch's uniform before every step that records it: `update` sets the
   // fields.
@@ -136,7 +170,7 @@ class StepBuilder {
                           std::function<bool(uint32_t)> for_keys) {
     Dispatch& attend = add(std::move(label), std::move(dispatch));
     step_.entries.back().for_keys = std::move(for_keys);
-    uint32_t T = T_;
+    uint32_t T = params.T;
     at_position<kernels::FlashAttentionParams>(attend, params, [T](auto& p, uint32_t position) {
       p.position_offset = position;
       p.S = position + T;
@@ -231,7 +265,7 @@ class StepBuilder {
   // The norm the last layer's output goes through, if the LM head reads the residual stream itself (not a
   // copied last row) and preparing it pays.
   std::optional<NextNorm> after_last_layer() const {
-    if (prepared_norms_pay() && (all_logits_ || T_ == 1)) return NextNorm{&w_.final_norm, &w_.lm_head};
+    if (prepared_norms_pay() && every_row_logits()) return NextNorm{&w_.final_norm, &w_.lm_head};
     return std::nullopt;
   }
 
@@ -319,51 +353,79 @@ class StepBuilder {
   }
 
   void attention(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in) {
-    uint32_t heads = uint32_t(config_.num_heads), kv_heads = uint32_t(config_.num_kv_heads);
-    uint32_t head_dim = uint32_t(config_.head_dim);
-    bool sliding = config_.sliding(l);
-    bool rotary = arch_.positions == PositionKind::Rotary;
-    uint32_t rotary_dim = rotary ? uint32_t(config_.rotary_dim) : 0u;
-    BufferBinding inv_freq = rotary ? BufferBinding{&b_.inv_freq[sliding ? 1 : 0]} : unused();
-    BufferBinding k_cache{&b_.k_cache[size_t(l)]}, v_cache{&b_.v_cache[size_t(l)]};
-    uint32_t eps = kernels::float_bits(float(config_.norm_eps));
-
-    // Decoding without q/k norms: the projection rotates q and k and stores k and v itself.
+    // Decoding one sequence without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
-    if (!L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 && kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type)) {
-      const RowBlock& block = qkv.blocks.front();
-      kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0};
-      kernels::LinearNorm norm = input_norm(in, p);
-      Dispatch& project = add(
-          label("qkv_rope"),
-          kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
-                                   qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq, {&b_.q}, k_cache, v_cache,
-                                   p, qkv.type, norm, {heads, kv_heads, head_dim, rotary_dim, context_}));
-      at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
+    if (!batched() && !L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 &&
+        kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type)) {
+      project_qkv_rope(l, L, label, in);
     } else {
       linear(label("qkv"), qkv, in, T_, nullptr, b_.qkv);
-      kernels::QkvRopeParams rp{T_, heads, kv_heads, head_dim, rotary_dim, 0, L.q_norm ? 1u : 0u, eps};
+    }
+    uint32_t first = 0;
+    for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) {
+      uint32_t rows = step_.segments[segment_].second;
+      attend(l, L, label, first, rows, step_.segments[segment_].first);
+      first += rows;
+    }
+    segment_ = 0;
+  }
+
+  void project_qkv_rope(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in) {
+    const GpuLinear& qkv = L.qkv;
+    const RowBlock& block = qkv.blocks.front();
+    kernels::LinearParams p{T_, qkv.in, qkv.out, qkv.out, 0, qkv.bias ? 1u : 0u, 0};
+    kernels::LinearNorm norm = input_norm(in, p);
+    uint32_t slot = step_.segments.front().first;
+    Dispatch& project = add(
+        label("qkv_rope"),
+        kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
+                                 qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq(l), {&b_.q},
+                                 slot_of(b_.k_cache[size_t(l)], slot), slot_of(b_.v_cache[size_t(l)], slot), p,
+                                 qkv.type, norm, {heads(), kv_heads(), head_dim(), rotary_dim(), context_}));
+    at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
+    fused_qkv_ = true;
+  }
+
+  uint32_t heads() const { return uint32_t(config_.num_heads); }
+  uint32_t kv_heads() const { return uint32_t(config_.num_kv_heads); }
+  uint32_t head_dim() const { return uint32_t(config_.head_dim); }
+  uint32_t rotary_dim() const { return arch_.positions == PositionKind::Rotary ? uint32_t(config_.rotary_dim) : 0u; }
+  BufferBinding inv_freq(int l) const {
+    return arch_.positions == PositionKind::Rotary ? BufferBinding{&b_.inv_freq[config_.sliding(l) ? 1 : 0]} : unused();
+  }
+
+  // Rotates and stores the keys and values of rows [first, first + rows) (one sequence, in `slot`), unless the
+  // projection did, and runs their attention over the slot's cache.
+  void attend(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, uint32_t first,
+              uint32_t rows, uint32_t slot) {
+    uint64_t q_width = uint64_t(heads()) * head_dim();
+    uint64_t qkv_width = q_width + 2 * kv_width();
+    BufferBinding k_cache = slot_of(b_.k_cache[size_t(l)], slot), v_cache = slot_of(b_.v_cache[size_t(l)], slot);
+    BufferBinding q = rows_of(b_.q, first, rows, q_width);
+    if (!std::exchange(fused_qkv_, false)) {
+      uint32_t eps = kernels::float_bits(float(config_.norm_eps));
+      kernels::QkvRopeParams rp{rows, heads(), kv_heads(), head_dim(), rotary_dim(), 0, L.q_norm ? 1u : 0u, eps};
       Dispatch& split = add(label("qkv_rope_store"),
-                            kernels::qkv_rope_store(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
-                                                    L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq,
-                                                    {&b_.q}, k_cache, v_cache, rp, context_));
+                            kernels::qkv_rope_store(device_, rows_of(b_.qkv, first, rows, qkv_width),
+                                                    L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
+                                                    L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l),
+                                                    q, k_cache, v_cache, rp, context_));
       at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
     }
 
-    uint32_t window = sliding ? uint32_t(config_.sliding_window) : 0;
-    kernels::FlashAttentionParams ap{T_, T_, heads, kv_heads, head_dim, 0, window,
+    uint32_t window = config_.sliding(l) ? uint32_t(config_.sliding_window) : 0;
+    kernels::FlashAttentionParams ap{rows, rows, heads(), kv_heads(), head_dim(), 0, window,
                                      kernels::float_bits(float(config_.attention_scale))};
+    BufferBinding out = rows_of(b_.attn, first, rows, q_width);
     // One dispatch, or two for split-KV decoding (partials, combine); all take the same uniform. A decode
     // graph also holds the one-dispatch variant for caches short enough not to need the split (it spares
     // the combine dispatch), and each step records the variant its key count calls for.
-    auto dispatches = kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]},
-                                               {&b_.attn}, ap, {&b_.attention_scratch}, context_);
+    auto dispatches = kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, {&b_.attention_scratch}, context_);
     std::function<bool(uint32_t)> split_keys;
     if (dispatches.size() > 1) {
       auto unsplit = [](uint32_t keys) { return kernels::flash_attention_splits(keys) < 2; };
-      attention_dispatch(label("attention"), kernels::flash_attention(device_, {&b_.q}, {&b_.k_cache[size_t(l)]},
-                                                                      {&b_.v_cache[size_t(l)]}, {&b_.attn}, ap),
-                         ap, unsplit);
+      attention_dispatch(label("attention"), kernels::flash_attention(device_, q, k_cache, v_cache, out, ap), ap,
+                         unsplit);
       split_keys = [unsplit](uint32_t keys) { return !unsplit(keys); };
     }
     for (size_t i = 0; i < dispatches.size(); ++i)
@@ -395,13 +457,20 @@ class StepBuilder {
     }
   }
 
-  void logits(int current, bool all_logits) {
+  // Whether every row's logits are computed: all_logits, or a step of one token per sequence.
+  bool every_row_logits() const { return all_logits_ || T_ == step_.segments.size(); }
+
+  void logits(int current) {
     const gpu::Buffer* source = &b_.residual[current];
-    uint32_t rows = all_logits ? T_ : 1;
-    if (!all_logits && T_ > 1) {
-      // Only the last position's logits are needed: normalise and project just that row.
+    uint32_t rows = every_row_logits() ? T_ : uint32_t(step_.segments.size());
+    if (!every_row_logits()) {
+      // Only each sequence's last position's logits are needed: normalise and project just those rows.
       uint64_t row_bytes = uint64_t(hidden()) * 4;
-      step_.entries.push_back({"last row", std::nullopt, Model::Step::Copy{source, (T_ - 1) * row_bytes, &b_.last, row_bytes}, {}});
+      uint32_t end = 0;
+      for (size_t i = 0; i < step_.segments.size(); ++i) {
+        end += step_.segments[i].second;
+        copy("last row", Model::Step::Copy{source, (end - 1) * row_bytes, &b_.last, i * row_bytes, row_bytes});
+      }
       source = &b_.last;
     }
     linear("lm_head", w_.lm_head, normed("final_norm", w_.final_norm, *source, w_.lm_head, rows), rows, nullptr,
@@ -415,10 +484,13 @@ class StepBuilder {
   const GpuWeights& w_;
   const Model::Buffers& b_;
   uint32_t context_;
+  uint32_t token_count_;
   const ModelOptions& options_;
   Model::Step& step_;
   uint32_t T_;
   bool all_logits_ = false;
+  bool fused_qkv_ = false;   // the q|k|v projection rotated and stored this layer's keys and values itself
+  uint32_t segment_ = 0;     // the segment the entries being added belong to
   std::optional<Prepared> prepared_;  // set by a norm_out product, taken by the normed() after it
 };
 
@@ -428,6 +500,10 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     : device_(device), config_(files.config()), options_(options) {
   uint32_t max_positions = uint32_t(config_.max_position_embeddings);
   context_ = options.context ? options.context : std::min<uint32_t>(max_positions ? max_positions : 4096, 4096);
+  if (options_.slots == 0) fail("the KV cache needs at least one slot");
+  positions_.assign(options_.slots, 0);
+  uint32_t vocab_size = uint32_t(config_.vocab_size);
+  token_count_ = options_.token_count ? std::min(options_.token_count, vocab_size) : vocab_size;
   if (config_.arch->positions == PositionKind::Learned && context_ > max_positions)
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
@@ -439,7 +515,9 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
 
   buffers_ = std::make_unique<Buffers>();
   Buffers& b = *buffers_;
-  uint64_t chunk = std::min(options_.max_chunk, context_);
+  // A step holds up to max_chunk rows: one prompt's chunk (never more than a slot's context), or a batch.
+  chunk_ = std::max(std::min(options_.max_chunk, context_ * options_.slots), options_.slots);
+  uint64_t chunk = chunk_;
   uint64_t H = uint64_t(config_.hidden_size), I = uint64_t(config_.intermediate_size);
   uint64_t q_width = uint64_t(config_.num_heads) * uint64_t(config_.head_dim);
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
@@ -456,15 +534,24 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   b.branch_normed = f32("branch normed", chunk * H);
   b.up = f32("up", chunk * I * (config_.arch->gated_mlp() ? 2 : 1));
   b.act = f32("act", chunk * I);
-  b.last = f32("last row", H);
+  b.last = f32("last rows", H * options_.slots);
   // All-position logits are kept to chunks whose logits fit one storage binding.
   uint64_t max_rows = device_.limits().maxStorageBufferBindingSize / (vocab * 4);
   b.logit_rows = uint32_t(std::max<uint64_t>(1, std::min(chunk, max_rows)));
+  if (b.logit_rows < options_.slots)
+    fail("{} slots need {} rows of logits, more than one storage binding of this adapter holds ({})", options_.slots,
+         options_.slots, b.logit_rows);
   b.logits = f32("logits", b.logit_rows * vocab);
+  uint64_t pool_bytes = slot_stride(context_, kv_width) * options_.slots;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
-    b.k_cache.push_back(device_.create_buffer(fmt::format("layer {} k cache", l), context_ * kv_width * 4));
-    b.v_cache.push_back(device_.create_buffer(fmt::format("layer {} v cache", l), context_ * kv_width * 4));
+    b.k_cache.push_back(device_.create_buffer(fmt::format("layer {} k cache", l), pool_bytes));
+    b.v_cache.push_back(device_.create_buffer(fmt::format("layer {} v cache", l), pool_bytes));
   }
+  // A batched step binds each sequence's rows of q, q|k|v and the attention output on their own.
+  uint64_t alignment = device_.limits().minStorageBufferOffsetAlignment;
+  batchable_ = config_.arch->positions != PositionKind::Learned && (q_width * 4) % alignment == 0 &&
+               ((q_width + 2 * kv_width) * 4) % alignment == 0;
+  batch_argmax_ = batchable_ && (vocab * 4) % alignment == 0;  // each sequence's logits row bound on its own
   if (config_.arch->positions == PositionKind::Rotary) {
     // Layer kinds differ in rotary base only for Gemma3; look up one layer of each kind.
     for (bool sliding : {false, true}) {
@@ -482,6 +569,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
   b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound());
   b.sampled = f32("sampled token", 1);
+  b.batch_tokens = f32("batch tokens", options_.slots);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
   if (vocab <= kernels::kMaxSampleCount) {
     b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
@@ -494,51 +582,111 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
 Model::~Model() = default;
 
 uint64_t Model::kv_cache_bytes() const {
-  return 2 * uint64_t(config_.num_layers) * context_ * uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim) * 4;
+  uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
+  return 2 * uint64_t(config_.num_layers) * slot_stride(context_, kv_width) * slots();
 }
 
-void Model::rewind(uint32_t position) {
-  if (position > position_) fail("cannot rewind the cache to {}: it holds {} tokens", position, position_);
-  position_ = position;
+void Model::rewind(uint32_t position, uint32_t slot) {
+  if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
+  if (position > positions_[slot])
+    fail("cannot rewind the cache to {}: it holds {} tokens", position, positions_[slot]);
+  positions_[slot] = position;
 }
 
-Model::Step& Model::step(uint32_t tokens, Output output) {
-  if (tokens == 1 && output == Output::AllLogits) output = Output::LastLogits;  // the same graph
-  auto key = std::make_pair(tokens, output);
+Model::Step& Model::step(const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output) {
+  if (shape.size() == 1 && shape.front().second == 1 && output == Output::AllLogits)
+    output = Output::LastLogits;  // the same graph
+  StepKey key{shape, output};
   if (auto found = steps_.find(key); found != steps_.end()) return *found->second;
-  if (steps_.size() >= 8) steps_.clear();  // prompts of many lengths: keep the cache of graphs small
+  // Prompts of many lengths and batches of many compositions: keep the cache of graphs small.
+  if (steps_.size() >= 8 + 2 * slots()) steps_.clear();
   auto step = std::make_unique<Step>();
-  step->tokens = tokens;
-  StepBuilder(device_, config_, weights_, *buffers_, context_, options_, *step)
+  step->segments = shape;
+  for (auto [slot, tokens] : shape) step->tokens += tokens;
+  StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, *step)
       .build(output == Output::AllLogits, output == Output::GreedyToken,
              output == Output::SampledToken ? &sampling_ : nullptr);
-  return *steps_.emplace(key, std::move(step)).first->second;
+  return *steps_.emplace(std::move(key), std::move(step)).first->second;
 }
 
-std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logits) {
-  if (tokens.empty()) fail("forward: no tokens");
-  for (size_t i = 0; i < tokens.size(); ++i) check_token_id(config_, tokens[i], fmt::format("token {}", i));
-  if (position_ + tokens.size() > context_)
-    fail("context full: {} tokens in the cache + {} new exceed the context of {} (--ctx)", position_, tokens.size(),
-         context_);
-  uint32_t chunk = std::min(options_.max_chunk, context_);
+void Model::check_segment(const Segment& segment) const {
+  if (segment.slot >= slots()) fail("no KV-cache slot {}: the model has {}", segment.slot, slots());
+  if (segment.tokens.empty()) fail("forward: no tokens for slot {}", segment.slot);
+  for (size_t i = 0; i < segment.tokens.size(); ++i)
+    check_token_id(config_, segment.tokens[i], fmt::format("token {}", i));
+  uint32_t position = positions_[segment.slot];
+  if (position + segment.tokens.size() > context_)
+    fail("context full: {} tokens in the cache + {} new exceed the context of {} (--ctx)", position,
+         segment.tokens.size(), context_);
+}
+
+std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logits, uint32_t slot) {
+  check_segment({slot, tokens});
+  uint32_t chunk = std::min(chunk_, context_);
   if (all_logits) chunk = std::min(chunk, buffers_->logit_rows);
   std::vector<float> logits;
   for (size_t start = 0; start < tokens.size(); start += chunk) {
-    auto piece = tokens.subspan(start, std::min<size_t>(chunk, tokens.size() - start));
-    bool last = start + piece.size() == tokens.size();
-    auto out = run_chunk(piece, all_logits);
+    Segment piece{slot, tokens.subspan(start, std::min<size_t>(chunk, tokens.size() - start))};
+    bool last = start + piece.tokens.size() == tokens.size();
+    auto out = run_step(std::span(&piece, 1), all_logits);
     if (all_logits || last) logits.insert(logits.end(), out.begin(), out.end());
+  }
+  return logits;
+}
+
+std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
+  check_batch(segments);
+  if (!batch_argmax_) fail("forward_batch_greedy: this model's batched steps cannot pick tokens on the GPU");
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  std::vector<uint32_t> ids;
+  for (const Segment& segment : segments) {
+    if (segment.tokens.size() != 1) fail("forward_batch_greedy: every segment must be one token");
+    shape.emplace_back(segment.slot, 1);
+    ids.push_back(uint32_t(segment.tokens.front()));
+  }
+  Step& s = step(shape, Output::GreedyToken);
+  device_.write(buffers_->ids, std::span<const uint32_t>(ids));
+  gpu::Recorder recorder(device_, "batched greedy step");
+  record(s, recorder);
+  recorder.submit();
+  auto picked = device_.read_as<uint32_t>(buffers_->batch_tokens, 0, segments.size());
+  for (const Segment& segment : segments) ++positions_[segment.slot];
+  return picked;
+}
+
+void Model::check_batch(std::span<const Segment> segments) const {
+  if (segments.empty()) fail("forward_batch: no segments");
+  size_t rows = 0;
+  std::vector<bool> used(slots(), false);
+  for (const Segment& segment : segments) {
+    check_segment(segment);
+    if (used[segment.slot]) fail("forward_batch: slot {} appears twice in one step", segment.slot);
+    used[segment.slot] = true;
+    rows += segment.tokens.size();
+  }
+  if (rows > chunk_) fail("forward_batch: {} rows exceed the {} one step holds", rows, chunk_);
+}
+
+std::vector<float> Model::forward_batch(std::span<const Segment> segments) {
+  check_batch(segments);
+  if (batchable_) return run_step(segments, false);
+  std::vector<float> logits;
+  for (const Segment& segment : segments) {
+    auto row = run_step(std::span(&segment, 1), false);
+    logits.insert(logits.end(), row.begin(), row.end());
   }
   return logits;
 }
 
 void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
   for (auto& entry : s.entries) {
-    if (entry.for_keys && !entry.for_keys(position_ + s.tokens)) continue;
-    if (entry.at_position) entry.at_position(position_);
+    auto [slot, tokens] = s.segments[entry.segment];
+    uint32_t position = positions_[slot];
+    if (entry.for_keys && !entry.for_keys(position + tokens)) continue;
+    if (entry.at_position) entry.at_position(position);
     if (entry.copy)
-      recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination, 0, entry.copy->size);
+      recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination,
+                    entry.copy->destination_offset, entry.copy->size);
     else if (timer)
       timer->dispatch(recorder, *entry.dispatch->pipeline, entry.dispatch->bind_group, entry.dispatch->grid,
                       entry.label + "|" + entry.dispatch->kernel);
@@ -547,33 +695,41 @@ void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
   }
 }
 
-std::vector<float> Model::run_chunk(std::span<const int32_t> tokens, bool all_logits) {
-  Step& s = step(uint32_t(tokens.size()), all_logits ? Output::AllLogits : Output::LastLogits);
-  std::vector<uint32_t> ids(tokens.begin(), tokens.end());
+std::vector<float> Model::run_step(std::span<const Segment> segments, bool all_logits) {
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  std::vector<uint32_t> ids;
+  for (const Segment& segment : segments) {
+    shape.emplace_back(segment.slot, uint32_t(segment.tokens.size()));
+    ids.insert(ids.end(), segment.tokens.begin(), segment.tokens.end());
+  }
+  Step& s = step(shape, all_logits ? Output::AllLogits : Output::LastLogits);
   device_.write(buffers_->ids, std::span<const uint32_t>(ids));
   gpu::Recorder recorder(device_, "step");
   record(s, recorder);
   recorder.submit();
-  position_ += uint32_t(tokens.size());
-  return device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
+  auto logits = device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
+  for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
+  return logits;
 }
 
-uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token) {
-  return decode_on_gpu(Output::GreedyToken, first, max_steps, on_token);
+uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
+                              uint32_t slot) {
+  return decode_on_gpu(Output::GreedyToken, first, max_steps, on_token, slot);
 }
 
 bool Model::sampling_on_gpu(const GpuSampling& s) const {
   return s.temperature > 0 && std::isfinite(1.0f / s.temperature) && s.top_k <= kernels::kMaxSampleTopK &&
-         uint64_t(config_.vocab_size) <= kernels::kMaxSampleCount;
+         token_count_ <= kernels::kMaxSampleCount;
 }
 
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
-                               std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token) {
+                               std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
+                               uint32_t slot) {
   if (!sampling_on_gpu(s))
     fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}), top_k of at most {} (got "
          "{}; 0 is off) and a vocabulary of at most {} (the model's: {})",
          s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
-  kernels::SampleParams settings{uint32_t(config_.vocab_size), 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
+  kernels::SampleParams settings{token_count_, 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
                                  uint32_t(s.seed), uint32_t(s.seed >> 32), s.repetition_penalty, s.presence_penalty,
                                  s.frequency_penalty};
   // The step's graph may already exist: its uniforms follow sampling_ without the kernel seeing it again.
@@ -587,66 +743,114 @@ uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampl
       if (id >= 0 && id < config_.vocab_size) ++counts[size_t(id)];
     device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
   }
-  return decode_on_gpu(Output::SampledToken, first, max_steps, on_token);
+  return decode_on_gpu(Output::SampledToken, first, max_steps, on_token, slot);
 }
 
+namespace {
+
+// The read-backs of steps in flight. Dawn holds each read's status as its map callback's userdata, and the ring
+// buffers stay mapped until a read is finished: whatever ends the decode loop (a stop, a callback that throws,
+// a device error), every read still in flight is waited for and unmapped before the queue goes away, so the
+// ring can be mapped again by the next call.
+class ReadsInFlight {
+ public:
+  explicit ReadsInFlight(gpu::Device& device) : device_(device) {}
+  ~ReadsInFlight() { drain(); }
+  ReadsInFlight(const ReadsInFlight&) = delete;
+  ReadsInFlight& operator=(const ReadsInFlight&) = delete;
+
+  void push(gpu::Device::PendingRead read) { reads_.push_back(std::move(read)); }
+  size_t size() const { return reads_.size(); }
+  bool empty() const { return reads_.empty(); }
+  // Waits for the oldest read and returns its bytes.
+  std::vector<std::byte> pop() {
+    Finished finished{reads_};
+    return device_.finish_read(reads_.front());
+  }
+  // Waits for every read and discards it; a failure of one does not keep the others mapped.
+  void drain() noexcept {
+    while (!reads_.empty()) {
+      try {
+        pop();
+      } catch (...) {
+      }
+    }
+  }
+
+ private:
+  // Removes the front read once finish_read() returns or throws: either way it is no longer pending.
+  struct Finished {
+    std::deque<gpu::Device::PendingRead>& reads;
+    ~Finished() { reads.pop_front(); }
+  };
+  gpu::Device& device_;
+  std::deque<gpu::Device::PendingRead> reads_;
+};
+
+}  // namespace
+
 uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
-                              const std::function<bool(int32_t)>& on_token) {
+                              const std::function<bool(int32_t)>& on_token, uint32_t slot) {
   check_token_id(config_, first, "first token");
-  max_steps = std::min(max_steps, context_ - position_);
+  if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
+  uint32_t& position = positions_[slot];
+  max_steps = std::min(max_steps, context_ - position);
   if (max_steps == 0) return 0;
-  Step& s = step(1, output);
+  Step& s = step(1, output, slot);
   Buffers& b = *buffers_;
-  const uint32_t start = position_;
+  const uint32_t start = position;
   uint32_t first_id = uint32_t(first);
   device_.write(b.ids, std::span<const uint32_t>(&first_id, 1));
   // Keep up to `lag` steps queued ahead of the host: enough to hide the read-back round trip.
   const size_t lag = b.token_ring.size() - 1;
-  std::deque<gpu::Device::PendingRead> in_flight;
   uint32_t submitted = 0, produced = 0;
   bool stopped = false, no_token = false;
-  auto collect = [&] {
-    auto bytes = device_.finish_read(in_flight.front());
-    in_flight.pop_front();
-    uint32_t id = 0;
-    std::memcpy(&id, bytes.data(), 4);
-    if (id == kernels::kNoToken) {  // every logit NaN: the steps after it ran on a meaningless id
-      no_token = stopped = true;
-      return;
+  {
+    // Whatever happens below, the cache ends up holding `first` and the ids before the last one delivered.
+    struct KeepDelivered {
+      uint32_t& position;
+      uint32_t start;
+      const uint32_t& produced;
+      ~KeepDelivered() { position = start + produced; }
+    } keep{position, start, produced};
+    ReadsInFlight in_flight(device_);  // destroyed (drained) before `keep` sets the position
+    auto collect = [&] {
+      auto bytes = in_flight.pop();
+      uint32_t id = 0;
+      std::memcpy(&id, bytes.data(), 4);
+      if (id == kernels::kNoToken) {  // every logit NaN: the steps after it ran on a meaningless id
+        no_token = stopped = true;
+        return;
+      }
+      ++produced;
+      if (!on_token(int32_t(id))) stopped = true;
+    };
+    while (!stopped && (submitted < max_steps || !in_flight.empty())) {
+      if (submitted < max_steps && in_flight.size() <= lag) {
+        const gpu::Buffer& ring_slot = b.token_ring[submitted % b.token_ring.size()];
+        gpu::Recorder recorder(device_, "decode step");
+        record(s, recorder);
+        recorder.copy(b.ids, 0, ring_slot, 0, 4);
+        recorder.submit();
+        ++position;
+        ++submitted;
+        in_flight.push(device_.map_async(ring_slot, 4));
+      } else {
+        collect();
+      }
     }
-    ++produced;
-    if (!on_token(int32_t(id))) stopped = true;
-  };
-  while (!stopped && (submitted < max_steps || !in_flight.empty())) {
-    if (submitted < max_steps && in_flight.size() <= lag) {
-      const gpu::Buffer& slot = b.token_ring[submitted % b.token_ring.size()];
-      gpu::Recorder recorder(device_, "decode step");
-      record(s, recorder);
-      recorder.copy(b.ids, 0, slot, 0, 4);
-      recorder.submit();
-      ++position_;
-      ++submitted;
-      in_flight.push_back(device_.map_async(slot, 4));
-    } else {
-      collect();
-    }
-  }
-  while (!in_flight.empty()) {  // steps past a stop: wait for them (their buffers must unmap), discard
-    device_.finish_read(in_flight.front());
-    in_flight.pop_front();
-  }
-  position_ = start + produced;
+  }  // steps past a stop: waited for (their buffers must unmap) and discarded
   if (no_token)
     fail("decoding: every logit of the step at position {} is NaN (NaN in the model's weights or activations); "
          "the cache keeps the {} tokens before it",
-         position_, position_);
+         position, position);
   return produced;
 }
 
 std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
-  if (tokens == 0 || position_ + tokens > context_)
-    fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, position_, context_);
-  Step& s = step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits);
+  if (tokens == 0 || positions_[0] + tokens > context_)
+    fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, positions_[0], context_);
+  Step& s = step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0);
   size_t dispatches = std::count_if(s.entries.begin(), s.entries.end(), [](const auto& e) { return e.dispatch.has_value(); });
   gpu::GpuTimer timer(device_, uint32_t(dispatches));
   gpu::Recorder recorder(device_, "profiled step");
@@ -655,10 +859,10 @@ std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
 }
 
 std::vector<StepEntry> Model::describe(uint32_t tokens, bool all_logits) {
-  Step& s = step(tokens, all_logits ? Output::AllLogits : Output::LastLogits);
+  Step& s = step(tokens, all_logits ? Output::AllLogits : Output::LastLogits, 0);
   std::vector<StepEntry> out;
   for (const auto& entry : s.entries) {
-    if (entry.for_keys && !entry.for_keys(position_ + tokens)) continue;
+    if (entry.for_keys && !entry.for_keys(positions_[0] + tokens)) continue;
     if (entry.dispatch)
       out.push_back({entry.label, entry.dispatch->kernel, entry.dispatch->shapes, entry.dispatch->grid});
     else

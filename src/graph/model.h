@@ -28,13 +28,23 @@ namespace gerbil::graph {
 enum class PreparedNorms { Auto, Always, Never };
 
 struct ModelOptions {
-  uint32_t context = 0;       // KV-cache capacity in tokens; 0: min(max_position_embeddings, 4096)
-  uint32_t max_chunk = 512;   // prompt tokens per prefill step (longer prompts run in chunks)
+  uint32_t context = 0;       // KV-cache capacity of one slot in tokens; 0: min(max_position_embeddings, 4096)
+  uint32_t slots = 1;         // sequences the KV-cache pool holds at once, each with `context` tokens
+  uint32_t max_chunk = 512;   // rows of one step: prompt tokens per prefill step, or a batch's tokens in all
+  // Ids at or above this are never picked on the GPU: the tokenizer's vocabulary where the model's logits are
+  // padded past it (Qwen2.5: 151,665 ids, 151,936 logits). 0: every logit.
+  uint32_t token_count = 0;
   WeightPolicy weights = WeightPolicy::Checkpoint;
   PreparedNorms prepared_norms = PreparedNorms::Auto;
   // Prompt products (kernels::Arithmetic): F16 needs shader-f16 and rounds to f16; decoding is f32 either way.
   kernels::Arithmetic arithmetic = kernels::Arithmetic::F32;
   LoadProgress progress;      // optional: told how far the weight upload has come
+};
+
+// One sequence's part of a batched step: TOKENS fed to the KV-cache slot SLOT at its current position.
+struct Segment {
+  uint32_t slot = 0;
+  std::span<const int32_t> tokens;
 };
 
 // One entry of a step's graph, for `gerbil graph`.
@@ -53,19 +63,37 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return config_; }
-  uint32_t context() const { return context_; }
-  uint32_t position() const { return position_; }  // tokens in the KV cache
+  uint32_t context() const { return context_; }  // tokens one slot holds
+  uint32_t slots() const { return uint32_t(positions_.size()); }
+  uint32_t max_chunk() const { return chunk_; }   // rows one step can hold
+  uint32_t token_count() const { return token_count_; }
+  uint32_t position(uint32_t slot = 0) const { return positions_.at(slot); }  // tokens in the slot's KV cache
   uint64_t weight_bytes() const { return weights_.bytes; }
   uint64_t kv_cache_bytes() const;
 
-  void reset() { position_ = 0; }
-  // Rewinds the cache to `position` tokens (keeps what came before; e.g. a shared chat prefix).
-  void rewind(uint32_t position);
+  void reset(uint32_t slot = 0) { rewind(0, slot); }
+  // Rewinds the slot's cache to `position` tokens (keeps what came before; e.g. a shared chat prefix).
+  void rewind(uint32_t position, uint32_t slot = 0);
 
   // Runs `tokens` at positions position()..position()+n-1 (prompt chunks of at most max_chunk) and returns
   // the logits [rows, vocab] of every token (all_logits) or of the last one. Throws, changing nothing,
   // if a token id is out of range or the tokens do not fit in the context.
-  std::vector<float> forward(std::span<const int32_t> tokens, bool all_logits = false);
+  std::vector<float> forward(std::span<const int32_t> tokens, bool all_logits = false, uint32_t slot = 0);
+
+  // One step over several slots at once (continuous batching): the products read each weight once for all
+  // rows; each segment attends over its own slot's cache. Returns the logits of each segment's last token,
+  // [segments, vocab] in segment order. The rows in all must fit max_chunk(), each slot at most once, every
+  // segment non-empty and within its slot's context; throws, changing nothing, otherwise. Where the model
+  // cannot batch (can_batch()), the segments run one after another with the same result.
+  std::vector<float> forward_batch(std::span<const Segment> segments);
+  // Whether forward_batch() runs its segments as one step: the per-segment views of the activation rows must
+  // sit at offsets the adapter can bind, and positions must not be learned (GPT-2's table is per row).
+  bool can_batch() const { return batchable_; }
+  // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (argmax,
+  // ids past token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back.
+  // Only where can_pick_in_batch().
+  std::vector<uint32_t> forward_batch_greedy(std::span<const Segment> segments);
+  bool can_pick_in_batch() const { return batch_argmax_; }
 
   // Greedy decoding with the token kept on the GPU: `first` is fed at the current position, and each step's
   // argmax (computed on the GPU) becomes the next step's input, so steps are submitted back to back
@@ -74,7 +102,8 @@ class Model {
   // (and never past the context). Steps already in flight after a stop are discarded: the cache ends up
   // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
   // Throws, naming the position, when a step's logits are all NaN (the cache keeps the tokens before it).
-  uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
+  uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
+                         uint32_t slot = 0);
 
   // decode_greedy() with each token drawn on the GPU (kernels::sample: repetition / presence / frequency
   // penalties over the tokens in `seen` (those before this call, `first` included) and the ones drawn since,
@@ -90,7 +119,8 @@ class Model {
     bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
-                          std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token);
+                          std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
+                          uint32_t slot = 0);
   // Whether the GPU can sample with these settings: top_k of at most kMaxSampleTopK (0: off), a vocabulary
   // of at most kMaxSampleCount, a positive temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)
@@ -111,11 +141,18 @@ class Model {
 
  private:
   enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken };
-  Step& step(uint32_t tokens, Output output);
+  // A step's shape: (slot, tokens) per segment, and what it outputs.
+  using StepKey = std::pair<std::vector<std::pair<uint32_t, uint32_t>>, Output>;
+  Step& step(const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output);
+  Step& step(uint32_t tokens, Output output, uint32_t slot) { return step({{slot, tokens}}, output); }
   // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
   // back to back, ids read back a few steps behind.
-  uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
-  std::vector<float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
+  uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
+                         uint32_t slot);
+  // Runs one step over SEGMENTS (already checked) and advances their slots; returns the logits rows.
+  std::vector<float> run_step(std::span<const Segment> segments, bool all_logits);
+  void check_segment(const Segment& segment) const;
+  void check_batch(std::span<const Segment> segments) const;
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
 
@@ -123,10 +160,14 @@ class Model {
   ModelConfig config_;
   ModelOptions options_;
   uint32_t context_ = 0;
-  uint32_t position_ = 0;
+  uint32_t chunk_ = 0;
+  uint32_t token_count_ = 0;
+  bool batchable_ = false;
+  bool batch_argmax_ = false;
+  std::vector<uint32_t> positions_;  // tokens in each slot's cache
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
-  std::map<std::pair<uint32_t, Output>, std::unique_ptr<Step>> steps_;
+  std::map<StepKey, std::unique_ptr<Step>> steps_;
   kernels::SampleParams sampling_{};  // decode_sampled()'s settings, which its steps' uniforms follow
 };
 

@@ -1,0 +1,521 @@
+#include "generate/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "gerbil/error.h"
+#include "generate/stop_strings.h"
+#include "kernels/model.h"
+
+namespace gerbil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Log-probabilities of LOGITS (temperature 1, nothing masked or penalised, as OpenAI reports them): the
+// chosen id's and the TOP most likely ones'.
+StepLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, uint32_t top) {
+  float best = -std::numeric_limits<float>::infinity();
+  for (float x : logits)
+    if (x > best) best = x;
+  double sum = 0;
+  for (float x : logits)
+    if (!std::isnan(x)) sum += std::exp(double(x) - best);
+  float log_sum = float(std::log(sum)) + best;
+  StepLogprobs out{{chosen, logits[size_t(chosen)] - log_sum}, {}};
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  top = std::min<uint32_t>(top, uint32_t(ids.size()));
+  std::partial_sort(ids.begin(), ids.begin() + top, ids.end(), [&](int32_t a, int32_t b) {
+    float x = logits[size_t(a)], y = logits[size_t(b)];
+    return x > y || (x == y && a < b);
+  });
+  for (uint32_t i = 0; i < top; ++i) out.top.push_back({ids[i], logits[size_t(ids[i])] - log_sum});
+  return out;
+}
+
+}  // namespace
+
+struct Scheduler::Sequence {
+  Sequence(uint64_t id, SequenceRequest&& request, SequenceCallback&& on_event, const Tokenizer* tokenizer,
+           const ModelConfig& config)
+      : id(id),
+        request(std::move(request)),
+        on_event(std::move(on_event)),
+        sampler(this->request.options.sampling),
+        filter(this->request.options.stop_strings),
+        stop_ids(this->request.options.stop_ids),
+        history(this->request.prompt),
+        start(Clock::now()) {
+    if (tokenizer) decoder.emplace(*tokenizer, /*skip_special_tokens=*/true);
+    if (stop_ids.empty())
+      for (int64_t eos : config.eos_token_ids) stop_ids.push_back(int32_t(eos));
+    result.seed = sampler.seed();
+    result.stats.prompt_tokens = this->request.prompt.size();
+  }
+
+  const std::vector<int32_t>& prompt() const { return request.prompt; }
+  const GenerateOptions& options() const { return request.options; }
+  bool prefilling() const { return !next; }
+
+  uint64_t id;
+  SequenceRequest request;
+  SequenceCallback on_event;
+  std::atomic<bool> cancelled{false};
+  Sampler sampler;
+  std::optional<StreamDecoder> decoder;
+  StopStringFilter filter;
+  std::vector<int32_t> stop_ids;
+  std::vector<int32_t> history;  // the prompt and every drawn id
+  size_t fed = 0;                // prompt tokens in the slot's cache
+  std::optional<int32_t> next;   // the last drawn id, fed by the next step
+  Generation result;
+  SequenceEvent pending;  // what the next event delivers
+  Clock::time_point start, prefill_start, decode_start;
+};
+
+struct Scheduler::Slot {
+  uint32_t index = 0;
+  std::vector<int32_t> cached;  // the tokens whose keys and values the slot's cache holds
+  std::unique_ptr<Sequence> sequence;
+  uint64_t last_used = 0;
+};
+
+Scheduler::Scheduler(graph::Model& model, const Tokenizer* tokenizer, const SchedulerOptions& options)
+    : options_(options), model_(model), tokenizer_(tokenizer) {
+  if (options_.parallel == 0) fail("the scheduler needs at least one parallel sequence (--parallel)");
+  if (options_.parallel > model.slots())
+    fail("{} parallel sequences need as many KV-cache slots; the model has {}", options_.parallel, model.slots());
+  for (uint32_t i = 0; i < options_.parallel; ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->index = i;
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(false); }
+
+uint32_t Scheduler::context() const { return model_.context(); }
+
+uint64_t Scheduler::submit(SequenceRequest request, SequenceCallback on_event) {
+  if (request.prompt.empty()) fail("the prompt is empty");
+  if (request.prompt.size() >= model_.context())
+    fail("the prompt has {} tokens but the context holds {} (prompt and answer; --ctx)", request.prompt.size(),
+         model_.context());
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    check_token_id(model_.config(), request.prompt[i], fmt::format("prompt token {}", i));
+  if (!tokenizer_ && !request.options.stop_strings.empty()) fail("stop strings need a tokenizer");
+  if (request.top_logprobs > kMaxTopLogprobs)
+    fail("top_logprobs is {}; at most {} are returned", request.top_logprobs, kMaxTopLogprobs);
+  std::lock_guard lock(mutex_);
+  if (stopping_) fail("the scheduler is shutting down");
+  if (queue_.size() >= options_.max_queue)
+    throw QueueFull(fmt::format("{} requests are already waiting (--max-queue)", queue_.size()));
+  uint64_t id = next_id_++;
+  // Built here, on the caller's thread, so bad sampling settings or stop strings throw to the caller.
+  queue_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(on_event), tokenizer_,
+                                              model_.config()));
+  waiting_ = queue_.size();
+  wake_.notify_all();
+  return id;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if ((*it)->id == id) {
+      withdrawn_.push_back(std::move(*it));
+      queue_.erase(it);
+      waiting_ = queue_.size();
+      wake_.notify_all();
+      return;
+    }
+  for (auto& slot : slots_)
+    if (slot->sequence && slot->sequence->id == id) slot->sequence->cancelled = true;
+}
+
+void Scheduler::shutdown(bool finish) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      stopping_ = true;
+      finish_on_stop_ = finish;
+    }
+    wake_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::forget_cache() {
+  std::lock_guard lock(mutex_);
+  for (auto& slot : slots_)
+    if (!slot->sequence) slot->cached.clear();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  SchedulerStats s = stats_;
+  s.queued = queue_.size();
+  s.active = size_t(std::count_if(slots_.begin(), slots_.end(), [](auto& slot) { return slot->sequence != nullptr; }));
+  return s;
+}
+
+bool Scheduler::any_active() const {
+  return std::any_of(slots_.begin(), slots_.end(), [](auto& slot) { return slot->sequence != nullptr; });
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    std::vector<std::unique_ptr<Sequence>> withdrawn;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !withdrawn_.empty() || any_active(); });
+      if (stopping_ && !finish_on_stop_) {
+        for (auto& sequence : queue_) withdrawn_.push_back(std::move(sequence));
+        queue_.clear();
+        waiting_ = 0;
+        for (auto& slot : slots_)
+          if (slot->sequence) slot->sequence->cancelled = true;
+      }
+      withdrawn.swap(withdrawn_);
+      admit();
+      if (stopping_ && queue_.empty() && withdrawn.empty() && !any_active()) return;
+    }
+    for (auto& sequence : withdrawn) finish_unstarted(std::move(sequence));
+    step();
+  }
+}
+
+// Moves queued requests into free slots, each into the slot whose cache shares the longest prefix with its
+// prompt (the least recently used among equals). Called with the lock held.
+void Scheduler::admit() {
+  while (!queue_.empty()) {
+    auto& sequence = queue_.front();
+    Slot* best = nullptr;
+    size_t best_common = 0;
+    for (auto& slot : slots_) {
+      if (slot->sequence) continue;
+      const auto& cached = slot->cached;
+      const auto& prompt = sequence->prompt();
+      size_t common = size_t(std::mismatch(cached.begin(), cached.begin() + std::ptrdiff_t(std::min(cached.size(), prompt.size())),
+                                           prompt.begin()).first - cached.begin());
+      if (!best || common > best_common || (common == best_common && slot->last_used < best->last_used)) {
+        best = slot.get();
+        best_common = common;
+      }
+    }
+    if (!best) return;
+    // At least one prompt token must run to produce the first logits.
+    size_t reuse = std::min(best_common, sequence->prompt().size() - 1);
+    model_.rewind(uint32_t(std::min<size_t>(reuse, model_.position(best->index))), best->index);
+    best->cached.resize(model_.position(best->index));
+    sequence->fed = best->cached.size();
+    sequence->result.stats.prefilled_tokens = sequence->prompt().size() - sequence->fed;
+    sequence->prefill_start = Clock::now();
+    best->sequence = std::move(sequence);
+    best->last_used = ++admitted_;
+    queue_.pop_front();
+    waiting_ = queue_.size();
+  }
+}
+
+// One step: cancellations, then the next token of every decoding sequence and prompt chunks of the prefilling
+// ones as far as the step's rows allow, in one batched model step; then a draw for each sequence that has
+// logits to draw from.
+void Scheduler::step() {
+  for (auto& slot : slots_) {
+    Sequence* sequence = slot->sequence.get();
+    if (sequence && sequence->cancelled) finish(*slot, FinishReason::Cancelled);
+    else if (sequence && sequence->options().max_new_tokens == 0) finish(*slot, FinishReason::MaxTokens);
+  }
+  std::vector<Slot*> decoding, prefilling;
+  for (auto& slot : slots_)
+    if (slot->sequence) (slot->sequence->prefilling() ? prefilling : decoding).push_back(slot.get());
+  if (decoding.empty() && prefilling.empty()) return;
+  if (decoding.size() == 1 && prefilling.empty() && waiting_ == 0 && decode_solo_on_gpu(*decoding.front())) return;
+
+  std::vector<graph::Segment> segments;
+  std::vector<Slot*> owners;
+  uint32_t rows = 0;
+  for (Slot* slot : decoding) {
+    segments.push_back({slot->index, std::span(&*slot->sequence->next, 1)});
+    owners.push_back(slot);
+    ++rows;
+  }
+  // The oldest prompt first, so a long one is not starved by newer short ones.
+  std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
+  for (Slot* slot : prefilling) {
+    Sequence& s = *slot->sequence;
+    uint32_t budget = model_.max_chunk() - rows;
+    if (options_.prefill_chunk) budget = std::min(budget, options_.prefill_chunk);
+    size_t n = std::min<size_t>(budget, s.prompt().size() - s.fed);
+    if (n == 0) break;
+    segments.push_back({slot->index, std::span(s.prompt()).subspan(s.fed, n)});
+    owners.push_back(slot);
+    rows += uint32_t(n);
+  }
+
+  if (prefilling.empty() && decode_batch_on_gpu(decoding, segments)) return;
+  std::vector<float> logits;
+  try {
+    logits = model_.forward_batch(segments);
+  } catch (const std::exception& e) {
+    for (Slot* slot : owners) finish(*slot, FinishReason::Cancelled, e.what());
+    return;
+  }
+  size_t vocab = size_t(model_.config().vocab_size);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Sequence& s = *owners[i]->sequence;
+    owners[i]->cached.insert(owners[i]->cached.end(), segments[i].tokens.begin(), segments[i].tokens.end());
+    if (s.prefilling()) {
+      s.fed += segments[i].tokens.size();
+      if (s.fed < s.prompt().size()) continue;
+      s.result.stats.prefill_seconds = seconds_since(s.prefill_start);
+      s.decode_start = Clock::now();
+    }
+    try {
+      draw(*owners[i], std::span(logits).subspan(i * vocab, vocab));
+    } catch (const std::exception& e) {
+      finish(*owners[i], FinishReason::Cancelled, e.what());
+    }
+  }
+}
+
+// A step of decoding sequences that all pick greedily with nothing to mask or report: each one's next id is
+// picked on the GPU and only the ids come back, not the logits. Returns false, doing nothing, where that does not
+// apply.
+bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments) {
+  if (!model_.can_pick_in_batch()) return false;
+  for (Slot* slot : decoding) {
+    const SequenceRequest& r = slot->sequence->request;
+    if (r.constraint || r.logprobs || !r.options.sampling.greedy() || r.options.sampling.penalized()) return false;
+  }
+  std::vector<uint32_t> picked;
+  try {
+    picked = model_.forward_batch_greedy(segments);
+  } catch (const std::exception& e) {
+    for (Slot* slot : decoding) finish(*slot, FinishReason::Cancelled, e.what());
+    return true;
+  }
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    Slot& slot = *decoding[i];
+    slot.cached.push_back(*slot.sequence->next);
+    if (picked[i] == kernels::kNoToken) {
+      finish(slot, FinishReason::Cancelled,
+             fmt::format("decoding: every logit at position {} is NaN (NaN in the model's weights or activations)",
+                         model_.position(slot.index) - 1));
+      continue;
+    }
+    Sequence& s = *slot.sequence;
+    if (accept(slot, int32_t(picked[i]))) deliver(s);
+  }
+  return true;
+}
+
+// A sequence decoding alone, with nothing waiting, no constraint and no log-probabilities: its tokens are picked
+// on the GPU and the steps queued back to back (graph::Model::decode_greedy / decode_sampled), until it ends or a
+// request arrives (then it stops, and the next step batches it with the newcomer). Returns false, doing nothing,
+// where the GPU cannot pick with the sequence's settings.
+bool Scheduler::decode_solo_on_gpu(Slot& slot) {
+  Sequence& s = *slot.sequence;
+  if (s.request.constraint || s.request.logprobs) return false;
+  const SamplingParams& p = s.options().sampling;
+  // Greedy decoding with penalties is sampling from the best one (top-k 1) after them.
+  graph::Model::GpuSampling on_gpu{p.greedy() ? 1.0f : p.temperature,
+                                   p.greedy() ? 1u : uint32_t(std::max(p.top_k, 0)),
+                                   p.top_p,
+                                   p.min_p,
+                                   s.sampler.seed(),
+                                   p.repetition_penalty,
+                                   p.presence_penalty,
+                                   p.frequency_penalty};
+  bool argmax = p.greedy() && !p.penalized();
+  if (!argmax && !model_.sampling_on_gpu(on_gpu)) return false;
+  int32_t first = *s.next;
+  uint32_t steps = s.options().max_new_tokens - uint32_t(s.result.tokens.size());
+  auto on_token = [&](int32_t id) {
+    slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
+    if (!accept(slot, id)) return false;  // finished: `s` is gone
+    deliver(s);
+    return !s.cancelled && waiting_ == 0;
+  };
+  try {
+    if (argmax)
+      model_.decode_greedy(first, steps, on_token, slot.index);
+    else
+      model_.decode_sampled(first, steps, on_gpu, s.history, on_token, slot.index);
+  } catch (const std::exception& e) {
+    slot.cached.resize(std::min(slot.cached.size(), size_t(model_.position(slot.index))));
+    if (slot.sequence) finish(slot, FinishReason::Cancelled, e.what());
+    return true;
+  }
+  if (slot.sequence) slot.cached.resize(model_.position(slot.index));
+  return true;
+}
+
+// Draws the next id of the slot's sequence from LOGITS (its last position's row; used as scratch): ids past the
+// tokenizer's vocabulary and those the constraint rules out are masked, then the sampler draws.
+void Scheduler::draw(Slot& slot, std::span<float> logits) {
+  Sequence& s = *slot.sequence;
+  uint32_t count = model_.token_count();
+  std::vector<uint8_t> allowed(logits.size(), 0);
+  std::fill(allowed.begin(), allowed.begin() + count, 1);
+  if (s.request.constraint) s.request.constraint->mask(allowed);
+  bool any = false;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!allowed[i]) logits[i] = -std::numeric_limits<float>::infinity();
+    any = any || allowed[i];
+  }
+  if (!any) fail("the output constraint allows no token after {} generated tokens", s.result.tokens.size());
+  std::optional<std::vector<float>> raw;
+  if (s.request.logprobs) raw.emplace(logits.begin(), logits.begin() + count);
+  int32_t id = s.sampler.sample(logits, s.history);
+  if (size_t(id) >= count || !allowed[size_t(id)])
+    fail("the sampler drew id {}, which the mask rules out (all allowed logits NaN?)", id);
+  if (raw) s.pending.logprobs.push_back(logprobs_of(*raw, id, s.request.top_logprobs));
+  if (s.request.constraint) s.request.constraint->accept(id);
+  if (accept(slot, id)) deliver(s);  // else finished, and `s` is gone
+}
+
+// Takes one drawn id; returns whether the sequence goes on (else it is finished and its slot free).
+bool Scheduler::accept(Slot& slot, int32_t id) {
+  Sequence& s = *slot.sequence;
+  const GenerateOptions& o = s.options();
+  if (s.result.tokens.empty()) s.result.stats.time_to_first_token = seconds_since(s.start);
+  s.history.push_back(id);
+  s.next.reset();
+  if (!o.ignore_eos && std::find(s.stop_ids.begin(), s.stop_ids.end(), id) != s.stop_ids.end()) {
+    finish(slot, FinishReason::EndOfSequence);
+    return false;
+  }
+  s.result.tokens.push_back(id);
+  s.pending.ids.push_back(id);
+  if (s.decoder) {
+    bool hit = false;
+    std::string piece = s.filter.add(s.decoder->step(id), hit);
+    s.result.text += piece;
+    s.pending.text += piece;
+    if (hit) {
+      finish(slot, FinishReason::StopString);
+      return false;
+    }
+  }
+  if (s.cancelled) {
+    finish(slot, FinishReason::Cancelled);
+    return false;
+  }
+  if (s.result.tokens.size() >= o.max_new_tokens) {
+    finish(slot, FinishReason::MaxTokens);
+    return false;
+  }
+  // The newest token is fed at position prompt + tokens - 1: it needs a free cache slot.
+  if (s.prompt().size() + s.result.tokens.size() > model_.context()) {
+    finish(slot, FinishReason::ContextFull);
+    return false;
+  }
+  s.next = id;
+  return true;
+}
+
+// Hands the sequence's pending event to its callback; a callback that returns false or throws cancels it.
+void Scheduler::deliver(Sequence& s) {
+  if (s.pending.text.empty() && s.pending.ids.empty() && !s.pending.done) return;
+  SequenceEvent event = std::move(s.pending);
+  s.pending = {};
+  bool going = false;
+  try {
+    going = s.on_event(event);
+  } catch (...) {
+  }
+  if (!going) s.cancelled = true;
+}
+
+void Scheduler::finish(Slot& slot, FinishReason reason, std::string error) {
+  std::unique_ptr<Sequence> sequence;
+  {
+    std::lock_guard lock(mutex_);
+    sequence = std::move(slot.sequence);
+    slot.cached.resize(std::min(slot.cached.size(), size_t(model_.position(slot.index))));
+    if (!error.empty()) {
+      // The step failed: what the cache holds for this slot is no longer trusted.
+      model_.reset(slot.index);
+      slot.cached.clear();
+    }
+  }
+  Sequence& s = *sequence;
+  if (s.decoder && (reason == FinishReason::EndOfSequence || reason == FinishReason::MaxTokens ||
+                    reason == FinishReason::ContextFull)) {
+    bool hit = false;
+    std::string tail = s.filter.add(s.decoder->finish(), hit);
+    if (!hit) tail += s.filter.flush();
+    if (hit) reason = FinishReason::StopString;
+    s.result.text += tail;
+    s.pending.text += tail;
+  }
+  s.result.finish = reason;
+  s.result.stats.generated_tokens = s.result.tokens.size();
+  if (s.decode_start != Clock::time_point{}) s.result.stats.decode_seconds = seconds_since(s.decode_start);
+  s.pending.done = true;
+  s.pending.result = s.result;
+  s.pending.error = std::move(error);
+  {
+    std::lock_guard lock(mutex_);
+    ++(s.pending.error.empty() ? (reason == FinishReason::Cancelled ? stats_.cancelled : stats_.finished) : stats_.failed);
+    stats_.prompt_tokens += s.prompt().size();
+    stats_.cached_tokens += s.prompt().size() - s.result.stats.prefilled_tokens;
+    stats_.generated_tokens += s.result.tokens.size();
+  }
+  deliver(s);
+}
+
+void Scheduler::finish_unstarted(std::unique_ptr<Sequence> sequence) {
+  sequence->result.finish = FinishReason::Cancelled;
+  sequence->pending.done = true;
+  sequence->pending.result = sequence->result;
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.cancelled;
+  }
+  deliver(*sequence);
+}
+
+Generation Scheduler::run(SequenceRequest request, const TextCallback& on_text, const std::atomic<bool>* cancel) {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  Generation result;
+  std::string error;
+  std::exception_ptr thrown;  // from ON_TEXT: rethrown here, on the caller's thread
+  uint64_t id = submit(std::move(request), [&](const SequenceEvent& event) {
+    bool going = !(cancel && cancel->load());
+    if (on_text && !event.text.empty()) {
+      try {
+        going = on_text(event.text, event.ids.empty() ? -1 : event.ids.back()) && going;
+      } catch (...) {
+        thrown = std::current_exception();
+        going = false;
+      }
+    }
+    if (event.done) {
+      std::lock_guard lock(mutex);
+      result = event.result;
+      error = event.error;
+      done = true;
+      finished.notify_all();
+    }
+    return going;
+  });
+  std::unique_lock lock(mutex);
+  while (!finished.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; }))
+    if (cancel && cancel->load()) this->cancel(id);
+  if (thrown) std::rethrow_exception(thrown);
+  if (!error.empty()) fail("{}", error);
+  return result;
+}
+
+}  // namespace gerbil

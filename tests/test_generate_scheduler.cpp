@@ -1,0 +1,195 @@
+// The scheduler on the reference fixtures: prompts answered together in one batch (several KV-cache slots,
+// prompt chunks interleaved with the other sequences' decode steps) give the same greedy tokens as each
+// answered alone, and as transformers; cancellation frees a slot; a request that cannot run is refused.
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "generate/scheduler.h"
+#include "graph/model.h"
+#include "model/weights.h"
+#include "support/device.h"
+#include "support/paths.h"
+
+namespace gerbil {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::vector<int32_t> ids_of(const nlohmann::json& array) { return array.get<std::vector<int32_t>>(); }
+
+SequenceRequest greedy_request(std::vector<int32_t> prompt, uint32_t new_tokens) {
+  SequenceRequest request;
+  request.prompt = std::move(prompt);
+  request.options.sampling.temperature = 0;
+  request.options.max_new_tokens = new_tokens;
+  request.options.ignore_eos = true;
+  return request;
+}
+
+// Submits every request at once and waits for all; returns each one's result in order.
+std::vector<Generation> run_together(Scheduler& scheduler, std::vector<SequenceRequest> requests) {
+  std::mutex mutex;
+  std::condition_variable all_done;
+  std::map<size_t, Generation> results;
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < requests.size(); ++i)
+    scheduler.submit(std::move(requests[i]), [&, i](const SequenceEvent& event) {
+      if (event.done) {
+        std::lock_guard lock(mutex);
+        results[i] = event.result;
+        if (!event.error.empty()) errors.push_back(event.error);
+        all_done.notify_all();
+      }
+      return true;
+    });
+  std::unique_lock lock(mutex);
+  all_done.wait(lock, [&] { return results.size() == requests.size(); });
+  EXPECT_THAT(errors, ::testing::IsEmpty());
+  std::vector<Generation> out;
+  for (auto& [i, result] : results) out.push_back(std::move(result));
+  return out;
+}
+
+class Batching : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    GERBIL_REQUIRE_FIXTURES();
+    dir_ = test::fixtures_dir() / GetParam();
+    auto greedy = nlohmann::json::parse(test::read_text(dir_ / "ref/greedy.json"));
+    reference_prompt_ = ids_of(greedy["prompt_ids"]);
+    reference_answer_ = ids_of(greedy["new_ids"]);
+    input_ids_ = ids_of(nlohmann::json::parse(test::read_text(dir_ / "ref/input_ids.json")));
+  }
+
+  // The reference prompt (answered by transformers) and prompts of other lengths cut from the input ids.
+  std::vector<SequenceRequest> requests() const {
+    std::vector<SequenceRequest> out;
+    out.push_back(greedy_request(reference_prompt_, uint32_t(reference_answer_.size())));
+    for (size_t length : {3, 20, 11, 1, 17, 6, 9})
+      out.push_back(greedy_request({input_ids_.begin(), input_ids_.begin() + std::ptrdiff_t(length)}, 10));
+    return out;
+  }
+
+  fs::path dir_;
+  std::vector<int32_t> reference_prompt_, reference_answer_, input_ids_;
+};
+
+TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
+  ModelFiles files = ModelFiles::open(dir_);
+  std::vector<Generation> alone;
+  {
+    graph::Model model(test::device(), files, {.context = 48});
+    Scheduler scheduler(model, nullptr);
+    for (auto& request : requests()) alone.push_back(scheduler.run(std::move(request)));
+  }
+  // Four slots for eight requests, and steps of at most 6 rows: prompts are prefilled in chunks beside the
+  // other sequences' decode steps, and requests wait for a slot.
+  graph::Model model(test::device(), files, {.context = 48, .slots = 4, .max_chunk = 6});
+  Scheduler scheduler(model, nullptr, {.parallel = 4});
+  std::vector<Generation> together = run_together(scheduler, requests());
+
+  EXPECT_EQ(alone[0].tokens, reference_answer_) << "alone, against transformers";
+  ASSERT_EQ(together.size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
+  }
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.finished, alone.size());
+  EXPECT_EQ(stats.active, 0u);
+}
+
+// qwen2 and llama batch in one step; gpt2's learned positions make its segments run one after another;
+// gemma3 and mistral-swa have sliding windows (and gemma3 q/k norms).
+INSTANTIATE_TEST_SUITE_P(Fixtures, Batching,
+                         ::testing::Values("qwen2-tiny", "llama-tiny", "gpt2-tiny", "gemma3-tiny", "mistral-swa-tiny"));
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GERBIL_REQUIRE_FIXTURES();
+    files_.emplace(ModelFiles::open(test::fixtures_dir() / "qwen2-tiny"));
+    model_.emplace(test::device(), *files_, graph::ModelOptions{.context = 40, .slots = 2});
+  }
+  std::optional<ModelFiles> files_;
+  std::optional<graph::Model> model_;
+};
+
+TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {
+  Scheduler scheduler(*model_, nullptr, {.parallel = 2});
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t seen = 0;
+  std::optional<Generation> result;
+  uint64_t id = scheduler.submit(greedy_request({1, 2, 3}, 30), [&](const SequenceEvent& event) {
+    std::lock_guard lock(mutex);
+    seen += event.ids.size();
+    if (event.done) result = event.result;
+    changed.notify_all();
+    return true;
+  });
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return seen >= 2 || result; });
+  }
+  scheduler.cancel(id);
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return result.has_value(); });
+  }
+  EXPECT_EQ(result->finish, FinishReason::Cancelled);
+  EXPECT_LT(result->tokens.size(), 30u);
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.cancelled, 1u);
+  EXPECT_EQ(stats.active, 0u);
+  // The slot serves the next request as if nothing had happened.
+  Generation next = scheduler.run(greedy_request({4, 5, 6}, 5));
+  EXPECT_EQ(next.tokens.size(), 5u);
+}
+
+// A callback that throws on its third event cancels its sequence there (the exception goes no further), and
+// the same request afterwards gives what it gave before.
+TEST_F(SchedulerTest, ACallbackThatThrowsCancelsOnlyItsSequence) {
+  Scheduler scheduler(*model_, nullptr, {.parallel = 2});
+  Generation expected = scheduler.run(greedy_request({7, 8, 9}, 6));
+  std::promise<Generation> cancelled;
+  int events = 0;
+  scheduler.submit(greedy_request({7, 8, 9}, 6), [&](const SequenceEvent& event) {
+    if (event.done) cancelled.set_value(event.result);
+    else if (++events == 3) throw std::runtime_error("callback failed");
+    return true;
+  });
+  Generation g = cancelled.get_future().get();
+  EXPECT_EQ(g.finish, FinishReason::Cancelled);
+  EXPECT_EQ(g.tokens.size(), 3u);
+  EXPECT_EQ(scheduler.run(greedy_request({7, 8, 9}, 6)).tokens, expected.tokens);
+}
+
+TEST_F(SchedulerTest, ZeroNewTokensGenerateNothing) {
+  Scheduler scheduler(*model_, nullptr);
+  Generation g = scheduler.run(greedy_request({1, 2}, 0));
+  EXPECT_TRUE(g.tokens.empty());
+  EXPECT_EQ(g.finish, FinishReason::MaxTokens);
+}
+
+TEST_F(SchedulerTest, RefusesWhatCannotRun) {
+  Scheduler scheduler(*model_, nullptr, {.parallel = 1, .max_queue = 0});
+  EXPECT_THAT([&] { scheduler.submit(greedy_request({}, 1), {}); }, ::testing::ThrowsMessage<Error>(HasSubstr("empty")));
+  EXPECT_THAT([&] { scheduler.submit(greedy_request(std::vector<int32_t>(40, 1), 1), {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("40 tokens but the context holds 40")));
+  EXPECT_THAT([&] { scheduler.submit(greedy_request({1, 99999}, 1), {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("prompt token 1")));
+  EXPECT_THROW(scheduler.submit(greedy_request({1}, 1), {}), QueueFull);
+  EXPECT_THAT([&] { Scheduler(*model_, nullptr, {.parallel = 3}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("the model has 2")));
+}
+
+}  // namespace
+}  // namespace gerbil
