@@ -59,6 +59,7 @@ int serve(ServeCommand& c) {
   if (c.server.model_name.empty())
     c.server.model_name = std::filesystem::path(c.model.model_dir).parent_path().filename().string();
   ModelOptions model_options = c.model;
+  model_options.slots = c.server.scheduler.parallel;
   server::Server server(c.server, [model_options] {
     ModelText text = load_text(model_options.model_dir);
     auto loaded = std::make_shared<LoadedModel>(load_model(model_options, /*report=*/true));

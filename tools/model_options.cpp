@@ -74,6 +74,7 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   loaded.files = std::make_unique<ModelFiles>(ModelFiles::open(options.model_dir));
   graph::ModelOptions model_options;
   model_options.context = options.context;
+  model_options.slots = options.slots;
   model_options.weights = options.weights == "f16" ? graph::WeightPolicy::F16 : graph::WeightPolicy::Checkpoint;
   model_options.prepared_norms = options.prepared_norms == "always" ? graph::PreparedNorms::Always
                                  : options.prepared_norms == "never" ? graph::PreparedNorms::Never

@@ -20,6 +20,7 @@ namespace gerbil::cli {
 struct ModelOptions {
   std::string model_dir;
   uint32_t context = 0;
+  uint32_t slots = 1;  // KV-cache slots: sequences decoded at once (serve --parallel)
   std::string adapter;
   std::string weights = "checkpoint";
   std::string prepared_norms = "auto";

@@ -9,7 +9,6 @@
 #include <mutex>
 #include <string>
 
-#include "gerbil/error.h"  // scheduler.h uses Error without including it
 #include "generate/scheduler.h"
 
 namespace gerbil::server {

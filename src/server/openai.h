@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gerbil/error.h"  // scheduler.h uses Error without including it
 #include "generate/scheduler.h"
 #include "server/answer.h"
 #include "server/request.h"

@@ -386,6 +386,7 @@ struct Server::Impl {
         return;
       }
       answer_whole(*job, res);
+      res.status = 200;
     } catch (const ApiError& error) {
       write_error(res, error);
     } catch (const std::exception& e) {
@@ -405,6 +406,7 @@ struct Server::Impl {
     try {
       if (needs_model) check_ready();
       handler();
+      if (res.status == -1) res.status = 200;  // httplib sets its default only after the handler returns
     } catch (const ApiError& error) {
       write_error(res, error);
     } catch (const std::exception& e) {

@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "gerbil/error.h"  // scheduler.h uses Error without including it
 #include "generate/scheduler.h"
 #include "graph/model.h"
 #include "template/chat_template.h"
