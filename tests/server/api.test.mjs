@@ -184,7 +184,7 @@ test('401 without the API key, 200 with it (the openai client sends it)', { skip
 });
 
 test('503 with Retry-After while loading, 429 with Retry-After when the queue is full', { skip: noClient }, async () => {
-  const busy = await startServer(['--parallel', '1', '--max-queue', '0'], { waitReady: false });
+  const busy = await startServer(['--parallel', '1', '--max-queue', '1'], { waitReady: false });
   try {
     const early = await post(busy, '/v1/completions', { prompt: 'x', max_tokens: 1 });
     const health = await fetch(`${busy.url}/health`);
@@ -195,10 +195,13 @@ test('503 with Retry-After while loading, 429 with Retry-After when the queue is
     while ((await fetch(`${busy.url}/health`)).status !== 200) await new Promise((r) => setTimeout(r, 50));
     const long = post(busy, '/v1/completions', { prompt: 'x', max_tokens: 60, temperature: 0 });
     await new Promise((r) => setTimeout(r, 300));
+    const queued = post(busy, '/v1/completions', { prompt: 'z', max_tokens: 2, temperature: 0 });
+    await new Promise((r) => setTimeout(r, 100));
     const refused = await post(busy, '/v1/completions', { prompt: 'y', max_tokens: 1 });
     assert.equal(refused.status, 429, refused.text);
     assert.equal(refused.headers.get('retry-after'), '1');
     assert.equal((await long).status, 200);
+    assert.equal((await queued).status, 200);
   } finally {
     assert.equal(await busy.stop(), 0);
   }
