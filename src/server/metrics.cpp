@@ -44,7 +44,7 @@ std::string Metrics::text(const SchedulerStats& scheduler, bool ready) const {
   auto metric = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
-  metric("gerbil_requests_total", "counter", "HTTP requests answered, by status");
+  metric("gerbil_requests_total", "counter", "HTTP requests answered, by status (not /health, /metrics)");
   for (const auto& [status, count] : requests_by_status_)
     out += fmt::format("gerbil_requests_total{{status=\"{}\"}} {}\n", status, count);
   metric("gerbil_prompt_tokens_total", "counter", "Prompt tokens of finished generations");

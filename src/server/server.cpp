@@ -412,8 +412,8 @@ struct Server::Impl {
     } catch (const std::exception& e) {
       write_error(res, ApiError(400, e.what()));
     }
+    // Probes (load balancers, Prometheus) are neither logged nor counted: they would drown the requests.
     if (req.path != "/metrics" && req.path != "/health") log(request_id("req"), req, res.status, 0, 0, arrived);
-    else metrics.request_done(res.status);
   }
 
   void health(httplib::Response& res) const {
