@@ -20,9 +20,10 @@ test('two replicas behind nginx', { skip: nginx ? false : 'nginx is not installe
   const port = await freePort();
   const config = fs.readFileSync(path.join(import.meta.dirname, 'nginx.conf.in'), 'utf8')
     .replaceAll('@DIR@', dir).replaceAll('@PORT@', String(port))
-    .replace('@UPSTREAMS@', replicas.map((r) => `server 127.0.0.1:${r.port} max_fails=1 fail_timeout=2s;`).join('\n    '));
+    .replaceAll('@UPSTREAMS@', replicas.map((r) => `server 127.0.0.1:${r.port} max_fails=1 fail_timeout=2s;`).join('\n    '));
   fs.writeFileSync(path.join(dir, 'nginx.conf'), config);
-  assert.equal(spawnSync(nginx, ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf')]).status, 0, 'nginx accepts the configuration');
+  const check = spawnSync(nginx, ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf')], { encoding: 'utf8' });
+  assert.equal(check.status, 0, `nginx refuses the configuration: ${check.stderr}`);
   const proxy = spawn(nginx, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: 'ignore' });
   try {
     const front = { url: `http://127.0.0.1:${port}` };
