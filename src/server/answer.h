@@ -1,0 +1,38 @@
+// Where the server meets structured output: the token constraint a request's response_format or
+// tool_choice asks for, and the split of a model's text into content, reasoning and tool calls.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "generate/constraint.h"
+#include "server/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gerbil::server {
+
+// The JSON schema the answer must follow, if any: response_format's, or for a required or named tool call
+// the call's (named: the function's parameters; required: {"name", "arguments"} of one of the tools).
+std::optional<nlohmann::json> answer_schema(const CompletionRequest& request);
+
+// The constraint for SCHEMA (an empty object: any JSON object) over a model with LOGITS outputs.
+std::unique_ptr<TokenConstraint> json_constraint(const nlohmann::json& schema, const Tokenizer& tokenizer,
+                                                 size_t logits);
+
+struct Answer {
+  std::string content;
+  std::optional<std::string> reasoning;         // a reasoning model's thinking, apart
+  nlohmann::ordered_json tool_calls = nullptr;  // OpenAI tool_calls (arguments as JSON strings), or null
+};
+
+// Splits a finished answer. With tool_choice required or named, the text is the constrained call itself.
+Answer parse_answer(std::string_view text, const CompletionRequest& request, std::string_view model_type);
+
+// A fresh tool-call id ("call_" and 24 hex digits).
+std::string tool_call_id();
+
+}  // namespace gerbil::server

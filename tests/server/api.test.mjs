@@ -1,0 +1,231 @@
+// gerbil serve driven by the official openai client (and curl for the raw wire format): chat and
+// completions, streamed and not, stop strings, seeds, logprobs, tool calls, json_schema, every error status.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { startServer, client, post, noClient, testModel } from './support.mjs';
+
+let server, openai;
+before(async () => {
+  if (noClient) return;
+  server = await startServer(['--parallel', '2', '--ctx', '160']);
+  openai = client(server);
+});
+after(async () => {
+  if (server) assert.equal(await server.stop(), 0, 'SIGTERM exits 0');
+});
+
+const hello = [{ role: 'user', content: 'Say hello' }];
+const greedy = { model: 'server_test_model', temperature: 0 };
+
+async function streamText(stream) {
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return chunks;
+}
+
+test('chat: an answer, its usage, and the same text streamed', { skip: noClient }, async () => {
+  const whole = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 6 });
+  assert.match(whole.id, /^chatcmpl-/);
+  assert.equal(whole.object, 'chat.completion');
+  assert.equal(whole.choices.length, 1);
+  assert.equal(whole.choices[0].message.role, 'assistant');
+  assert.equal(whole.usage.completion_tokens, 6);
+  assert.equal(whole.choices[0].finish_reason, 'length');
+  assert.equal(whole.usage.total_tokens, whole.usage.prompt_tokens + 6);
+  assert.equal(typeof whole.usage.prompt_tokens_details.cached_tokens, 'number');
+
+  const chunks = await streamText(await openai.chat.completions.create({
+    ...greedy, messages: hello, max_tokens: 6, stream: true, stream_options: { include_usage: true } }));
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  assert.equal(text, whole.choices[0].message.content);
+  const last = chunks.at(-1);
+  assert.deepEqual(last.choices, []);
+  assert.equal(last.usage.completion_tokens, 6);
+  assert.equal(chunks.at(-2).choices[0].finish_reason, 'length');
+});
+
+test('completions: text, token-id prompts, streaming and logprobs agree', { skip: noClient }, async () => {
+  const ids = (await post(server, '/tokenize', { content: 'Once upon a time' })).json.tokens;
+  assert.ok(ids.length > 2);
+  const byText = await openai.completions.create({ ...greedy, prompt: 'Once upon a time', max_tokens: 5, logprobs: 3 });
+  const byIds = await openai.completions.create({ ...greedy, prompt: ids, max_tokens: 5 });
+  assert.equal(byText.object, 'text_completion');
+  assert.equal(byIds.choices[0].text, byText.choices[0].text);
+  const lp = byText.choices[0].logprobs;
+  assert.equal(lp.tokens.length, 5);
+  assert.equal(lp.tokens.join(''), byText.choices[0].text);
+  lp.top_logprobs.forEach((top, i) => {
+    assert.equal(Object.keys(top).length, 3);
+    // Greedy: the chosen token is the most likely one, and its log-probability is a real one.
+    assert.ok(lp.token_logprobs[i] <= 0);
+    for (const value of Object.values(top)) assert.ok(value <= lp.token_logprobs[i] + 1e-5);
+  });
+  const detok = await post(server, '/detokenize', { tokens: ids });
+  assert.equal(detok.json.content, 'Once upon a time');
+
+  const chunks = await streamText(await openai.completions.create({ ...greedy, prompt: 'Once upon a time', max_tokens: 5, stream: true }));
+  assert.equal(chunks.map((c) => c.choices[0]?.text ?? '').join(''), byText.choices[0].text);
+});
+
+test('chat logprobs: one entry per token with its top alternatives', { skip: noClient }, async () => {
+  const r = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 4, logprobs: true, top_logprobs: 2 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, 4);
+  assert.equal(content.map((e) => e.token).join(''), r.choices[0].message.content);
+  for (const entry of content) {
+    assert.equal(entry.top_logprobs.length, 2);
+    assert.equal(entry.top_logprobs[0].token, entry.token);  // greedy took the best
+    assert.deepEqual(entry.bytes, [...Buffer.from(entry.token)]);
+  }
+});
+
+test('stop strings cut the answer before their first occurrence', { skip: noClient }, async () => {
+  const free = (await openai.completions.create({ ...greedy, prompt: 'Hello', max_tokens: 12 })).choices[0].text;
+  assert.ok(free.length > 4, `answer long enough to cut: ${JSON.stringify(free)}`);
+  const stop = free.slice(3, 5);
+  const cut = await openai.completions.create({ ...greedy, prompt: 'Hello', max_tokens: 12, stop: [stop] });
+  assert.equal(cut.choices[0].text, free.slice(0, free.indexOf(stop)));
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+});
+
+test('the same seed gives the same sample; another seed another', { skip: noClient }, async () => {
+  const ask = (seed) => openai.completions.create({ model: greedy.model, prompt: 'Hi', max_tokens: 8, temperature: 1, seed });
+  const [a, b, c] = await Promise.all([ask(42), ask(42), ask(43)]);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  assert.notEqual(a.choices[0].text, c.choices[0].text);
+});
+
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] },
+  },
+};
+
+// Structured output comes from generate/json_constraint (branch h-structured); until it is in, these skip.
+async function structured(t, request) {
+  try {
+    return await openai.chat.completions.create(request);
+  } catch (error) {
+    if (error.status === 400 && /not available in this build/.test(error.message)) {
+      t.skip('structured output is not in this build');
+      return null;
+    }
+    throw error;
+  }
+}
+
+test('tool calls: a named call comes back with JSON arguments, and its result goes back in', { skip: noClient }, async (t) => {
+  const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+  const r = await structured(t, { ...greedy, messages, tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 60 });
+  if (!r) return;
+  const call = r.choices[0].message.tool_calls[0];
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  assert.equal(typeof args.city, 'string');
+  assert.ok(Number.isInteger(args.days));
+  const next = await openai.chat.completions.create({
+    ...greedy, max_tokens: 3, tools: [weatherTool],
+    messages: [...messages, r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'sunny, 24 C' }] });
+  assert.ok(next.usage.prompt_tokens > r.usage.prompt_tokens + 5);
+});
+
+test('json_schema answers parse and validate', { skip: noClient }, async (t) => {
+  const schema = { type: 'object', properties: { name: { type: 'string' }, tags: { type: 'array', items: { enum: ['a', 'b'] } } }, required: ['name', 'tags'] };
+  const r = await structured(t, { ...greedy, messages: hello, max_tokens: 80, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+  if (!r) return;
+  const value = JSON.parse(r.choices[0].message.content);
+  assert.equal(typeof value.name, 'string');
+  assert.ok(Array.isArray(value.tags) && value.tags.every((tag) => tag === 'a' || tag === 'b'));
+});
+
+test('errors: status, OpenAI error body, and the field named', { skip: noClient }, async () => {
+  const expectError = async (body, status, param, pattern, endpoint = '/v1/chat/completions') => {
+    const r = await post(server, endpoint, body);
+    assert.equal(r.status, status, r.text);
+    assert.deepEqual(Object.keys(r.json.error).sort(), ['code', 'message', 'param', 'type']);
+    if (param !== undefined) assert.equal(r.json.error.param, param);
+    assert.match(r.json.error.message, pattern);
+  };
+  await expectError('{"messages": [', 400, null, /not valid JSON/);
+  await expectError({ messages: hello, temperature: 'hot' }, 400, 'temperature', /temperature.*number/);
+  await expectError({ messages: hello, n: 2 }, 400, 'n', /`n` must be 1/);
+  await expectError({ messages: [{ role: 'user', content: 5 }] }, 400, 'messages[0].content', /messages\[0\]\.content/);
+  await expectError({ messages: hello, max_tokens: 0 }, 400, 'max_tokens', /max_tokens/);
+  await expectError({ prompt: 'x '.repeat(400) }, 400, 'prompt', /prompt has \d+ tokens but the context holds 160/, '/v1/completions');
+  await expectError({ messages: hello, model: 'gpt-4' }, 404, 'model', /gpt-4/);
+  await expectError({}, 404, null, /no endpoint POST \/v1\/nothing/, '/v1/nothing');
+  await expectError({ prompt: 'x'.repeat(9 << 20) }, 413, null, /larger than/, '/v1/completions');
+  // max_tokens past the context is clamped to what it holds.
+  const clamped = await post(server, '/v1/completions', { prompt: 'x '.repeat(60), max_tokens: 1000, temperature: 0 });
+  assert.equal(clamped.status, 200, clamped.text);
+  const total = clamped.json.usage.total_tokens;
+  if (clamped.json.choices[0].finish_reason === 'length') assert.equal(total, 160);
+  else assert.ok(total <= 160);
+});
+
+test('401 without the API key, 200 with it (the openai client sends it)', { skip: noClient }, async () => {
+  const keyed = await startServer(['--api-key', 'sesame']);
+  try {
+    const bad = await post(keyed, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { authorization: 'Bearer sesamf' });
+    assert.equal(bad.status, 401);
+    assert.equal(bad.json.error.type, 'authentication_error');
+    assert.equal((await post(keyed, '/v1/completions', { prompt: 'x', max_tokens: 1 })).status, 401);
+    assert.equal((await fetch(`${keyed.url}/health`)).status, 200, '/health needs no key (load balancers)');
+    const r = await client(keyed, { apiKey: 'sesame' }).completions.create({ prompt: 'x', max_tokens: 1 });
+    assert.equal(r.usage.completion_tokens, 1);
+  } finally {
+    assert.equal(await keyed.stop(), 0);
+  }
+});
+
+test('503 with Retry-After while loading, 429 with Retry-After when the queue is full', { skip: noClient }, async () => {
+  const busy = await startServer(['--parallel', '1', '--max-queue', '1'], { waitReady: false });
+  try {
+    const early = await post(busy, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+    const health = await fetch(`${busy.url}/health`);
+    if (early.status === 503) {  // the model was still loading (device set-up alone takes longer than this)
+      assert.equal(early.headers.get('retry-after'), '1');
+      assert.equal(health.status === 503 || health.status === 200, true);
+    }
+    while ((await fetch(`${busy.url}/health`)).status !== 200) await new Promise((r) => setTimeout(r, 50));
+    const long = post(busy, '/v1/completions', { prompt: 'x', max_tokens: 60, temperature: 0 });
+    await new Promise((r) => setTimeout(r, 300));
+    const queued = post(busy, '/v1/completions', { prompt: 'z', max_tokens: 2, temperature: 0 });
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = await post(busy, '/v1/completions', { prompt: 'y', max_tokens: 1 });
+    assert.equal(refused.status, 429, refused.text);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.equal((await long).status, 200);
+    assert.equal((await queued).status, 200);
+  } finally {
+    assert.equal(await busy.stop(), 0);
+  }
+});
+
+test('curl: the raw server-sent events', { skip: noClient }, () => {
+  const out = execFileSync('curl', ['-sN', '-D', '-', `${server.url}/v1/chat/completions`, '-H', 'content-type: application/json',
+    '-d', JSON.stringify({ messages: hello, max_tokens: 3, temperature: 0, stream: true })], { encoding: 'utf8' });
+  const [head, body] = out.split('\r\n\r\n');
+  assert.match(head, /content-type: text\/event-stream/i);
+  const events = body.split('\n\n').filter((e) => e.length);
+  for (const event of events) assert.match(event, /^data: /);
+  assert.equal(events.at(-1), 'data: [DONE]');
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)));
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+  assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0].id));
+});
+
+test('GET /v1/models and /metrics', { skip: noClient }, async () => {
+  const models = await openai.models.list();
+  assert.equal(models.data[0].id, 'server_test_model');
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  for (const name of ['gerbil_requests_total{status="200"}', 'gerbil_prompt_tokens_total', 'gerbil_generation_tokens_total',
+    'gerbil_queue_length', 'gerbil_active_sequences', 'gerbil_time_to_first_token_seconds_bucket', 'gerbil_time_per_output_token_seconds_count'])
+    assert.ok(metrics.includes(name), name);
+});

@@ -1,0 +1,45 @@
+// Continuous batching through the server: 16 concurrent greedy requests of different lengths return exactly
+// what each returns alone, and a request cancelled mid-stream frees its slot (the metrics show it).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, client, metric, noClient, waitFor } from './support.mjs';
+
+let server, openai;
+before(async () => {
+  if (noClient) return;
+  server = await startServer(['--parallel', '16', '--ctx', '128']);
+  openai = client(server);
+});
+after(async () => {
+  if (server) assert.equal(await server.stop(), 0);
+});
+
+const words = ['river', 'stone', 'lamp', 'violet', 'north', 'seven', 'garden', 'copper'];
+const prompts = Array.from({ length: 16 }, (_, i) =>
+  Array.from({ length: 1 + ((i * 5) % 23) }, (_, j) => words[(i + j * 3) % words.length]).join(' '));
+const ask = (prompt, i) => openai.completions.create({ prompt, max_tokens: 3 + (i % 6), temperature: 0 });
+
+test('16 concurrent greedy requests answer as each does alone', { skip: noClient }, async () => {
+  const alone = [];
+  for (const [i, prompt] of prompts.entries()) alone.push((await ask(prompt, i)).choices[0]);
+  const together = await Promise.all(prompts.map(ask));
+  together.forEach((r, i) => {
+    assert.equal(r.choices[0].text, alone[i].text, `request ${i}`);
+    assert.equal(r.choices[0].finish_reason, alone[i].finish_reason, `request ${i}`);
+  });
+});
+
+test('a stream abandoned mid-way is cancelled and frees its slot', { skip: noClient }, async () => {
+  const cancelledBefore = await metric(server, 'gerbil_sequences_cancelled_total');
+  const controller = new AbortController();
+  const stream = await openai.chat.completions.create(
+    { messages: [{ role: 'user', content: 'Tell a long story' }], max_tokens: 100, temperature: 0, stream: true },
+    { signal: controller.signal });
+  let chunks = 0;
+  for await (const _ of stream) if (++chunks === 1) controller.abort();  // the client ends the stream quietly
+  assert.equal(chunks, 1);
+  await waitFor(async () => (await metric(server, 'gerbil_sequences_cancelled_total')) > cancelledBefore, 30_000);
+  await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 0, 30_000);
+  // The server still answers.
+  assert.equal((await ask('again', 0)).choices[0].text, (await ask('again', 0)).choices[0].text);
+});
