@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "command.h"
+#include "generate/model_text.h"
+#include "model/weights.h"
 #include "gerbil/error.h"
 #include "model_options.h"
 #include "server/server.h"
@@ -52,7 +54,7 @@ class SignalWatcher {
 };
 
 int serve(ServeCommand& c) {
-  if (!std::filesystem::is_directory(c.model.model_dir)) fail("{}: no such model folder", c.model.model_dir);
+  check_model_folder(c.model.model_dir);
   if (!(c.max_body_mb > 0)) fail("--max-body-mb must be positive");
   c.server.max_body_bytes = size_t(c.max_body_mb * 1048576);
   c.server.model_name = std::filesystem::path(c.model.model_dir).lexically_normal().filename().string();
@@ -61,8 +63,10 @@ int serve(ServeCommand& c) {
   ModelOptions model_options = c.model;
   model_options.slots = c.server.scheduler.parallel;
   server::Server server(c.server, [model_options] {
-    ModelText text = load_text(model_options.model_dir);
-    auto loaded = std::make_shared<LoadedModel>(load_model(model_options, /*report=*/true));
+    ModelText text = load_model_text(model_options.model_dir);
+    ModelOptions sampled = model_options;
+    sampled.token_count = uint32_t(text.tokenizer.vocab_size());  // padded checkpoints: never past the tokenizer
+    auto loaded = std::make_shared<LoadedModel>(load_model(sampled, /*report=*/true));
     return server::ServedModel{loaded->model.get(), std::move(text.tokenizer), std::move(text.chat), loaded};
   });
   SignalWatcher watcher(server);

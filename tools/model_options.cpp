@@ -97,6 +97,7 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   loaded.device = std::make_unique<gpu::Device>(device);
   graph::ModelOptions model = model_options(engine);
   model.slots = options.slots;
+  model.token_count = options.token_count;
   loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model);
   if (report) {
     const graph::Model& m = *loaded.model;

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "generate/json_constraint.h"
+
 namespace gerbil::server {
 
 std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
@@ -18,14 +20,14 @@ std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
     case ToolChoice::Kind::Named:
       return parameters(request.tool_choice.name);
     case ToolChoice::Kind::Required: {
-      json choices = json::array();
-      for (const auto& tool : request.tools) {
-        std::string name = tool["function"]["name"];
-        choices.push_back({{"type", "object"},
-                           {"properties", {{"name", {{"const", name}}}, {"arguments", parameters(name)}}},
-                           {"required", {"name", "arguments"}}});
-      }
-      return json{{"anyOf", choices}};
+      // One tool: its call exactly. Several: one of their names, with arguments any object (the constraint's
+      // alternatives must start with different bytes, and every call starts with '{').
+      json names = json::array();
+      for (const auto& tool : request.tools) names.push_back(tool["function"]["name"].get<std::string>());
+      json arguments = names.size() == 1 ? parameters(names[0]) : json{{"type", "object"}};
+      return json{{"type", "object"},
+                  {"properties", {{"name", {{"enum", names}}}, {"arguments", arguments}}},
+                  {"required", {"name", "arguments"}}};
     }
     default:
       break;
@@ -40,11 +42,24 @@ std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
   }
 }
 
-std::unique_ptr<TokenConstraint> json_constraint(const nlohmann::json& /*schema*/, const Tokenizer& /*tokenizer*/,
-                                                 size_t /*logits*/) {
-  // Wired to generate/json_constraint.h when structured output lands (branch h-structured).
-  throw ApiError(400, "structured output (response_format json_object / json_schema, tool_choice required or "
-                      "a named function) is not available in this build", "response_format");
+std::string answer_schema_field(const CompletionRequest& request) {
+  switch (request.tool_choice.kind) {
+    case ToolChoice::Kind::Named:
+    case ToolChoice::Kind::Required:
+      return "tools";
+    default:
+      return request.response_format.kind == ResponseFormat::Kind::JsonSchema ? "response_format.json_schema.schema"
+                                                                              : "response_format";
+  }
+}
+
+std::unique_ptr<TokenConstraint> json_constraint(const nlohmann::json& schema, const std::string& field,
+                                                 const Tokenizer& tokenizer, std::vector<int32_t> eos) {
+  try {
+    return make_json_constraint(JsonGrammar::from_schema(schema, field), TokenTrie::of(tokenizer), std::move(eos));
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), field);
+  }
 }
 
 std::string tool_call_id() {
@@ -52,7 +67,7 @@ std::string tool_call_id() {
   return fmt::format("call_{:016x}{:08x}", rng(), uint32_t(rng()));
 }
 
-Answer parse_answer(std::string_view text, const CompletionRequest& request, std::string_view /*model_type*/) {
+Answer parse_answer(std::string_view text, const CompletionRequest& request, ToolCallFormat format, bool reasoning) {
   Answer answer;
   auto call = [](const std::string& name, const std::string& arguments) {
     return nlohmann::ordered_json{{"id", tool_call_id()},
@@ -70,8 +85,14 @@ Answer parse_answer(std::string_view text, const CompletionRequest& request, std
       return answer;
     }
   }
-  // Wired to generate/output_parser.h (model tool-call formats, <think> reasoning) when it lands.
-  answer.content = std::string(text);
+  bool tools = !request.tools.is_null() && request.tool_choice.kind != ToolChoice::Kind::None;
+  MessageParts parts = parse_output(text, {.tool_format = tools ? format : ToolCallFormat::None, .reasoning = reasoning});
+  answer.content = std::move(parts.content);
+  if (!parts.reasoning_content.empty()) answer.reasoning = std::move(parts.reasoning_content);
+  if (!parts.tool_calls.empty()) {
+    answer.tool_calls = nlohmann::ordered_json::array();
+    for (const ToolCall& c : parts.tool_calls) answer.tool_calls.push_back(call(c.name, c.arguments));
+  }
   return answer;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generate/constraint.h"
+#include "generate/output_parser.h"
 #include "server/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,9 +20,12 @@ namespace gerbil::server {
 // the call's (named: the function's parameters; required: {"name", "arguments"} of one of the tools).
 std::optional<nlohmann::json> answer_schema(const CompletionRequest& request);
 
-// The constraint for SCHEMA (an empty object: any JSON object) over a model with LOGITS outputs.
-std::unique_ptr<TokenConstraint> json_constraint(const nlohmann::json& schema, const Tokenizer& tokenizer,
-                                                 size_t logits);
+// The constraint for SCHEMA, compiled once for the request; EOS: the ids that may end the answer once the JSON
+// is complete. A schema the constraint cannot compile is a 400 naming FIELD and the schema path.
+std::unique_ptr<TokenConstraint> json_constraint(const nlohmann::json& schema, const std::string& field,
+                                                 const Tokenizer& tokenizer, std::vector<int32_t> eos);
+// The request field a request's answer schema comes from, for errors.
+std::string answer_schema_field(const CompletionRequest& request);
 
 struct Answer {
   std::string content;
@@ -29,8 +33,10 @@ struct Answer {
   nlohmann::ordered_json tool_calls = nullptr;  // OpenAI tool_calls (arguments as JSON strings), or null
 };
 
-// Splits a finished answer. With tool_choice required or named, the text is the constrained call itself.
-Answer parse_answer(std::string_view text, const CompletionRequest& request, std::string_view model_type);
+// Splits a finished answer. With tool_choice required or named, the text is the constrained call itself; else
+// tool calls in the model family's FORMAT (from its chat template) become tool_calls, and with REASONING a
+// <think> block becomes reasoning_content.
+Answer parse_answer(std::string_view text, const CompletionRequest& request, ToolCallFormat format, bool reasoning);
 
 // A fresh tool-call id ("call_" and 24 hex digits).
 std::string tool_call_id();

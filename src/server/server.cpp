@@ -132,6 +132,13 @@ struct Server::Impl {
 
   // --- completions ---
 
+  // How the served model writes tool calls (from its chat template's markers) and whether it thinks in a
+  // <think> block first (Qwen3).
+  ToolCallFormat tool_format() const {
+    return served->chat ? detect_tool_call_format(served->chat->source()) : ToolCallFormat::None;
+  }
+  bool reasoning() const { return served->model->config().model_type == "qwen3"; }
+
   std::vector<int32_t> prompt_ids(const CompletionRequest& request) const {
     const Tokenizer& tokenizer = served->tokenizer;
     if (request.endpoint == Endpoint::Completion) {
@@ -180,10 +187,15 @@ struct Server::Impl {
     s.repetition_penalty = r.repetition_penalty.value_or(1.0f);
     // The sampler takes seed 0 to mean "fresh"; a request's seed 0 is a seed like any other.
     if (r.seed) s.seed = *r.seed ? *r.seed : 0x9e3779b97f4a7c15ull;
+    // Mistral's [TOOL_CALLS] and Llama 3's <|python_tag|> are special tokens the output parser must see.
+    ToolCallFormat format = tool_format();
+    if (!r.tools.is_null() && (format == ToolCallFormat::Mistral || format == ToolCallFormat::Llama3Json))
+      sequence.skip_special_tokens = false;
     sequence.logprobs = r.logprobs;
     sequence.top_logprobs = r.top_logprobs;
     if (auto schema = answer_schema(r)) {
-      sequence.constraint = json_constraint(*schema, served->tokenizer, served->model->config().vocab_size);
+      std::vector<int32_t> eos(served->model->config().eos_token_ids.begin(), served->model->config().eos_token_ids.end());
+      sequence.constraint = json_constraint(*schema, answer_schema_field(r), served->tokenizer, std::move(eos));
       job.constrained_call = r.tool_choice.kind == ToolChoice::Kind::Named ||
                              r.tool_choice.kind == ToolChoice::Kind::Required;
     }
@@ -264,7 +276,7 @@ struct Server::Impl {
     }
     finish_metrics(job);
     check_outcome(job);
-    Answer answer = parse_answer(job.text, job.request, served->model->config().model_type);
+    Answer answer = parse_answer(job.text, job.request, tool_format(), reasoning());
     res.set_content(dump(completion_response(job.head, answer, *job.result, logprobs_json(job, job.logprobs, 0))),
                     "application/json");
   }
@@ -320,7 +332,7 @@ struct Server::Impl {
       }
       bool calls = !call_id_.empty();
       if (hold_text_) {
-        Answer answer = parse_answer(job_->text, job_->request, server_.served->model->config().model_type);
+        Answer answer = parse_answer(job_->text, job_->request, server_.tool_format(), server_.reasoning());
         calls = !answer.tool_calls.is_null();
         ordered_json delta = ordered_json::object();
         if (!answer.content.empty()) delta["content"] = answer.content;
