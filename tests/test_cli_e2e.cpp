@@ -286,7 +286,7 @@ TEST(CliE2e, MissingModelFolderIsReportedFirstTheSameWayByEveryCommand) {
         "bench model --model " + missing, "template --model " + missing + " --messages /dev/null"}) {
     Outcome out = gerbil(command, "", "GERBIL_ADAPTER=no-such-adapter");
     EXPECT_NE(out.status, 0) << command;
-    EXPECT_EQ(out.err, "gerbil: error: " + missing + ": no such model folder\n") << command;
+    EXPECT_EQ(out.err, "gerbil: error: " + missing + ": no such model folder or GGUF file\n") << command;
   }
 }
 

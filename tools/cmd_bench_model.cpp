@@ -104,6 +104,7 @@ int bench_model_command(BenchModelCommand c) {
                            {"arithmetic", c.model.arithmetic},
                            {"weight_bytes", model.weight_bytes()},
                            {"kv_cache_bytes", model.kv_cache_bytes()},
+                           {"kv_cache", kernels::kv_type_name(model.kv_type())},
                            {"context", model.context()},
                            {"results", nlohmann::json::array()}};
   for (auto& r : results)
@@ -114,10 +115,10 @@ int bench_model_command(BenchModelCommand c) {
     std::printf("%s\n", report.dump(2).c_str());
     return 0;
   }
-  std::printf("model: %s (%s), weights %s: %.1f MiB, KV cache %.1f MiB (%u tokens, f32), prompt arithmetic %s\n",
+  std::printf("model: %s (%s), weights %s: %.1f MiB, KV cache %.1f MiB (%u tokens, %s), prompt arithmetic %s\n",
               c.model.model_dir.c_str(), std::string(model.config().arch->name).c_str(), c.model.weights.c_str(),
               model.weight_bytes() / 1048576.0, model.kv_cache_bytes() / 1048576.0, model.context(),
-              c.model.arithmetic.c_str());
+              kernels::kv_type_name(model.kv_type()), c.model.arithmetic.c_str());
   std::printf("%-26s %7s %14s %12s\n", "test", "depth", "median ms", "tok/s");
   for (auto& r : results)
     std::printf("%-26s %7u %14.2f %12.1f\n", r.test.c_str(), r.depth, r.median_seconds * 1000, r.tokens_per_second);

@@ -86,12 +86,12 @@ uint64_t slot_stride(uint32_t context, uint64_t kv_width, kernels::KvType kv) {
   return (slot_bytes(context, kv_width, kv) + 255) / 256 * 256;
 }
 
-// ModelOptions::kv_cache for these weights (see KvCache::Auto).
-kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
-  if (choice != KvCache::Auto) return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
-  const auto& embed = files.weights().globals[size_t(Role::Embed)].weight;
-  bool sixteen_bits = embed && (embed->dtype == DType::F16 || embed->dtype == DType::BF16);
-  return sixteen_bits ? kernels::KvType::F16 : kernels::KvType::F32;
+// ModelOptions::kv_cache. Auto is f32 for now: on the H200 (2026-12-01, bench/device/kv_and_batch_run.sh) the
+// f16 cache decoded slower at every depth (qwen2.5-0.5b tg128 at depth 8,192: 663.1 f32, 614.0 f16; llama3-8b
+// 167.4 against 155.2, same call), its unpacking costing more than the bytes it saves; f16 stays a choice for
+// memory (half the bytes per token).
+kernels::KvType resolve_kv_cache(KvCache choice) {
+  return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
 }
 
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
@@ -524,7 +524,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
-  kv_type_ = resolve_kv_cache(options_.kv_cache, files);
+  kv_type_ = resolve_kv_cache(options_.kv_cache);
   if (kv_type_ == kernels::KvType::F16 && config_.head_dim % 2 != 0)
     fail("an f16 KV cache stores head dims in pairs, and head_dim {} is odd: use an f32 cache (--kv-cache f32)",
          config_.head_dim);

@@ -27,9 +27,9 @@ namespace gerbil::graph {
 // rule says it pays (Auto), or always / never (tests, tuning on other GPUs).
 enum class PreparedNorms { Auto, Always, Never };
 
-// The KV cache's element type (kernels::KvType). Auto: f16 for checkpoints whose weights are 16-bit (f16, bf16;
-// GPTQ's are f16), whose outputs already carry 16-bit rounding, so decoding at depth reads half the bytes; f32
-// checkpoints keep an f32 cache and stay exact.
+// The KV cache's element type (kernels::KvType). Auto: the one measured faster, f32 so far (model.cpp's
+// resolve_kv_cache: the f16 cache decoded slower on the H200); F16 halves the cache's memory, keys and values
+// rounded to f16.
 enum class KvCache { Auto, F32, F16 };
 
 struct ModelOptions {

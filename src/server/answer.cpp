@@ -86,6 +86,11 @@ Answer parse_answer(std::string_view text, const CompletionRequest& request, Too
     }
   }
   bool tools = !request.tools.is_null() && request.tool_choice.kind != ToolChoice::Kind::None;
+  reasoning = reasoning && text.find("</think>") != std::string_view::npos;
+  if (request.endpoint == Endpoint::Completion || (!tools && !reasoning)) {
+    answer.content = std::string(text);  // as streamed: nothing to split out
+    return answer;
+  }
   MessageParts parts = parse_output(text, {.tool_format = tools ? format : ToolCallFormat::None, .reasoning = reasoning});
   answer.content = std::move(parts.content);
   if (!parts.reasoning_content.empty()) answer.reasoning = std::move(parts.reasoning_content);

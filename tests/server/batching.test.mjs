@@ -36,7 +36,11 @@ test('a stream abandoned mid-way is cancelled and frees its slot', { skip: noCli
     { messages: [{ role: 'user', content: 'Tell a long story' }], max_tokens: 100, temperature: 0, stream: true },
     { signal: controller.signal });
   let chunks = 0;
-  for await (const _ of stream) if (++chunks === 1) controller.abort();  // the client ends the stream quietly
+  for await (const _ of stream) {  // the client ends the stream quietly after its first chunk
+    ++chunks;
+    controller.abort();
+    break;
+  }
   assert.equal(chunks, 1);
   await waitFor(async () => (await metric(server, 'gerbil_sequences_cancelled_total')) > cancelledBefore, 30_000);
   await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 0, 30_000);

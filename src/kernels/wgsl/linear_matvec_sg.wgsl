@@ -75,7 +75,9 @@ override LOOPS: bool = false;    // the grid is smaller than the units: workgrou
 override ROPE: bool = false;     // the q|k|v epilogue (see above), with the head shape below
 override Q_HEADS: u32 = 1u;
 override KV_HEADS: u32 = 1u;
-override HEAD_DIM: u32 = 2u;
+// At least the largest COLS: the rotary epilogue's HEAD_DIM / COLS is evaluated when the pipeline is created,
+// also where ROPE is off.
+override HEAD_DIM: u32 = 4u;
 override ROTARY_DIM: u32 = 0u;
 
 const WORKGROUP_SIZE: u32 = 256u;
