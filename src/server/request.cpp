@@ -158,6 +158,9 @@ ordered_json parse_messages(const ordered_json& body) {
     ordered_json parsed = message;
     auto content = message.find("content");
     parsed["content"] = content == message.end() ? ordered_json() : parse_content(*content, path + ".content");
+    // An assistant turn that only called tools comes back with content null; templates test strings against it
+    // (Qwen3's `'</think>' in message.content`), so it is rendered as empty text, as llama-server does.
+    if (role == "assistant" && parsed["content"].is_null()) parsed["content"] = "";
     if (auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
       if (role != "assistant") bad(path + ".tool_calls", fmt::format("`{}.tool_calls` is only for assistant messages", path));
       parsed["tool_calls"] = parse_tool_calls(*calls, path + ".tool_calls");
