@@ -1,4 +1,4 @@
-// fuzz-link: gerbil_server
+// fuzz-link: src/server/request.cpp
 // Fuzzes the HTTP request parser (src/server/request.h): any body must parse or be refused with an ApiError
 // (a 4xx naming the field); any other exception, a crash or a hang is a bug.
 #include <cstddef>
