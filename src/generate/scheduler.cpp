@@ -250,7 +250,7 @@ void Scheduler::step() {
   for (auto& slot : slots_)
     if (slot->sequence) (slot->sequence->prefilling() ? prefilling : decoding).push_back(slot.get());
   if (decoding.empty() && prefilling.empty()) return;
-  if (decoding.size() == 1 && prefilling.empty() && waiting_ == 0 && decode_solo_on_gpu(*decoding.front())) return;
+  if (decoding.size() == 1 && prefilling.empty() && !newcomer_can_join() && decode_solo_on_gpu(*decoding.front())) return;
 
   std::vector<graph::Segment> segments;
   std::vector<Slot*> owners;
@@ -299,6 +299,10 @@ void Scheduler::step() {
   }
 }
 
+// Whether a waiting request could join the running sequence (a slot is free beside it): then the solo loop
+// stops so that the next step batches them.
+bool Scheduler::newcomer_can_join() const { return waiting_ > 0 && slots_.size() > 1; }
+
 // A step of decoding sequences that all pick greedily with nothing to mask or report: each one's next id is
 // picked on the GPU and only the ids come back, not the logits. Returns false, doing nothing, where that does not
 // apply.
@@ -330,10 +334,10 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
   return true;
 }
 
-// A sequence decoding alone, with nothing waiting, no constraint and no log-probabilities: its tokens are picked
-// on the GPU and the steps queued back to back (graph::Model::decode_greedy / decode_sampled), until it ends or a
-// request arrives (then it stops, and the next step batches it with the newcomer). Returns false, doing nothing,
-// where the GPU cannot pick with the sequence's settings.
+// A sequence decoding alone, with no request able to join it, no constraint and no log-probabilities: its tokens
+// are picked on the GPU and the steps queued back to back (graph::Model::decode_greedy / decode_sampled), until it
+// ends or a request arrives that a free slot can take (then it stops, and the next step batches it with the
+// newcomer). Returns false, doing nothing, where the GPU cannot pick with the sequence's settings.
 bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   Sequence& s = *slot.sequence;
   if (s.request.constraint || s.request.logprobs) return false;
@@ -355,7 +359,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
     if (!accept(slot, id)) return false;  // finished: `s` is gone
     deliver(s);
-    return !s.cancelled && waiting_ == 0;
+    return !s.cancelled && !newcomer_can_join();
   };
   try {
     if (argmax)

@@ -118,6 +118,7 @@ class Scheduler {
   bool any_active() const;
   void admit();
   void step();
+  bool newcomer_can_join() const;
   bool decode_solo_on_gpu(Slot& slot);
   bool decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments);
   void draw(Slot& slot, std::span<float> logits);
