@@ -658,18 +658,9 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
   check_batch(segments);
   if (!batch_argmax_) fail("forward_batch_greedy: this model's batched steps cannot pick tokens on the GPU");
-  std::vector<std::pair<uint32_t, uint32_t>> shape;
-  std::vector<uint32_t> ids;
-  for (const Segment& segment : segments) {
+  for (const Segment& segment : segments)
     if (segment.tokens.size() != 1) fail("forward_batch_greedy: every segment must be one token");
-    shape.emplace_back(segment.slot, 1);
-    ids.push_back(uint32_t(segment.tokens.front()));
-  }
-  Step& s = step(shape, Output::GreedyToken);
-  device_.write(buffers_->ids, std::span<const uint32_t>(ids));
-  gpu::Recorder recorder(device_, "batched greedy step");
-  record(s, recorder);
-  recorder.submit();
+  submit_step(segments, Output::GreedyToken);
   auto picked = device_.read_as<uint32_t>(buffers_->batch_tokens, 0, segments.size());
   for (const Segment& segment : segments) ++positions_[segment.slot];
   return picked;
@@ -716,18 +707,23 @@ void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
   }
 }
 
-std::vector<float> Model::run_step(std::span<const Segment> segments, bool all_logits) {
+Model::Step& Model::submit_step(std::span<const Segment> segments, Output output) {
   std::vector<std::pair<uint32_t, uint32_t>> shape;
   std::vector<uint32_t> ids;
   for (const Segment& segment : segments) {
     shape.emplace_back(segment.slot, uint32_t(segment.tokens.size()));
     ids.insert(ids.end(), segment.tokens.begin(), segment.tokens.end());
   }
-  Step& s = step(shape, all_logits ? Output::AllLogits : Output::LastLogits);
+  Step& s = step(shape, output);
   device_.write(buffers_->ids, std::span<const uint32_t>(ids));
   gpu::Recorder recorder(device_, "step");
   record(s, recorder);
   recorder.submit();
+  return s;
+}
+
+std::vector<float> Model::run_step(std::span<const Segment> segments, bool all_logits) {
+  Step& s = submit_step(segments, all_logits ? Output::AllLogits : Output::LastLogits);
   auto logits = device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
   for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
   return logits;

@@ -156,6 +156,8 @@ class Model {
   // back to back, ids read back a few steps behind.
   uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
                          uint32_t slot);
+  // Writes the segments' ids and records and submits their step with OUTPUT (positions are not advanced).
+  Step& submit_step(std::span<const Segment> segments, Output output);
   // Runs one step over SEGMENTS (already checked) and advances their slots; returns the logits rows.
   std::vector<float> run_step(std::span<const Segment> segments, bool all_logits);
   void check_segment(const Segment& segment) const;
