@@ -57,6 +57,18 @@ MessageParts parse_everywhere(std::string_view text, const OutputParserOptions& 
   return whole;
 }
 
+TEST(OutputParser, APlainMessageKeepsItsLeadingWhitespaceAndAMarkerDropsIt) {
+  // A token-level answer starts with a space as often as not: it is content, as the tokens' text is.
+  EXPECT_EQ(parse_everywhere(" merit\n", options(ToolCallFormat::Hermes, true)).content, " merit\n");
+  MessageParts marked = parse_everywhere("\n <think>a</think> b", options(ToolCallFormat::Hermes, true));
+  EXPECT_EQ(marked.reasoning_content, "a");
+  EXPECT_EQ(marked.content, "b");
+  EXPECT_EQ(parse_everywhere("  \n", options(ToolCallFormat::Hermes, true)).content, "  \n");
+  MessageParts llama = parse_everywhere("\n{\"name\": \"f\", \"parameters\": {}}", options(ToolCallFormat::Llama3Json));
+  ASSERT_EQ(llama.tool_calls.size(), 1u);
+  EXPECT_EQ(llama.content, "");
+}
+
 TEST(OutputParser, QwenReasoningContentAndSeveralToolCalls) {
   std::string text =
       "<think>\nThe user wants the weather in two cities.\n</think>\n\nLet me check.\n<tool_call>\n"

@@ -146,16 +146,8 @@ bool OutputParser::skip_section_whitespace() {
 }
 
 bool OutputParser::process_content(MessageParts& out) {
+  if (!message_started_ && !hold_message_start()) return false;
   if (!skip_section_whitespace()) return false;
-  if (options_.tool_format == ToolCallFormat::Llama3Json && !message_started_) {
-    // A message that is one JSON object may be a tool call: wait for its end.
-    if (pending_.starts_with('{')) {
-      mode_ = Mode::HoldAll;
-      marker_.clear();
-      return true;
-    }
-    if (pending_.size() < kPythonTag.size() && kPythonTag.starts_with(pending_)) return false;
-  }
   std::string_view text = pending_;
   size_t first = std::string_view::npos;
   std::string_view marker;
@@ -188,6 +180,34 @@ bool OutputParser::process_content(MessageParts& out) {
   return true;
 }
 
+bool OutputParser::hold_message_start() {
+  size_t text_begin = pending_.find_first_not_of(kWhitespace);
+  if (text_begin == std::string::npos) return false;  // only whitespace so far
+  std::string_view text = std::string_view(pending_).substr(text_begin);
+  auto markers = content_markers(options_);
+  if (options_.tool_format == ToolCallFormat::Llama3Json) {
+    // A message that is one JSON object may be a tool call: wait for its end.
+    if (text.starts_with('{')) {
+      pending_.erase(0, text_begin);
+      mode_ = Mode::HoldAll;
+      marker_.clear();
+      message_started_ = true;
+      return false;
+    }
+  }
+  for (std::string_view marker : markers) {
+    if (text.size() < marker.size() && marker.starts_with(text)) return false;  // may still become a marker
+    if (text.starts_with(marker)) {
+      pending_.erase(0, text_begin);  // whitespace before a leading marker is not content
+      return true;
+    }
+  }
+  // Plain text: its leading whitespace is content, as written.
+  at_section_start_ = false;
+  message_started_ = true;
+  return true;
+}
+
 bool OutputParser::process_reasoning(MessageParts& out) {
   if (!skip_section_whitespace()) return false;
   size_t close = pending_.find(kThinkClose);
@@ -203,6 +223,7 @@ bool OutputParser::process_reasoning(MessageParts& out) {
   pending_.erase(0, close + kThinkClose.size());
   mode_ = Mode::Content;
   at_section_start_ = true;
+  message_started_ = true;  // what follows the reasoning is a section of its own
   return true;
 }
 

@@ -77,6 +77,8 @@ class OutputParser {
   bool process_reasoning(MessageParts& out);
   bool process_hermes_call(MessageParts& out);
   bool skip_section_whitespace();  // false while only whitespace has come
+  // At the message's start: false while it may still begin with a marker (or Llama 3's call, then held whole).
+  bool hold_message_start();
   void emit_content(MessageParts& out, std::string_view text);
   void emit_reasoning(MessageParts& out, std::string_view text);
   // Adds the tool calls written in TEXT; false (and nothing added) when TEXT is not tool calls.

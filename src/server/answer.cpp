@@ -67,38 +67,73 @@ std::string tool_call_id() {
   return fmt::format("call_{:016x}{:08x}", rng(), uint32_t(rng()));
 }
 
-Answer parse_answer(std::string_view text, const CompletionRequest& request, ToolCallFormat format, bool reasoning) {
+namespace {
+
+OutputParserOptions parser_options(const CompletionRequest& request, const AnswerSplit& split) {
+  bool tools = !request.tools.is_null() && request.tool_choice.kind != ToolChoice::Kind::None;
+  return {.tool_format = tools ? split.format : ToolCallFormat::None,
+          .reasoning = split.reasoning,
+          .thinking_opened = split.reasoning && split.thinking_opened};
+}
+
+nlohmann::ordered_json call_json(const std::string& id, const std::string& name, const std::string& arguments) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+}
+
+// The delta of PARTS (an empty object when they are).
+nlohmann::ordered_json delta_of(const MessageParts& parts) {
+  nlohmann::ordered_json delta = nlohmann::ordered_json::object();
+  if (!parts.reasoning_content.empty()) delta["reasoning_content"] = parts.reasoning_content;
+  if (!parts.content.empty()) delta["content"] = parts.content;
+  if (!parts.tool_calls.empty()) {
+    delta["tool_calls"] = nlohmann::ordered_json::array();
+    for (const ToolCall& c : parts.tool_calls) {
+      nlohmann::ordered_json call = {{"index", c.index}};
+      call.update(call_json(c.id, c.name, c.arguments));
+      delta["tool_calls"].push_back(std::move(call));
+    }
+  }
+  return delta;
+}
+
+}  // namespace
+
+Answer parse_answer(std::string_view text, const CompletionRequest& request, const AnswerSplit& split) {
   Answer answer;
-  auto call = [](const std::string& name, const std::string& arguments) {
-    return nlohmann::ordered_json{{"id", tool_call_id()},
-                                  {"type", "function"},
-                                  {"function", {{"name", name}, {"arguments", arguments}}}};
-  };
   if (request.tool_choice.kind == ToolChoice::Kind::Named) {
-    answer.tool_calls = nlohmann::ordered_json::array({call(request.tool_choice.name, std::string(text))});
+    answer.tool_calls =
+        nlohmann::ordered_json::array({call_json(tool_call_id(), request.tool_choice.name, std::string(text))});
     return answer;
   }
   if (request.tool_choice.kind == ToolChoice::Kind::Required) {
     auto parsed = nlohmann::ordered_json::parse(text, nullptr, false);
     if (parsed.is_object() && parsed.contains("name") && parsed["name"].is_string() && parsed.contains("arguments")) {
-      answer.tool_calls = nlohmann::ordered_json::array({call(parsed["name"], parsed["arguments"].dump())});
+      answer.tool_calls = nlohmann::ordered_json::array({call_json(tool_call_id(), parsed["name"], parsed["arguments"].dump())});
       return answer;
     }
   }
-  bool tools = !request.tools.is_null() && request.tool_choice.kind != ToolChoice::Kind::None;
-  reasoning = reasoning && text.find("</think>") != std::string_view::npos;
-  if (request.endpoint == Endpoint::Completion || (!tools && !reasoning)) {
-    answer.content = std::string(text);  // as streamed: nothing to split out
+  if (request.endpoint == Endpoint::Completion) {
+    answer.content = std::string(text);
     return answer;
   }
-  MessageParts parts = parse_output(text, {.tool_format = tools ? format : ToolCallFormat::None, .reasoning = reasoning});
+  AnswerSplit whole = split;
+  // A <think> the model opened and never closed stays content (as vLLM answers it): the answer was cut short.
+  whole.reasoning = split.reasoning && (split.thinking_opened || text.find("</think>") != std::string_view::npos);
+  MessageParts parts = parse_output(text, parser_options(request, whole));
   answer.content = std::move(parts.content);
   if (!parts.reasoning_content.empty()) answer.reasoning = std::move(parts.reasoning_content);
   if (!parts.tool_calls.empty()) {
     answer.tool_calls = nlohmann::ordered_json::array();
-    for (const ToolCall& c : parts.tool_calls) answer.tool_calls.push_back(call(c.name, c.arguments));
+    for (const ToolCall& c : parts.tool_calls) answer.tool_calls.push_back(call_json(c.id, c.name, c.arguments));
   }
   return answer;
 }
+
+AnswerStream::AnswerStream(const CompletionRequest& request, const AnswerSplit& split)
+    : parser_(parser_options(request, split)) {}
+
+nlohmann::ordered_json AnswerStream::feed(std::string_view text) { return delta_of(parser_.feed(text)); }
+
+nlohmann::ordered_json AnswerStream::finish() { return delta_of(parser_.finish()); }
 
 }  // namespace gerbil::server

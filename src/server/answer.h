@@ -33,10 +33,33 @@ struct Answer {
   nlohmann::ordered_json tool_calls = nullptr;  // OpenAI tool_calls (arguments as JSON strings), or null
 };
 
+// How a chat answer's text is split: tool calls in the model family's FORMAT (from its chat template) when the
+// request offers tools, a <think> block with REASONING (a thinking model), which THINKING_OPENED says the
+// prompt already opened.
+struct AnswerSplit {
+  ToolCallFormat format = ToolCallFormat::None;
+  bool reasoning = false;
+  bool thinking_opened = false;
+};
+
 // Splits a finished answer. With tool_choice required or named, the text is the constrained call itself; else
-// tool calls in the model family's FORMAT (from its chat template) become tool_calls, and with REASONING a
-// <think> block becomes reasoning_content.
-Answer parse_answer(std::string_view text, const CompletionRequest& request, ToolCallFormat format, bool reasoning);
+// as SPLIT says, a <think> block becoming reasoning_content only once it is closed (or opened by the prompt).
+Answer parse_answer(std::string_view text, const CompletionRequest& request, const AnswerSplit& split);
+
+// A streamed chat answer's deltas: the model's text is fed as it comes, and each call returns the OpenAI
+// `delta` it completes (reasoning_content, content, and whole tool_calls with index, id, type and function),
+// or an empty object while the text may still be a marker or a call being written. Not for a required or
+// named tool_choice (the text is then the call itself).
+class AnswerStream {
+ public:
+  AnswerStream(const CompletionRequest& request, const AnswerSplit& split);
+  nlohmann::ordered_json feed(std::string_view text);
+  nlohmann::ordered_json finish();
+  bool has_tool_calls() const { return !parser_.message().tool_calls.empty(); }
+
+ private:
+  OutputParser parser_;
+};
 
 // A fresh tool-call id ("call_" and 24 hex digits).
 std::string tool_call_id();

@@ -68,6 +68,7 @@ struct Job {
   size_t prompt_tokens = 0;
   Clock::time_point arrived, deadline;
   bool constrained_call = false;  // tool_choice required / named: the text is the call's JSON
+  bool thinking_opened = false;   // the rendered prompt ends inside a <think> block
   std::string text;
   std::vector<int32_t> ids;
   std::vector<StepLogprobs> logprobs;
@@ -138,8 +139,11 @@ struct Server::Impl {
     return served->chat ? detect_tool_call_format(served->chat->source()) : ToolCallFormat::None;
   }
   bool reasoning() const { return served->model->config().model_type == "qwen3"; }
+  AnswerSplit answer_split(const Job& job) const { return {tool_format(), reasoning(), job.thinking_opened}; }
 
-  std::vector<int32_t> prompt_ids(const CompletionRequest& request) const {
+  // The prompt's ids; notes in JOB whether the rendered chat prompt opened a <think> block.
+  std::vector<int32_t> prompt_ids(Job& job) const {
+    const CompletionRequest& request = job.request;
     const Tokenizer& tokenizer = served->tokenizer;
     if (request.endpoint == Endpoint::Completion) {
       if (request.prompt_ids.empty()) return tokenizer.encode(request.prompt, /*add_special_tokens=*/true);
@@ -160,13 +164,14 @@ struct Server::Impl {
     } catch (const Error& e) {
       throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", e.what()), "messages");
     }
+    job.thinking_opened = prompt_opens_thinking(text);
     return tokenizer.encode(text);
   }
 
   SequenceRequest sequence_request(Job& job) const {
     const CompletionRequest& r = job.request;
     SequenceRequest sequence;
-    sequence.prompt = prompt_ids(r);
+    sequence.prompt = prompt_ids(job);
     job.prompt_tokens = sequence.prompt.size();
     uint32_t context = scheduler->context();
     const char* prompt_field = r.endpoint == Endpoint::Chat ? "messages" : "prompt";
@@ -276,19 +281,20 @@ struct Server::Impl {
     }
     finish_metrics(job);
     check_outcome(job);
-    Answer answer = parse_answer(job.text, job.request, tool_format(), reasoning());
+    Answer answer = parse_answer(job.text, job.request, answer_split(job));
     res.set_content(dump(completion_response(job.head, answer, *job.result, logprobs_json(job, job.logprobs, 0))),
                     "application/json");
   }
 
-  // Server-sent events: a role chunk, then a chunk per event. Text of answers that become tool calls is
-  // held until the end (its format is known only then); a named call streams its arguments as they come.
+  // Server-sent events: a role chunk, then a chunk per event. A chat answer's text goes through AnswerStream,
+  // which sends reasoning, content and tool calls apart as soon as each is known; a named call streams its
+  // arguments as they come; a required call (one of the tools, its name inside the JSON) is sent whole at the end.
   class Stream {
    public:
     Stream(Impl& server, std::shared_ptr<Job> job) : server_(server), job_(std::move(job)) {
       const CompletionRequest& r = job_->request;
-      hold_text_ = !job_->constrained_call && !r.tools.is_null() && r.tool_choice.kind != ToolChoice::Kind::None;
-      hold_text_ |= r.tool_choice.kind == ToolChoice::Kind::Required;
+      hold_text_ = r.tool_choice.kind == ToolChoice::Kind::Required;
+      if (r.endpoint == Endpoint::Chat && !job_->constrained_call) answer_.emplace(r, server_.answer_split(*job_));
     }
 
     // Writes what is due; false when the client is gone.
@@ -319,7 +325,10 @@ struct Server::Impl {
         ordered_json delta = {{"content", event->text}};
         if (!call_id_.empty())
           delta = {{"tool_calls", ordered_json::array({{{"index", 0}, {"function", {{"arguments", event->text}}}}})}};
-        if (!write(sink, stream_chunk(head, delta, server_.logprobs_json(*job_, event->logprobs, offset), nullptr, usage)))
+        if (answer_) delta = answer_->feed(event->text);
+        ordered_json logprobs = server_.logprobs_json(*job_, event->logprobs, offset);
+        // Text held back (a marker or call being written) sends nothing, unless its log-probabilities are due.
+        if ((!delta.empty() || !logprobs.is_null()) && !write(sink, stream_chunk(head, delta, logprobs, nullptr, usage)))
           return false;
       }
       if (!event->done) return true;
@@ -331,12 +340,16 @@ struct Server::Impl {
         return write_raw(sink, sse(error_json(error)) + "data: [DONE]\n\n") && (sink.done(), true);
       }
       bool calls = !call_id_.empty();
+      if (answer_) {
+        ordered_json delta = answer_->finish();
+        calls = answer_->has_tool_calls();
+        if (!delta.empty() && !write(sink, stream_chunk(head, delta, nullptr, nullptr, usage))) return false;
+      }
       if (hold_text_) {
-        Answer answer = parse_answer(job_->text, job_->request, server_.tool_format(), server_.reasoning());
+        Answer answer = parse_answer(job_->text, job_->request, server_.answer_split(*job_));
         calls = !answer.tool_calls.is_null();
         ordered_json delta = ordered_json::object();
         if (!answer.content.empty()) delta["content"] = answer.content;
-        if (answer.reasoning) delta["reasoning_content"] = *answer.reasoning;
         if (calls) {
           for (size_t i = 0; i < answer.tool_calls.size(); ++i) answer.tool_calls[i]["index"] = i;
           delta["tool_calls"] = answer.tool_calls;
@@ -364,6 +377,7 @@ struct Server::Impl {
     std::shared_ptr<Job> job_;
     bool started_ = false, hold_text_ = false;
     std::string call_id_;
+    std::optional<AnswerStream> answer_;
     int status_ = 200;
   };
 

@@ -1,0 +1,113 @@
+// A chat answer split into OpenAI's parts, streamed (AnswerStream's deltas) and whole (parse_answer): reasoning
+// and content arrive as soon as they are known, a tool call whole once its block closes, nothing while a marker
+// may still be coming, and the deltas joined give the whole answer.
+#include <gtest/gtest.h>
+
+#include "server/answer.h"
+#include "server/request.h"
+
+namespace gerbil::server {
+namespace {
+
+using nlohmann::ordered_json;
+
+CompletionRequest chat(bool tools) {
+  std::string body = R"({"messages": [{"role": "user", "content": "hi"}])";
+  if (tools) body += R"(, "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+  return parse_completion_request(body + "}", Endpoint::Chat);
+}
+
+// Joins the deltas of PIECES fed one by one (plus finish()) into one message, and returns each feed's delta.
+struct Streamed {
+  std::vector<ordered_json> deltas;
+  std::string reasoning, content;
+  ordered_json tool_calls = ordered_json::array();
+};
+
+Streamed stream(const CompletionRequest& request, const AnswerSplit& split, const std::vector<std::string>& pieces) {
+  AnswerStream answer(request, split);
+  Streamed out;
+  auto take = [&](const ordered_json& delta) {
+    out.deltas.push_back(delta);
+    if (delta.contains("reasoning_content")) out.reasoning += delta["reasoning_content"].get<std::string>();
+    if (delta.contains("content")) out.content += delta["content"].get<std::string>();
+    if (delta.contains("tool_calls"))
+      for (const auto& call : delta["tool_calls"]) out.tool_calls.push_back(call);
+  };
+  for (const std::string& piece : pieces) take(answer.feed(piece));
+  take(answer.finish());
+  return out;
+}
+
+TEST(AnswerStream, ReasoningThenContentArriveAsTheyAreWritten) {
+  AnswerSplit split{ToolCallFormat::Hermes, /*reasoning=*/true, /*thinking_opened=*/false};
+  Streamed s = stream(chat(false), split, {"<thi", "nk>\nLet me", " see.", "\n</th", "ink>\n\nHello", " there"});
+  EXPECT_EQ(s.deltas[0], ordered_json::object());  // "<thi" may begin <think>
+  EXPECT_EQ(s.deltas[1], (ordered_json{{"reasoning_content", "Let me"}}));
+  EXPECT_EQ(s.deltas[2], (ordered_json{{"reasoning_content", " see."}}));
+  EXPECT_EQ(s.deltas[4], (ordered_json{{"content", "Hello"}}));
+  EXPECT_EQ(s.reasoning, "Let me see.");
+  EXPECT_EQ(s.content, "Hello there");
+  Answer whole = parse_answer("<think>\nLet me see.\n</think>\n\nHello there", chat(false), split);
+  EXPECT_EQ(whole.reasoning, s.reasoning);
+  EXPECT_EQ(whole.content, s.content);
+}
+
+TEST(AnswerStream, APromptThatOpenedThinkingStartsInTheReasoning) {
+  AnswerSplit split{ToolCallFormat::None, true, /*thinking_opened=*/true};
+  Streamed s = stream(chat(false), split, {"hmm", "</think>", "ok"});
+  EXPECT_EQ(s.deltas[0], (ordered_json{{"reasoning_content", "hmm"}}));
+  EXPECT_EQ(s.content, "ok");
+  // Without a thinking model the same text is all content.
+  Streamed plain = stream(chat(false), {ToolCallFormat::None, false, true}, {"hmm", "</think>", "ok"});
+  EXPECT_EQ(plain.content, "hmm</think>ok");
+  EXPECT_EQ(plain.reasoning, "");
+}
+
+TEST(AnswerStream, AToolCallIsSentWholeWhenItsBlockCloses) {
+  AnswerSplit split{ToolCallFormat::Hermes, false, false};
+  Streamed s = stream(chat(true), split,
+                      {"Checking.", "\n<tool_", "call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Oslo\"}}",
+                       "\n</tool_call>", "\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"});
+  EXPECT_EQ(s.deltas[0], (ordered_json{{"content", "Checking."}}));
+  EXPECT_EQ(s.deltas[1], (ordered_json{{"content", "\n"}}));  // "<tool_" is held: it may begin <tool_call>
+  for (size_t i = 2; i <= 3; ++i) EXPECT_EQ(s.deltas[i], ordered_json::object()) << i;
+  ASSERT_TRUE(s.deltas[4].contains("tool_calls"));
+  ASSERT_EQ(s.tool_calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const ordered_json& call = s.tool_calls[i];
+    EXPECT_EQ(call["index"], i);
+    EXPECT_TRUE(call["id"].get<std::string>().starts_with("call_"));
+    EXPECT_EQ(call["type"], "function");
+    EXPECT_EQ(call["function"]["name"], "get_weather");
+  }
+  EXPECT_EQ(ordered_json::parse(s.tool_calls[0]["function"]["arguments"].get<std::string>()),
+            (ordered_json{{"city", "Oslo"}}));
+  EXPECT_NE(s.tool_calls[0]["id"], s.tool_calls[1]["id"]);
+  Answer whole = parse_answer("Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"
+                              "\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+                              chat(true), split);
+  EXPECT_EQ(whole.content, s.content);
+  ASSERT_EQ(whole.tool_calls.size(), 2u);
+  EXPECT_FALSE(whole.tool_calls[0].contains("index"));  // only stream deltas carry an index
+  EXPECT_EQ(whole.tool_calls[0]["function"]["arguments"], s.tool_calls[0]["function"]["arguments"]);
+}
+
+TEST(AnswerStream, WithoutToolsACallMarkerIsContent) {
+  Streamed s = stream(chat(false), {ToolCallFormat::Hermes, false, false}, {"<tool_call>{\"name\": \"x\"}</tool_call>"});
+  EXPECT_EQ(s.content, "<tool_call>{\"name\": \"x\"}</tool_call>");
+  EXPECT_TRUE(s.tool_calls.empty());
+}
+
+TEST(AnswerStream, AnUnclosedThinkBlockIsReasoningStreamedButContentWhole) {
+  // Streamed, the reasoning went out as it came; a whole answer cut inside <think> is returned as written.
+  AnswerSplit split{ToolCallFormat::None, true, false};
+  Streamed s = stream(chat(false), split, {"<think>\nstill", " going"});
+  EXPECT_EQ(s.reasoning, "still going");
+  Answer whole = parse_answer("<think>\nstill going", chat(false), split);
+  EXPECT_EQ(whole.content, "<think>\nstill going");
+  EXPECT_FALSE(whole.reasoning.has_value());
+}
+
+}  // namespace
+}  // namespace gerbil::server
