@@ -162,6 +162,8 @@ class Model {
   std::vector<float> run_step(std::span<const Segment> segments, bool all_logits);
   void check_segment(const Segment& segment) const;
   void check_batch(std::span<const Segment> segments) const;
+  // Writes the row table of a step with Step::row_kernels for the slots' current positions.
+  void write_row_table(const Step& s);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
 
@@ -174,6 +176,7 @@ class Model {
   uint32_t token_count_ = 0;
   bool batchable_ = false;
   bool batch_argmax_ = false;
+  bool row_kernels_ = false;  // batched steps run the row-table kernels (kernels/batched.h)
   std::vector<uint32_t> positions_;  // tokens in each slot's cache
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
