@@ -45,7 +45,8 @@ struct Model::Buffers {
   gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
   gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
-  gpu::Buffer row_table;              // a batched step's kernels::RowEntry per row (Model::row_table())
+  gpu::Buffer row_table;              // a batched step's kernels::RowEntry per row (Model::write_row_table())
+  gpu::Buffer batch_picks[2];         // read-back buffers of batch_tokens: a step's, and the one queued ahead
 };
 
 // One step's graph: the entries in recording order, and how to re-point them at a new position.
@@ -623,6 +624,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                  pool_bytes <= device_.limits().maxStorageBufferBindingSize &&
                  pool_bytes / kernels::kv_bytes(kv_type_) <= UINT32_MAX;
   b.row_table = device_.create_buffer("row table", chunk * sizeof(kernels::RowEntry));
+  for (auto& picks : b.batch_picks) picks = device_.create_buffer("batch picks read-back", 4ull * options_.slots, gpu::BufferKind::Readback);
   if (config_.arch->positions == PositionKind::Rotary) {
     // Layer kinds differ in rotary base only for Gemma3; look up one layer of each kind.
     for (bool sliding : {false, true}) {
@@ -650,7 +652,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
 }
 
-Model::~Model() = default;
+Model::~Model() { discard_speculation(); }
 
 uint64_t Model::kv_cache_bytes() const {
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
@@ -661,6 +663,7 @@ void Model::rewind(uint32_t position, uint32_t slot) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (position > positions_[slot])
     fail("cannot rewind the cache to {}: it holds {} tokens", position, positions_[slot]);
+  discard_speculation();  // it was queued for the positions before
   positions_[slot] = position;
 }
 
@@ -709,12 +712,71 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
   check_batch(segments);
   if (!batch_argmax_) fail("forward_batch_greedy: this model's batched steps cannot pick tokens on the GPU");
-  for (const Segment& segment : segments)
+  std::vector<uint32_t> slots;
+  std::vector<int32_t> fed;
+  for (const Segment& segment : segments) {
     if (segment.tokens.size() != 1) fail("forward_batch_greedy: every segment must be one token");
-  submit_step(segments, Output::GreedyToken);
-  auto picked = device_.read_as<uint32_t>(buffers_->batch_tokens, 0, segments.size());
+    slots.push_back(segment.slot);
+    fed.push_back(segment.tokens.front());
+  }
+  gpu::Device::PendingRead read;
+  if (speculation_ && speculation_->slots == slots && speculation_->fed == fed) {
+    read = std::move(speculation_->read);  // this step is already queued
+    speculation_.reset();
+  } else {
+    discard_speculation();
+    submit_step(segments, Output::GreedyToken);
+    gpu::Recorder recorder(device_, "batch picks");
+    read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
+  }
   for (const Segment& segment : segments) ++positions_[segment.slot];
+  try {
+    speculate(segments, {});
+  } catch (...) {
+    device_.finish_read(read);
+    throw;
+  }
+  auto bytes = device_.finish_read(read);
+  std::vector<uint32_t> picked(segments.size());
+  std::memcpy(picked.data(), bytes.data(), picked.size() * 4);
+  if (speculation_) speculation_->fed.assign(picked.begin(), picked.end());
   return picked;
+}
+
+gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring) {
+  const gpu::Buffer& picks = buffers_->batch_picks[ring];
+  recorder.copy(buffers_->batch_tokens, 0, picks, 0, 4ull * count);
+  recorder.submit();
+  picks_ring_ = 1 - ring;
+  return device_.map_async(picks, 4ull * count);
+}
+
+void Model::speculate(std::span<const Segment> segments, std::vector<int32_t> fed) {
+  for (const Segment& segment : segments)
+    if (positions_[segment.slot] + 1 > context_) return;
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  std::vector<uint32_t> slots;
+  for (const Segment& segment : segments) {
+    shape.emplace_back(segment.slot, 1);
+    slots.push_back(segment.slot);
+  }
+  Step& s = step(shape, Output::GreedyToken);
+  Buffers& b = *buffers_;
+  if (s.row_kernels) write_row_table(s);
+  gpu::Recorder recorder(device_, "batch step ahead");
+  // Row i is segment i's one token: the picks of the step before are this one's ids, in order.
+  recorder.copy(b.batch_tokens, 0, b.ids, 0, 4ull * segments.size());
+  record(s, recorder);
+  speculation_ = Speculation{std::move(slots), std::move(fed), read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
+}
+
+void Model::discard_speculation() noexcept {
+  if (!speculation_) return;
+  try {
+    device_.finish_read(speculation_->read);
+  } catch (...) {
+  }
+  speculation_.reset();
 }
 
 void Model::check_batch(std::span<const Segment> segments) const {
@@ -790,6 +852,7 @@ Model::Step& Model::submit_step(std::span<const Segment> segments, Output output
 }
 
 std::vector<float> Model::run_step(std::span<const Segment> segments, bool all_logits) {
+  discard_speculation();
   Step& s = submit_step(segments, all_logits ? Output::AllLogits : Output::LastLogits);
   auto logits = device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
   for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
@@ -877,6 +940,7 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
                               const std::function<bool(int32_t)>& on_token, uint32_t slot) {
   check_token_id(config_, first, "first token");
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
+  discard_speculation();
   uint32_t& position = positions_[slot];
   max_steps = std::min(max_steps, context_ - position);
   if (max_steps == 0) return 0;
