@@ -731,7 +731,7 @@ std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segme
   }
   for (const Segment& segment : segments) ++positions_[segment.slot];
   try {
-    speculate(segments, {});
+    speculate(segments);
   } catch (...) {
     device_.finish_read(read);
     throw;
@@ -751,7 +751,7 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
   return device_.map_async(picks, 4ull * count);
 }
 
-void Model::speculate(std::span<const Segment> segments, std::vector<int32_t> fed) {
+void Model::speculate(std::span<const Segment> segments) {
   for (const Segment& segment : segments)
     if (positions_[segment.slot] + 1 > context_) return;
   std::vector<std::pair<uint32_t, uint32_t>> shape;
@@ -767,7 +767,7 @@ void Model::speculate(std::span<const Segment> segments, std::vector<int32_t> fe
   // Row i is segment i's one token: the picks of the step before are this one's ids, in order.
   recorder.copy(b.batch_tokens, 0, b.ids, 0, 4ull * segments.size());
   record(s, recorder);
-  speculation_ = Speculation{std::move(slots), std::move(fed), read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
+  speculation_ = Speculation{std::move(slots), {}, read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
 }
 
 void Model::discard_speculation() noexcept {

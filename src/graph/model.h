@@ -176,8 +176,9 @@ class Model {
     gpu::Device::PendingRead read;
   };
   // Queues a greedy batched step of SEGMENTS' slots whose ids are the last step's picks (batch_tokens, on the
-  // GPU), at the slots' current positions, into speculation_; nothing where a slot's context is full.
-  void speculate(std::span<const Segment> segments, std::vector<int32_t> fed);
+  // GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those picks);
+  // nothing where a slot's context is full.
+  void speculate(std::span<const Segment> segments);
   // Waits for the step queued ahead, if any, and forgets it.
   void discard_speculation() noexcept;
   // Records a copy of the batch's picks into the read-back buffer `ring` and submits it; returns the read.
