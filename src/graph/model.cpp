@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gerbil/error.h"
+#include "kernels/batched.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
 #include "kernels/vector.h"
@@ -44,6 +45,8 @@ struct Model::Buffers {
   gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
   gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
+  gpu::Buffer row_table;              // a batched step's kernels::RowEntry per row (Model::write_row_table())
+  gpu::Buffer batch_picks[2];         // read-back buffers of batch_tokens: a step's, and the one queued ahead
 };
 
 // One step's graph: the entries in recording order, and how to re-point them at a new position.
@@ -68,6 +71,9 @@ struct Model::Step {
   };
   std::vector<std::pair<uint32_t, uint32_t>> segments;  // (slot, tokens) of each sequence in the step
   uint32_t tokens = 0;                                  // rows in all
+  // Whether the step's rotary / cache stores and its one-token segments' attention run as one dispatch each
+  // over the row table (kernels/batched.h), rewritten before every run; else one dispatch per segment.
+  bool row_kernels = false;
   uint32_t logit_rows = 0;
   std::deque<Entry> entries;  // a deque: entries stay put while the graph grows
 };
@@ -375,6 +381,7 @@ class StepBuilder {
     } else {
       linear(label("qkv"), qkv, in, T_, nullptr, b_.qkv);
     }
+    if (step_.row_kernels) return attend_rows(l, L, label);
     uint32_t first = 0;
     for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) {
       uint32_t rows = step_.segments[segment_].second;
@@ -382,6 +389,45 @@ class StepBuilder {
       first += rows;
     }
     segment_ = 0;
+  }
+
+  // The row-table path of a batched step (Step::row_kernels): one dispatch rotates and stores every row, one
+  // attends for every one-token segment (the table's first entries, Model::row_table()); longer segments
+  // (prompt chunks) keep their own attention dispatches, whose block kernel shares K/V tiles across queries.
+  void attend_rows(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label) {
+    kernels::RowSpace space = row_space();
+    uint32_t eps = kernels::float_bits(float(config_.norm_eps));
+    kernels::QkvRopeParams rp{T_, heads(), kv_heads(), head_dim(), rotary_dim(), 0, L.q_norm ? 1u : 0u, eps};
+    BufferBinding k_pool{&b_.k_cache[size_t(l)]}, v_pool{&b_.v_cache[size_t(l)]};
+    add(label("rope_store_rows"),
+        kernels::rope_store_rows(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
+                                 L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l), {&b_.q}, k_pool,
+                                 v_pool, {&b_.row_table}, rp, space));
+    uint32_t single = uint32_t(std::count_if(step_.segments.begin(), step_.segments.end(),
+                                             [](const auto& segment) { return segment.second == 1; }));
+    if (single > 0) {
+      uint32_t window = config_.sliding(l) ? uint32_t(config_.sliding_window) : 0;
+      kernels::FlashAttentionParams ap{single, 0, heads(), kv_heads(), head_dim(), 0, window,
+                                       kernels::float_bits(float(config_.attention_scale))};
+      add(label("attention_rows"),
+          kernels::attention_rows(device_, {&b_.q}, k_pool, v_pool, {&b_.attn}, {&b_.row_table}, ap, space));
+    }
+    uint32_t first = 0;
+    for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) {
+      auto [slot, rows] = step_.segments[segment_];
+      if (rows > 1) {
+        fused_qkv_ = true;  // stored above
+        attend(l, L, label, first, rows, slot);
+      }
+      first += rows;
+    }
+    segment_ = 0;
+  }
+
+  kernels::RowSpace row_space() const {
+    uint64_t pool_bytes = b_.k_cache.front().size();
+    return {uint32_t(b_.q.size() / (uint64_t(heads()) * head_dim() * 4)), pool_bytes / kernels::kv_bytes(b_.kv),
+            kv_width(), b_.kv};
   }
 
   void project_qkv_rope(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in) {
@@ -573,6 +619,12 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   batchable_ = config_.arch->positions != PositionKind::Learned && (q_width * 4) % alignment == 0 &&
                ((q_width + 2 * kv_width) * 4) % alignment == 0;
   batch_argmax_ = batchable_ && (vocab * 4) % alignment == 0;  // each sequence's logits row bound on its own
+  // The row kernels bind a layer's whole pool and address it in u32 elements.
+  row_kernels_ = batchable_ && kernels::attention_rows_fits(uint32_t(config_.head_dim), kv_type_) &&
+                 pool_bytes <= device_.limits().maxStorageBufferBindingSize &&
+                 pool_bytes / kernels::kv_bytes(kv_type_) <= UINT32_MAX;
+  b.row_table = device_.create_buffer("row table", chunk * sizeof(kernels::RowEntry));
+  for (auto& picks : b.batch_picks) picks = device_.create_buffer("batch picks read-back", 4ull * options_.slots, gpu::BufferKind::Readback);
   if (config_.arch->positions == PositionKind::Rotary) {
     // Layer kinds differ in rotary base only for Gemma3; look up one layer of each kind.
     for (bool sliding : {false, true}) {
@@ -600,7 +652,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
 }
 
-Model::~Model() = default;
+Model::~Model() { discard_speculation(); }
 
 uint64_t Model::kv_cache_bytes() const {
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
@@ -611,6 +663,7 @@ void Model::rewind(uint32_t position, uint32_t slot) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (position > positions_[slot])
     fail("cannot rewind the cache to {}: it holds {} tokens", position, positions_[slot]);
+  discard_speculation();  // it was queued for the positions before
   positions_[slot] = position;
 }
 
@@ -623,6 +676,7 @@ Model::Step& Model::step(const std::vector<std::pair<uint32_t, uint32_t>>& shape
   if (steps_.size() >= 8 + 2 * slots()) steps_.clear();
   auto step = std::make_unique<Step>();
   step->segments = shape;
+  step->row_kernels = row_kernels_ && shape.size() > 1;
   for (auto [slot, tokens] : shape) step->tokens += tokens;
   StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, *step)
       .build(output == Output::AllLogits, output == Output::GreedyToken,
@@ -658,12 +712,71 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
   check_batch(segments);
   if (!batch_argmax_) fail("forward_batch_greedy: this model's batched steps cannot pick tokens on the GPU");
-  for (const Segment& segment : segments)
+  std::vector<uint32_t> slots;
+  std::vector<int32_t> fed;
+  for (const Segment& segment : segments) {
     if (segment.tokens.size() != 1) fail("forward_batch_greedy: every segment must be one token");
-  submit_step(segments, Output::GreedyToken);
-  auto picked = device_.read_as<uint32_t>(buffers_->batch_tokens, 0, segments.size());
+    slots.push_back(segment.slot);
+    fed.push_back(segment.tokens.front());
+  }
+  gpu::Device::PendingRead read;
+  if (speculation_ && speculation_->slots == slots && speculation_->fed == fed) {
+    read = std::move(speculation_->read);  // this step is already queued
+    speculation_.reset();
+  } else {
+    discard_speculation();
+    submit_step(segments, Output::GreedyToken);
+    gpu::Recorder recorder(device_, "batch picks");
+    read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
+  }
   for (const Segment& segment : segments) ++positions_[segment.slot];
+  try {
+    speculate(segments);
+  } catch (...) {
+    device_.finish_read(read);
+    throw;
+  }
+  auto bytes = device_.finish_read(read);
+  std::vector<uint32_t> picked(segments.size());
+  std::memcpy(picked.data(), bytes.data(), picked.size() * 4);
+  if (speculation_) speculation_->fed.assign(picked.begin(), picked.end());
   return picked;
+}
+
+gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring) {
+  const gpu::Buffer& picks = buffers_->batch_picks[ring];
+  recorder.copy(buffers_->batch_tokens, 0, picks, 0, 4ull * count);
+  recorder.submit();
+  picks_ring_ = 1 - ring;
+  return device_.map_async(picks, 4ull * count);
+}
+
+void Model::speculate(std::span<const Segment> segments) {
+  for (const Segment& segment : segments)
+    if (positions_[segment.slot] + 1 > context_) return;
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  std::vector<uint32_t> slots;
+  for (const Segment& segment : segments) {
+    shape.emplace_back(segment.slot, 1);
+    slots.push_back(segment.slot);
+  }
+  Step& s = step(shape, Output::GreedyToken);
+  Buffers& b = *buffers_;
+  if (s.row_kernels) write_row_table(s);
+  gpu::Recorder recorder(device_, "batch step ahead");
+  // Row i is segment i's one token: the picks of the step before are this one's ids, in order.
+  recorder.copy(b.batch_tokens, 0, b.ids, 0, 4ull * segments.size());
+  record(s, recorder);
+  speculation_ = Speculation{std::move(slots), {}, read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
+}
+
+void Model::discard_speculation() noexcept {
+  if (!speculation_) return;
+  try {
+    device_.finish_read(speculation_->read);
+  } catch (...) {
+  }
+  speculation_.reset();
 }
 
 void Model::check_batch(std::span<const Segment> segments) const {
@@ -688,6 +801,21 @@ std::vector<float> Model::forward_batch(std::span<const Segment> segments) {
     logits.insert(logits.end(), row.begin(), row.end());
   }
   return logits;
+}
+
+void Model::write_row_table(const Step& s) {
+  // One-token segments first (attention_rows takes the table's first entries), then the rows of longer ones.
+  uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
+  uint64_t slot_elements = slot_stride(context_, kv_width, kv_type_) / kernels::kv_bytes(kv_type_);
+  std::vector<kernels::RowEntry> single, longer;
+  uint32_t row = 0;
+  for (auto [slot, tokens] : s.segments)
+    for (uint32_t t = 0; t < tokens; ++t, ++row)
+      (tokens == 1 ? single : longer).push_back({row, uint32_t(slot * slot_elements), positions_[slot] + t, 0});
+  single.insert(single.end(), longer.begin(), longer.end());
+  const gpu::Buffer& pool = buffers_->k_cache.front();
+  kernels::check_row_table(single, {chunk_, pool.size() / kernels::kv_bytes(kv_type_), kv_width, kv_type_});
+  device_.write(buffers_->row_table, std::span<const kernels::RowEntry>(single));
 }
 
 void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
@@ -716,6 +844,7 @@ Model::Step& Model::submit_step(std::span<const Segment> segments, Output output
   }
   Step& s = step(shape, output);
   device_.write(buffers_->ids, std::span<const uint32_t>(ids));
+  if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "step");
   record(s, recorder);
   recorder.submit();
@@ -723,6 +852,7 @@ Model::Step& Model::submit_step(std::span<const Segment> segments, Output output
 }
 
 std::vector<float> Model::run_step(std::span<const Segment> segments, bool all_logits) {
+  discard_speculation();
   Step& s = submit_step(segments, all_logits ? Output::AllLogits : Output::LastLogits);
   auto logits = device_.read_as<float>(buffers_->logits, 0, uint64_t(s.logit_rows) * uint64_t(config_.vocab_size));
   for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
@@ -810,6 +940,7 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
                               const std::function<bool(int32_t)>& on_token, uint32_t slot) {
   check_token_id(config_, first, "first token");
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
+  discard_speculation();
   uint32_t& position = positions_[slot];
   max_steps = std::min(max_steps, context_ - position);
   if (max_steps == 0) return 0;

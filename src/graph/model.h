@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -98,7 +99,10 @@ class Model {
   bool can_batch() const { return batchable_; }
   // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (argmax,
   // ids past token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back.
-  // Only where can_pick_in_batch().
+  // Only where can_pick_in_batch(). Pipelined: before waiting for this step's ids, the next step of the same
+  // slots is queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes
+  // its result instead of running a step, so the GPU never waits for the host between such calls. Any other
+  // call discards it (its cache rows lie past the slots' positions, rewritten by the next real step).
   std::vector<uint32_t> forward_batch_greedy(std::span<const Segment> segments);
   bool can_pick_in_batch() const { return batch_argmax_; }
 
@@ -162,6 +166,23 @@ class Model {
   std::vector<float> run_step(std::span<const Segment> segments, bool all_logits);
   void check_segment(const Segment& segment) const;
   void check_batch(std::span<const Segment> segments) const;
+  // Writes the row table of a step with Step::row_kernels for the slots' current positions.
+  void write_row_table(const Step& s);
+  // forward_batch_greedy()'s step queued ahead: its slots, the ids it was fed (the picks returned last), and the
+  // read-back of its own picks.
+  struct Speculation {
+    std::vector<uint32_t> slots;
+    std::vector<int32_t> fed;
+    gpu::Device::PendingRead read;
+  };
+  // Queues a greedy batched step of SEGMENTS' slots whose ids are the last step's picks (batch_tokens, on the
+  // GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those picks);
+  // nothing where a slot's context is full.
+  void speculate(std::span<const Segment> segments);
+  // Waits for the step queued ahead, if any, and forgets it.
+  void discard_speculation() noexcept;
+  // Records a copy of the batch's picks into the read-back buffer `ring` and submits it; returns the read.
+  gpu::Device::PendingRead read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
 
@@ -174,11 +195,14 @@ class Model {
   uint32_t token_count_ = 0;
   bool batchable_ = false;
   bool batch_argmax_ = false;
+  bool row_kernels_ = false;  // batched steps run the row-table kernels (kernels/batched.h)
   std::vector<uint32_t> positions_;  // tokens in each slot's cache
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
   std::map<StepKey, std::unique_ptr<Step>> steps_;
   kernels::SampleParams sampling_{};  // decode_sampled()'s settings, which its steps' uniforms follow
+  std::optional<Speculation> speculation_;
+  uint32_t picks_ring_ = 0;  // the batch_picks read-back buffer the next read uses
 };
 
 }  // namespace gerbil::graph

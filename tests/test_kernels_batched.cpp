@@ -1,0 +1,235 @@
+// The batched-step kernels (kernels/batched.h) against their float64 references (reference/batched.h) on fresh
+// random inputs: slots of different lengths in one pool, table entries in shuffled order over activation rows
+// that include rows no entry names, odd head counts and dims, f32 and f16 caches, outputs and the cache rows
+// being written poisoned with NaN; and the shape and table checks.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "checks/check_support.h"
+#include "gerbil/error.h"
+#include "kernels/batched.h"
+#include "kernels/seed.h"
+#include "model/dtype.h"
+#include "reference/batched.h"
+#include "support/device.h"
+
+namespace gerbil::kernels {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Shape {
+  uint32_t Hq, Hkv, D, rotary_dim;
+  bool qk_norm;
+  uint32_t window;
+  KvType kv;
+  std::vector<uint32_t> positions;  // one entry per slot used, in slot order; the slots' capacity is `capacity`
+  uint32_t capacity;
+};
+
+std::string describe(const Shape& s) {
+  return fmt::format("heads={}/{} D={} rotary={} qk_norm={} window={} kv={} entries={}", s.Hq, s.Hkv, s.D,
+                     s.rotary_dim, s.qk_norm, s.window, kv_type_name(s.kv), s.positions.size());
+}
+
+// A pool of slots of `capacity` rows each (slot starts a whole 16-byte word apart, with a few words of gap, as
+// a layer's pool has them), the table that puts one entry per slot on shuffled activation rows, and buffers.
+struct Batch {
+  std::vector<kernels::RowEntry> entries;
+  std::vector<reference::TableRow> rows;
+  RowSpace space;
+  uint32_t activation_rows;
+};
+
+Batch make_batch(const Shape& s, Rng& rng) {
+  Batch b;
+  b.space.kv_width = uint64_t(s.Hkv) * s.D;
+  b.space.kv = s.kv;
+  uint64_t word = 16 / kv_bytes(s.kv);
+  uint64_t stride = (s.capacity * b.space.kv_width + word - 1) / word * word + 3 * word;
+  b.space.pool_elements = stride * s.positions.size();
+  b.activation_rows = uint32_t(s.positions.size()) + 2;  // two rows no entry names
+  b.space.activation_rows = b.activation_rows;
+  std::vector<uint32_t> row_of(b.activation_rows);
+  std::iota(row_of.begin(), row_of.end(), 0u);
+  std::shuffle(row_of.begin(), row_of.end(), rng);
+  for (size_t i = 0; i < s.positions.size(); ++i) {
+    uint32_t base = uint32_t(stride * i);
+    b.entries.push_back({row_of[i], base, s.positions[i], 0});
+    b.rows.push_back({row_of[i], base, s.positions[i]});
+  }
+  check_row_table(b.entries, b.space);
+  return b;
+}
+
+// A pool's values as the reference sees them and as the kernel's buffer holds them (f16: packed in pairs).
+struct Pool {
+  std::vector<double> values;
+  std::vector<uint32_t> words;
+};
+
+Pool make_pool(Rng& rng, uint64_t n, KvType kv) {
+  auto floats = check::random_floats(rng, n);
+  Pool pool;
+  if (kv == KvType::F32) {
+    pool.values = check::widen(floats);
+    for (float f : floats) pool.words.push_back(std::bit_cast<uint32_t>(f));
+    return pool;
+  }
+  for (uint64_t i = 0; i < n; i += 2) {
+    uint16_t lo = f32_to_f16(floats[i]), hi = f32_to_f16(floats[i + 1]);
+    pool.values.push_back(f16_to_f32(lo));
+    pool.values.push_back(f16_to_f32(hi));
+    pool.words.push_back(uint32_t(lo) | uint32_t(hi) << 16);
+  }
+  return pool;
+}
+
+// Poisons the cache row each entry stores into: NaN for the reference's prior values and in the buffer.
+void poison_rows(Pool& pool, const Batch& b) {
+  uint32_t per_word = 4 / kv_bytes(b.space.kv);
+  for (const auto& e : b.entries) {
+    uint64_t first = e.cache_base + uint64_t(e.position) * b.space.kv_width;
+    std::fill_n(pool.values.begin() + std::ptrdiff_t(first), b.space.kv_width, kNaN);
+    std::fill_n(pool.words.begin() + std::ptrdiff_t(first / per_word), b.space.kv_width / per_word,
+                b.space.kv == KvType::F32 ? std::bit_cast<uint32_t>(std::numeric_limits<float>::quiet_NaN()) : 0x7E007E00u);
+  }
+}
+
+std::vector<float> read_pool(gpu::Device& device, const gpu::Buffer& buffer, uint64_t n, KvType kv) {
+  if (kv == KvType::F32) return device.read_as<float>(buffer, 0, n);
+  auto words = device.read_as<uint32_t>(buffer, 0, n / 2);
+  std::vector<float> values(n);
+  for (uint64_t i = 0; i < n; ++i) values[i] = f16_to_f32(uint16_t(words[i / 2] >> (16 * (i % 2))));
+  return values;
+}
+
+// The rows of `buffer` [*, width] that the entries name, in table order.
+std::vector<float> entry_rows(const std::vector<float>& all, const Batch& b, size_t width) {
+  std::vector<float> out;
+  for (const auto& e : b.entries)
+    out.insert(out.end(), all.begin() + std::ptrdiff_t(e.row * width), all.begin() + std::ptrdiff_t((e.row + 1) * width));
+  return out;
+}
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> all = {
+      {2, 1, 16, 16, false, 0, KvType::F32, {0, 5, 2}, 9},
+      {7, 1, 24, 12, true, 0, KvType::F32, {3, 0, 17, 8, 1}, 21},
+      {4, 2, 8, 0, false, 3, KvType::F32, {6, 2}, 11},
+      {14, 2, 64, 64, false, 0, KvType::F32, {300, 1, 45, 260}, 301},   // more keys than one 256-key tile
+      {6, 3, 12, 8, true, 5, KvType::F32, {4, 13, 0, 7, 9, 2, 11}, 14},
+      {4, 2, 16, 16, false, 0, KvType::F16, {0, 5, 2}, 9},
+      {8, 2, 40, 24, true, 0, KvType::F16, {3, 19, 30}, 31},
+      {3, 1, 96, 64, false, 0, KvType::F32, {2, 270, 5}, 271},          // head_dim not dividing 1024
+      {4, 1, 256, 128, false, 0, KvType::F32, {4, 1}, 6},               // the largest head
+  };
+  return all;
+}
+
+class RowKernels : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(RowKernels, RopeStoreRowsMatchesFloat64Reference) {
+  const Shape& s = shapes()[GetParam()];
+  gpu::Device& device = test::device();
+  uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(describe(s) + ", seed " + std::to_string(seed));
+  Rng rng(seed);
+  Batch batch = make_batch(s, rng);
+  size_t width = size_t(s.Hq + 2 * s.Hkv) * s.D, q_width = size_t(s.Hq) * s.D;
+  auto qkv = check::random_floats(rng, batch.activation_rows * width);
+  auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
+  std::vector<float> inv_freq;
+  for (uint32_t i = 0; i < s.rotary_dim / 2; ++i) inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
+  Pool k = make_pool(rng, batch.space.pool_elements, s.kv), v = make_pool(rng, batch.space.pool_elements, s.kv);
+  poison_rows(k, batch);
+  poison_rows(v, batch);
+  const float eps = 1e-6f;
+
+  check::Buffers b{device};
+  auto& q_out = b.poisoned("q_out", batch.activation_rows * q_width);
+  auto& k_pool = b.input("k_pool", k.words);
+  auto& v_pool = b.input("v_pool", v.words);
+  QkvRopeParams p{uint32_t(batch.entries.size()), s.Hq, s.Hkv, s.D, s.rotary_dim, 0, s.qk_norm, float_bits(eps)};
+  run(device, rope_store_rows(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)}, {&b.input("k_norm", k_norm)},
+                              {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)}, {&q_out},
+                              {&k_pool}, {&v_pool}, {&b.input("table", batch.entries)}, p, batch.space));
+
+  auto ref = reference::rope_store_rows(check::widen(qkv), s.qk_norm ? check::widen(q_norm) : std::vector<double>{},
+                                        s.qk_norm ? check::widen(k_norm) : std::vector<double>{}, check::widen(inv_freq),
+                                        batch.rows, {1, s.Hq, s.Hkv, s.D, s.rotary_dim, 0, s.kv == KvType::F16}, eps,
+                                        k.values, v.values);
+  auto gpu = entry_rows(b.read(q_out, batch.activation_rows * q_width), batch, q_width);
+  EXPECT_LT(check::relative_error(gpu, ref.q), 1e-5);
+  // An f16 store may round the other way where the f32 value lies on a rounding boundary: 2^-10 at most.
+  double cache_bound = s.kv == KvType::F16 ? 1e-3 : 1e-5;
+  EXPECT_LT(check::relative_error(read_pool(device, k_pool, batch.space.pool_elements, s.kv), ref.k_cache), cache_bound);
+  EXPECT_LT(check::relative_error(read_pool(device, v_pool, batch.space.pool_elements, s.kv), ref.v_cache), cache_bound);
+}
+
+TEST_P(RowKernels, AttentionRowsMatchesFloat64Reference) {
+  const Shape& s = shapes()[GetParam()];
+  gpu::Device& device = test::device();
+  uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(describe(s) + ", seed " + std::to_string(seed));
+  Rng rng(seed);
+  Batch batch = make_batch(s, rng);
+  size_t q_width = size_t(s.Hq) * s.D;
+  auto Q = check::random_floats(rng, batch.activation_rows * q_width);
+  Pool k = make_pool(rng, batch.space.pool_elements, s.kv), v = make_pool(rng, batch.space.pool_elements, s.kv);
+  float scale = 1.f / std::sqrt(float(s.D));
+
+  check::Buffers b{device};
+  auto& out = b.poisoned("out", batch.activation_rows * q_width);
+  FlashAttentionParams p{uint32_t(batch.entries.size()), 0, s.Hq, s.Hkv, s.D, 0, s.window, float_bits(scale)};
+  run(device, attention_rows(device, {&b.input("Q", Q)}, {&b.input("k_pool", k.words)}, {&b.input("v_pool", v.words)},
+                             {&out}, {&b.input("table", batch.entries)}, p, batch.space));
+
+  auto ref = reference::attention_rows(check::widen(Q), k.values, v.values, batch.rows, s.Hq, s.Hkv, s.D, s.window, scale);
+  auto gpu = entry_rows(b.read(out, batch.activation_rows * q_width), batch, q_width);
+  EXPECT_LT(check::relative_error(gpu, ref), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RowKernels, ::testing::Range<size_t>(0, 9));
+
+TEST(RowKernels, CoverEveryShape) { EXPECT_EQ(shapes().size(), 9u); }
+
+TEST(RowTable, RefusesEntriesOutsideTheBuffers) {
+  RowSpace space{4, 2 * 64, 16, KvType::F32};
+  std::vector<RowEntry> fine = {{3, 64, 3, 0}};
+  EXPECT_NO_THROW(check_row_table(fine, space));
+  std::vector<RowEntry> row = {{0, 0, 0, 0}, {4, 0, 0, 0}};
+  EXPECT_THAT([&] { check_row_table(row, space); }, ThrowsMessage<Error>(HasSubstr("entry 1: activation row 4")));
+  std::vector<RowEntry> position = {{0, 64, 4, 0}};  // rows 0..4 of 16 from 64: past 128
+  EXPECT_THAT([&] { check_row_table(position, space); }, ThrowsMessage<Error>(HasSubstr("position 4")));
+  std::vector<RowEntry> base = {{0, 6, 0, 0}};
+  EXPECT_THAT([&] { check_row_table(base, space); }, ThrowsMessage<Error>(HasSubstr("cache_base 6")));
+}
+
+TEST(RowKernels, RefuseShapesTheyCannotRun) {
+  gpu::Device& device = test::device();
+  check::Buffers b{device};
+  auto& any = b.input("any", std::vector<float>(4096, 0.f));
+  RowSpace space{4, 1024, 2 * 6, KvType::F32};
+  FlashAttentionParams p{2, 0, 4, 2, 6, 0, 0, float_bits(1.f)};  // head_dim 6: not whole 16-byte words
+  EXPECT_THAT([&] { attention_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, p, space); },
+              ThrowsMessage<Error>(HasSubstr("16-byte words")));
+  QkvRopeParams odd{2, 3, 2, 8, 8, 0, 0, 0};  // 3 q heads over 2 kv heads
+  EXPECT_THAT([&] { rope_store_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, odd,
+                                    {4, 1024, 16, KvType::F32}); },
+              ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));
+  EXPECT_FALSE(attention_rows_fits(12, KvType::F16));
+  EXPECT_TRUE(attention_rows_fits(16, KvType::F16));
+}
+
+}  // namespace
+}  // namespace gerbil::kernels
