@@ -267,8 +267,10 @@ json gguf_config_json(const Gguf& gguf) {
 
 namespace {
 
-// Owns the bytes of the tensors that had to be rewritten (norms and biases in f32, permuted Q/K rows).
+// Keeps the file mapped (block and float views point into it) and owns the bytes of the tensors that had to
+// be rewritten (norms and biases in f32, permuted Q/K rows).
 struct ConvertedTensors {
+  Gguf file;
   std::vector<std::vector<std::byte>> buffers;
 };
 
@@ -323,7 +325,7 @@ Safetensors gguf_tensors(const Gguf& gguf, const json& config) {
   const int64_t heads = config["num_attention_heads"].get<int64_t>();
   const int64_t kv_heads = config["num_key_value_heads"].get<int64_t>();
 
-  auto owner = std::make_shared<ConvertedTensors>();
+  auto owner = std::make_shared<ConvertedTensors>(ConvertedTensors{gguf, {}});
   auto keep = [&](std::vector<std::byte> bytes) -> std::span<const std::byte> {
     return owner->buffers.emplace_back(std::move(bytes));
   };
