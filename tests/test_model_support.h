@@ -103,11 +103,7 @@ std::string error_of(Fn&& fn) {
   return "";
 }
 
-// A tensor's values as f32, whatever its float dtype.
-inline std::vector<float> floats_of(const TensorView& view) {
-  std::vector<float> values(std::size_t(view.numel()));
-  convert_to_f32(view.dtype, view.bytes, values);
-  return values;
-}
+// A tensor's values as f32, whatever its float dtype or ggml block type.
+inline std::vector<float> floats_of(const TensorView& view) { return tensor_floats(view); }
 
 }  // namespace gerbil::test

@@ -267,35 +267,53 @@ json gguf_config_json(const Gguf& gguf) {
 
 namespace {
 
-// Owns the converted tensors' floats.
+// Keeps the file mapped (block and float views point into it) and owns the bytes of the tensors that had to
+// be rewritten (norms and biases in f32, permuted Q/K rows).
 struct ConvertedTensors {
-  std::vector<std::vector<float>> buffers;
+  Gguf file;
+  std::vector<std::vector<std::byte>> buffers;
 };
 
 // Undoes llama.cpp's permute(): within each head of ROWS_PER_HEAD rows, stored row 2j + i is Hugging Face
-// row i * rows_per_head / 2 + j.
-std::vector<float> unpermute_rows(const std::vector<float>& stored, int64_t heads, int64_t row_length,
-                                  const std::string& what) {
-  int64_t rows = row_length > 0 ? int64_t(stored.size()) / row_length : 0;
+// row i * rows_per_head / 2 + j. Rows are moved whole (ROW_BYTES each), so ggml blocks, which never cross
+// a row, move with them.
+std::vector<std::byte> unpermute_rows(std::span<const std::byte> stored, int64_t rows, int64_t heads,
+                                      const std::string& what) {
   if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
     fail("{}: {} rows do not split into {} heads of an even size", what, rows, heads);
-  int64_t per_head = rows / heads;
-  std::vector<float> out(stored.size());
+  const std::size_t row_bytes = stored.size() / std::size_t(rows);
+  const int64_t per_head = rows / heads;
+  std::vector<std::byte> out(stored.size());
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t j = 0; j < per_head / 2; ++j)
-      for (int64_t i = 0; i < 2; ++i) {
-        const float* from = &stored[std::size_t((h * per_head + 2 * j + i) * row_length)];
-        std::copy(from, from + row_length, &out[std::size_t((h * per_head + i * per_head / 2 + j) * row_length)]);
-      }
+      for (int64_t i = 0; i < 2; ++i)
+        std::memcpy(&out[std::size_t(h * per_head + i * per_head / 2 + j) * row_bytes],
+                    &stored[std::size_t(h * per_head + 2 * j + i) * row_bytes], row_bytes);
   return out;
 }
 
-std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols) {
-  std::vector<float> out(m.size());
+// [rows, cols] elements of ELEMENT bytes each, transposed to [cols, rows].
+std::vector<std::byte> transposed(std::span<const std::byte> m, int64_t rows, int64_t cols, std::size_t element) {
+  std::vector<std::byte> out(m.size());
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[std::size_t(c * rows + r)] = m[std::size_t(r * cols + c)];
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(&out[std::size_t(c * rows + r) * element], &m[std::size_t(r * cols + c) * element], element);
   return out;
 }
+
+// The safetensors dtype of GGUF's float types, or nothing for block types.
+std::optional<DType> float_dtype(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return DType::F32;
+    case GgmlType::F16: return DType::F16;
+    case GgmlType::BF16: return DType::BF16;
+    default: return std::nullopt;
+  }
+}
+
+// Norm weights, biases and learned positions are small and read as f32 on the host; matrices (embeddings and
+// linear layers) keep their file's bytes.
+bool host_f32(const Placement& p) { return p.part == "bias" || is_norm_role(p.role) || p.role == Role::PosEmbed; }
 
 }  // namespace
 
@@ -307,31 +325,44 @@ Safetensors gguf_tensors(const Gguf& gguf, const json& config) {
   const int64_t heads = config["num_attention_heads"].get<int64_t>();
   const int64_t kv_heads = config["num_key_value_heads"].get<int64_t>();
 
-  auto owner = std::make_shared<ConvertedTensors>();
+  auto owner = std::make_shared<ConvertedTensors>(ConvertedTensors{gguf, {}});
+  auto keep = [&](std::vector<std::byte> bytes) -> std::span<const std::byte> {
+    return owner->buffers.emplace_back(std::move(bytes));
+  };
   std::vector<TensorView> views;
   for (const GgufTensor& tensor : gguf.tensors()) {
     std::string what = fmt::format("{}: tensor \"{}\"", gguf.name(), tensor.name);
     if (tensor.name == "rope_freqs.weight") continue;  // read into the config's rope_parameters
     std::optional<Placement> p = place(tensor.name, *arch, layers);
     if (!p) fail("{} is not a tensor gerbil knows for architecture {}", what, family.gguf_name);
-    std::vector<float> values(tensor.numel());
-    dequantize(tensor.type, tensor.bytes, values, what);
-    std::vector<int64_t> shape = tensor.shape();
-    if (family.permuted_qk && (p->role == Role::Q || p->role == Role::K)) {
-      int64_t row_length = p->part == "weight" && shape.size() == 2 ? shape[1] : 1;
-      values = unpermute_rows(values, p->role == Role::Q ? heads : kv_heads, row_length, what);
+    const GgmlTypeInfo& type = ggml_type_info(tensor.type);
+    if (!type.dequantizable)
+      fail("{}: ggml type {} is not supported (gerbil reads {})", what, type.name, dequantizable_types());
+    TensorView view{arch->tensor_name(p->role, p->layer, p->part), DType::F32, tensor.shape(), tensor.bytes,
+                    fs::path(gguf.name()), std::nullopt};
+    const int64_t rows = view.shape.size() == 2 ? view.shape[0] : view.numel();
+    if (host_f32(*p)) {
+      std::vector<float> values(tensor.numel());
+      dequantize(tensor.type, tensor.bytes, values, what);
+      if (family.norms_plus_one && is_norm_role(p->role) && p->part == "weight")
+        for (float& v : values) v -= 1.0f;
+      view.bytes = keep(std::vector<std::byte>(std::as_bytes(std::span(values)).begin(),
+                                               std::as_bytes(std::span(values)).end()));
+    } else if (std::optional<DType> dtype = float_dtype(tensor.type)) {
+      view.dtype = *dtype;
+    } else {
+      view.block_type = tensor.type;
     }
-    if (family.norms_plus_one && is_norm_role(p->role) && p->part == "weight")
-      for (float& v : values) v -= 1.0f;
+    if (family.permuted_qk && (p->role == Role::Q || p->role == Role::K))
+      view.bytes = keep(unpermute_rows(view.bytes, rows, p->role == Role::Q ? heads : kv_heads, what));
+    // GGUF stores GPT-2's Conv1D weights [out, in]; float ones go back to the checkpoint's [in, out], block
+    // ones stay [out, in] (a block view is always [out, in]).
     if (family.transposed_conv1d && is_linear_role(p->role) && p->role != Role::LmHead && p->part == "weight" &&
-        shape.size() == 2) {
-      values = transposed(values, shape[0], shape[1]);
-      std::swap(shape[0], shape[1]);
+        !view.block_type && view.shape.size() == 2) {
+      view.bytes = keep(transposed(view.bytes, view.shape[0], view.shape[1], dtype_size(view.dtype)));
+      std::swap(view.shape[0], view.shape[1]);
     }
-    owner->buffers.push_back(std::move(values));
-    const std::vector<float>& stored = owner->buffers.back();
-    views.push_back({arch->tensor_name(p->role, p->layer, p->part), DType::F32, shape,
-                     std::as_bytes(std::span(stored)), fs::path(gguf.name())});
+    views.push_back(std::move(view));
   }
   return Safetensors::from_memory(std::move(views), std::move(owner), gguf.name());
 }

@@ -206,6 +206,15 @@ int64_t TensorView::numel() const {
   return n;
 }
 
+std::vector<float> tensor_floats(const TensorView& view) {
+  std::vector<float> values(std::size_t(view.numel()));
+  if (view.block_type)
+    dequantize(*view.block_type, view.bytes, values, fmt::format("{}: tensor \"{}\"", view.file.string(), view.name));
+  else
+    convert_to_f32(view.dtype, view.bytes, values);
+  return values;
+}
+
 Safetensors Safetensors::open(const fs::path& path) {
   fs::path index, single;
   if (fs::is_directory(path)) {

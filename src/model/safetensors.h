@@ -9,11 +9,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/quant.h"
 
 namespace gerbil {
 
@@ -38,9 +40,17 @@ struct TensorView {
   std::vector<int64_t> shape;
   std::span<const std::byte> bytes;
   std::filesystem::path file;  // the file the bytes live in
+  // Set for GGUF's quantized matrices: `bytes` are ggml blocks of this type laid out row by row (each row
+  // whole blocks), `shape` is the logical [rows, cols] ([out, in] for linear layers, whatever the
+  // architecture's checkpoints use), and `dtype` means nothing.
+  std::optional<GgmlType> block_type;
 
   int64_t numel() const;
 };
+
+// A tensor's values as f32: float dtypes converted, ggml blocks dequantized (row-major in its logical shape).
+// For references and tests; the GPU path reads the bytes as they are.
+std::vector<float> tensor_floats(const TensorView& view);
 
 using TensorMetadata = std::map<std::string, std::string>;
 

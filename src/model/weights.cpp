@@ -138,7 +138,26 @@ std::string name_list(const std::vector<std::string>& names) {
   return text;
 }
 
+// Block views (GGUF's quantized matrices) stand for embeddings and linear weights, always as [out, in].
+void check_block_view(const ExpectedTensor& expected, const TensorView& view, const ModelConfig& config) {
+  bool matrix = expected.part == Part::Weight && (expected.role == Role::Embed || is_linear_role(expected.role));
+  if (!matrix)
+    fail("{}: tensor \"{}\" is stored in ggml blocks ({}); only embeddings and linear weights may be",
+         view.file.string(), view.name, ggml_type_name(*view.block_type));
+  std::vector<int64_t> want = expected.shape;
+  if (config.arch->conv1d_weights && is_linear_role(expected.role) && expected.role != Role::LmHead)
+    std::swap(want[0], want[1]);
+  if (view.shape != want)
+    fail("{}: tensor \"{}\" has shape {} ({} blocks, [out, in]), but {} implies {}", view.file.string(), view.name,
+         shape_string(view.shape), ggml_type_name(*view.block_type), config.file.string(), shape_string(want));
+  uint64_t row_bytes = ggml_byte_size(*view.block_type, uint64_t(want[1]));
+  if (view.bytes.size() != row_bytes * uint64_t(want[0]))
+    fail("{}: tensor \"{}\" holds {} bytes, but {} rows of {} {} elements take {}", view.file.string(), view.name,
+         view.bytes.size(), want[0], want[1], ggml_type_name(*view.block_type), row_bytes * uint64_t(want[0]));
+}
+
 void check_tensor(const ExpectedTensor& expected, const TensorView& view, const ModelConfig& config) {
+  if (view.block_type) return check_block_view(expected, view, config);
   if (view.shape != expected.shape)
     fail("{}: tensor \"{}\" has shape {}, but {} implies {}", view.file.string(), view.name,
          shape_string(view.shape), config.file.string(), shape_string(expected.shape));

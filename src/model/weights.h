@@ -27,7 +27,8 @@ struct GptqLinear {
 // The tensors of one role. Norms: weight (+ bias for LayerNorm). Embeddings: weight. Linear layers:
 // weight or gptq, plus bias where the architecture has one.
 struct RoleTensors {
-  std::optional<TensorView> weight;  // linear: [out, in], or [in, out] when arch.conv1d_weights
+  // linear: [out, in], or [in, out] when arch.conv1d_weights; always [out, in] when weight->block_type is set
+  std::optional<TensorView> weight;
   std::optional<TensorView> bias;    // [out] / [dim]
   std::optional<GptqLinear> gptq;
   int64_t in_features = 0, out_features = 0;  // linear roles only
