@@ -9,11 +9,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/quant.h"
 
 namespace gerbil {
 
@@ -38,6 +40,9 @@ struct TensorView {
   std::vector<int64_t> shape;
   std::span<const std::byte> bytes;
   std::filesystem::path file;  // the file the bytes live in
+  // Set for a GGUF tensor kept quantized: `bytes` are ggml blocks of this type, row by row, `shape` the logical
+  // [rows, cols] shape, `dtype` ignored.
+  std::optional<GgmlType> block_type;
 
   int64_t numel() const;
 };
