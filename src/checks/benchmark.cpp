@@ -170,8 +170,11 @@ class Workspace {
   }
   // `n` weights of `type` in [-1, 1), packed as in a safetensors file; 16-bit ones are normal numbers of
   // magnitude at least 2^-10.
+  // Block types: random words in pack_rows()'s layout (`n` a whole number of blocks; some scales come out
+  // NaN or infinite, which costs a GPU no time).
   const gpu::Buffer& weights(std::string label, uint64_t n, WeightType type) {
     if (type == WeightType::F32) return floats(std::move(label), n);
+    if (is_block_type(type)) return words(std::move(label), ceil_div(weight_row_bytes(type, n), 16) * 4);
     auto half = [&] {
       uint32_t r = next();
       uint32_t sign = (r >> 31) << 15;
@@ -271,9 +274,7 @@ struct Case {
 
 using Builder = std::function<Case(Workspace&, const Shape&)>;
 
-const char* type_name(WeightType type) {
-  return type == WeightType::F32 ? "f32" : type == WeightType::F16 ? "f16" : "bf16";
-}
+const char* type_name(WeightType type) { return weight_type_name(type); }
 
 // Column blocks [n0, n0 + count) of an N-column weight such that each block (bytes_per_column per column)
 // fits one storage binding; counts are multiples of `multiple`. One block wherever the adapter allows.
@@ -336,7 +337,14 @@ uint32_t decode_copies(const Workspace& w, const Shape& s, uint64_t weight_bytes
 // `blocking`: the subgroup decode variant's (zeros: the dispatcher's choice).
 Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras extras = {}) {
   return [type, blocking, extras](Workspace& w, const Shape& s) {
-    Case c = matmul_like(s, double(weight_bytes(type)) * s.K * s.N);
+    if (is_block_type(type) && s.K % block_layout(type).elements != 0) {
+      Case c = matmul_like(s, 0);
+      c.variant = type_name(type);
+      c.skipped = fmt::format("K is not whole blocks of {}", block_layout(type).elements);
+      return c;
+    }
+    uint64_t row_bytes = weight_row_bytes(type, s.K);
+    Case c = matmul_like(s, double(row_bytes) * s.N);
     c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
@@ -363,7 +371,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     if (extras.norm == kNormWeighted || extras.norm_out) norm.weight = whole(norm_weight);
     if (extras.norm == kNormPrepared) norm.raw_x = whole(w.floats("raw x", uint64_t(s.T) * s.K));
     if (extras.norm_out) norm.prepared = whole(w.output("prepared", uint64_t(s.T) * s.N));
-    auto blocks = column_blocks(w.device(), s.N, uint64_t(weight_bytes(type)) * s.K, 2);
+    auto blocks = column_blocks(w.device(), s.N, row_bytes, 2);
     if (extras.gate_act && blocks.size() > 1) {
       c.skipped = "a gated product needs its gate and up rows in one binding";
       return c;
@@ -375,7 +383,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     };
     std::vector<Weight> weights;
     for (auto [n0, count] : blocks) weights.push_back({&w.weights("W", uint64_t(count) * s.K, type), n0, count});
-    c.repeats = decode_copies(w, s, uint64_t(weight_bytes(type)) * s.K * s.N, blocks.size());
+    c.repeats = decode_copies(w, s, row_bytes * s.N, blocks.size());
     for (uint32_t copy = 1; copy < c.repeats; ++copy)
       weights.push_back({&w.copy_of(*weights[0].buffer, fmt::format("W#{}", copy)), 0, s.N});
     std::vector<std::string> shares;  // split_k: how each dispatch's work was shared out
@@ -746,14 +754,20 @@ const std::vector<Family>& families() {
         {"linear", linear_case(F16, {}, {.norm = kNormWeighted, .gate_act = 1})},
         {"linear", linear_case(F16, {}, {.norm = kNormPrepared, .gate_act = 1})},
         {"linear", linear_case(F16, {}, {.norm_out = true})},
-        {"linear", linear_case(F16, {}, {.gate_act = 1})}}},
+        {"linear", linear_case(F16, {}, {.gate_act = 1})},
+        {"linear", linear_case(Q4_0)},
+        {"linear", linear_case(Q4_K)},
+        {"linear", linear_case(Q6_K)},
+        {"linear", linear_case(Q8_0)}}},
       {prefill_projection_shapes(),
        {"matmul", seed_matmul},
        {{"linear", linear_case(F32)},
         {"linear", linear_case(F16)},
         {"linear", linear_case(BF16)},
         {"linear", linear_case(F16, {}, {.split_k = true})},
-        {"linear", linear_case(F16, {}, {.split_k = true, .arithmetic = Arithmetic::F16})}}},
+        {"linear", linear_case(F16, {}, {.split_k = true, .arithmetic = Arithmetic::F16})},
+        {"linear", linear_case(Q4_0, {}, {.split_k = true})},
+        {"linear", linear_case(Q4_K, {}, {.split_k = true})}}},
       {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
       {hidden, {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},

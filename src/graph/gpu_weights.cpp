@@ -10,18 +10,31 @@ namespace gerbil::graph {
 namespace {
 
 using kernels::WeightType;
+using kernels::is_block_type;
 
-// A host-side [rows, cols] matrix of one dtype, as raw bytes.
+// A host-side [rows, cols] matrix of one dtype, or of ggml blocks (`block`, then `dtype` is ignored), as raw bytes.
 struct HostMatrix {
   DType dtype = DType::F32;
   uint64_t rows = 0, cols = 0;
   std::vector<std::byte> bytes;
+  std::optional<WeightType> block;
+  std::string name;  // the tensor (of the first part, once stacked), for errors
+
+  bool same_type(const HostMatrix& other) const {
+    return block == other.block && (block || dtype == other.dtype);
+  }
 };
 
 // The [out, in] matrix of a linear weight; GPT-2's Conv1D stores [in, out] and is transposed here.
 HostMatrix linear_rows(const TensorView& tensor, bool stored_transposed) {
   if (tensor.shape.size() != 2) fail("tensor '{}' in {}: expected a matrix", tensor.name, tensor.file.string());
-  HostMatrix m{tensor.dtype, uint64_t(tensor.shape[0]), uint64_t(tensor.shape[1]), {}};
+  HostMatrix m{tensor.dtype, uint64_t(tensor.shape[0]), uint64_t(tensor.shape[1]), {}, {}, tensor.name};
+  if (tensor.block_type) {
+    m.block = block_weight_type(*tensor.block_type, tensor.name);
+    if (stored_transposed)
+      fail("tensor '{}' in {}: a quantized ({}) weight stored [in, out] cannot be transposed", tensor.name,
+           tensor.file.string(), ggml_type_name(*tensor.block_type));
+  }
   if (!stored_transposed) {
     m.bytes.assign(tensor.bytes.begin(), tensor.bytes.end());
     return m;
@@ -35,16 +48,25 @@ HostMatrix linear_rows(const TensorView& tensor, bool stored_transposed) {
   return m;
 }
 
-// Stacks matrices with equal column counts (q, k, v -> qkv; gate, up -> gate_up).
-HostMatrix stack_rows(std::vector<HostMatrix> parts) {
-  HostMatrix all = std::move(parts.front());
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i].cols != all.cols || parts[i].dtype != all.dtype)
-      fail("cannot fuse linear layers with different input sizes or dtypes");
-    all.rows += parts[i].rows;
-    all.bytes.insert(all.bytes.end(), parts[i].bytes.begin(), parts[i].bytes.end());
+// Stacks matrices with equal column counts (q, k, v -> qkv; gate, up -> gate_up) into runs of one type each:
+// one run, unless quantized parts differ in type (they keep theirs: never requantized).
+std::vector<HostMatrix> stack_rows(std::vector<HostMatrix> parts) {
+  std::vector<HostMatrix> runs;
+  for (HostMatrix& part : parts) {
+    if (part.cols != parts.front().cols)
+      fail("cannot fuse linear layers with different input sizes ('{}': {}, '{}': {})", parts.front().name,
+           parts.front().cols, part.name, part.cols);
+    if (!runs.empty() && runs.back().same_type(part)) {
+      runs.back().rows += part.rows;
+      runs.back().bytes.insert(runs.back().bytes.end(), part.bytes.begin(), part.bytes.end());
+      continue;
+    }
+    if (!runs.empty() && !runs.back().block && !part.block)
+      fail("cannot fuse linear layers with different dtypes ('{}': {}, '{}': {})", runs.back().name,
+           dtype_name(runs.back().dtype), part.name, dtype_name(part.dtype));
+    runs.push_back(std::move(part));
   }
-  return all;
+  return runs;
 }
 
 // Places matrices with equal row counts side by side (GPTQ tensors are [K-ish, N]: fusing concatenates N).
@@ -126,10 +148,7 @@ class Uploader {
     if (roles.front()->gptq) return gptq_linear(roles, label);
     std::vector<HostMatrix> parts;
     for (auto* role : roles) parts.push_back(linear_rows(*role->weight, conv1d));
-    HostMatrix w = stack_rows(std::move(parts));
-    linear.in = uint32_t(w.cols);
-    linear.out = uint32_t(w.rows);
-    place_weight(linear, w);
+    place_weight(linear, stack_rows(std::move(parts)));
     linear.bias = bias(roles, label);
     return linear;
   }
@@ -138,28 +157,51 @@ class Uploader {
   GpuLinear table(const TensorView& tensor, const std::string& label) {
     GpuLinear linear;
     linear.name = label;
-    HostMatrix w = as_matrix(tensor);
-    linear.in = uint32_t(w.cols);
-    linear.out = uint32_t(w.rows);
-    place_weight(linear, w);
+    place_weight(linear, {linear_rows(tensor, false)});
     return linear;
   }
 
  private:
-  void place_weight(GpuLinear& linear, const HostMatrix& w) {
+  // The bytes of one run of rows as the kernels read them, in its type (set here).
+  std::vector<std::byte> stored_bytes(const GpuLinear& linear, const HostMatrix& w, WeightType& type) const {
+    if (w.block) {
+      type = *w.block;
+      return kernels::pack_rows(type, w.bytes, w.rows, w.cols, w.name);
+    }
     DType stored = w.dtype;
     if (policy_ == WeightPolicy::F16 && stored != DType::F16) stored = DType::F16;
     if (stored != DType::F32 && stored != DType::F16 && stored != DType::BF16)
       fail("linear weight '{}' has dtype {}, which gerbil cannot run", linear.name, dtype_name(w.dtype));
-    linear.type = stored == DType::F32 ? WeightType::F32 : stored == DType::F16 ? WeightType::F16 : WeightType::BF16;
-    std::vector<std::byte> converted;
-    std::span<const std::byte> data = w.bytes;
-    if (stored != w.dtype) {
-      converted = convert(w, stored);
-      data = converted;
+    type = stored == DType::F32 ? WeightType::F32 : stored == DType::F16 ? WeightType::F16 : WeightType::BF16;
+    return stored == w.dtype ? w.bytes : convert(w, stored);
+  }
+
+  // One buffer holding the runs of rows one after the other, each starting at a binding-offset boundary and
+  // cut into row blocks of its own type.
+  void place_weight(GpuLinear& linear, const std::vector<HostMatrix>& runs) {
+    uint64_t align = std::max<uint64_t>(256, device_.limits().minStorageBufferOffsetAlignment);
+    // Kernels read W as arrays of 8- and 16-byte pieces: a block's binding is a whole number of 16 bytes.
+    uint64_t max_binding = device_.limits().maxStorageBufferBindingSize / 16 * 16;
+    std::vector<std::byte> data;
+    linear.in = uint32_t(runs.front().cols);
+    linear.out = 0;
+    for (const HostMatrix& run : runs) {
+      WeightType type;
+      std::vector<std::byte> bytes = stored_bytes(linear, run, type);
+      if (is_block_type(type) || linear.blocks.empty()) linear.type = type;
+      data.resize((data.size() + align - 1) / align * align);
+      for (RowBlock block : row_blocks(run.rows, bytes.size() / run.rows, max_binding - 16)) {
+        block.first_row += linear.out;
+        block.byte_offset += data.size();
+        block.byte_size = (block.byte_size + 15) / 16 * 16;
+        block.type = type;
+        linear.blocks.push_back(block);
+      }
+      data.insert(data.end(), bytes.begin(), bytes.end());
+      linear.out += uint32_t(run.rows);
     }
+    data.resize((data.size() + 15) / 16 * 16);
     linear.weight = std::make_shared<gpu::Buffer>(upload(linear.name, data));
-    linear.blocks = row_blocks(w.rows, w.cols * dtype_size(stored), device_.limits().maxStorageBufferBindingSize);
   }
 
   std::optional<gpu::Buffer> bias(const std::vector<const RoleTensors*>& roles, const std::string& label) {
@@ -204,6 +246,22 @@ class Uploader {
 };
 
 }  // namespace
+
+WeightType block_weight_type(GgmlType type, std::string_view tensor) {
+  switch (type) {
+    case GgmlType::Q8_0: return WeightType::Q8_0;
+    case GgmlType::Q4_0: return WeightType::Q4_0;
+    case GgmlType::Q4_1: return WeightType::Q4_1;
+    case GgmlType::Q5_0: return WeightType::Q5_0;
+    case GgmlType::Q5_1: return WeightType::Q5_1;
+    case GgmlType::Q4_K: return WeightType::Q4_K;
+    case GgmlType::Q5_K: return WeightType::Q5_K;
+    case GgmlType::Q6_K: return WeightType::Q6_K;
+    default: break;
+  }
+  fail("tensor '{}' is quantized as {}, which gerbil's GPU kernels do not decode (they do Q8_0, Q4_0, Q4_1, Q5_0, "
+       "Q5_1, Q4_K, Q5_K, Q6_K)", tensor, ggml_type_name(type));
+}
 
 std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes) {
   uint64_t max_rows = max_binding_bytes / row_bytes;

@@ -1,6 +1,6 @@
 // A checked model folder (model/weights.h) uploaded in the form the kernels read: linear weights as
 // [out, in] rows in their checkpoint dtype (f32, or f16 / bf16 packed two per u32; never converted with
-// loss unless asked), q/k/v and gate/up concatenated into one fused projection each, GPT-2's Conv1D
+// loss unless asked; GGUF tensors kept quantized, TensorView::block_type, in kernels::pack_rows()'s layout), q/k/v and gate/up concatenated into one fused projection each, GPT-2's Conv1D
 // weights transposed, norm weights and biases as f32 (Gemma's 1 + w folded in), GPTQ layers kept in
 // their int4 layout. Weights larger than the adapter's maxStorageBufferBindingSize are bound as row
 // blocks, never refused.
@@ -25,10 +25,12 @@ enum class WeightPolicy {
   F16,         // f32 and bf16 checkpoints converted to f16 (half the memory and bandwidth of f32)
 };
 
-// Rows [first_row, first_row + rows) of a weight, bound on their own.
+// Rows [first_row, first_row + rows) of a weight, bound on their own, in their own type: the parts of a fused
+// projection may differ (a Q4_K_M file's q|k|v: q and k Q4_K, v Q6_K), and each part is then its own blocks.
 struct RowBlock {
   uint32_t first_row = 0, rows = 0;
   uint64_t byte_offset = 0, byte_size = 0;
+  kernels::WeightType type = kernels::WeightType::F32;
 };
 
 struct GpuGptq {
@@ -40,6 +42,8 @@ struct GpuGptq {
 struct GpuLinear {
   std::string name;
   uint32_t in = 0, out = 0;
+  // The blocks' type where they share one; where the parts of a fused layer differ, a block type among them
+  // (linear_can_fuse() refuses those, so the graph runs such a layer's norm and gate unfused).
   kernels::WeightType type = kernels::WeightType::F32;
   std::shared_ptr<gpu::Buffer> weight;  // shared: a tied LM head is the embedding table
   std::vector<RowBlock> blocks;
@@ -77,5 +81,9 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
 // Splits `rows` rows of `row_bytes` each into blocks that fit one storage binding; block starts are
 // multiples of 128 rows so their byte offsets meet the binding-offset alignment.
 std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes);
+
+// The kernels' type for a GGUF tensor's ggml block type; throws naming `tensor` and the type for the block
+// types no kernel decodes.
+kernels::WeightType block_weight_type(GgmlType type, std::string_view tensor);
 
 }  // namespace gerbil::graph

@@ -208,7 +208,7 @@ class StepBuilder {
       kernels::EmbedParams p{T_, hidden(), block.first_row, block.rows, kernels::float_bits(scale), 0, learned ? 1u : 0u};
       BufferBinding positions = learned ? BufferBinding{&*w_.positions} : unused();
       Dispatch& d = add("embed", kernels::embed(device_, {&b_.ids}, {table.weight.get(), block.byte_offset, block.byte_size},
-                                                positions, {&b_.residual[0]}, p, table.type,
+                                                positions, {&b_.residual[0]}, p, block.type,
                                                 learned ? uint32_t(config_.max_position_embeddings) : 0));
       if (learned)
         at_position<kernels::EmbedParams>(d, p, [](auto& q, uint32_t position) { q.position_offset = position; });
@@ -332,11 +332,11 @@ class StepBuilder {
       if (M > kernels::kMatvecRows) {
         // A prompt product (never fused: the fusions are the decode kernel's), in the chosen arithmetic; where
         // its tiles would leave SMs idle, shared out and the cut tiles summed after (two dispatches).
-        for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, L.type,
+        for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, block.type,
                                                    {&b_.split_scratch}, 0, options_.arithmetic))
           add(name, std::move(d));
       } else {
-        add(name, kernels::linear(device_, {&x}, weight, bias, res, {&out}, p, L.type, norm));
+        add(name, kernels::linear(device_, {&x}, weight, bias, res, {&out}, p, block.type, norm));
       }
     }
     if (prepare) prepared_ = Prepared{next->norm, &out};

@@ -20,24 +20,19 @@ constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weig
 // workgroup at 32 lanes): 132 SMs x 8 (see linear_matvec_blocking).
 constexpr uint32_t kResidentMatvecWorkgroups = 1056;
 constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which decoding uses that grid
-constexpr uint32_t kMaxHeadDim = 256;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
+constexpr uint32_t kMaxHeadDim = 256;
+// linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave): a team's lanes read 32
+// consecutive chunks of a row at once.
+constexpr uint32_t kQuantTeam = 32;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
 
-const char* name_of(WeightType type) {
-  switch (type) {
-    case WeightType::F32:
-      return "f32";
-    case WeightType::F16:
-      return "f16";
-    case WeightType::BF16:
-      return "bf16";
-  }
-  return "invalid";
-}
+const char* name_of(WeightType type) { return weight_type_name(type); }
 
 // Weights are counted in their own bytes, not in u32 words: an odd-length 16-bit tensor ends in half a word,
 // which the shader reads whole, but buffers are allocated and bound in whole words, so that word exists.
-Operand weight_operand(std::string_view name, BufferBinding binding, uint64_t elements, WeightType type) {
-  return {name, binding, elements, weight_bytes(type)};
+// `rows` rows of K elements.
+Operand weight_operand(std::string_view name, BufferBinding binding, uint64_t rows, uint64_t K, WeightType type) {
+  if (is_block_type(type)) return {name, binding, rows * weight_row_bytes(type, K), 1};
+  return {name, binding, rows * K, weight_bytes(type)};
 }
 
 // An operand the kernel ignores (its flag is 0) only has to be some buffer.
@@ -50,9 +45,16 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (type != WeightType::F32 && type != WeightType::F16 && type != WeightType::BF16)
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1) or bf16 (2)", kernel, shapes,
-         static_cast<uint32_t>(type));
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q6_K))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..10)", kernel,
+         shapes, static_cast<uint32_t>(type));
+}
+
+// A product or table of a block type: rows of whole blocks.
+void check_block_rows(std::string_view kernel, const std::string& shapes, WeightType type, uint32_t K) {
+  if (is_block_type(type) && K % block_layout(type).elements != 0)
+    fail("kernel '{}' ({}): rows of {} hold whole blocks of {} elements, not {}", kernel, shapes,
+         weight_type_name(type), block_layout(type).elements, K);
 }
 
 bool use_matvec(uint32_t M) { return M <= kMatvecRows; }
@@ -104,8 +106,69 @@ uint32_t weight_bytes(WeightType type) {
     case WeightType::F16:
     case WeightType::BF16:
       return 2;
+    default:
+      break;
   }
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
+}
+
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q6_K; }
+
+const char* weight_type_name(WeightType type) {
+  constexpr const char* kNames[] = {"f32", "f16", "bf16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"};
+  auto index = static_cast<uint32_t>(type);
+  return index < std::size(kNames) ? kNames[index] : "invalid";
+}
+
+BlockLayout block_layout(WeightType type) {
+  // ggml-common.h's block sizes; the GPU's are the word-aligned ones pack_rows() makes.
+  switch (type) {
+    case WeightType::Q8_0: return {32, 34, 36};
+    case WeightType::Q4_0: return {32, 18, 20};
+    case WeightType::Q4_1: return {32, 20, 20};
+    case WeightType::Q5_0: return {32, 22, 24};
+    case WeightType::Q5_1: return {32, 24, 24};
+    case WeightType::Q4_K: return {256, 144, 144};
+    case WeightType::Q5_K: return {256, 176, 176};
+    case WeightType::Q6_K: return {256, 210, 212};
+    default: break;
+  }
+  fail("weight type {} ({}) is not a block type", static_cast<uint32_t>(type), weight_type_name(type));
+}
+
+uint64_t weight_row_bytes(WeightType type, uint64_t K) {
+  if (!is_block_type(type)) return K * weight_bytes(type);
+  BlockLayout layout = block_layout(type);
+  if (K % layout.elements != 0)
+    fail("a {} weight row of {} elements is not whole blocks of {}", weight_type_name(type), K, layout.elements);
+  return K / layout.elements * layout.gpu_bytes;
+}
+
+std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K,
+                                 std::string_view what) {
+  BlockLayout layout = block_layout(type);
+  if (K % layout.elements != 0)
+    fail("tensor '{}' ({}): rows of {} elements are not whole blocks of {}", what, weight_type_name(type), K,
+         layout.elements);
+  uint64_t blocks = rows * (K / layout.elements);
+  if (ggml.size() != blocks * layout.ggml_bytes)
+    fail("tensor '{}' ({} [{}, {}]): {} bytes, expected {} ({} blocks of {})", what, weight_type_name(type), rows, K,
+         ggml.size(), blocks * layout.ggml_bytes, blocks, layout.ggml_bytes);
+  // Where the part after a leading f16 scale starts: Q8_0 / Q4_0 / Q5_0 move it from byte 2 to byte 4; the
+  // others keep ggml's offsets (Q6_K's padding is at its end).
+  bool shift_after_scale = type == WeightType::Q8_0 || type == WeightType::Q4_0 || type == WeightType::Q5_0;
+  std::vector<std::byte> packed(blocks * layout.gpu_bytes);
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const std::byte* from = ggml.data() + b * layout.ggml_bytes;
+    std::byte* to = packed.data() + b * layout.gpu_bytes;
+    if (shift_after_scale) {
+      std::copy_n(from, 2, to);
+      std::copy_n(from + 2, layout.ggml_bytes - 2, to + 4);
+    } else {
+      std::copy_n(from, layout.ggml_bytes, to);
+    }
+  }
+  return packed;
 }
 
 uint32_t kv_bytes(KvType type) {
@@ -131,6 +194,7 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
       uint64_t(p.vocab_offset) + p.vocab_rows, name_of(type),
       p.use_positions ? fmt::format("{} rows from {}", position_rows, p.position_offset) : "none");
   check_weight_type("embed", shapes, type);
+  check_block_rows("embed", shapes, type, p.hidden_size);
   if (p.seq_len == 0 || p.hidden_size == 0 || p.vocab_rows == 0)
     fail("kernel 'embed' ({}): seq_len, hidden_size and vocab_rows must be positive", shapes);
   if (p.use_positions && uint64_t(p.position_offset) + p.seq_len > position_rows)
@@ -143,7 +207,7 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
   if (vec4 && !p.use_positions) positions = device.placeholder(0);
   return prepare(device, vec4 ? "embed_vec4" : "embed", shapes,
                  {{"ids", ids, p.seq_len},
-                  weight_operand("table", table, count_of(p.vocab_rows, p.hidden_size), type),
+                  weight_operand("table", table, p.vocab_rows, p.hidden_size, type),
                   {"positions", positions, used(p.use_positions, count_of(position_rows, p.hidden_size))},
                   {"out", out, n}},
                  p, fold(ceil_div(vec4 ? n / 4 : n, kWorkgroupSize)), {{"WEIGHT_TYPE", double(type)}});
@@ -243,7 +307,7 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
   constants.push_back({"WEIGHT_TYPE", double(type)});
   return prepare(device, kernel, shapes,
                  {{"x", b.x, count_of(p.M, p.K)},
-                  weight_operand("W", b.weight, count_of(p.N, p.K), type),
+                  weight_operand("W", b.weight, p.N, p.K, type),
                   {"bias", b.bias, used(p.has_bias, p.N)},
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
@@ -366,7 +430,7 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
                              : Operand{"k_cache", b.k_cache, extents.cache, extents.cache_bytes};
   return prepare(device, "linear_matvec_sg", std::move(shapes),
                  {{"x", b.x, count_of(p.M, p.K)},
-                  weight_operand("W", b.weight, count_of(p.N, p.K), type),
+                  weight_operand("W", b.weight, p.N, p.K, type),
                   {"bias", b.bias, used(p.has_bias, p.N)},
                   {"residual", b.residual, extents.residual},
                   {"out", b.out, extents.out},
@@ -382,6 +446,9 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
                                       MatvecBlocking requested, bool norm_x) {
   auto shapes = [&] { return fmt::format("K={} N={} type={}", K, N, name_of(type)); };
   if (K == 0 || N == 0) fail("kernel 'linear_matvec_sg' ({}): K and N must be positive", shapes());
+  if (is_block_type(type))
+    fail("kernel 'linear_matvec_sg' ({}): block types decode in linear_q_matvec (see linear_q_matvec_blocking)",
+         shapes());
   MatvecBlocking b = requested;
   constexpr uint64_t kMatvecTaskBytes = 16384, kMatvecTasks = 8192;
   uint64_t row_bytes = uint64_t(K) * weight_bytes(type);
@@ -438,10 +505,49 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
 
 bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
   // Lane m of a group writes row m (M <= 4).
-  return has_subgroups(device) && use_matvec(M) && (uint64_t(K) * weight_bytes(type)) % 16 == 0;
+  return !is_block_type(type) && has_subgroups(device) && use_matvec(M) &&
+         (uint64_t(K) * weight_bytes(type)) % 16 == 0;
+}
+
+MatvecBlocking linear_q_matvec_blocking(uint32_t N, WeightType type, MatvecBlocking requested) {
+  auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
+  MatvecBlocking b = requested;
+  // A team of kQuantTeam lanes per column group; two columns per team (each chunk of x read once for both)
+  // only where that still leaves a grid of at least kResidentMatvecWorkgroups (the workgroups an H200 holds at
+  // once: fewer would leave SMs idle), else one.
+  uint64_t teams = kWorkgroupSize / kQuantTeam;
+  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= kResidentMatvecWorkgroups ? 2 : 1;
+  if (b.split == 0) b.split = kQuantTeam;
+  if (b.columns > kMaxMatvecColumns)
+    fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
+         kMaxMatvecColumns);
+  // Lane c * M + m of a team stores column c of row m: at least 16 lanes.
+  if (!std::has_single_bit(b.split) || b.split < 16 || b.split > kWorkgroupSize)
+    fail("kernel 'linear_q_matvec' ({}): a team of {} lanes requested; a power of two from 16 to {}", shapes(),
+         b.split, kWorkgroupSize);
+  return b;
 }
 
 namespace {
+
+// linear_q_matvec.wgsl: decoding with block-quantized weights (`blocking` as linear_q_matvec_blocking).
+Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, BufferBinding weight,
+                      BufferBinding bias, BufferBinding residual, BufferBinding out, const LinearParams& p,
+                      WeightType type, MatvecBlocking blocking) {
+  MatvecBlocking b = linear_q_matvec_blocking(p.N, type, blocking);
+  uint64_t out_count = count_of(p.M, p.out_stride);
+  return prepare(device, "linear_q_matvec", std::move(shapes),
+                 {{"x", x, count_of(p.M, p.K)},
+                  weight_operand("W", weight, p.N, p.K, type),
+                  {"bias", bias, used(p.has_bias, p.N)},
+                  {"residual", residual, used(p.has_residual, out_count)},
+                  {"out", out, out_count}},
+                 p, fold(ceil_div(p.N, uint64_t(b.columns) * (kWorkgroupSize / b.split))),
+                 {{"WEIGHT_TYPE", double(type)},
+                  {"ROWS", double(p.M)},
+                  {"COLS", double(b.columns)},
+                  {"TEAM", double(b.split)}});
+}
 
 // linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).
 Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
@@ -449,6 +555,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                    const LinearNorm& norm, MatvecBlocking blocking, Arithmetic arithmetic) {
   auto shapes = linear_shapes(p, type);
   check_weight_type("linear", shapes, type);
+  check_block_rows("linear", shapes, type, p.K);
   if (p.gate_act > 2) fail("kernel 'linear' ({}): gate_act must be 0, 1 (SiLU) or 2 (GELU)", shapes);
   if (p.gate_act && p.N % 2 != 0)
     fail("kernel 'linear' ({}): gate_act needs N = gate rows + up rows, an even count", shapes);
@@ -461,6 +568,8 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
          "linear_can_fuse)", shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);
   uint64_t x_count = count_of(p.M, p.K);
+  if (is_block_type(type) && use_matvec(p.M))
+    return quant_matvec(device, shapes, x, weight, bias, residual, out, p, type, blocking);
   if (use_subgroup_matvec(device, p, type)) {
     // The gate and up rows of an output are the two columns of one group.
     if (p.gate_act) blocking = paired_blocking("linear", shapes, "gate_act", blocking);
@@ -472,7 +581,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                            {used(p.has_residual, out_count), out_count, 1}, {});
   }
   std::initializer_list<Operand> operands = {{"x", x, x_count},
-                                             weight_operand("W", weight, count_of(p.N, p.K), type),
+                                             weight_operand("W", weight, p.N, p.K, type),
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
@@ -506,6 +615,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   }
   auto shapes = fmt::format("{} workers={}", linear_shapes(p, type), workers);
   check_weight_type("linear", shapes, type);
+  check_block_rows("linear", shapes, type, p.K);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
   LinearTile tile = linear_tile(p, true);
@@ -576,7 +686,7 @@ Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight
                  {{"x", x, count_of(p.M, p.K)},
                   {"qweight", qweight, count_of(p.K / 8, p.N)},
                   {"qzeros", qzeros, count_of(groups, p.N / 8)},
-                  weight_operand("scales", scales, count_of(groups, p.N), WeightType::F16),
+                  weight_operand("scales", scales, groups, p.N, WeightType::F16),
                   {"bias", bias, used(p.has_bias, p.N)},
                   {"residual", residual, used(p.has_residual, out_count)},
                   {"out", out, out_count}},

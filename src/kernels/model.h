@@ -13,13 +13,36 @@
 
 namespace gerbil::kernels {
 
-enum class WeightType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+// F32 / F16 / BF16 are elements as in a safetensors file; the others are ggml's block formats (GGUF files), kept
+// quantized on the GPU in the layout pack_rows() makes: each ggml block padded to whole u32 words, its quants
+// starting on a word (ggml's Q8_0 / Q4_0 / Q5_0 blocks get two bytes after their f16 scale, Q6_K two at its end;
+// Q4_1, Q5_1, Q4_K and Q5_K are already word-aligned), rows of whole blocks back to back. Kernels decode them
+// with include/blocks.wgsl (one 32-element chunk of a block at a time, scale times integer quants, exactly
+// ggml's dequantized values).
+enum class WeightType : uint32_t {
+  F32 = 0, F16 = 1, BF16 = 2,
+  Q8_0 = 3, Q4_0 = 4, Q4_1 = 5, Q5_0 = 6, Q5_1 = 7, Q4_K = 8, Q5_K = 9, Q6_K = 10,
+};
 
 // The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);
 // more rows are a prompt.
 constexpr uint32_t kMatvecRows = 4;
 
-uint32_t weight_bytes(WeightType type);  // 4, 2, 2
+uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
+bool is_block_type(WeightType type);
+const char* weight_type_name(WeightType type);  // "f32", "f16", "bf16", "Q8_0", ..., "Q6_K"
+// The block geometry of a block type: elements per block, bytes per block in a ggml file and on the GPU.
+struct BlockLayout {
+  uint32_t elements, ggml_bytes, gpu_bytes;
+};
+BlockLayout block_layout(WeightType type);  // throws for element types
+// Bytes of one weight row of K elements as the kernels read it (block types: K a multiple of the block size,
+// else this throws naming the row length).
+uint64_t weight_row_bytes(WeightType type, uint64_t K);
+// The GPU layout of `rows` rows of K elements of block type `type`, from ggml's blocks (`ggml`, rows * K /
+// elements blocks, as a GGUF file stores them). `what` names the tensor in errors.
+std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K,
+                                 std::string_view what);
 
 // The KV cache's element type (kv_cache.wgsl): F32, or F16 stored two per u32 word (the lower-indexed element in
 // the low half), which needs no shader-f16: values are rounded to f16 as they are stored (2^-11 relative; up to
@@ -53,6 +76,8 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
 // chosen by linear_grid()'s shape rule; linear_split_k() may take larger ones to share out), other K
 // linear.wgsl's 64 x 64 tiles.
+// Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
+// and prompts run linear_tiled.wgsl decoding each slab's weights as it loads them.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
 // around the projection (linear_can_fuse() says when): norm_x applies an RMSNorm with eps to x first,
 // either with the norm's weight (kNormWeighted) or to an x that already holds x * weight (kNormPrepared,
@@ -116,6 +141,10 @@ uint64_t linear_split_scratch_bound();
 // Throws naming the limit if one is out of range.
 MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uint32_t N, WeightType type,
                                       MatvecBlocking requested = {}, bool norm_x = false);
+// The blocking linear() decodes block-quantized weights with (linear_q_matvec.wgsl; M <= kMatvecRows): `columns`
+// output columns (1..4) per team of `split` lanes (a power of two, 16..256); 0 leaves the choice to the rule;
+// `unroll` and `workgroups` are unused. Throws naming the field out of range.
+MatvecBlocking linear_q_matvec_blocking(uint32_t N, WeightType type, MatvecBlocking requested = {});
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first

@@ -3,6 +3,8 @@
 // table row (two for f32) read, a vec4 written, where embed.wgsl's thread per element had two threads load
 // each word of a 16-bit table and stored 4 bytes each (the f16 gather ran at 27 % of the copy bandwidth on
 // an H200, llama T = 2048; run 79).
+// Block-quantized tables (WEIGHT_TYPE >= 3, include/blocks.wgsl) always come here (their rows are whole blocks of
+// 32 or 256 elements).
 // Bindings (group 0): 0 ids [T] u32 read, 1 table [vocab_rows, hidden_size] read (WEIGHT_TYPE, as vec2<u32>),
 //                     2 positions [*, hidden_size] read, 3 out [T, hidden_size] read_write (both as vec4<f32>),
 //                     4 params uniform (scale as f32 bits).
@@ -17,12 +19,21 @@
 @group(0) @binding(4) var<uniform> params: Params;
 
 //!include weights.wgsl
+//!include blocks.wgsl
 const WORKGROUP_SIZE: u32 = 256u;
 
-// Table elements 4 p .. 4 p + 3.
-fn table_piece(p: u32) -> vec4<f32> {
+fn block_word(i: u32) -> u32 {
+  return table[i / 2u][i % 2u];
+}
+
+// Elements 4 d4 .. 4 d4 + 3 of table row `row` (block types: ggml's dequantized values, exactly).
+fn table_piece(row: u32, d4: u32) -> vec4<f32> {
+  let p = row * (params.hidden_size / 4u) + d4;
   if (WEIGHT_TYPE == 0u) {
     return bitcast<vec4<f32>>(vec4<u32>(table[2u * p], table[2u * p + 1u]));
+  }
+  if (WEIGHT_TYPE >= 3u) {
+    return chunk_values(row * block_row_words(params.hidden_size), d4 / 8u, d4 % 8u);
   }
   let words = table[p];
   return vec4<f32>(halves(words.x), halves(words.y));
@@ -43,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (row >= params.vocab_rows) {
     return;
   }
-  var value = bitcast<f32>(params.scale_bits) * table_piece(row * D4 + d4);
+  var value = bitcast<f32>(params.scale_bits) * table_piece(row, d4);
   if (params.use_positions != 0u) {
     value += positions[(params.position_offset + t) * D4 + d4];
   }

@@ -7,6 +7,7 @@
 //!include linear_params.wgsl
 //!include weights.wgsl
 //!include linear_shares.wgsl
+//!include blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -14,6 +15,16 @@
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+
+// Word i of W, for block types (blocks.wgsl).
+fn block_word(i: u32) -> u32 {
+  return W[i / 4u][i % 4u];
+}
+
+// Block-quantized weights (WEIGHT_TYPE >= 3): each thread decodes its 4 k of a slab as it loads them.
+fn is_block_weight() -> bool {
+  return WEIGHT_TYPE >= 3u;
+}
 @group(0) @binding(6) var<uniform> params: Params;
 
 // ROW_GROUPS, COL_GROUPS, WORKERS and TILE_K: linear_shares.wgsl.
@@ -32,7 +43,8 @@ var<workgroup> w_s: array<Slab, 2>;
 // Every thread stages 4 k of one row of x and of one row of W: row = lid / 2, k = 4 * (lid % 2) .. + 3.
 struct Staged {
   x: vec4<f32>,  // x[row, k .. k + 3]
-  w: vec4<u32>,  // f32: W[row, k .. k + 3] as bits; 16-bit: the row's whole slab W[row, 0 .. 7], packed: both
+  w: vec4<u32>,  // f32 and block types: W[row, k .. k + 3] as f32 bits (block types decoded at the load);
+                 // 16-bit: the row's whole slab W[row, 0 .. 7], packed: both
                  // threads of the row load it (one address, one transaction) and each decodes its 4 k, so all
                  // 256 threads share the decoding (a thread per row decoding all 8 left half of them idle and
                  // took f16 products ~15 % longer than f32 ones on an H200, run 80)
@@ -53,6 +65,8 @@ fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
   starts.x = min(m0 + row, params.M - 1u) * K4 + lid % 2u;
   if (WEIGHT_TYPE == 0u) {
     starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
+  } else if (is_block_weight()) {
+    starts.w = min(n0 + row, params.N - 1u) * block_row_words(params.K);  // the row's first word
   } else {
     starts.w = min(n0 + row, params.N - 1u) * (params.K / 8u);
   }
@@ -66,7 +80,13 @@ fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
     staged.x = x[starts.x + 2u * s];
   }
   if (lid / 2u < 64u * COL_GROUPS) {
-    staged.w = W[starts.w + select(s, 2u * s, WEIGHT_TYPE == 0u)];
+    if (is_block_weight()) {
+      // This thread's quad of the row: 2 s + lid % 2 (8 quads to a 32-element chunk).
+      let quad = 2u * s + lid % 2u;
+      staged.w = bitcast<vec4<u32>>(chunk_values(starts.w, quad / 8u, quad % 8u));
+    } else {
+      staged.w = W[starts.w + select(s, 2u * s, WEIGHT_TYPE == 0u)];
+    }
   }
   return staged;
 }
@@ -90,7 +110,7 @@ fn stage(staged: Staged, buffer: u32, lid: u32) {
   }
   if (row < 64u * COL_GROUPS) {
     var w = bitcast<vec4<f32>>(staged.w);
-    if (WEIGHT_TYPE != 0u) {
+    if (WEIGHT_TYPE == 1u || WEIGHT_TYPE == 2u) {
       // Words x, y hold k 0..3, words z, w k 4..7; selects, not a branch, keep the warp's lanes together.
       let first = lid % 2u == 0u;
       w = vec4<f32>(halves(select(staged.w.z, staged.w.x, first)), halves(select(staged.w.w, staged.w.y, first)));

@@ -1,0 +1,211 @@
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, pack_rows, include/blocks.wgsl): the
+// embedding gather bit for bit against model/quant.h's dequantize(), and the products (decode M = 1..4 in
+// linear_q_matvec.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the
+// dequantized weights, on random blocks with extreme scales (zero, f16 subnormal, tiny, huge, negative). Every
+// output buffer is filled with NaN first, so an output the kernel fails to write shows.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gerbil/error.h"
+#include "graph/gpu_weights.h"
+#include "kernels/model.h"
+#include "kernels/seed.h"
+#include "model/dtype.h"
+#include "model/quant.h"
+#include "support/device.h"
+
+namespace gerbil::kernels {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+using test::device;
+
+struct TypeCase {
+  WeightType type;
+  GgmlType ggml;
+};
+
+const TypeCase kTypes[] = {
+    {WeightType::Q8_0, GgmlType::Q8_0}, {WeightType::Q4_0, GgmlType::Q4_0}, {WeightType::Q4_1, GgmlType::Q4_1},
+    {WeightType::Q5_0, GgmlType::Q5_0}, {WeightType::Q5_1, GgmlType::Q5_1}, {WeightType::Q4_K, GgmlType::Q4_K},
+    {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K},
+};
+
+std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {
+  return weight_type_name(info.param.type);
+}
+
+// Where each format keeps its f16 scales (byte offsets in ggml's block): d first, then the minimum.
+std::vector<uint32_t> scale_offsets(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return {0, 2};
+    case GgmlType::Q6_K:
+      return {208};
+    default:
+      return {0};
+  }
+}
+
+// f16 scales that exercise the decode: ordinary, zero, the smallest subnormal, a larger subnormal, tiny,
+// huge, negative.
+constexpr uint16_t kScales[] = {0x2E66 /* 0.1 */, 0x0000, 0x0001, 0x03FF, 0x0C00 /* 2^-12 */,
+                                0x7BFF /* 65504 */, 0xB800 /* -0.5 */, 0x3C00 /* 1 */};
+
+// `blocks` random ggml blocks of `type`: random quant bytes, scales cycling through kScales, or all ordinary
+// (`extreme` false: magnitudes alike, so a product's relative error speaks for every block).
+std::vector<std::byte> random_blocks(GgmlType type, uint64_t blocks, std::mt19937& rng, bool extreme) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  std::vector<std::byte> bytes(blocks * info.block_bytes);
+  for (auto& b : bytes) b = std::byte(rng() & 0xFF);
+  for (uint64_t b = 0; b < blocks; ++b)
+    for (uint32_t offset : scale_offsets(type)) {
+      uint16_t scale = extreme ? kScales[(b + offset) % std::size(kScales)] : f32_to_f16(0.05f + 0.01f * float(rng() % 8));
+      std::memcpy(&bytes[b * info.block_bytes + offset], &scale, 2);
+    }
+  return bytes;
+}
+
+std::vector<float> dequantized(GgmlType type, std::span<const std::byte> bytes, uint64_t count) {
+  std::vector<float> values(count);
+  dequantize(type, bytes, values, "test weights");
+  return values;
+}
+
+// A buffer of `bytes` (rounded up to 16, as graph::upload_weights binds weights) holding `data`.
+gpu::Buffer upload_padded(std::string label, std::span<const std::byte> data) {
+  std::vector<std::byte> padded(data.begin(), data.end());
+  padded.resize((padded.size() + 15) / 16 * 16);
+  return device().upload(std::move(label), std::span<const std::byte>(padded));
+}
+
+gpu::Buffer nan_buffer(std::string label, uint64_t floats) {
+  std::vector<float> nan(floats, std::numeric_limits<float>::quiet_NaN());
+  return device().upload(std::move(label), std::span<const float>(nan));
+}
+
+class QuantKernel : public ::testing::TestWithParam<TypeCase> {};
+
+// The gather decodes every element exactly as ggml does, extreme scales included.
+TEST_P(QuantKernel, EmbedGathersDequantizedValuesExactly) {
+  auto [type, ggml] = GetParam();
+  std::mt19937 rng(std::random_device{}());
+  uint32_t block = block_layout(type).elements, vocab = 9, D = 2 * block;
+  auto ggml_bytes = random_blocks(ggml, uint64_t(vocab) * D / block, rng, true);
+  auto expected_table = dequantized(ggml, ggml_bytes, uint64_t(vocab) * D);
+  auto table = upload_padded("table", pack_rows(type, ggml_bytes, vocab, D, "table"));
+  std::vector<uint32_t> ids = {3, 0, 8, 3, 5, 1, 7, 2, 6, 4};
+  auto ids_buffer = device().upload("ids", std::span<const uint32_t>(ids));
+  uint32_t T = uint32_t(ids.size());
+  auto out = nan_buffer("out", uint64_t(T) * D);
+  EmbedParams p{T, D, 0, vocab, float_bits(1.0f), 0, 0};
+  run(device(), embed(device(), {&ids_buffer}, {&table}, device().placeholder(0), {&out}, p, type, 0));
+  auto got = device().read_as<float>(out);
+  for (uint32_t t = 0; t < T; ++t)
+    for (uint32_t d = 0; d < D; ++d) {
+      float want = expected_table[uint64_t(ids[t]) * D + d];
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[uint64_t(t) * D + d]), std::bit_cast<uint32_t>(want))
+          << "token " << t << " (id " << ids[t] << ") element " << d << ": got " << got[uint64_t(t) * D + d]
+          << ", want " << want;
+    }
+}
+
+struct ProductCase {
+  uint32_t M, N, blocks_per_row;
+  bool extreme, bias, residual;
+  uint32_t workers = 0;  // prompts: shared out over this many workgroups (0: the dispatcher's choice)
+};
+
+// out = x W^T (+ bias, + residual) against float64 over the dequantized W; outputs [M, N + 3] with the product
+// at column 1 (out_col), so columns the product must not touch stay NaN.
+void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
+  uint32_t K = s.blocks_per_row * block_layout(c.type).elements, out_stride = s.N + 3, out_col = 1;
+  auto ggml_bytes = random_blocks(c.ggml, uint64_t(s.N) * s.blocks_per_row, rng, s.extreme);
+  auto w = dequantized(c.ggml, ggml_bytes, uint64_t(s.N) * K);
+  auto weight = upload_padded("W", pack_rows(c.type, ggml_bytes, s.N, K, "W"));
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(uint64_t(s.M) * K), bias(s.N), residual(uint64_t(s.M) * out_stride);
+  for (float& v : x) v = uniform(rng);
+  for (float& v : bias) v = uniform(rng);
+  for (float& v : residual) v = uniform(rng);
+  auto x_buffer = device().upload("x", std::span<const float>(x));
+  auto bias_buffer = device().upload("bias", std::span<const float>(bias));
+  auto residual_buffer = device().upload("residual", std::span<const float>(residual));
+  auto out = nan_buffer("out", uint64_t(s.M) * out_stride);
+  auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, linear_split_scratch_floats(
+                                                                  {s.M, K, s.N, out_stride, out_col}, s.workers)));
+  LinearParams p{s.M, K, s.N, out_stride, out_col, s.bias ? 1u : 0u, s.residual ? 1u : 0u};
+  run(device(), linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
+                               c.type, {&scratch}, s.workers));
+  auto got = device().read_as<float>(out);
+  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={}", weight_type_name(c.type), s.M, s.N, K,
+                           s.extreme, s.workers));
+  double diff = 0, norm = 0;
+  for (uint32_t m = 0; m < s.M; ++m)
+    for (uint32_t col = 0; col < out_stride; ++col) {
+      float value = got[uint64_t(m) * out_stride + col];
+      if (col < out_col || col >= out_col + s.N) {
+        ASSERT_TRUE(std::isnan(value)) << "row " << m << " column " << col << " lies outside the product";
+        continue;
+      }
+      uint32_t n = col - out_col;
+      double want = 0, magnitude = 0;
+      for (uint32_t k = 0; k < K; ++k) {
+        double term = double(x[uint64_t(m) * K + k]) * double(w[uint64_t(n) * K + k]);
+        want += term;
+        magnitude += std::abs(term);
+      }
+      if (s.bias) want += bias[n];
+      if (s.residual) want += residual[uint64_t(m) * out_stride + col];
+      // f32 sums of K terms: each output within a few K ulps of the sum of magnitudes.
+      ASSERT_NEAR(value, want, 1e-6 * K * (magnitude + 1.0)) << "row " << m << " column " << n;
+      diff += (value - want) * (value - want);
+      norm += want * want;
+    }
+  EXPECT_LE(std::sqrt(diff / std::max(norm, 1e-300)), s.extreme ? 1e-4 : 1e-5);
+}
+
+TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
+  std::mt19937 rng(std::random_device{}());
+  for (uint32_t M = 1; M <= kMatvecRows; ++M) {
+    check_product(GetParam(), {M, 37, 3, false, true, M % 2 == 0}, rng);
+    check_product(GetParam(), {M, 5, 2, true, false, false}, rng);
+  }
+}
+
+TEST_P(QuantKernel, PromptProductsMatchFloat64) {
+  std::mt19937 rng(std::random_device{}());
+  check_product(GetParam(), {37, 70, 3, false, true, true}, rng);
+  check_product(GetParam(), {5, 9, 2, true, false, false}, rng);
+  check_product(GetParam(), {70, 33, 2, false, false, true, 3}, rng);  // shared out, cut tiles summed after
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantKernel, ::testing::ValuesIn(kTypes), type_label);
+
+TEST(QuantKernels, BadShapesAndTypesAreNamed) {
+  std::vector<std::byte> bytes(18 * 3);
+  EXPECT_THAT([&] { pack_rows(WeightType::Q4_0, bytes, 2, 32, "blk.0.attn_q.weight"); },
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.0.attn_q.weight' (Q4_0 [2, 32]): 54 bytes, expected 36")));
+  EXPECT_THAT([&] { pack_rows(WeightType::Q4_K, bytes, 1, 96, "t"); },
+              ThrowsMessage<Error>(HasSubstr("not whole blocks of 256")));
+  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::Q2_K, "blk.3.ffn_down.weight"); },
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as Q2_K")));
+  auto w = device().create_buffer("W", 4096);
+  auto x = device().create_buffer("x", 4096);
+  LinearParams p{1, 48, 2, 2, 0, 0, 0};
+  EXPECT_THAT([&] { linear(device(), {&x}, {&w}, {&x}, {&x}, {&x}, p, WeightType::Q8_0); },
+              ThrowsMessage<Error>(HasSubstr("rows of Q8_0 hold whole blocks of 32 elements, not 48")));
+  EXPECT_FALSE(linear_can_fuse(device(), 1, 256, WeightType::Q4_K));
+}
+
+}  // namespace
+}  // namespace gerbil::kernels
