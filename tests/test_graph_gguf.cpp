@@ -2,7 +2,7 @@
 // lays them out (llama.cpp tensor names, llama's Q/K rows permuted, Gemma's norms stored as 1 + w, GPT-2's
 // Conv1D weights transposed, hyperparameters in <arch>.* metadata), loaded through ModelFiles::open, and run:
 // f32 files match transformers' float64 logits like the folders do; Q8_0 files match gerbil's f32 run of the
-// same dequantized weights (Q8_0 and Q4_0).
+// same dequantized weights (Q8_0 and Q4_0); files llama.cpp made match transformers on their dequantized weights.
 #include <cmath>
 #include <cstring>
 
@@ -222,6 +222,37 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufQuantized,
                                            QuantizedCase{"llama-plain-tiny", GgmlType::Q4_0, 0.5}),
                          [](const auto& info) {
                            std::string name = info.param.fixture + "_" + std::string(ggml_type_name(info.param.type));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Files made by llama.cpp's own convert_hf_to_gguf.py and llama-quantize (tools/make_gguf_fixtures.py), run on the
+// GPU from their blocks (Q8_0, Q4_0, Q4_K_M's Q4_K / Q6_K / Q5_K mix, Q6_K): logits match transformers' float64
+// forward pass on the dequantized weights, 1e-4 relative, same argmax.
+class LlamaCppGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaCppGguf, GpuLogitsMatchTransformers) {
+  std::filesystem::path dir = test::project_root() / "tests" / "data" / "gguf" / "llamacpp";
+  nlohmann::json fixture, references = nlohmann::json::parse(test::read_text(dir / "references.json"));
+  for (const nlohmann::json& f : references["fixtures"])
+    if (f["file"] == GetParam() + ".gguf") fixture = f;
+  ASSERT_FALSE(fixture.is_null()) << GetParam() << " is not in references.json";
+  ModelFiles files = ModelFiles::open(dir / fixture["file"].get<std::string>());
+  Model m(test::device(), files, ModelOptions{.context = 64});
+  std::vector<float> want = read_f32(dir / fixture["logits"].get<std::string>()), got;
+  for (const nlohmann::json& prompt : fixture["prompt_ids"]) {
+    m.reset();
+    std::vector<float> rows = m.forward(prompt.get<std::vector<int32_t>>(), /*all_logits=*/true);
+    got.insert(got.end(), rows.begin(), rows.end());
+  }
+  expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-4, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, LlamaCppGguf,
+                         ::testing::Values("llama-Q8_0", "llama-Q4_0", "llama-Q4_K_M", "llama-Q6_K", "qwen2-Q4_K_M",
+                                           "gemma-Q4_K_M", "phi3-Q4_K_M"),
+                         [](const auto& info) {
+                           std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
