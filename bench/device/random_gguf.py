@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""A GGUF file of random quantized weights in a real model's shapes, for speed measurements only.
+
+    bench/device/random_gguf.py {llama3-8b|qwen2.5-0.5b|tiny} {Q4_0|Q4_K_M|Q8_0|Q6_K|Q4_K} OUT.gguf
+
+Every block is random bytes with its scales set to a small f16 (so activations stay finite), laid out as
+ggml-common.h defines the type; norms are ones, biases zeros. Q4_K_M follows llama-quantize's mix: Q6_K for the
+output, and for attn_v / ffn_down in the first and last eighth of the layers and every third one between, Q4_K
+elsewhere. No tokenizer is written: `gerbil bench model` needs none. Plain Python (no numpy), so it runs on any
+machine: random.randbytes and slice assignment keep it at a few seconds per GB.
+"""
+import math
+import random
+import struct
+import sys
+
+SHAPES = {  # hidden, intermediate, layers, heads, kv heads, head_dim, vocab, tied, qkv bias, arch, rope theta
+    "llama3-8b": (4096, 14336, 32, 32, 8, 128, 128256, False, False, "llama", 500000.0),
+    "qwen2.5-0.5b": (896, 4864, 24, 14, 2, 64, 151936, True, True, "qwen2", 1000000.0),
+    "tiny": (256, 512, 2, 4, 2, 64, 512, False, True, "qwen2", 10000.0),
+}
+# type: (ggml id, elements per block, bytes per block, byte offsets of f16 scales inside a block)
+TYPES = {"Q4_0": (2, 32, 18, (0,)), "Q8_0": (8, 32, 34, (0,)), "Q4_K": (12, 256, 144, (0, 2)),
+         "Q6_K": (14, 256, 210, (208,))}
+ALIGN = 32
+
+
+def f16_bits(x):
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+def random_blocks(type_name, rows, cols):
+    _, per_block, block_bytes, scales = TYPES[type_name]
+    blocks = rows * cols // per_block
+    data = bytearray(random.randbytes(blocks * block_bytes))
+    # Small scales: weights of about 1 / sqrt(cols) whatever the integer range of the type.
+    scale = f16_bits(1.0 / (64.0 * math.sqrt(cols)))
+    for at in scales:
+        data[at::block_bytes] = bytes([scale & 0xFF]) * blocks
+        data[at + 1::block_bytes] = bytes([scale >> 8]) * blocks
+    return bytes(data)
+
+
+def f32s(values):
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def main():
+    preset, quant, out = sys.argv[1:4]
+    hidden, inter, layers, heads, kv, head_dim, vocab, tied, bias, arch, theta = SHAPES[preset]
+    random.seed(1)
+
+    def matrix_type(role, layer):
+        if quant != "Q4_K_M":
+            return quant
+        if role == "output":
+            return "Q6_K"
+        more_bits = layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+        return "Q6_K" if role in ("attn_v", "ffn_down") and more_bits else "Q4_K"
+
+    tensors = []  # (name, dims fastest first, ggml type id, bytes or a callable making them)
+
+    def matrix(name, role, layer, rows, cols):
+        t = matrix_type(role, layer)
+        tensors.append((name, (cols, rows), TYPES[t][0], lambda: random_blocks(t, rows, cols)))
+
+    def vector(name, n, value):
+        tensors.append((name, (n,), 0, lambda: f32s([value] * n)))
+
+    matrix("token_embd.weight", "token_embd", 0, vocab, hidden)
+    vector("output_norm.weight", hidden, 1.0)
+    if not tied:
+        matrix("output.weight", "output", 0, vocab, hidden)
+    for i in range(layers):
+        p = f"blk.{i}."
+        vector(p + "attn_norm.weight", hidden, 1.0)
+        vector(p + "ffn_norm.weight", hidden, 1.0)
+        for role, rows in (("attn_q", heads * head_dim), ("attn_k", kv * head_dim), ("attn_v", kv * head_dim)):
+            matrix(p + role + ".weight", role, i, rows, hidden)
+            if bias:
+                vector(p + role + ".bias", rows, 0.0)
+        matrix(p + "attn_output.weight", "attn_output", i, hidden, heads * head_dim)
+        matrix(p + "ffn_gate.weight", "ffn_gate", i, inter, hidden)
+        matrix(p + "ffn_up.weight", "ffn_up", i, inter, hidden)
+        matrix(p + "ffn_down.weight", "ffn_down", i, hidden, inter)
+
+    u32 = lambda k, v: gguf_string(k) + struct.pack("<II", 4, v)
+    f32 = lambda k, v: gguf_string(k) + struct.pack("<If", 6, v)
+    kvs = [gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string(arch),
+           u32("general.alignment", ALIGN), u32(arch + ".block_count", layers),
+           u32(arch + ".embedding_length", hidden), u32(arch + ".feed_forward_length", inter),
+           u32(arch + ".context_length", 32768), u32(arch + ".attention.head_count", heads),
+           u32(arch + ".attention.head_count_kv", kv), u32(arch + ".attention.key_length", head_dim),
+           u32(arch + ".attention.value_length", head_dim), f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6),
+           f32(arch + ".rope.freq_base", theta), u32(arch + ".rope.dimension_count", head_dim)]
+
+    def nbytes(dims, type_id):
+        n = math.prod(dims)
+        if type_id == 0:
+            return 4 * n
+        per_block, block_bytes = next((t[1], t[2]) for t in TYPES.values() if t[0] == type_id)
+        return n // per_block * block_bytes
+
+    infos, offset = [], 0
+    for name, dims, type_id, _ in tensors:
+        infos.append(gguf_string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims) +
+                     struct.pack("<IQ", type_id, offset))
+        offset += (nbytes(dims, type_id) + ALIGN - 1) // ALIGN * ALIGN
+    with open(out, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + b"".join(infos))
+        f.write(b"\0" * (-f.tell() % ALIGN))
+        for name, dims, type_id, make in tensors:
+            data = make()
+            assert len(data) == nbytes(dims, type_id), name
+            f.write(data + b"\0" * (-len(data) % ALIGN))
+    print(f"{out}: {preset} {quant}, {len(tensors)} tensors, {offset / 1e9:.2f} GB")
+
+
+if __name__ == "__main__":
+    main()
