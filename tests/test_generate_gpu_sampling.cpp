@@ -34,12 +34,12 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
   Sampler host({.temperature = 0.0f, .repetition_penalty = 1.8f, .frequency_penalty = 0.4f, .seed = 1});
   std::vector<int32_t> history = prompt;
   auto logits = model.forward(prompt);
-  int32_t first = host.sample(logits, history);
+  int32_t first = host.sample(logits, history, uint32_t(history.size() - 1));
   std::vector<int32_t> on_host = {first};
   history.push_back(first);
   for (uint32_t t = 0; t < kSteps; ++t) {
     logits = model.forward(std::span(&on_host.back(), 1));
-    on_host.push_back(host.sample(logits, history));
+    on_host.push_back(host.sample(logits, history, uint32_t(history.size() - 1)));
     history.push_back(on_host.back());
   }
 

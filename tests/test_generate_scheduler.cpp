@@ -116,17 +116,23 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
                                   SamplingParams{.temperature = 1.2f, .min_p = 0.02f, .repetition_penalty = 1.3f,
                                                  .frequency_penalty = 0.2f, .seed = 7}}) {
     SCOPED_TRACE(testing::Message() << "temperature " << sampling.temperature << " seed " << sampling.seed);
-    SequenceRequest seeded = greedy_request(reference_prompt_, 12);
-    seeded.options.sampling = sampling;
+    auto seeded = [&] {
+      SequenceRequest request = greedy_request(reference_prompt_, 12);
+      request.options.sampling = sampling;
+      return request;
+    };
     Generation alone;
     {
       graph::Model model(test::device(), files, {.context = 48});
       Scheduler scheduler(model, nullptr);
-      alone = scheduler.run(SequenceRequest(seeded));
+      alone = scheduler.run(seeded());
     }
     graph::Model model(test::device(), files, {.context = 48, .slots = 2});
     Scheduler scheduler(model, nullptr, {.parallel = 2});
-    auto together = run_together(scheduler, {seeded, greedy_request({input_ids_.begin(), input_ids_.begin() + 5}, 30)});
+    std::vector<SequenceRequest> requests;
+    requests.push_back(seeded());
+    requests.push_back(greedy_request({input_ids_.begin(), input_ids_.begin() + 5}, 30));
+    auto together = run_together(scheduler, std::move(requests));
     ASSERT_EQ(together.size(), 2u);
     EXPECT_EQ(together[0].tokens, alone.tokens);
     EXPECT_EQ(alone.tokens.size(), 12u);
