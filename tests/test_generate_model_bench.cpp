@@ -54,6 +54,38 @@ TEST(ModelBench, MeasuresEveryRowAtEveryDepth) {
   EXPECT_THAT([&] { profile_model(model, options); }, ThrowsMessage<Error>(HasSubstr("needs a context")));
 }
 
+// --sampling: "defaults" takes generation_config.json's settings (Qwen2.5's here), KEY=NUMBER items override
+// them or stand alone; the row is measured and named by its settings; a bad item is named.
+TEST(ModelBench, SamplingRowTakesTheModelsDefaults) {
+  GenerationDefaults qwen{.temperature = 0.7, .top_p = 0.8, .repetition_penalty = 1.05, .top_k = 20};
+  auto s = parse_bench_sampling("defaults,top_k=40,min_p=0.05", qwen);
+  EXPECT_FLOAT_EQ(s.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(s.top_p, 0.8f);
+  EXPECT_FLOAT_EQ(s.repetition_penalty, 1.05f);
+  EXPECT_EQ(s.top_k, 40u);
+  EXPECT_FLOAT_EQ(s.min_p, 0.05f);
+  auto flag_only = parse_bench_sampling("defaults,temperature=0.6,top_p=0.9", GenerationDefaults{});
+  EXPECT_FLOAT_EQ(flag_only.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(flag_only.top_p, 0.9f);
+  EXPECT_EQ(flag_only.top_k, 0u);
+  EXPECT_THAT([&] { parse_bench_sampling("temp=0.7", qwen); }, ThrowsMessage<Error>(HasSubstr("\"temp=0.7\"")));
+  EXPECT_THAT([&] { parse_bench_sampling("top_k=2.5", qwen); }, ThrowsMessage<Error>(HasSubstr("\"top_k=2.5\"")));
+  EXPECT_THAT([&] { parse_bench_sampling("top_p=x", qwen); }, ThrowsMessage<Error>(HasSubstr("KEY=NUMBER")));
+
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-qwen2", .seed = 2});
+  ModelFiles files = ModelFiles::open(dir.path());
+  graph::Model model(test::device(), files, graph::ModelOptions{.context = 32});
+  ModelBenchOptions options{.prompt_tokens = 4, .generated_tokens = 3, .depths = {0}, .repeats = 1,
+                            .sampling = "temperature=0.7,top_k=20,repetition_penalty=1.05"};
+  auto results = bench_model(model, options);
+  EXPECT_TRUE(std::any_of(results.begin(), results.end(), [](const ModelBenchResult& r) {
+    return r.test == "tg3 (sampled: temperature=0.7 top_k=20 repetition_penalty=1.05)";
+  }));
+  options.sampling = "top_k=100";
+  EXPECT_THAT([&] { bench_model(model, options); }, ThrowsMessage<Error>(HasSubstr("top_k=100")));
+}
+
 // Options that would measure nothing (or crash: the median of no repeats, the deepest of no depths) are refused
 // naming the command's option, by bench_model, profile_model and validate() alike.
 TEST(ModelBench, OptionsThatMeasureNothingAreNamed) {

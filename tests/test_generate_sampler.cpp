@@ -16,8 +16,9 @@
 namespace gerbil {
 namespace {
 
-int32_t draw(Sampler& sampler, std::vector<float> logits, std::vector<int32_t> history = {}) {
-  return sampler.sample(logits, history);
+// POSITION picks the random number (with the seed): draws that must differ pass different positions.
+int32_t draw(Sampler& sampler, std::vector<float> logits, std::vector<int32_t> history = {}, uint32_t position = 0) {
+  return sampler.sample(logits, history, position);
 }
 
 TEST(Sampler, GreedyTakesTheFirstMaximum) {
@@ -30,7 +31,8 @@ TEST(Sampler, SameSeedSameTokens) {
   std::vector<float> logits = {0.1f, 0.5f, 0.2f, 0.9f, 0.0f, 0.3f};
   Sampler a({.temperature = 1.0f, .seed = 42}), b({.temperature = 1.0f, .seed = 42}), c({.temperature = 1.0f, .seed = 43});
   std::vector<int32_t> ra, rb, rc;
-  for (int i = 0; i < 50; ++i) ra.push_back(draw(a, logits)), rb.push_back(draw(b, logits)), rc.push_back(draw(c, logits));
+  for (uint32_t i = 0; i < 50; ++i)
+    ra.push_back(draw(a, logits, {}, i)), rb.push_back(draw(b, logits, {}, i)), rc.push_back(draw(c, logits, {}, i));
   EXPECT_EQ(ra, rb);
   EXPECT_NE(ra, rc);
 }
@@ -41,7 +43,7 @@ TEST(Sampler, DrawsFromTheSoftmaxAtTheTemperature) {
   Sampler sampler({.temperature = temperature, .seed = 7});
   std::map<int32_t, int> counts;
   const int n = 40000;
-  for (int i = 0; i < n; ++i) ++counts[draw(sampler, logits)];
+  for (int i = 0; i < n; ++i) ++counts[draw(sampler, logits, {}, uint32_t(i))];
   double total = 0;
   for (float l : logits) total += std::exp(l / temperature);
   for (int32_t id = 0; id < 3; ++id) {
@@ -58,11 +60,11 @@ TEST(Sampler, InfiniteLogitsAreCertainOrImpossible) {
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     Sampler sampler({.temperature = 1.0f, .top_p = 0.9f, .seed = seed});
     std::vector<float> certain = {1.f, inf, 2.f, -inf, nan};
-    EXPECT_EQ(sampler.sample(certain, {}), 1);
+    EXPECT_EQ(sampler.sample(certain, {}, 0), 1);
     std::vector<float> masked = {-inf, 0.5f, -inf, nan};
-    EXPECT_EQ(sampler.sample(masked, {}), 1);
+    EXPECT_EQ(sampler.sample(masked, {}, 0), 1);
     std::vector<float> all_masked = {-inf, nan, -inf};
-    int32_t id = sampler.sample(all_masked, {});
+    int32_t id = sampler.sample(all_masked, {}, 0);
     EXPECT_TRUE(id == 0 || id == 2) << id;
   }
 }
@@ -72,16 +74,16 @@ TEST(Sampler, TopKTopPAndMinPTruncate) {
   Sampler top1({.top_k = 1, .seed = 1});
   for (int i = 0; i < 20; ++i) EXPECT_EQ(draw(top1, logits), 0);
   Sampler top2({.top_k = 2, .seed = 2});
-  for (int i = 0; i < 200; ++i) EXPECT_THAT(draw(top2, logits), ::testing::AnyOf(0, 4));
+  for (uint32_t i = 0; i < 200; ++i) EXPECT_THAT(draw(top2, logits, {}, i), ::testing::AnyOf(0, 4));
   Sampler nucleus({.top_p = 0.01f, .seed = 3});
   for (int i = 0; i < 20; ++i) EXPECT_EQ(draw(nucleus, logits), 0);
   // min_p 0.5: tokens 2 and 3 have p far below half the best's.
   Sampler min_p({.min_p = 0.5f, .seed = 4});
-  for (int i = 0; i < 300; ++i) EXPECT_THAT(draw(min_p, logits), ::testing::AnyOf(0, 1, 4));
+  for (uint32_t i = 0; i < 300; ++i) EXPECT_THAT(draw(min_p, logits, {}, i), ::testing::AnyOf(0, 1, 4));
 }
 
 // The whole-vocabulary sort the sampler avoids: sort every candidate, then cut and draw as it does.
-int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, std::mt19937_64& rng) {
+int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, uint32_t position) {
   std::vector<std::pair<float, int32_t>> c;
   for (size_t i = 0; i < logits.size(); ++i)
     if (!std::isnan(logits[i])) c.emplace_back(logits[i], int32_t(i));
@@ -90,7 +92,7 @@ int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, std::
   float best = c.front().first;
   std::vector<float> w;
   double total = 0;
-  for (auto& [logit, id] : c) total += w.emplace_back(std::exp((logit - best) / p.temperature));
+  for (auto& [logit, id] : c) total += w.emplace_back(std::exp((logit - best) * (1.0f / p.temperature)));
   size_t cut = c.size();
   double kept = total;
   if (p.top_p < 1.0f || p.min_p > 0.0f) {
@@ -107,30 +109,77 @@ int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, std::
       }
     }
   }
-  double r = std::uniform_real_distribution<double>(0.0, kept)(rng);
+  double r = sample_unit(p.seed, position, 0) * kept;
   for (size_t i = 0; i < cut; ++i)
     if ((r -= w[i]) <= 0) return c[i].second;
   return c[cut - 1].second;
 }
 
 // Ordering only the prefix the cut and the draw reach picks what a full sort picks: a 50,000-token
-// vocabulary with repeated logits (ties broken by id) and NaNs, every truncation rule, draws deep into the order.
+// vocabulary with repeated logits (ties broken by id) and NaNs, every truncation rule, draws deep into the order
+// (with top-k, or cuts among the 64 best: without them the draw is by rejection, below).
 TEST(Sampler, PartialOrderingDrawsWhatAFullSortDraws) {
   std::mt19937 values(11);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   std::vector<float> logits(50000);
   for (float& l : logits) l = std::round(normal(values) * 64.0f) / 64.0f;  // many equal logits
   for (size_t i = 0; i < logits.size(); i += 997) logits[i] = NAN;
-  for (SamplingParams p : {SamplingParams{.temperature = 1.0f, .seed = 3}, SamplingParams{.temperature = 3.0f, .seed = 4},
-                           SamplingParams{.temperature = 0.7f, .top_p = 0.9f, .seed = 5},
-                           SamplingParams{.temperature = 1.5f, .top_p = 0.5f, .min_p = 0.01f, .seed = 6},
+  for (SamplingParams p : {SamplingParams{.temperature = 1.0f, .top_k = 49000, .seed = 3},
+                           SamplingParams{.temperature = 3.0f, .top_k = 30000, .seed = 4},
+                           SamplingParams{.temperature = 0.7f, .top_k = 20000, .top_p = 0.9f, .seed = 5},
+                           SamplingParams{.temperature = 1.5f, .top_k = 45000, .top_p = 0.5f, .min_p = 0.01f, .seed = 6},
                            SamplingParams{.temperature = 0.8f, .top_k = 300, .top_p = 0.95f, .seed = 7},
                            SamplingParams{.temperature = 1.0f, .min_p = 0.2f, .seed = 8}}) {
     Sampler sampler(p);
-    std::mt19937_64 rng(p.seed);
-    for (int i = 0; i < 40; ++i)
-      ASSERT_EQ(draw(sampler, logits), full_sort_draw(logits, p, rng))
+    for (uint32_t i = 0; i < 40; ++i)
+      ASSERT_EQ(draw(sampler, logits, {}, i), full_sort_draw(logits, p, i))
           << "draw " << i << " temperature " << p.temperature << " top_k " << p.top_k << " top_p " << p.top_p;
+  }
+}
+
+// Without top-k, a cut past the 64 best (or none) is drawn by rejection over all tokens, as on the GPU: the
+// draws follow the float64 distribution after the cuts (bins of the kept tokens, most probable first, of at
+// least 1/16 of the probability, within 5 sigma), and nothing past the cuts is ever drawn.
+TEST(Sampler, RejectionDrawsFollowTheDistribution) {
+  std::mt19937 values(9);
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  std::vector<float> logits(700);
+  for (float& l : logits) l = uniform(values);
+  logits[100] = NAN;
+  for (SamplingParams p : {SamplingParams{.temperature = 1.0f, .seed = 3},
+                           SamplingParams{.temperature = 0.8f, .top_p = 0.7f, .seed = 4},
+                           SamplingParams{.temperature = 1.2f, .top_p = 0.9f, .min_p = 0.05f, .seed = 5},
+                           SamplingParams{.temperature = 0.5f, .min_p = 0.01f, .seed = 6}}) {
+    SCOPED_TRACE(testing::Message() << "temperature " << p.temperature << " top_p " << p.top_p << " min_p " << p.min_p);
+    // The float64 reference: sorted candidates, weights, cuts.
+    std::vector<int32_t> order;
+    for (int32_t i = 0; i < int32_t(logits.size()); ++i)
+      if (!std::isnan(logits[size_t(i)])) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+    std::vector<double> weight;
+    double total = 0;
+    for (int32_t id : order) total += weight.emplace_back(std::exp((double(logits[size_t(id)]) - logits[size_t(order[0])]) / p.temperature));
+    size_t kept = 0;
+    double cumulative = 0;
+    while (kept < order.size() && (kept == 0 || weight[kept] >= p.min_p) && cumulative < p.top_p * total)
+      cumulative += weight[kept++];
+    ASSERT_GT(kept, kWalkCandidates);  // the rejection path
+    std::map<int32_t, int> counts;
+    Sampler sampler(p);
+    const int n = 20000;
+    for (int i = 0; i < n; ++i) ++counts[draw(sampler, logits, {}, uint32_t(i))];
+    std::map<int32_t, size_t> rank;
+    for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = r;
+    for (auto [id, count] : counts) ASSERT_LT(rank.at(id), kept) << "token " << id << " is past the cuts";
+    double bin_p = 0, bin_f = 0;
+    for (size_t r = 0; r < kept; ++r) {
+      bin_p += weight[r] / cumulative;
+      bin_f += double(counts[order[r]]) / n;
+      if (bin_p >= 1.0 / 16 || r + 1 == kept) {
+        EXPECT_NEAR(bin_f, bin_p, 5 * std::sqrt(bin_p * (1 - bin_p) / n) + 1e-9) << "bin ending at rank " << r;
+        bin_p = bin_f = 0;
+      }
+    }
   }
 }
 
@@ -178,9 +227,9 @@ TEST(Sampler, PaddedTailIsNeverDrawn) {
     std::vector<int32_t> history = {3, 210, 250};  // seen padded ids are harmless
     std::set<int32_t> drawn;
     for (int i = 0; i < 500; ++i) {
-      int32_t id = draw(masked, logits, history);
+      int32_t id = draw(masked, logits, history, uint32_t(i));
       ASSERT_LT(id, int32_t(ids));
-      EXPECT_EQ(id, draw(unpadded, real, history));
+      EXPECT_EQ(id, draw(unpadded, real, history, uint32_t(i)));
       drawn.insert(id);
     }
     if (!p.greedy()) {

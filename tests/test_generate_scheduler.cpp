@@ -106,6 +106,39 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
   EXPECT_EQ(stats.active, 0u);
 }
 
+// A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and
+// batched with a longer greedy one (drawn on the host by Sampler from the batch's logits): both hash the same
+// random numbers from (seed, position). Flat and cut settings, with penalties (the GPU keeps its own counts).
+TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
+  ModelFiles files = ModelFiles::open(dir_);
+  for (SamplingParams sampling : {SamplingParams{.temperature = 1.5f, .seed = 1234},
+                                  SamplingParams{.temperature = 0.9f, .top_k = 20, .top_p = 0.9f, .seed = 99},
+                                  SamplingParams{.temperature = 1.2f, .min_p = 0.02f, .repetition_penalty = 1.3f,
+                                                 .frequency_penalty = 0.2f, .seed = 7}}) {
+    SCOPED_TRACE(testing::Message() << "temperature " << sampling.temperature << " seed " << sampling.seed);
+    auto seeded = [&] {
+      SequenceRequest request = greedy_request(reference_prompt_, 12);
+      request.options.sampling = sampling;
+      return request;
+    };
+    Generation alone;
+    {
+      graph::Model model(test::device(), files, {.context = 48});
+      Scheduler scheduler(model, nullptr);
+      alone = scheduler.run(seeded());
+    }
+    graph::Model model(test::device(), files, {.context = 48, .slots = 2});
+    Scheduler scheduler(model, nullptr, {.parallel = 2});
+    std::vector<SequenceRequest> requests;
+    requests.push_back(seeded());
+    requests.push_back(greedy_request({input_ids_.begin(), input_ids_.begin() + 5}, 30));
+    auto together = run_together(scheduler, std::move(requests));
+    ASSERT_EQ(together.size(), 2u);
+    EXPECT_EQ(together[0].tokens, alone.tokens);
+    EXPECT_EQ(alone.tokens.size(), 12u);
+  }
+}
+
 // qwen2 and llama batch in one step; gpt2's learned positions make its segments run one after another;
 // gemma3 and mistral-swa have sliding windows (and gemma3 q/k norms).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Batching,

@@ -137,6 +137,10 @@ GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, li
   app.add_option("-g,--generated-tokens", c->bench.generated_tokens, "Tokens of the decode test")->capture_default_str();
   app.add_option("-d,--depths", c->bench.depths, "Context depths of the decode test");
   app.add_option("-r,--repeats", c->bench.repeats, "Timed repeats (median reported)")->capture_default_str();
+  app.add_option("--sampling", c->bench.sampling,
+                 "One more decode row sampled on the GPU: \"defaults\" (the model's generation_config.json) "
+                 "and/or KEY=NUMBER,... (temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, "
+                 "frequency_penalty), e.g. \"defaults,top_k=40\"");
   app.add_option("--batch", c->batch,
                  "Instead: B sequences of -p prompt and -g generated tokens decoded together, for each B given "
                  "(e.g. --batch 1,4,16,64; like llama-batched-bench)")

@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
 #include <random>
+#include <sstream>
 
 #include "gerbil/error.h"
+#include "kernels/model.h"
 
 namespace gerbil {
 namespace {
@@ -51,8 +57,67 @@ void ModelBenchOptions::validate() const {
   if (repeats == 0) fail("bench model: -r/--repeats must be at least 1, got 0");
 }
 
+graph::Model::GpuSampling parse_bench_sampling(const std::string& spec, const GenerationDefaults& defaults) {
+  graph::Model::GpuSampling s{.seed = 1};
+  std::stringstream items(spec);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item == "defaults") {
+      if (defaults.temperature) s.temperature = float(*defaults.temperature);
+      if (defaults.top_k) s.top_k = uint32_t(std::max<int64_t>(*defaults.top_k, 0));
+      if (defaults.top_p) s.top_p = float(*defaults.top_p);
+      if (defaults.repetition_penalty) s.repetition_penalty = float(*defaults.repetition_penalty);
+      continue;
+    }
+    auto equals = item.find('=');
+    std::string key = item.substr(0, equals), text = equals == std::string::npos ? "" : item.substr(equals + 1);
+    char* end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(value))
+      fail("bench model: --sampling \"{}\": \"{}\" is not defaults or KEY=NUMBER", spec, item);
+    std::map<std::string, float*> fields = {{"temperature", &s.temperature},
+                                            {"top_p", &s.top_p},
+                                            {"min_p", &s.min_p},
+                                            {"repetition_penalty", &s.repetition_penalty},
+                                            {"presence_penalty", &s.presence_penalty},
+                                            {"frequency_penalty", &s.frequency_penalty}};
+    if (key == "top_k" && value >= 0 && value == std::floor(value))
+      s.top_k = uint32_t(value);
+    else if (auto field = fields.find(key); field != fields.end())
+      *field->second = float(value);
+    else
+      fail("bench model: --sampling \"{}\": unknown key or bad value in \"{}\" (keys: temperature, top_k (a whole "
+           "number >= 0), top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty)",
+           spec, item);
+  }
+  return s;
+}
+
+namespace {
+
+// "temperature=0.7 top_k=20 top_p=0.8 repetition_penalty=1.05": the settings that are not off.
+std::string describe(const graph::Model::GpuSampling& s) {
+  std::string text = fmt::format("temperature={}", s.temperature);
+  if (s.top_k) text += fmt::format(" top_k={}", s.top_k);
+  if (s.top_p < 1) text += fmt::format(" top_p={}", s.top_p);
+  if (s.min_p > 0) text += fmt::format(" min_p={}", s.min_p);
+  if (s.repetition_penalty != 1) text += fmt::format(" repetition_penalty={}", s.repetition_penalty);
+  if (s.presence_penalty != 0) text += fmt::format(" presence_penalty={}", s.presence_penalty);
+  if (s.frequency_penalty != 0) text += fmt::format(" frequency_penalty={}", s.frequency_penalty);
+  return text;
+}
+
+}  // namespace
+
 std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
+  std::optional<graph::Model::GpuSampling> sampled;
+  if (!options.sampling.empty()) {
+    sampled = parse_bench_sampling(options.sampling, model.config().generation);
+    if (!model.sampling_on_gpu(*sampled))
+      fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (a positive temperature, top_k "
+           "of at most {})",
+           options.sampling, describe(*sampled), kernels::kMaxSampleTopK);
+  }
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size) - 1);
   auto random_tokens = [&](uint32_t n) {
@@ -86,7 +151,9 @@ std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchO
     const std::pair<const char*, graph::Model::GpuSampling> settings[] = {
         {"top-k 20 sampling", {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 1}},
         {"top-p 0.9 sampling", {.temperature = 0.6f, .top_k = 0, .top_p = 0.9f, .seed = 1}}};
-    for (const auto& [name, sampling] : settings)
+    std::vector<std::pair<std::string, graph::Model::GpuSampling>> rows(std::begin(settings), std::end(settings));
+    if (sampled) rows.emplace_back("sampled: " + describe(*sampled), *sampled);
+    for (const auto& [name, sampling] : rows)
       if (model.sampling_on_gpu(sampling))
         results.push_back(measure(fmt::format("tg{} ({})", options.generated_tokens, name), depth,
                                   options.generated_tokens, options.repeats, [&] {
@@ -141,6 +208,14 @@ StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings)
 
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
+  std::optional<graph::Model::GpuSampling> sampled;
+  if (!options.sampling.empty()) {
+    sampled = parse_bench_sampling(options.sampling, model.config().generation);
+    if (!model.sampling_on_gpu(*sampled))
+      fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (a positive temperature, top_k "
+           "of at most {})",
+           options.sampling, describe(*sampled), kernels::kMaxSampleTopK);
+  }
   std::vector<StepProfile> profiles;
   std::vector<int32_t> filler(options.prompt_tokens, 0);
   model.reset();

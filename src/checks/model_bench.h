@@ -17,6 +17,11 @@ struct ModelBenchOptions {
   std::vector<uint32_t> depths = {0, 2048};
   uint32_t repeats = 5;
   uint64_t seed = 1;
+  // --sampling: one more decode row, drawn on the GPU with these settings: "defaults" (the model's
+  // generation_config.json, where it has one), then or instead comma-separated overrides, e.g.
+  // "defaults,top_k=40" or "temperature=0.7,top_p=0.8,top_k=20,repetition_penalty=1.05" (also min_p,
+  // presence_penalty, frequency_penalty). Empty: no such row.
+  std::string sampling;
 
   // Throws gerbil::Error naming the `gerbil bench model` option of a field that measures nothing: no
   // prompt or generated tokens, no depth, no repeat.
@@ -24,12 +29,16 @@ struct ModelBenchOptions {
 };
 
 struct ModelBenchResult {
-  std::string test;  // "pp512", "tg128", "tg128 (host sampling)"
+  std::string test;  // "pp512", "tg128", "tg128 (host sampling)", "tg128 (sampled: temperature=0.7 ...)"
   uint32_t depth = 0;
   double median_seconds = 0;
   double tokens_per_second = 0;
   std::vector<double> seconds;  // every repeat
 };
+
+// The GPU sampling settings of a --sampling spec (see ModelBenchOptions::sampling) for a model with these
+// generation defaults; throws naming a bad key or value.
+graph::Model::GpuSampling parse_bench_sampling(const std::string& spec, const GenerationDefaults& defaults);
 
 // Runs the benchmarks on `model` (its cache is reset). Throws if the options are invalid or the context is too
 // small for the depths.

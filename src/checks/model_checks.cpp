@@ -3,6 +3,7 @@
 
 #include "gerbil/error.h"
 #include "checks/check_support.h"
+#include "generate/sampler.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
 #include "reference/model.h"
@@ -896,19 +897,6 @@ KernelCheck argmax_check(bool quick) {
       });
 }
 
-// sample.wgsl's random number for a draw (its mix() and random_unit()), to predict its picks.
-double sample_unit(const SampleParams& p, uint32_t round) {
-  auto mix = [](uint32_t z) {
-    z ^= z >> 16;
-    z *= 0x7feb352du;
-    z ^= z >> 15;
-    z *= 0x846ca68bu;
-    z ^= z >> 16;
-    return z;
-  };
-  return double(mix(p.seed_lo ^ mix(p.seed_hi ^ mix(p.position ^ mix(round)))) >> 8) / 16777216.0;
-}
-
 // The checks of sample: the chunks' candidates once, then `draws` merges and draws at positions 0, 1, ...,
 // each into its own history slot. A token the reference never keeps, drawn even once, is an infinite error.
 // Where the draw among the best 64 decides (top_k on, or fewer than 64 tokens kept), the token must be the
@@ -1014,7 +1002,7 @@ KernelCheck sample_check(bool quick) {
           auto drawn = device.read_as<uint32_t>(history);
           for (uint32_t d = 0; d < draws; ++d) {
             p.position = d;
-            double u = sample_unit(p, 0), cumulative = 0;
+            double u = sample_unit(uint64_t(p.seed_hi) << 32 | p.seed_lo, d, 0), cumulative = 0;
             size_t pick = 0;
             while (pick + 1 < kept.size() && (cumulative += want[kept[pick]]) < u) ++pick;
             bool near_boundary = std::abs(cumulative - u) < 1e-5 || (pick > 0 && std::abs(cumulative - want[kept[pick]] - u) < 1e-5);

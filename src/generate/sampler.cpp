@@ -4,10 +4,14 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 
 #include "gerbil/error.h"
+#include "kernels/model.h"
 
 namespace gerbil {
+
+static_assert(kWalkCandidates == kernels::kMaxSampleTopK, "the host walks the candidates the GPU sampler walks");
 
 void SamplingParams::validate() const {
   if (!std::isfinite(temperature)) fail("sampling: temperature must be a finite number");
@@ -21,7 +25,8 @@ void SamplingParams::validate() const {
 
 Sampler::Sampler(const SamplingParams& params, size_t id_count)
     : params_(params), id_count_(id_count),
-      seed_(params.seed ? params.seed : std::random_device{}() | uint64_t(std::random_device{}()) << 32), rng_(seed_) {
+      seed_(params.seed ? params.seed : std::random_device{}() | uint64_t(std::random_device{}()) << 32),
+      inv_temperature_(params.greedy() ? 0.0f : 1.0f / params.temperature) {
   params_.validate();
   if (id_count_ == 0) fail("sampling: the vocabulary to draw from is empty (id count 0)");
 }
@@ -39,7 +44,24 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
   }
 }
 
+double sample_unit(uint64_t seed, uint32_t position, uint32_t round) {
+  auto mix = [](uint32_t z) {  // lowbias32 (Chris Wellons)
+    z ^= z >> 16;
+    z *= 0x7feb352du;
+    z ^= z >> 15;
+    z *= 0x846ca68bu;
+    z ^= z >> 16;
+    return z;
+  };
+  uint32_t bits = mix(uint32_t(seed) ^ mix(uint32_t(seed >> 32) ^ mix(position ^ mix(round))));
+  return double(bits >> 8) / 16777216.0;
+}
+
 namespace {
+
+// sample.wgsl's MAX_ROUNDS: the rejection draw's bound, past which the best token is taken.
+constexpr uint32_t kRejectionRounds = 256;
+constexpr float kLargest = std::numeric_limits<float>::max();
 
 // The wording of the GPU path's error (graph/model.cpp), so that both paths fail alike.
 [[noreturn]] void fail_all_nan() {
@@ -74,7 +96,7 @@ void Sampler::order_through(size_t count) {
   ordered_ = end;
 }
 
-int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> history) {
+int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> history, uint32_t position) {
   if (all_logits.empty()) fail("sampling: empty logits");
   std::span<float> logits = all_logits.first(std::min(all_logits.size(), id_count_));  // no padded tail
   apply_penalties(logits, history);
@@ -83,7 +105,6 @@ int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> hi
   // Candidates cut by top-k; [0, ordered_) of them is in sampling order, the rest is ordered on demand.
   // Infinities clamped to the largest finite floats keep every weight finite: +inf is certain, -inf drawn only
   // when every logit is -inf (as the GPU sampler, sample.wgsl, does).
-  constexpr float kLargest = std::numeric_limits<float>::max();
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i)
     if (!std::isnan(logits[i])) candidates_.emplace_back(std::clamp(logits[i], -kLargest, kLargest), int32_t(i));
@@ -99,14 +120,16 @@ int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> hi
     order_through(i + 1);
     return candidates_[i];
   };
-  // Probabilities at the given temperature: weights relative to the best logit, over their total.
+  // Probabilities at the given temperature: weights relative to the best logit, over their total (the GPU's
+  // arithmetic: a float weight, scaled by the float inverse temperature).
   float best = at(0).first;
-  auto weight = [&](size_t i) { return std::exp((at(i).first - best) / params_.temperature); };
+  auto weight = [&](size_t i) { return relative_weight(at(i).first, best); };
   double total = 0;
-  for (const auto& candidate : candidates_) total += std::exp((candidate.first - best) / params_.temperature);
+  for (const auto& candidate : candidates_) total += relative_weight(candidate.first, best);
 
   // top-p: the smallest prefix whose probability reaches top_p; min-p: drop p < min_p * p(best).
   size_t cut = candidates_.size();
+  size_t stopped_at = std::numeric_limits<size_t>::max();  // the candidate at which a cut stopped the walk
   double kept_total = total;
   if (params_.top_p < 1.0f || params_.min_p > 0.0f) {
     double cumulative = 0;
@@ -114,22 +137,62 @@ int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> hi
     for (cut = 0; cut < candidates_.size(); ++cut) {
       float w = weight(cut);
       double p = w / total;
-      if (cut > 0 && p < params_.min_p * (1.0 / total)) break;  // p(best) = 1 / total
+      if (cut > 0 && p < params_.min_p * (1.0 / total)) {  // p(best) = 1 / total
+        stopped_at = cut;
+        break;
+      }
       cumulative += p;
       kept_total += w;
       if (cumulative >= params_.top_p) {
-        ++cut;
+        stopped_at = cut++;
         break;
       }
     }
   }
-  std::uniform_real_distribution<double> uniform(0.0, kept_total);
-  double r = uniform(rng_);
+  // As on the GPU: without top-k, a cut that is not among the best kWalkCandidates (or no cut) is drawn by
+  // rejection over all tokens.
+  if (params_.top_k == 0 && candidates_.size() >= kWalkCandidates && stopped_at >= kWalkCandidates)
+    return draw_by_rejection(logits, total, position);
+  double r = sample_unit(seed_, position, 0) * kept_total;  // in [0, kept_total)
   for (size_t i = 0; i < cut; ++i) {
     r -= weight(i);
     if (r <= 0) return at(i).second;
   }
   return at(cut - 1).second;
+}
+
+// Round by round: draw j among the tokens before a pivot (at first all), in index order, in proportion to
+// their weights; j is kept when the probability of the tokens before it (in sampling order) is below top_p
+// and its weight reaches min_p (or it is the best); else j becomes the pivot. See sample.wgsl's draw_all.
+int32_t Sampler::draw_by_rejection(std::span<const float> logits, double total, uint32_t position) {
+  const float best = candidates_.front().first;
+  weights_.assign(logits.size(), 0.0f);  // NaN: never eligible
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isnan(logits[i])) weights_[i] = relative_weight(std::clamp(logits[i], -kLargest, kLargest), best);
+  auto value = [&](size_t i) { return std::clamp(logits[i], -kLargest, kLargest); };
+  auto precedes = [&](size_t i, size_t j) { return before({value(i), int32_t(i)}, {value(j), int32_t(j)}); };
+  std::optional<size_t> pivot;
+  auto eligible = [&](size_t i) { return !std::isnan(logits[i]) && (!pivot || precedes(i, *pivot)); };
+  for (uint32_t round = 1; round <= kRejectionRounds; ++round) {
+    double mass = 0;
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (eligible(i)) mass += weights_[i];
+    double r = sample_unit(seed_, position, round) * mass;
+    size_t j = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (!eligible(i)) continue;
+      j = i;  // the last eligible one if rounding runs past the end
+      if ((r -= weights_[i]) < 0) break;
+    }
+    double above = 0;  // the weight of the tokens before j in sampling order
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (!std::isnan(logits[i]) && precedes(i, j)) above += weights_[i];
+    bool kept_by_p = params_.top_p >= 1.0f || above / total < params_.top_p;
+    bool kept_by_min_p = above == 0 || weights_[j] >= params_.min_p;
+    if (kept_by_p && kept_by_min_p) return int32_t(j);
+    pivot = j;
+  }
+  return candidates_.front().second;
 }
 
 }  // namespace gerbil

@@ -1,13 +1,17 @@
 // Picks the next token from a row of logits: greedy, or temperature / top-k / top-p / min-p sampling,
 // after repetition, presence and frequency penalties over the tokens seen so far. Seeded: the same
-// seed, logits and history give the same token. NaN logits are never drawn; a row of nothing but NaN is an
+// seed, logits, history and position give the same token, and the same token as the GPU sampler
+// (kernels/wgsl/sample.wgsl, which a sequence decoding alone uses): the same random numbers, hashed from
+// (seed, position, round), the same order of candidates and the same draws, so that a seeded request's
+// text does not depend on whether it was batched with others (only float rounding at a boundary between
+// two tokens can tell the two apart). NaN logits are never drawn; a row of nothing but NaN is an
 // error. A padded vocabulary (Qwen2.5: 151,936 logits for 151,665 tokenizer ids) gives the sampler the
 // tokenizer's id count, and the padded tail is never drawn, whatever its logits.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -29,26 +33,42 @@ struct SamplingParams {
   void validate() const;  // throws gerbil::Error naming the bad parameter
 };
 
+// The uniform number in [0, 1) of draw ROUND (0: the walk over the best candidates; 1, 2, ...: the rounds of
+// the rejection draw) at POSITION for SEED: sample.wgsl's random_unit(), a lowbias32 hash chain, 24 bits.
+double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
+
+// How many best candidates the GPU sampler's walk sees (sample.wgsl MAX_TOP_K, kernels::kMaxSampleTopK):
+// without top-k, a draw whose top-p / min-p cut does not fall among them is made by rejection over all
+// tokens instead, on the host as on the GPU.
+constexpr size_t kWalkCandidates = 64;
+
 class Sampler {
  public:
   // Ids at or above ID_COUNT (the tokenizer's vocabulary size) are never drawn, in every mode.
   explicit Sampler(const SamplingParams& params, size_t id_count = std::numeric_limits<size_t>::max());
 
-  // `logits` is scratch: it is modified. `history` is every token so far (prompt and generated).
-  int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+  // `logits` is scratch: it is modified. `history` is every token so far (prompt and generated). POSITION is
+  // that of the token whose logits these are (the step's input, as the GPU sampler's): with the seed, it
+  // picks the random numbers.
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history, uint32_t position);
   uint64_t seed() const { return seed_; }
 
  private:
   void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
   // Puts candidates_[0, count) in sampling order (they and more may already be).
   void order_through(size_t count);
+  // sample.wgsl's draw_all: the draw by rejection over all LOGITS (clamped, NaN skipped) in index order.
+  int32_t draw_by_rejection(std::span<const float> logits, double total, uint32_t position);
+  // The weight of logit V relative to the best, BEST: exp((v - best) / temperature), in float as on the GPU.
+  float relative_weight(float v, float best) const { return std::exp((v - best) * inv_temperature_); }
 
   SamplingParams params_;
   size_t id_count_;
   uint64_t seed_;
-  std::mt19937_64 rng_;
+  float inv_temperature_;
   std::vector<std::pair<float, int32_t>> candidates_;  // (logit, id), reused between calls
   size_t ordered_ = 0;                                   // candidates_[0, ordered_) is in sampling order
+  std::vector<float> weights_;                           // draw_by_rejection's, by token id
 };
 
 }  // namespace gerbil

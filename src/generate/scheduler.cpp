@@ -382,7 +382,8 @@ void Scheduler::draw(Slot& slot, std::span<float> logits) {
   std::optional<std::vector<float>> raw;
   if (s.request.logprobs) raw.emplace(logits.begin(), logits.begin() + model_.token_count());
   if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
-  int32_t id = s.sampler.sample(logits, s.history);
+  // The position of the token fed (the step has moved past it), as the GPU sampler hashes it.
+  int32_t id = s.sampler.sample(logits, s.history, model_.position(slot.index) - 1);
   if (raw) s.pending.logprobs.push_back(logprobs_of(*raw, id, s.request.top_logprobs));
   if (s.request.constraint) s.request.constraint->accept(id);
   if (accept(slot, id)) deliver(s);  // else finished, and `s` is gone
