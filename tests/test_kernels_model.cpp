@@ -25,6 +25,9 @@ using ::testing::ThrowsMessage;
 
 using test::device;
 
+// The figures the rules below were fitted with: an H200's 132 SMs, 8 light workgroups or 2 linear_tiled ones each.
+constexpr gpu::Tuning kH200{.resident_workgroups = 1056, .resident_tiles = 264};
+
 class ModelKernel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelKernel, MatchesFloat64Reference) {
@@ -341,6 +344,7 @@ TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
 // task of at most 16 KiB of weights and about 8192 tasks; prompt products shared out over one wave of workgroups
 // where whole tiles leave the last wave less than 1 / 1.1 full.
 TEST(DispatcherChoices, FollowTheMeasuredRules) {
+  device().set_tuning(kH200);
   if (!linear_can_fuse(device(), 1, 4096, WeightType::F16)) GTEST_SKIP() << "the adapter lacks subgroups";
   // Splits are bounded by 256 / lanes: these expectations hold for subgroups of up to 32 lanes.
   if (device().adapter().subgroup_max_size > 32) GTEST_SKIP() << "subgroups wider than 32 lanes";
@@ -362,7 +366,7 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(blocking(896, 151936), (std::vector<uint32_t>{2, 1, 1, 0}));   // Qwen's LM head: pairs
   EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1, 0}));  // its gate|up pairs: never split
   EXPECT_EQ(blocking(3072, 4096, {4}), (std::vector<uint32_t>{4, 2, 4, 0}));  // 24 KiB groups split: 4 loads
-  auto workers = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_workers({M, K, N, N, 0, 0, 0}); };
+  auto workers = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_workers(device(), {M, K, N, N, 0, 0, 0}); };
   EXPECT_EQ(workers(512, 4096, 6144), 264u);   // 192 tiles of 128 x 128: one wave of shares
   EXPECT_EQ(workers(512, 4096, 4096), 264u);   // 128
   EXPECT_EQ(workers(512, 896, 9728), 264u);    // 304: 1.2 waves
@@ -374,45 +378,47 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   // Qwen's down projection: 28 tiles of 128 x 128, 608 slabs each, make a wave of shares, so the large tile is
   // taken (two 128 x 128 slots of partial sums per share) where whole tiles would be 112 of 64 x 64.
   EXPECT_EQ(workers(512, 4864, 896), 264u);
-  EXPECT_EQ(linear_split_scratch_floats({512, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 128);
+  EXPECT_EQ(linear_split_scratch_floats(device(), {512, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 128);
   EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}).x, 112u);  // linear(): whole tiles, 64 x 64
-  EXPECT_EQ(linear_split_scratch_floats({512, 896, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);  // K = 896: small
+  EXPECT_EQ(linear_split_scratch_floats(device(), {512, 896, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);  // K = 896: small
   // ... but not where the large tile would pad the rows (M = 50: 128 rows for 64) or make shorter shares than 64
   // slabs (Qwen's o at M = 2048: 112 tiles of 112 slabs), both measured slower.
-  EXPECT_EQ(linear_split_scratch_floats({50, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);
-  EXPECT_EQ(linear_split_scratch_floats({2048, 896, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 64);
+  EXPECT_EQ(linear_split_scratch_floats(device(), {50, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);
+  EXPECT_EQ(linear_split_scratch_floats(device(), {2048, 896, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 64);
 }
 
-// The model allocates linear_split_scratch_bound() once for all its prompt products: every split the
+// The model allocates linear_split_scratch_bound(device()) once for all its prompt products: every split the
 // dispatcher can choose must fit.
 TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
+  device().set_tuning(kH200);
   for (uint32_t M : {5u, 17u, 64u, 300u, 512u, 2048u})
     for (uint32_t N : {8u, 40u, 896u, 1152u, 4096u, 9728u, 151936u})
       for (uint32_t K : {64u, 256u, 896u, 4864u, 14336u, 67584u}) {
         LinearParams p{M, K, N, N, 0, 0, 0};
-        EXPECT_LE(linear_split_workers(p), 264u) << "M=" << M << " K=" << K << " N=" << N;
-        EXPECT_LE(linear_split_scratch_floats(p), linear_split_scratch_bound())
+        EXPECT_LE(linear_split_workers(device(), p), 264u) << "M=" << M << " K=" << K << " N=" << N;
+        EXPECT_LE(linear_split_scratch_floats(device(), p), linear_split_scratch_bound(device()))
             << "M=" << M << " K=" << K << " N=" << N;
       }
-  EXPECT_EQ(linear_split_workers({2, 4096, 64, 64, 0, 0, 0}), 0u);   // decoding never splits
-  EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
-  EXPECT_EQ(linear_split_workers({20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
-  EXPECT_EQ(linear_split_workers({20, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
+  EXPECT_EQ(linear_split_workers(device(), {2, 4096, 64, 64, 0, 0, 0}), 0u);   // decoding never splits
+  EXPECT_EQ(linear_split_workers(device(), {20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
+  EXPECT_EQ(linear_split_workers(device(), {20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
+  EXPECT_EQ(linear_split_workers(device(), {20, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
   // Requests are bounded by 128 MiB of partial sums (two 128 x 128 tiles per worker: 1,024 workers) and by
   // 4,096 workers (64 x 64 tiles), each named in the error.
   LinearParams large{512, 4096, 4096, 4096, 0, 0, 0};
-  EXPECT_EQ(linear_split_workers(large, 1024), 1024u);
-  EXPECT_THAT([&] { linear_split_workers(large, 1025); },
+  EXPECT_EQ(linear_split_workers(device(), large, 1024), 1024u);
+  EXPECT_THAT([&] { linear_split_workers(device(), large, 1025); },
               ThrowsMessage<Error>(AllOf(HasSubstr("1025 split workers requested"), HasSubstr("128 MiB"))));
   LinearParams narrow{512, 4096, 256, 256, 0, 0, 0};  // 8 x 4 tiles of 64 x 64
-  EXPECT_EQ(linear_split_workers(narrow, 4096), 4096u);
-  EXPECT_THAT([&] { linear_split_workers(narrow, 4097); },
+  EXPECT_EQ(linear_split_workers(device(), narrow, 4096), 4096u);
+  EXPECT_THAT([&] { linear_split_workers(device(), narrow, 4097); },
               ThrowsMessage<Error>(AllOf(HasSubstr("4097 split workers requested"), HasSubstr("4096 workgroups"))));
 }
 
 TEST(LinearSplit, RejectsShortScratchAndFusions) {
+  device().set_tuning(kH200);
   LinearParams p{20, 2048, 40, 40, 0, 0, 0};  // one 64 x 64 tile: 8 workers, 2 slots of partial sums each
-  ASSERT_EQ(linear_split_scratch_floats(p), 2u * 8 * 64 * 64);
+  ASSERT_EQ(linear_split_scratch_floats(device(), p), 2u * 8 * 64 * 64);
   auto x = device().create_buffer("x", 4ull * 20 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
   auto out = device().create_buffer("out", 4ull * 20 * 40);
   auto short_scratch = device().create_buffer("scratch", 4ull * (2 * 8 * 64 * 64 - 1));

@@ -1,5 +1,6 @@
 // gerbil bench model: prefill and decode throughput of a model folder or of a random-weight preset.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -92,8 +93,20 @@ int bench_model_command(BenchModelCommand c) {
   if (!c.preset.empty()) c.model.model_dir = preset_folder(c);
   if (!c.batch.empty()) return bench_batch_command(c);
   c.model.precise_timestamps = c.profile;
+  auto seconds_since = [](auto start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto load_start = std::chrono::steady_clock::now();
   auto loaded = load_model(c.model, !c.json);
+  double load_seconds = seconds_since(load_start);
   auto& model = *loaded.model;
+  // The first request of a fresh process, as `gerbil run` makes it: a short prompt's logits, cold.
+  constexpr uint32_t kColdPromptTokens = 14;
+  std::vector<int32_t> cold_prompt(std::min(kColdPromptTokens, model.context()), 1);
+  auto cold_start = std::chrono::steady_clock::now();
+  model.forward(cold_prompt);
+  double cold_seconds = seconds_since(cold_start);
+  model.reset();
   auto results = bench_model(model, c.bench);
   std::vector<StepProfile> profiles;
   if (c.profile) profiles = profile_model(model, c.bench);
@@ -106,6 +119,9 @@ int bench_model_command(BenchModelCommand c) {
                            {"kv_cache_bytes", model.kv_cache_bytes()},
                            {"kv_cache", kernels::kv_type_name(model.kv_type())},
                            {"context", model.context()},
+                           {"load_seconds", load_seconds},
+                           {"cold_prompt_tokens", cold_prompt.size()},
+                           {"cold_first_token_seconds", cold_seconds},
                            {"results", nlohmann::json::array()}};
   for (auto& r : results)
     report["results"].push_back({{"test", r.test}, {"depth", r.depth}, {"median_seconds", r.median_seconds},
@@ -123,6 +139,8 @@ int bench_model_command(BenchModelCommand c) {
   for (auto& r : results)
     std::printf("%-26s %7u %14.2f %12.1f\n", r.test.c_str(), r.depth, r.median_seconds * 1000, r.tokens_per_second);
   std::printf("time to first token (pp%u): %.1f ms\n", c.bench.prompt_tokens, results.front().median_seconds * 1000);
+  std::printf("load: %.0f ms; cold first token (the first %zu-token prompt after load): %.1f ms\n",
+              load_seconds * 1000, cold_prompt.size(), cold_seconds * 1000);
   for (auto& p : profiles) print_profile(p);
   return 0;
 }

@@ -394,11 +394,11 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
                      extras.norm_out};
       if (extras.split_k) {
         const gpu::Buffer& scratch =
-            w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(p, extras.workers)));
+            w.output("partials", std::max<uint64_t>(1, linear_split_scratch_floats(w.device(), p, extras.workers)));
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                           whole(scratch), extras.workers, extras.arithmetic))
           c.dispatches.push_back(std::move(d));
-        uint32_t workers = linear_split_workers(p, extras.workers);
+        uint32_t workers = linear_split_workers(w.device(), p, extras.workers);
         shares.push_back(workers ? fmt::format("{} workers", workers) : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,

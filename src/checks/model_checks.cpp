@@ -218,12 +218,12 @@ LinearParams linear_params(const LinearShape& s) {
   return {s.M, s.K, s.N, s.out_stride ? s.out_stride : s.N, s.out_col, s.bias, s.residual};
 }
 
+// The workers named are the requested ones: the dispatcher's own choice depends on the adapter's tuning.
 std::string describe_linear(const LinearShape& s) {
-  uint32_t workers = linear_split_workers(linear_params(s), s.workers);
-  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}{}", s.M, s.K, s.N,
+  return fmt::format("M={} K={} N={} {}{}{} out_stride={} out_col={} row0={}{}{}", s.M, s.K, s.N,
                      type_name(s.type), s.bias ? " bias" : "", s.residual ? " residual" : "",
                      s.out_stride ? s.out_stride : s.N, s.out_col, s.row0, describe_blocking(s.blocking),
-                     workers ? fmt::format(" workers={}", workers) : "", s.workers ? " (requested)" : "");
+                     s.workers ? fmt::format(" workers={} (requested)", s.workers) : "");
 }
 
 // x, bias, residual and out of a linear layer, uploaded; `ref` starts as the prior contents of out: NaN in
@@ -269,7 +269,7 @@ CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arit
   auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
   LinearParams p = linear_params(s);
   if (p.M > kMatvecRows) {
-    auto& scratch = b.poisoned("scratch", std::max<uint64_t>(linear_split_scratch_floats(p, s.workers), 1));
+    auto& scratch = b.poisoned("scratch", std::max<uint64_t>(linear_split_scratch_floats(device, p, s.workers), 1));
     for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
                                             {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, s.workers,
                                             arithmetic))

@@ -94,7 +94,8 @@ graph::ModelOptions model_options(const EngineOptions& options) {
           .kv_cache = options.kv_cache == KvCacheType::F16   ? graph::KvCache::F16
                       : options.kv_cache == KvCacheType::F32 ? graph::KvCache::F32
                                                              : graph::KvCache::Auto,
-          .progress = options.progress};
+          .progress = options.progress,
+          .pipelines_at_load = true};
 }
 
 GenerateOptions generate_options(const CompletionOptions& o) {

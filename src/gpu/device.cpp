@@ -130,6 +130,26 @@ bool matches(const AdapterInfo& info, const std::string& wanted) {
   return haystack.find(lower(wanted)) != std::string::npos;
 }
 
+// Dawn's blob cache callbacks over a DiskCache. Dawn asks for a blob's size first (no buffer), then for its
+// bytes: the blob read for the first call is kept for the second, per thread (Dawn loads from several).
+size_t load_blob(const void* key, size_t key_size, void* value, size_t value_size, void* cache) {
+  thread_local std::vector<std::byte> last_key, last_value;
+  std::span<const std::byte> wanted(static_cast<const std::byte*>(key), key_size);
+  if (!std::equal(wanted.begin(), wanted.end(), last_key.begin(), last_key.end())) {
+    auto blob = static_cast<const DiskCache*>(cache)->load(wanted);
+    if (!blob) return 0;
+    last_key.assign(wanted.begin(), wanted.end());
+    last_value = std::move(*blob);
+  }
+  if (value && value_size >= last_value.size()) std::memcpy(value, last_value.data(), last_value.size());
+  return last_value.size();
+}
+
+void store_blob(const void* key, size_t key_size, const void* value, size_t value_size, void* cache) {
+  static_cast<const DiskCache*>(cache)->store({static_cast<const std::byte*>(key), key_size},
+                                              {static_cast<const std::byte*>(value), value_size});
+}
+
 }  // namespace
 
 std::string AdapterInfo::summary() const {
@@ -210,6 +230,18 @@ Device::Device(const DeviceOptions& options) : instance_(create_instance()) {
   toggles.enabledToggles = enabled.data();
   toggles.disabledToggleCount = disabled.size();
   toggles.disabledToggles = disabled.data();
+
+  // Dawn keys its blobs by the adapter, driver and shader, so one folder serves every adapter.
+  WGPUDawnCacheDeviceDescriptor cache{};
+  cache.chain.sType = WGPUSType_DawnCacheDeviceDescriptor;
+  cache.isolationKey = view("gerbil");
+  if (std::filesystem::path folder = cache_dir(); options.disk_cache && !folder.empty()) {
+    blob_cache_ = std::make_unique<DiskCache>(folder / "dawn");
+    cache.loadDataFunction = &load_blob;
+    cache.storeDataFunction = &store_blob;
+    cache.functionUserdata = blob_cache_.get();
+    toggles.chain.next = &cache.chain;
+  }
 
   WGPUDeviceDescriptor descriptor{};
   descriptor.nextInChain = &toggles.chain;
@@ -317,15 +349,17 @@ Buffer Device::create_buffer(std::string label, uint64_t size, BufferKind kind) 
   descriptor.usage = usage;
   descriptor.size = padded;
   Buffer buffer;
+  buffer.size_ = size;
+  buffer.label_ = label;
+  buffer.kind_ = kind;
+  if (collecting_) return buffer;  // nothing will run on it
   scoped(fmt::format("creating buffer '{}' ({} bytes)", label, size),
          [&] { buffer.handle_ = BufferHandle(wgpuDeviceCreateBuffer(device_.get(), &descriptor)); });
-  buffer.size_ = size;
-  buffer.label_ = std::move(label);
-  buffer.kind_ = kind;
   return buffer;
 }
 
 void Device::write(const Buffer& buffer, std::span<const std::byte> bytes, uint64_t offset) {
+  if (collecting_ && !buffer) return;  // a stand-in buffer made while collecting pipelines
   if (buffer.destroyed()) fail("writing to buffer '{}', which was destroyed", buffer.label());
   if (offset % 4 != 0) fail("writing to buffer '{}': offset {} is not a multiple of 4", buffer.label(), offset);
   if (offset + bytes.size() > buffer.size())
@@ -389,39 +423,142 @@ std::vector<std::byte> Device::finish_read(PendingRead& pending) {
   return out;
 }
 
-const Pipeline& Device::pipeline(const std::string& name, std::string_view wgsl, const Constants& constants) {
+std::string Device::pipeline_key(const std::string& name, const Constants& constants) {
   std::string key = name;
   for (auto& [constant, value] : constants) key += fmt::format("|{}={}", constant, value);
-  if (auto found = pipelines_.find(key); found != pipelines_.end()) return *found->second;
+  return key;
+}
 
-  auto pipeline = std::make_unique<Pipeline>();
-  pipeline->name_ = name;
+Handle<WGPUShaderModule, wgpuShaderModuleRelease> Device::shader_module(const std::string& name,
+                                                                        std::string_view wgsl) {
   WGPUShaderSourceWGSL source{};
   source.chain.sType = WGPUSType_ShaderSourceWGSL;
   source.code = view(wgsl);
-  WGPUShaderModuleDescriptor module_descriptor{};
-  module_descriptor.nextInChain = &source.chain;
-  module_descriptor.label = view(name);
+  WGPUShaderModuleDescriptor descriptor{};
+  descriptor.nextInChain = &source.chain;
+  descriptor.label = view(name);
   Handle<WGPUShaderModule, wgpuShaderModuleRelease> module;
   scoped(fmt::format("kernel '{}': compiling WGSL", name),
-         [&] { module = decltype(module)(wgpuDeviceCreateShaderModule(device_.get(), &module_descriptor)); });
+         [&] { module = decltype(module)(wgpuDeviceCreateShaderModule(device_.get(), &descriptor)); });
+  return module;
+}
 
+namespace {
+
+// A compute pipeline descriptor over `module` (entry point `main`) and its constants' entries.
+struct PipelineDescriptor {
   std::vector<WGPUConstantEntry> entries;
-  for (auto& [constant, value] : constants) entries.push_back({nullptr, view(constant), value});
   WGPUComputePipelineDescriptor descriptor{};
-  descriptor.label = view(name);
-  descriptor.compute.module = module.get();
-  descriptor.compute.entryPoint = view("main");
-  descriptor.compute.constantCount = entries.size();
-  descriptor.compute.constants = entries.data();
-  scoped(fmt::format("kernel '{}': creating the compute pipeline", name), [&] {
-    pipeline->handle_ = PipelineHandle(wgpuDeviceCreateComputePipeline(device_.get(), &descriptor));
-    pipeline->layout_ = BindGroupLayoutHandle(wgpuComputePipelineGetBindGroupLayout(pipeline->handle_.get(), 0));
+
+  PipelineDescriptor(const std::string& name, WGPUShaderModule module, const Constants& constants) {
+    for (auto& [constant, value] : constants) entries.push_back({nullptr, view(constant), value});
+    descriptor.label = view(name);
+    descriptor.compute.module = module;
+    descriptor.compute.entryPoint = view("main");
+    descriptor.compute.constantCount = entries.size();
+    descriptor.compute.constants = entries.data();
+  }
+};
+
+}  // namespace
+
+void Device::finish_pipeline(Pipeline& pipeline) {
+  scoped(fmt::format("kernel '{}': taking the pipeline's bind group layout", pipeline.name_), [&] {
+    pipeline.layout_ = BindGroupLayoutHandle(wgpuComputePipelineGetBindGroupLayout(pipeline.handle_.get(), 0));
   });
+}
+
+const Pipeline& Device::pipeline(const std::string& name, std::string_view wgsl, const Constants& constants) {
+  std::string key = pipeline_key(name, constants);
+  if (auto found = pipelines_.find(key); found != pipelines_.end()) return *found->second;
+  if (collecting_) {
+    auto [stand_in, added] = stand_ins_.try_emplace(key, std::make_unique<Pipeline>());
+    if (added) {
+      stand_in->second->name_ = name;
+      collected_.push_back({name, wgsl, constants});
+    }
+    return *stand_in->second;
+  }
+
+  auto pipeline = std::make_unique<Pipeline>();
+  pipeline->name_ = name;
+  auto module = shader_module(name, wgsl);
+  PipelineDescriptor descriptor(name, module.get(), constants);
+  scoped(fmt::format("kernel '{}': creating the compute pipeline", name), [&] {
+    pipeline->handle_ = PipelineHandle(wgpuDeviceCreateComputePipeline(device_.get(), &descriptor.descriptor));
+  });
+  finish_pipeline(*pipeline);
   return *pipelines_.emplace(key, std::move(pipeline)).first->second;
 }
 
+void Device::create_pipelines(std::span<const PipelineSpec> specs) {
+  struct Pending {
+    const PipelineSpec* spec;
+    std::string key;
+    WGPUCreatePipelineAsyncStatus status = WGPUCreatePipelineAsyncStatus_CallbackCancelled;
+    PipelineHandle handle;
+    std::string message;
+    WGPUFuture future{};
+  };
+  std::vector<Pending> pending;
+  for (const PipelineSpec& spec : specs) {
+    std::string key = pipeline_key(spec.name, spec.constants);
+    bool queued = std::any_of(pending.begin(), pending.end(), [&](const Pending& p) { return p.key == key; });
+    if (!queued && !pipelines_.contains(key)) pending.push_back({&spec, std::move(key)});
+  }
+  // Every creation is started before any is waited on, so Dawn compiles them side by side.
+  for (Pending& p : pending) {
+    auto module = shader_module(p.spec->name, p.spec->wgsl);
+    PipelineDescriptor descriptor(p.spec->name, module.get(), p.spec->constants);
+    WGPUCreateComputePipelineAsyncCallbackInfo callback{};
+    callback.mode = WGPUCallbackMode_WaitAnyOnly;
+    callback.callback = [](WGPUCreatePipelineAsyncStatus status, WGPUComputePipeline pipeline, WGPUStringView message,
+                           void* out, void*) {
+      auto* result = static_cast<Pending*>(out);
+      result->status = status;
+      result->handle = PipelineHandle(pipeline);
+      result->message = to_string(message);
+    };
+    callback.userdata1 = &p;
+    p.future = wgpuDeviceCreateComputePipelineAsync(device_.get(), &descriptor.descriptor, callback);
+  }
+  for (Pending& p : pending) wait(p.future);
+  for (Pending& p : pending)
+    if (p.status != WGPUCreatePipelineAsyncStatus_Success || !p.handle)
+      fail("kernel '{}': creating the compute pipeline failed (status {}): {}", p.spec->name,
+           static_cast<uint32_t>(p.status), p.message);
+  for (Pending& p : pending) {
+    auto pipeline = std::make_unique<Pipeline>();
+    pipeline->name_ = p.spec->name;
+    pipeline->handle_ = std::move(p.handle);
+    finish_pipeline(*pipeline);
+    pipelines_.emplace(p.key, std::move(pipeline));
+  }
+}
+
+Device::PipelineCollection::PipelineCollection(Device& device) : device_(device) {
+  if (device_.collecting_) fail("a pipeline collection is already open on this device");
+  device_.collecting_ = true;
+}
+
+Device::PipelineCollection::~PipelineCollection() { close(); }
+
+void Device::PipelineCollection::close() {
+  if (!open_) return;
+  open_ = false;
+  device_.collecting_ = false;
+  device_.stand_ins_.clear();
+}
+
+size_t Device::PipelineCollection::create() {
+  std::vector<PipelineSpec> specs = std::exchange(device_.collected_, {});
+  close();
+  device_.create_pipelines(specs);
+  return specs.size();
+}
+
 BindGroup Device::bind(const Pipeline& pipeline, std::span<const BufferBinding> bindings) {
+  if (collecting_) return {};
   std::vector<WGPUBindGroupEntry> entries;
   for (uint32_t slot = 0; slot < bindings.size(); ++slot) {
     const BufferBinding& binding = bindings[slot];

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/disk_cache.h"
 #include "gpu/handle.h"
 #include "gpu/webgpu_abi.h"
 
@@ -63,6 +64,8 @@ struct DeviceOptions {
   bool allow_subgroups = true;   // false forces the kernels' workgroup-memory fallbacks, likewise
   std::vector<std::string> enable_toggles;   // Dawn toggles, e.g. "skip_validation"
   std::vector<std::string> disable_toggles;  // e.g. "lazy_clear_resource_on_first_use"
+  // Keep Dawn's compiled shaders and pipelines in cache_dir()/dawn, so a later process skips compiling them.
+  bool disk_cache = true;
 };
 
 // Lists every adapter Dawn offers (one line each), for error messages and `gerbil info --all`.
@@ -71,6 +74,13 @@ std::vector<AdapterInfo> list_adapters();
 enum class BufferKind { Storage, Uniform, Readback, QueryResolve };
 
 class Device;
+
+// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
+struct Tuning {
+  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
+  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
+  double probe_seconds = 0;          // how long the measurement took
+};
 
 // A GPU buffer. Sizes are padded to a multiple of 4 bytes (WebGPU copy granularity); size() is the
 // requested size. Owned by the caller; the device must outlive it.
@@ -88,6 +98,13 @@ class Buffer {
 
  private:
   friend class Device;
+
+// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
+struct Tuning {
+  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
+  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
+  double probe_seconds = 0;          // how long the measurement took
+};
   BufferHandle handle_;
   uint64_t size_ = 0;
   std::string label_;
@@ -112,6 +129,13 @@ class Pipeline {
 
  private:
   friend class Device;
+
+// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
+struct Tuning {
+  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
+  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
+  double probe_seconds = 0;          // how long the measurement took
+};
   PipelineHandle handle_;
   BindGroupLayoutHandle layout_;
   std::string name_;
@@ -123,6 +147,13 @@ class BindGroup {
 
  private:
   friend class Device;
+
+// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
+struct Tuning {
+  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
+  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
+  double probe_seconds = 0;          // how long the measurement took
+};
   BindGroupHandle handle_;
 };
 
@@ -185,8 +216,43 @@ class Device {
   PendingRead map_async(const Buffer& readback, uint64_t size);
   std::vector<std::byte> finish_read(PendingRead& pending);
 
-  // Compiles (once per name and constants) a compute pipeline from WGSL with entry point `main`.
+  // Compiles (once per name and constants) a compute pipeline from WGSL with entry point `main`. While a
+  // PipelineCollection is open, only notes the pipeline (see there).
   const Pipeline& pipeline(const std::string& name, std::string_view wgsl, const Constants& constants = {});
+
+  // A compute pipeline to create: kernel name, WGSL (whose storage outlives the call) and override constants.
+  struct PipelineSpec {
+    std::string name;
+    std::string_view wgsl;
+    Constants constants;
+  };
+  // Creates the pipelines not yet made, all at once through Dawn's asynchronous creation (compiled on its
+  // worker threads), and waits for them; throws naming the first kernel that failed.
+  void create_pipelines(std::span<const PipelineSpec> specs);
+
+  // Finds the pipelines some code would create, without creating them: while it is open, pipeline() notes
+  // each new one and hands back a stand-in, bind() makes no bind group, buffers get no GPU memory and writes
+  // are dropped. What was prepared meanwhile must be thrown away, not recorded. create() then makes the
+  // noted pipelines in parallel (and closes the collection). One at a time per device.
+  class PipelineCollection {
+   public:
+    explicit PipelineCollection(Device& device);
+    ~PipelineCollection();
+    PipelineCollection(const PipelineCollection&) = delete;
+    PipelineCollection& operator=(const PipelineCollection&) = delete;
+    // Closes the collection and creates what it noted; returns how many pipelines that was.
+    size_t create();
+
+   private:
+    void close();
+    Device& device_;
+    bool open_ = true;
+  };
+  bool collecting() const { return collecting_; }
+
+  // The adapter's measured figures, once kernels::tuning() has set them.
+  const std::optional<Tuning>& tuning() const { return tuning_; }
+  void set_tuning(const Tuning& tuning) { tuning_ = tuning; }
   BindGroup bind(const Pipeline& pipeline, std::span<const BufferBinding> bindings);
 
   void submit(WGPUCommandBuffer commands);
@@ -201,6 +267,9 @@ class Device {
   friend struct DeviceCallbacks;
   template <typename Fn>
   void scoped(const std::string& what, Fn&& create);  // runs `create` inside error scopes
+  static std::string pipeline_key(const std::string& name, const Constants& constants);
+  Handle<WGPUShaderModule, wgpuShaderModuleRelease> shader_module(const std::string& name, std::string_view wgsl);
+  void finish_pipeline(Pipeline& pipeline);  // takes the bind group layout of a created pipeline
 
   InstanceHandle instance_;
   AdapterHandle adapter_;
@@ -210,6 +279,11 @@ class Device {
   WGPULimits limits_{};
   Features features_;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  bool collecting_ = false;  // a PipelineCollection is open
+  std::vector<PipelineSpec> collected_;
+  std::map<std::string, std::unique_ptr<Pipeline>> stand_ins_;  // what pipeline() handed out while collecting
+  std::optional<Tuning> tuning_;
+  std::unique_ptr<DiskCache> blob_cache_;  // Dawn's blob cache, on disk; null: none
   Buffer placeholders_;  // see placeholder(); made on first use
 
   std::mutex errors_mutex_;

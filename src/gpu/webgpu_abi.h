@@ -41,7 +41,15 @@ GERBIL_WGPU_HANDLE(WGPUTextureView);
 // ---- enums (values of this Dawn build) ----------------------------------------------------------------
 enum WGPUSType : uint32_t {
   WGPUSType_ShaderSourceWGSL = 0x2,
+  WGPUSType_DawnCacheDeviceDescriptor = 0x50007,
   WGPUSType_DawnTogglesDescriptor = 0x5000A,
+};
+
+enum WGPUCreatePipelineAsyncStatus : uint32_t {
+  WGPUCreatePipelineAsyncStatus_Success = 1,
+  WGPUCreatePipelineAsyncStatus_CallbackCancelled = 2,
+  WGPUCreatePipelineAsyncStatus_ValidationError = 3,
+  WGPUCreatePipelineAsyncStatus_InternalError = 4,
 };
 
 enum WGPUCallbackMode : uint32_t {
@@ -309,6 +317,21 @@ struct WGPUDawnTogglesDescriptor {
   const char* const* disabledToggles;
 };
 
+// Dawn's blob cache (chained to the device descriptor): Dawn asks `load` for a blob by key (returning its size,
+// and copying it when `value` is large enough; 0: none) and hands new blobs to `store`. Compiled shaders and
+// the Vulkan pipeline cache go through it.
+using WGPUDawnLoadCacheDataFunction = size_t (*)(const void* key, size_t keySize, void* value, size_t valueSize,
+                                                 void* userdata);
+using WGPUDawnStoreCacheDataFunction = void (*)(const void* key, size_t keySize, const void* value, size_t valueSize,
+                                                void* userdata);
+struct WGPUDawnCacheDeviceDescriptor {
+  WGPUChainedStruct chain;
+  WGPUStringView isolationKey;
+  WGPUDawnLoadCacheDataFunction loadDataFunction;
+  WGPUDawnStoreCacheDataFunction storeDataFunction;
+  void* functionUserdata;
+};
+
 using WGPURequestDeviceCallback = void (*)(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView message,
                                            void* userdata1, void* userdata2);
 struct WGPURequestDeviceCallbackInfo {
@@ -387,6 +410,16 @@ struct WGPUComputePipelineDescriptor {
   WGPUComputeState compute;
 };
 
+using WGPUCreateComputePipelineAsyncCallback = void (*)(WGPUCreatePipelineAsyncStatus, WGPUComputePipeline,
+                                                        WGPUStringView message, void* userdata1, void* userdata2);
+struct WGPUCreateComputePipelineAsyncCallbackInfo {
+  const WGPUChainedStruct* nextInChain;
+  WGPUCallbackMode mode;
+  WGPUCreateComputePipelineAsyncCallback callback;
+  void* userdata1;
+  void* userdata2;
+};
+
 struct WGPUBindGroupEntry {
   const WGPUChainedStruct* nextInChain;
   uint32_t binding;
@@ -450,6 +483,8 @@ static_assert(sizeof(WGPULimits) == 168);
 static_assert(sizeof(WGPUDeviceDescriptor) == 144);
 static_assert(offsetof(WGPUDeviceDescriptor, deviceLostCallbackInfo) == 72);
 static_assert(sizeof(WGPUDawnTogglesDescriptor) == 48);
+static_assert(sizeof(WGPUDawnCacheDeviceDescriptor) == 56);
+static_assert(sizeof(WGPUCreateComputePipelineAsyncCallbackInfo) == 40);
 static_assert(sizeof(WGPUBufferDescriptor) == 48);
 static_assert(sizeof(WGPUShaderSourceWGSL) == 32);
 static_assert(sizeof(WGPUConstantEntry) == 32);
@@ -486,6 +521,8 @@ WGPUBool wgpuDeviceHasFeature(WGPUDevice, WGPUFeatureName);
 WGPUBuffer wgpuDeviceCreateBuffer(WGPUDevice, const WGPUBufferDescriptor*);
 WGPUShaderModule wgpuDeviceCreateShaderModule(WGPUDevice, const WGPUShaderModuleDescriptor*);
 WGPUComputePipeline wgpuDeviceCreateComputePipeline(WGPUDevice, const WGPUComputePipelineDescriptor*);
+WGPUFuture wgpuDeviceCreateComputePipelineAsync(WGPUDevice, const WGPUComputePipelineDescriptor*,
+                                                WGPUCreateComputePipelineAsyncCallbackInfo);
 WGPUBindGroup wgpuDeviceCreateBindGroup(WGPUDevice, const WGPUBindGroupDescriptor*);
 WGPUCommandEncoder wgpuDeviceCreateCommandEncoder(WGPUDevice, const WGPUCommandEncoderDescriptor*);
 WGPUQuerySet wgpuDeviceCreateQuerySet(WGPUDevice, const WGPUQuerySetDescriptor*);

@@ -640,7 +640,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
                                        uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
                                        uint32_t(config_.head_dim)};
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
-  b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound());
+  b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound(device_));
   b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);
   b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
@@ -650,9 +650,30 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   }
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
+  if (options_.pipelines_at_load) create_pipelines();
 }
 
 Model::~Model() { discard_speculation(); }
+
+size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
+  gpu::Device::PipelineCollection collection(device_);
+  auto trace = [&](const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output) {
+    Step step;
+    step.segments = shape;
+    for (auto [slot, tokens] : shape) step.tokens += tokens;
+    StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, step)
+        .build(output == Output::AllLogits, output == Output::GreedyToken,
+               output == Output::SampledToken ? &sampling_ : nullptr);
+  };
+  trace({{0, 1}}, Output::LastLogits);
+  trace({{0, 1}}, Output::GreedyToken);
+  if (token_count_ <= kernels::kMaxSampleCount) trace({{0, 1}}, Output::SampledToken);
+  if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, batch_argmax_ ? Output::GreedyToken : Output::LastLogits);
+  if (prompt_lengths.empty())
+    for (uint32_t tokens = 2; tokens <= chunk_; ++tokens) trace({{0, tokens}}, Output::LastLogits);
+  for (uint32_t tokens : prompt_lengths) trace({{0, std::clamp(tokens, 1u, chunk_)}}, Output::LastLogits);
+  return collection.create();
+}
 
 uint64_t Model::kv_cache_bytes() const {
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);

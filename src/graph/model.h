@@ -46,6 +46,10 @@ struct ModelOptions {
   kernels::Arithmetic arithmetic = kernels::Arithmetic::F32;
   KvCache kv_cache = KvCache::Auto;
   LoadProgress progress;      // optional: told how far the weight upload has come
+  // Create at load every pipeline the decode steps and prompt steps of each length will use (compiled side by
+  // side; see Model::create_pipelines), so the first request compiles nothing. Off: each is created when a step
+  // first needs it (the tests, which build few steps on a slow CPU adapter).
+  bool pipelines_at_load = false;
 };
 
 // One sequence's part of a batched step: TOKENS fed to the KV-cache slot SLOT at its current position.
@@ -146,6 +150,11 @@ class Model {
   // position does not move (the step's cache rows are rewritten by the next real step). Precise only on
   // a device created with gpu::request_precise_timestamps(); without timestamp-query, timed on the host.
   std::vector<gpu::Timing> profile(uint32_t tokens);
+
+  // Creates every pipeline that decode steps (greedy, sampled, logits; batched where the model batches) and
+  // prompt steps of `prompt_lengths` tokens (empty: every length up to max_chunk()) use, in parallel; returns how
+  // many were new. The steps' graphs are only traced for their pipelines, not kept.
+  size_t create_pipelines(std::span<const uint32_t> prompt_lengths = {});
 
   struct Buffers;  // activations, KV cache, rotary tables (defined in model.cpp)
   struct Step;     // one step's recorded graph (defined in model.cpp)

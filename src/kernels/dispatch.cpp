@@ -27,7 +27,8 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
                  std::span<const std::byte> params, Grid grid, const gpu::Constants& constants) {
   for (const Operand& operand : operands) {
     const gpu::Buffer* buffer = operand.binding.buffer;
-    if (!buffer || !*buffer) fail("kernel '{}' ({}): operand '{}' has no buffer", kernel, shapes, operand.name);
+    // Buffers made while collecting pipelines are stand-ins with no GPU memory.
+    if (!buffer || (!*buffer && !device.collecting())) fail("kernel '{}' ({}): operand '{}' has no buffer", kernel, shapes, operand.name);
     uint64_t available = operand.binding.size == WGPU_WHOLE_SIZE
                              ? buffer->size() - std::min(buffer->size(), operand.binding.offset)
                              : operand.binding.size;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gerbil/error.h"
+#include "kernels/tuning.h"
 
 namespace gerbil::kernels {
 namespace {
@@ -16,9 +17,8 @@ constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
 constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
 constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
 constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weight registers per column
-// linear_matvec_sg.wgsl's workgroups resident at once on an H200 with split 8 (one column group per
-// workgroup at 32 lanes): 132 SMs x 8 (see linear_matvec_blocking).
-constexpr uint32_t kResidentMatvecWorkgroups = 1056;
+// linear_matvec_sg.wgsl's workgroups resident at once with split 8 (one column group per workgroup at 32 lanes)
+// are the adapter's tuning().resident_workgroups (an H200: 132 SMs x 8; see linear_matvec_blocking).
 constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which decoding uses that grid
 constexpr uint32_t kMaxHeadDim = 256;
 // linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave): a team's lanes read 32
@@ -223,15 +223,14 @@ struct LinearTile {
   uint32_t rows, cols;
 };
 
-// Whole tiles where they fill their waves: a GPU runs kResidentTiles workgroups of linear_tiled.wgsl at once
-// (an H200: 132 SMs x 2), so T tiles take ceil(T / kResidentTiles) waves, and a last wave at least 1 / 1.1
+// Whole tiles where they fill their waves: a GPU runs `resident` (tuning().resident_tiles) workgroups of linear_tiled.wgsl at once
+// (an H200: 132 SMs x 2), so T tiles take ceil(T / resident) waves, and a last wave at least 1 / 1.1
 // full is kept (Llama-8B's gate_up at M = 512, 896 tiles, is 3.4 waves: its last is 39 % full). Other products
-// share their (tile, slab) iterations out over kResidentTiles workgroups, one wave that ends together, each
+// share their (tile, slab) iterations out over `resident` workgroups, one wave that ends together, each
 // share at least kMinShareSlabs slabs of 8 (a share's tile changes and the second pass's sums cost about as
 // much). Run 20's sweep of equal parts at M = 512 on the H200 fits that count: Llama's q|k|v (192 tiles) was
 // fastest in 4 parts (768 workgroups, 2.9 waves), Qwen's gate_up (304 tiles, 1.2 waves) in 3. Other GPUs
-// differ in SMs and in workgroups per SM, so there the count is only a sensible one, not a tuned one.
-constexpr double kResidentTiles = 264;
+// differ in SMs and in workgroups per SM: the count is measured per adapter (kernels/tuning.h).
 constexpr double kWaveSlack = 1.1;
 constexpr uint64_t kMinShareSlabs = 32;
 
@@ -239,7 +238,7 @@ constexpr uint64_t kMinShareSlabs = 32;
 // reads per FMA), 128 x 64, 64 x 128 that still yields kTiledFill workgroups, else 64 x 64, so that a short
 // or narrow product leaves fewer SMs idle (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64). Where the
 // work may be `shared` out (linear_split_k), a larger tile is also taken when its (tile, slab) iterations make a
-// wave of kResidentTiles shares of twice kMinShareSlabs and it pads M and N no more than 64-wide tiles would:
+// wave of `resident` shares of twice kMinShareSlabs and it pads M and N no more than 64-wide tiles would:
 // Qwen2.5-0.5B's down projection at M = 512 (K = 4864) then runs as 264 shares of its 28 large tiles, 0.1881 ->
 // 0.1682 ms, and the model's pp512 gains 5 % (H200 run 84). Shares of only kMinShareSlabs (Qwen's o at M = 2048:
 // 0.1285 -> 0.1416 ms) or padded rows (M = 50: its down 0.0475 -> 0.0593 ms) measured slower there. Whole tiles
@@ -250,13 +249,13 @@ uint64_t tile_count(const LinearParams& p, LinearTile tile) {
   return ceil_div(p.M, tile.rows) * ceil_div(p.N, tile.cols);
 }
 
-LinearTile linear_tile(const LinearParams& p, bool shared) {
+LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident = 0) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
     uint64_t tiles = tile_count(p, tile);
     bool unpadded = ceil_div(p.M, tile.rows) * tile.rows <= ceil_div(p.M, 64) * 64 &&
                     ceil_div(p.N, tile.cols) * tile.cols <= ceil_div(p.N, 64) * 64;
-    bool fills_shares = unpadded && double(tiles * (p.K / 8) / (2 * kMinShareSlabs)) >= kResidentTiles;
+    bool fills_shares = unpadded && double(tiles * (p.K / 8) / (2 * kMinShareSlabs)) >= resident;
     if (tiles >= kTiledFill || (shared && fills_shares)) return tile;
   }
   return {64, 64};
@@ -280,9 +279,9 @@ gpu::Constants shares_constants(LinearTile tile, uint32_t workers) {
 constexpr uint64_t kMaxSplitWorkers = 4096;
 constexpr uint64_t kMaxSplitScratch = uint64_t(32) << 20;
 
-// Slot-waves spent per wave of useful work when `workgroups` tiles run kResidentTiles at a time (>= 1).
-double wave_waste(uint64_t workgroups) {
-  double waves = double(workgroups) / kResidentTiles;
+// Slot-waves spent per wave of useful work when `workgroups` tiles run `resident` at a time (>= 1).
+double wave_waste(uint64_t workgroups, uint32_t resident) {
+  double waves = double(workgroups) / resident;
   return std::ceil(waves) / waves;
 }
 
@@ -302,7 +301,7 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
     fail("kernel '{}' ({}): f16 arithmetic needs the adapter's shader-f16 feature, which {} does not offer", kernel,
          shapes, device.adapter().summary());
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p, workers > 0);
+  LinearTile tile = linear_tile(p, workers > 0, tuning(device).resident_tiles);
   gpu::Constants constants = shares_constants(tile, workers);
   constants.push_back({"WEIGHT_TYPE", double(type)});
   return prepare(device, kernel, shapes,
@@ -317,8 +316,9 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
 
 }  // namespace
 
-uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
-  LinearTile tile = linear_tile(p, true);
+uint32_t linear_split_workers(const gpu::Device& device, const LinearParams& p, uint32_t requested) {
+  uint32_t resident = tuning(device).resident_tiles;
+  LinearTile tile = linear_tile(p, true, resident);
   uint64_t tiles = use_linear_tiled(p) ? tile_count(p, tile) : 0;
   if (requested != 0) {
     if (!use_linear_tiled(p) || requested > tiles * (p.K / 8) || requested > kMaxSplitWorkers ||
@@ -329,21 +329,21 @@ uint32_t linear_split_workers(const LinearParams& p, uint32_t requested) {
            p.M, p.K, p.N, requested, kMatvecRows, kMaxSplitWorkers, kMaxSplitScratch * 4 >> 20);
     return requested;
   }
-  if (!use_linear_tiled(p) || p.gate_act || p.norm_x || p.norm_out || wave_waste(tiles) <= kWaveSlack) return 0;
+  if (!use_linear_tiled(p) || p.gate_act || p.norm_x || p.norm_out || wave_waste(tiles, resident) <= kWaveSlack) return 0;
   // Fewer workers than tiles only to even out the waves; where K is too short for that many shares (fewer
-  // than kResidentTiles), whole tiles keep more SMs busy.
-  uint64_t workers = std::min<uint64_t>(kResidentTiles, tiles * (p.K / 8) / kMinShareSlabs);
-  return workers > tiles || workers == kResidentTiles ? uint32_t(workers) : 0;
+  // than `resident`), whole tiles keep more SMs busy.
+  uint64_t workers = std::min<uint64_t>(resident, tiles * (p.K / 8) / kMinShareSlabs);
+  return workers > tiles || workers == resident ? uint32_t(workers) : 0;
 }
 
-uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers) {
-  return partial_floats(linear_tile(p, true), linear_split_workers(p, workers));
+uint64_t linear_split_scratch_floats(const gpu::Device& device, const LinearParams& p, uint32_t workers) {
+  return partial_floats(linear_tile(p, true, tuning(device).resident_tiles), linear_split_workers(device, p, workers));
 }
 
-uint64_t linear_split_scratch_bound() {
-  // The chosen workers are at most kResidentTiles, each with two tile-sized slots of up to 128 x 128: a product
+uint64_t linear_split_scratch_bound(const gpu::Device& device) {
+  // The chosen workers are at most tuning().resident_tiles, each with two tile-sized slots of up to 128 x 128: a product
   // of few rows or columns may still take the large tile when its K makes enough shares (linear_tile).
-  return partial_floats({128, 128}, uint32_t(kResidentTiles));
+  return partial_floats({128, 128}, tuning(device).resident_tiles);
 }
 
 Grid linear_grid(const LinearParams& p) {
@@ -472,7 +472,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
   if (resident) {
     b.split = most;
     b.unroll = 1;
-    if (b.workgroups == 0) b.workgroups = kResidentMatvecWorkgroups;
+    if (b.workgroups == 0) b.workgroups = tuning(device).resident_workgroups;
   }
   // Shorter rows, from run 23's sweep of blockings on an H200 with the weights cold in the cache, as decoding
   // reads them (docs/PERFORMANCE.md): a subgroup's task (the weights it streams for one column group) should
@@ -607,7 +607,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   if (p.gate_act || p.norm_x || p.norm_out)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
-  uint32_t workers = linear_split_workers(p, requested);
+  uint32_t workers = linear_split_workers(device, p, requested);
   std::vector<Dispatch> dispatches;
   if (workers == 0) {
     dispatches.push_back(linear_in(device, x, weight, bias, residual, out, p, type, {}, {}, arithmetic));
@@ -618,7 +618,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   check_block_rows("linear", shapes, type, p.K);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p, true);
+  LinearTile tile = linear_tile(p, true, tuning(device).resident_tiles);
   dispatches.push_back(
       linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers, arithmetic));
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,

@@ -122,7 +122,7 @@ enum class Arithmetic : uint32_t { F32, F16 };
 // writes the partial sums of the tiles cut between shares to `scratch`, then linear_split_sum.wgsl adds those
 // up with bias and residual into out. A product shared out may take larger tiles than linear() would, where its
 // K makes a wave of long shares of them. Returns the dispatches to record in order (one when not split, the
-// plain linear()). `scratch` holds linear_split_scratch_floats(p, workers) floats; no fused norm or gate
+// plain linear()). `scratch` holds linear_split_scratch_floats(device, p, workers) floats; no fused norm or gate
 // (those are decode-only). `workers`: see linear_split_workers(). Throws for Arithmetic::F16 on an adapter
 // without shader-f16.
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
@@ -132,10 +132,10 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
 // The workgroups a prompt product's work is shared out over, 0 for one whole tile per workgroup: `requested`
 // when not 0 (benchmarks and tests compare counts; for a prompt product, at most one per slab of 8 k, 4096
 // and 128 MiB of partial sums, else this throws naming it), else the dispatcher's choice.
-uint32_t linear_split_workers(const LinearParams& p, uint32_t requested = 0);
-uint64_t linear_split_scratch_floats(const LinearParams& p, uint32_t workers = 0);
+uint32_t linear_split_workers(const gpu::Device& device, const LinearParams& p, uint32_t requested = 0);
+uint64_t linear_split_scratch_floats(const gpu::Device& device, const LinearParams& p, uint32_t workers = 0);
 // Scratch floats enough for the dispatcher's choice for every prompt product (33 MiB).
-uint64_t linear_split_scratch_bound();
+uint64_t linear_split_scratch_bound(const gpu::Device& device);
 // The blocking the subgroup decode variant uses for this shape on this device (fields of `requested`
 // that are not 0 are kept; benchmarks compare blockings), `norm_x` whether the product fuses an RMSNorm.
 // Throws naming the limit if one is out of range.

@@ -1,0 +1,165 @@
+#include "kernels/tuning.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "gerbil/error.h"
+#include "kernels/dispatch.h"
+
+namespace gerbil::kernels {
+namespace {
+
+constexpr int kTuningVersion = 1;
+constexpr double kWaveJump = 1.5;            // a count this much slower than one workgroup ran in two waves
+constexpr double kMinRoundSeconds = 0.002;   // one wave's time, well above a submit's host overhead
+constexpr uint32_t kMaxRounds = 1u << 20;
+constexpr uint32_t kMaxWorkgroups = 1u << 16;  // probed at most: more resident than this is taken as this
+constexpr uint32_t kTileShare = 4;           // resident_tiles = resident_workgroups / kTileShare
+
+struct ProbeParams {
+  uint32_t rounds;
+  float seed;
+};
+
+// Seconds for `workgroups` probe workgroups of `rounds` rounds each, the faster of two runs.
+class Probe {
+ public:
+  explicit Probe(gpu::Device& device)
+      : device_(device), out_(device.create_buffer("resident probe out", uint64_t(kMaxWorkgroups) * 4)) {}
+
+  double seconds(uint32_t workgroups, uint32_t rounds) {
+    Dispatch dispatch = prepare(device_, "resident_probe", fmt::format("workgroups={} rounds={}", workgroups, rounds),
+                                {{"out", {&out_}, workgroups}}, ProbeParams{rounds, 1.0f}, Grid{workgroups, 1, 1});
+    double best = 1e30;
+    for (int run = 0; run < 2; ++run) {
+      auto start = std::chrono::steady_clock::now();
+      kernels::run(device_, dispatch);
+      device_.wait_idle();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+  }
+
+ private:
+  gpu::Device& device_;
+  gpu::Buffer out_;
+};
+
+std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
+
+}  // namespace
+
+std::string adapter_key(const gpu::AdapterInfo& a) {
+  std::string names = a.vendor + "\n" + a.architecture + "\n" + a.device + "\n" + a.description + "\n" + a.backend;
+  std::string backend;
+  for (char c : a.backend)
+    if (std::isalnum(static_cast<unsigned char>(c))) backend += char(std::tolower(static_cast<unsigned char>(c)));
+  return fmt::format("{:04x}-{:04x}-{}-{}", a.vendor_id, a.device_id, backend,
+                     hex(XXH3_64bits(names.data(), names.size())).substr(0, 8));
+}
+
+std::filesystem::path tuning_file(const gpu::AdapterInfo& adapter) {
+  std::filesystem::path folder = gpu::cache_dir();
+  if (folder.empty()) return {};
+  return folder / fmt::format("tuning-{}.json", adapter_key(adapter));
+}
+
+Tuning probe_tuning(gpu::Device& device) {
+  auto start = std::chrono::steady_clock::now();
+  Probe probe(device);
+  uint32_t rounds = 1;
+  double one = probe.seconds(1, rounds);
+  while (one < kMinRoundSeconds && rounds < kMaxRounds) {
+    rounds = std::min(kMaxRounds, rounds * std::max<uint32_t>(2, uint32_t(kMinRoundSeconds / std::max(one, 1e-6))));
+    one = probe.seconds(1, rounds);
+  }
+  auto second_wave = [&](uint32_t workgroups) { return probe.seconds(workgroups, rounds) > kWaveJump * one; };
+  // Doubling finds a count in a second wave (high) above one that is not (low); bisection the first such count.
+  uint32_t low = 1, high = 2;
+  while (high < kMaxWorkgroups && !second_wave(high)) low = high, high *= 2;
+  if (high >= kMaxWorkgroups && !second_wave(high)) low = high;
+  while (high - low > 1) {
+    uint32_t middle = low + (high - low) / 2;
+    (second_wave(middle) ? high : low) = middle;
+  }
+  Tuning tuning;
+  tuning.resident_workgroups = low;
+  tuning.resident_tiles = std::max<uint32_t>(1, low / kTileShare);
+  tuning.probe_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return tuning;
+}
+
+void write_tuning(const std::filesystem::path& file, const gpu::AdapterInfo& adapter, const Tuning& tuning) {
+  nlohmann::json json = {{"version", kTuningVersion},
+                         {"adapter", adapter.summary()},
+                         {"resident_workgroups", tuning.resident_workgroups},
+                         {"resident_tiles", tuning.resident_tiles},
+                         {"probe_seconds", tuning.probe_seconds}};
+  std::error_code error;
+  std::filesystem::create_directories(file.parent_path(), error);
+  std::filesystem::path temporary = file.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << json.dump(2) << "\n";
+    if (!out) fail("tuning: cannot write {}", temporary.string());
+  }
+  std::filesystem::rename(temporary, file, error);
+  if (error) fail("tuning: cannot move {} to {}: {}", temporary.string(), file.string(), error.message());
+}
+
+Tuning read_tuning(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) fail("tuning file {}: cannot open it", file.string());
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) fail("tuning file {}: not a JSON object", file.string());
+  if (json.value("version", 0) != kTuningVersion)
+    fail("tuning file {}: version {} is not {}", file.string(), json.value("version", nlohmann::json()).dump(),
+         kTuningVersion);
+  auto count = [&](const char* field) {
+    auto found = json.find(field);
+    if (found == json.end() || !found->is_number_unsigned() || found->get<uint64_t>() == 0 ||
+        found->get<uint64_t>() > kMaxWorkgroups)
+      fail("tuning file {}: field '{}' must be a count from 1 to {}", file.string(), field, kMaxWorkgroups);
+    return found->get<uint32_t>();
+  };
+  Tuning tuning;
+  tuning.resident_workgroups = count("resident_workgroups");
+  tuning.resident_tiles = count("resident_tiles");
+  tuning.probe_seconds = json.value("probe_seconds", 0.0);
+  return tuning;
+}
+
+const Tuning& retune(gpu::Device& device) {
+  Tuning tuning = probe_tuning(device);
+  if (std::filesystem::path file = tuning_file(device.adapter()); !file.empty()) {
+    try {
+      write_tuning(file, device.adapter(), tuning);
+    } catch (const Error& error) {
+      std::fprintf(stderr, "warning: %s (the tuning is measured again next time)\n", error.what());
+    }
+  }
+  device.set_tuning(tuning);
+  return *device.tuning();
+}
+
+const Tuning& tuning(const gpu::Device& measured) {
+  if (measured.tuning()) return *measured.tuning();
+  auto& device = const_cast<gpu::Device&>(measured);
+  std::filesystem::path file = tuning_file(device.adapter());
+  if (!file.empty() && std::filesystem::exists(file)) {
+    try {
+      device.set_tuning(read_tuning(file));
+      return *device.tuning();
+    } catch (const Error& error) {
+      std::fprintf(stderr, "warning: %s; measuring the adapter again\n", error.what());
+    }
+  }
+  return retune(device);
+}
+
+}  // namespace gerbil::kernels

@@ -1,0 +1,106 @@
+// The adapter's tuning: the probe measures sane figures (whatever the adapter's speed: nothing here depends on
+// timing), the tuning file round-trips, a corrupt file is measured again with a warning rather than an error,
+// and the launch rules follow the tuning they are given.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+#include "gerbil/error.h"
+#include "kernels/model.h"
+#include "kernels/tuning.h"
+#include "support/device.h"
+
+namespace gerbil::kernels {
+namespace {
+
+using ::testing::HasSubstr;
+using test::device;
+
+// A cache folder of its own (GERBIL_CACHE_DIR) for the test, removed after it.
+class TuningCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(folder_);
+    setenv("GERBIL_CACHE_DIR", folder_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("GERBIL_CACHE_DIR");
+    std::filesystem::remove_all(folder_);
+  }
+  std::filesystem::path folder_ =
+      std::filesystem::temp_directory_path() / ("gerbil-tuning-test-" + std::to_string(::getpid()));
+};
+
+void write_text(const std::filesystem::path& file, const std::string& text) { std::ofstream(file) << text; }
+
+TEST_F(TuningCache, FileRoundTripsAndLivesUnderTheCacheFolder) {
+  auto file = tuning_file(device().adapter());
+  EXPECT_EQ(file.parent_path(), folder_);
+  EXPECT_THAT(file.filename().string(), HasSubstr(adapter_key(device().adapter())));
+  Tuning written{.resident_workgroups = 1056, .resident_tiles = 264, .probe_seconds = 0.25};
+  write_tuning(file, device().adapter(), written);
+  Tuning read = read_tuning(file);
+  EXPECT_EQ(read.resident_workgroups, 1056u);
+  EXPECT_EQ(read.resident_tiles, 264u);
+  EXPECT_EQ(read.probe_seconds, 0.25);
+}
+
+TEST_F(TuningCache, ReadingNamesTheFileAndWhatIsWrong) {
+  auto file = folder_ / "tuning.json";
+  write_text(file, "{not json");
+  EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(AllOf(HasSubstr(file.string()), HasSubstr("JSON"))));
+  write_text(file, R"({"version": 1, "resident_workgroups": 0, "resident_tiles": 4})");
+  EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("'resident_workgroups'")));
+  write_text(file, R"({"version": 1, "resident_workgroups": 8, "resident_tiles": "many"})");
+  EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("'resident_tiles'")));
+  write_text(file, R"({"version": 99, "resident_workgroups": 8, "resident_tiles": 2})");
+  EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("version 99")));
+}
+
+TEST_F(TuningCache, ACorruptFileIsMeasuredAgainWithAWarning) {
+  gpu::Device fresh;
+  auto file = tuning_file(fresh.adapter());
+  write_text(file, "garbage");
+  testing::internal::CaptureStderr();
+  const Tuning& tuned = tuning(fresh);
+  std::string warning = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warning, AllOf(HasSubstr("warning"), HasSubstr(file.string()), HasSubstr("measuring the adapter again")));
+  EXPECT_GE(tuned.resident_workgroups, 1u);
+  EXPECT_EQ(tuned.resident_tiles, std::max(1u, tuned.resident_workgroups / 4));
+  // The file now holds the new measurement, which the next device reads instead of probing.
+  Tuning kept = read_tuning(file);
+  EXPECT_EQ(kept.resident_workgroups, tuned.resident_workgroups);
+  write_tuning(file, fresh.adapter(), {.resident_workgroups = 77, .resident_tiles = 19});
+  gpu::Device another;
+  EXPECT_EQ(tuning(another).resident_workgroups, 77u);
+  EXPECT_EQ(tuning(another).resident_tiles, 19u);
+}
+
+TEST_F(TuningCache, WithoutACacheFolderTheProbeStillServes) {
+  setenv("GERBIL_CACHE_DIR", "off", 1);
+  EXPECT_TRUE(tuning_file(device().adapter()).empty());
+  gpu::Device fresh;
+  EXPECT_GE(tuning(fresh).resident_workgroups, 1u);
+  EXPECT_TRUE(std::filesystem::is_empty(folder_));
+}
+
+// The launch rules read the device's tuning: the same prompt product is shared out over the resident tiles,
+// and a decode product with 8 KiB rows runs on a grid of the resident workgroups.
+TEST(TunedRules, FollowTheDevicesTuning) {
+  gpu::Device fresh;
+  LinearParams p{512, 4096, 6144, 6144, 0, 0, 0};
+  fresh.set_tuning({.resident_workgroups = 1056, .resident_tiles = 264});
+  EXPECT_EQ(linear_split_workers(fresh, p), 264u);
+  EXPECT_EQ(linear_split_scratch_bound(fresh), 2u * 264 * 128 * 128);
+  fresh.set_tuning({.resident_workgroups = 320, .resident_tiles = 80});
+  EXPECT_EQ(linear_split_workers(fresh, p), 80u);
+  EXPECT_EQ(linear_split_scratch_bound(fresh), 2u * 80 * 128 * 128);
+  if (linear_can_fuse(fresh, 1, 4096, WeightType::F16))
+    EXPECT_EQ(linear_matvec_blocking(fresh, 4096, 4096, WeightType::F16).workgroups, 320u);
+}
+
+}  // namespace
+}  // namespace gerbil::kernels
