@@ -678,23 +678,30 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
   return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
 }
 
-// flash_attention_sg.wgsl: lane l holds the vec4 pieces l, l + lanes, ... of a row (of an f16 cache, the pairs
-// of pieces in its 16-byte words l, l + lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest
-// subgroup size.
+// flash_attention_sg.wgsl: the row lanes that read a K / V row together, its 16-byte words rounded up to a
+// power of two and at most the smallest subgroup (a narrower row leaves the other lanes to other rows);
+// row lane l holds the vec4 pieces l, l + row lanes, ... of a row (of an f16 cache, the pairs of pieces in its
+// words l, l + row lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest subgroup size.
 constexpr uint32_t kFlashSgMaxPieces = 8;
 
-uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+struct FlashSgLanes {
+  uint32_t row_lanes, pieces;
+};
+
+FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   uint32_t pieces_per_word = 16 / (4 * kv_bytes(kv));
-  uint64_t words = ceil_div(p.head_dim, 4 * pieces_per_word);
-  return pieces_per_word * uint32_t(ceil_div(words, std::max(1u, device.adapter().subgroup_min_size)));
+  uint32_t words = uint32_t(ceil_div(p.head_dim, 4 * pieces_per_word));
+  uint32_t row_lanes = std::min(std::bit_ceil(words), std::max(1u, device.adapter().subgroup_min_size));
+  return {row_lanes, pieces_per_word * uint32_t(ceil_div(words, row_lanes))};
 }
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
 // words, else flash_attention.wgsl; both take the same grid and write the same records in split mode.
 Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
                              const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv) {
+  FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
   bool subgroups = has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
-                   flash_sg_pieces(device, p, kv) <= kFlashSgMaxPieces;
+                   lanes.pieces <= kFlashSgMaxPieces;
   if (!subgroups)
     return prepare(device, "flash_attention", std::move(shapes), operands, p, grid,
                    {{"SPLITS", double(splits)}, kv_constant(kv)});
@@ -702,7 +709,8 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initi
                  {{"SPLITS", double(splits)},
                   kv_constant(kv),
                   {"HEAD_DIM", double(p.head_dim)},
-                  {"PIECES", double(flash_sg_pieces(device, p, kv))},
+                  {"PIECES", double(lanes.pieces)},
+                  {"ROW_LANES", double(lanes.row_lanes)},
                   {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
 }
 
