@@ -790,13 +790,15 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
                                       BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
                                       uint32_t capacity, KvType kv) {
   std::vector<Dispatch> dispatches;
+  check_flash(flash_shapes(p, kv), p, kv);  // before the heads' ratio is taken below
   bool prompt = p.T > kFlashSplitMaxQueries;
   uint32_t splits = 1;
   if (!prompt) {
     splits = flash_attention_splits(capacity);
   } else if (use_flash_block(device, p) && capacity >= kFlashBlockSplitKeys) {
     uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
-    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p))) <= 65535)  // split grids do not fold
+    // Split grids do not fold: the blocks and the combine's queries must fit in one dimension.
+    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p))) <= 65535 && p.T <= 65535)
       splits = flash_block_splits(p, capacity);
   }
   if (splits < 2) {
@@ -804,7 +806,6 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
     return dispatches;
   }
   auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv), capacity, splits);
-  check_flash(shapes, p, kv);
   if (p.S > capacity)
     fail("kernel 'flash_attention' ({}): S={} keys exceed the capacity of {}", shapes, p.S, capacity);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
