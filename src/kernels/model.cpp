@@ -775,9 +775,13 @@ uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t c
   FlashAttentionParams decode = p;
   decode.T = std::min(p.T, kFlashSplitMaxQueries);
   uint64_t partials = std::max<uint64_t>(1, flash_partials(decode, flash_attention_splits(capacity)));
-  // Prompt chunks of every length up to T: fewer rows may take more chunks.
-  for (FlashAttentionParams prompt = p; prompt.T > kFlashSplitMaxQueries; --prompt.T)
-    partials = std::max(partials, flash_partials(prompt, flash_block_splits(prompt, capacity)));
+  // Prompt chunks of every length up to T that split (fewer rows may take more chunks); those that do not
+  // split write no partials.
+  for (FlashAttentionParams prompt = p; prompt.T > kFlashSplitMaxQueries && capacity >= kFlashBlockSplitKeys;
+       --prompt.T) {
+    uint32_t splits = flash_block_splits(prompt, capacity);
+    if (splits > 1) partials = std::max(partials, flash_partials(prompt, splits));
+  }
   return 4 * partials;
 }
 
