@@ -2,7 +2,9 @@
 # One H200 device call for issue 22 (attention at depth): main's binary (.device/bin/gerbil-main) against this
 # branch's (.device/bin/gerbil) on random f16 weights of Qwen2.5-0.5B's and Llama-3-8B's shapes: the attention
 # check on the H200's 32-lane subgroups, pp512 and pp8192, decode at depths 0, 2,048, 8,192 and 32,768 with
-# the f32 and f16 KV cache. Stage as bench/device/kv_and_batch_run.sh says, then run it with carry [".device"].
+# the f32 and f16 KV cache. Stage as bench/device/kv_and_batch_run.sh says, in the checkout the device tool
+# copies (the session's repository root), with main's binary as .device/bin/gerbil-main and the branch's as
+# .device/bin/gerbil, then run it with carry [".device"] (about 4 minutes of commands).
 cd "$(dirname "$0")/../.." && source .device/gpu-env.sh
 o=$OUT
 log() { echo "== $*" >> $o/log.txt; }
