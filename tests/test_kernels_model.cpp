@@ -19,6 +19,7 @@
 namespace gerbil::kernels {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::ThrowsMessage;
@@ -473,6 +474,26 @@ TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
   EXPECT_EQ(kernel_for(64), "flash_attention_sg");
   EXPECT_EQ(kernel_for(128), "flash_attention_sg");
   EXPECT_EQ(kernel_for(18), "flash_attention");  // rows that are not whole vec4s
+}
+
+// A prompt chunk's attention gets the split variant (query blocks, then the combine) once the capacity reaches
+// 2,048 keys, and a step takes it from 2,048 keys on; a decode step past one 128-key chunk.
+TEST_F(ShapeErrors, PromptChunksSplitTheirKeysDeepInALongCache) {
+  gpu::Buffer big = device().create_buffer("big", 8 << 20);
+  BufferBinding b{&big};
+  FlashAttentionParams p{40, 100, 14, 2, 64, 60, 0, 0x3e000000u};
+  auto kernels_for = [&](uint32_t capacity) {
+    std::vector<std::string> names;
+    for (const Dispatch& d : flash_attention(device(), b, b, b, b, p, b, capacity)) names.push_back(d.kernel);
+    return names;
+  };
+  EXPECT_THAT(kernels_for(8192), ElementsAre("flash_attention_block", "flash_attention_combine"));
+  EXPECT_THAT(kernels_for(2047), ElementsAre("flash_attention_block"));
+  EXPECT_FALSE(flash_attention_split_serves(p, 2047));
+  EXPECT_TRUE(flash_attention_split_serves(p, 2048));
+  p.T = 1;
+  EXPECT_FALSE(flash_attention_split_serves(p, 128));
+  EXPECT_TRUE(flash_attention_split_serves(p, 129));
 }
 
 TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {

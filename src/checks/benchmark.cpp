@@ -475,7 +475,15 @@ Case flash_case(Workspace& w, const Shape& s) {
   Case c;
   auto in = attention_inputs(w, s, c);
   FlashAttentionParams p{s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T, 0, float_bits(1 / std::sqrt(float(kHeadDim)))};
-  c.dispatches.push_back(flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), p));
+  // As a model step over a full cache of S keys runs it: split-KV where the graph would take it.
+  const gpu::Buffer& scratch = w.output("partials", flash_attention_scratch_bytes(p, s.S) / 4);
+  auto dispatches = flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), p,
+                                    whole(scratch), s.S);
+  if (dispatches.size() > 1 && !flash_attention_split_serves(p, s.S)) {
+    dispatches.clear();
+    dispatches.push_back(flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), p));
+  }
+  c.dispatches = std::move(dispatches);
   return c;
 }
 
@@ -701,7 +709,9 @@ std::vector<Shape> attention_shapes() {
   return {{"decode T=1 S=128", 1, 0, 0, 128, true},
           {"decode T=1 S=2048", 1, 0, 0, 2048, true},
           {"prefill T=S=50", 50, 0, 0, 50, true},
-          {"prefill T=S=2048", 2048, 0, 0, 2048, false}};  // the seed's one-thread attention: very slow
+          {"prefill T=S=2048", 2048, 0, 0, 2048, false},  // the seed's one-thread attention: very slow
+          {"decode T=1 S=8192", 1, 0, 0, 8192, false},
+          {"prefill T=512 S=8192", 512, 0, 0, 8192, false}};  // the last 512-token chunk of an 8,192 prompt
 }
 
 // T tokens of `width` elements each (Qwen2.5-0.5B's hidden or intermediate size) at the reference's

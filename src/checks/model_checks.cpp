@@ -798,6 +798,15 @@ KernelCheck flash_attention_check(bool quick) {
       {2, 301, 2, 2, 80, 299, 0, 0.0625f, 301},
       {1, 5, 2, 1, 16, 4, 0, 0, 2048},
       {4, 60, 4, 2, 24, 50, 7, 0, 600},
+      // split prompt chunks (the block kernel, T > kFlashSplitMaxQueries, a capacity from 2,048 keys): chunks of
+      // whole tiles, empty ones past a block's keys, rows without keys in a chunk (a window shorter than a
+      // block; causal rows of the chunk's last tile), partial last blocks, GQA 7, head_dim 256
+      {40, 100, 14, 2, 64, 60, 0, 0, 8192},
+      {50, 120, 8, 2, 128, 70, 20, 0, 4096},
+      {65, 100, 2, 2, 40, 35, 70, 0, 3000},
+      {17, 40, 7, 1, 256, 23, 0, 0, 2048},
+      {20, 700, 4, 2, 64, 680, 0, 0, 4096},
+      {33, 33, 8, 8, 64, 0, 0, 0, 8192},
       // split-KV rows that are not whole vec4s (the portable kernel where the subgroup one serves the rest)
       // and the narrowest rows
       {2, 500, 3, 1, 18, 498, 0, 0, 800},
@@ -818,7 +827,9 @@ KernelCheck flash_attention_check(bool quick) {
       {1, 1200, 14, 2, 64, 1199, 333, 0, 4096, KV16},
       {4, 60, 4, 2, 24, 50, 7, 0, 600, KV16},
       {2, 500, 3, 1, 18, 498, 0, 0, 800, KV16},
-      {1, 300, 2, 1, 2, 299, 0, 0, 300, KV16}};
+      {1, 300, 2, 1, 2, 299, 0, 0, 300, KV16},
+      {1, 700, 2, 1, 8, 699, 100, 0, 800, KV16},
+      {23, 60, 14, 2, 72, 37, 0, 0, 8192, KV16}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
     shapes.push_back({256, 256, 32, 4, 64, 0, 100});  // enough blocks for 4 rows per thread

@@ -485,7 +485,7 @@ class StepBuilder {
         kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, {&b_.attention_scratch}, context_, b_.kv);
     std::function<bool(uint32_t)> split_keys;
     if (dispatches.size() > 1) {
-      auto unsplit = [](uint32_t keys) { return kernels::flash_attention_splits(keys) < 2; };
+      auto unsplit = [ap](uint32_t keys) { return !kernels::flash_attention_split_serves(ap, keys); };
       attention_dispatch(label("attention"), kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, b_.kv),
                          ap, unsplit);
       split_keys = [unsplit](uint32_t keys) { return !unsplit(keys); };
@@ -636,7 +636,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     }
   }
   b.unused = f32("unused", 4);
-  kernels::FlashAttentionParams widest{std::min<uint32_t>(uint32_t(chunk), kernels::kFlashSplitMaxQueries), context_,
+  kernels::FlashAttentionParams widest{uint32_t(chunk), context_,
                                        uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
                                        uint32_t(config_.head_dim)};
   b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));

@@ -788,23 +788,64 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
   return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
 }
 
-// flash_attention_sg.wgsl: lane l holds the vec4 pieces l, l + lanes, ... of a row (of an f16 cache, the pairs
-// of pieces in its 16-byte words l, l + lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest
-// subgroup size.
+// flash_attention_block.wgsl's split mode, for a prompt chunk deep in a long cache: a 512-token chunk of
+// Qwen2.5-0.5B has 224 blocks of 32 rows, a few per SM of an H200, each walking up to `capacity` keys; cut
+// into chunks, about kFlashBlockSplitWorkgroups workgroups share them. Counted at 32 rows a block, whatever
+// blocking the device gets, so the scratch size does not depend on the device. Chunks keep at least
+// kFlashBlockMinChunk keys at capacity, and a step splits only once its keys reach kFlashBlockSplitKeys
+// (flash_attention_split_serves), where the blocks are long enough for the combine dispatch to pay.
+constexpr uint64_t kFlashBlockSplitWorkgroups = 1024;
+constexpr uint32_t kFlashBlockMaxSplits = 8;
+constexpr uint32_t kFlashBlockMinChunk = 1024;
+constexpr uint32_t kFlashBlockSplitKeys = 2048;
+
+uint32_t flash_block_splits(const FlashAttentionParams& p, uint32_t capacity) {
+  uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
+  uint64_t workgroups = ceil_div(rows, 32) * std::max(1u, p.num_kv_heads);
+  uint64_t wanted = std::min(ceil_div(kFlashBlockSplitWorkgroups, workgroups), uint64_t(capacity / kFlashBlockMinChunk));
+  return uint32_t(std::clamp<uint64_t>(wanted, 1, kFlashBlockMaxSplits));
+}
+
+// The query-block kernel (use_flash_block), whole (splits 1) or in split mode writing partial records.
+Dispatch block_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
+                         const FlashAttentionParams& p, uint32_t splits, KvType kv) {
+  FlashBlock block = flash_block_shape(device, p);
+  uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
+  uint64_t blocks = ceil_div(rows, flash_block_rows(block));
+  Grid grid = splits > 1 ? Grid{uint32_t(blocks), p.num_kv_heads, splits}
+                         : Grid{fold(blocks).x, p.num_kv_heads, fold(blocks).y};
+  return prepare(device, "flash_attention_block", std::move(shapes), operands, p, grid,
+                 {{"HEAD_DIM", double(p.head_dim)},
+                  kv_constant(kv),
+                  {"ROWS_PER_THREAD", double(block.rows_per_thread)},
+                  {"KEYS_PER_THREAD", double(block.keys_per_thread)},
+                  {"SPLITS", double(splits)}});
+}
+
+// flash_attention_sg.wgsl: the row lanes that read a K / V row together, its 16-byte words rounded up to a
+// power of two and at most the smallest subgroup (a narrower row leaves the other lanes to other rows);
+// row lane l holds the vec4 pieces l, l + row lanes, ... of a row (of an f16 cache, the pairs of pieces in its
+// words l, l + row lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest subgroup size.
 constexpr uint32_t kFlashSgMaxPieces = 8;
 
-uint32_t flash_sg_pieces(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+struct FlashSgLanes {
+  uint32_t row_lanes, pieces;
+};
+
+FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   uint32_t pieces_per_word = 16 / (4 * kv_bytes(kv));
-  uint64_t words = ceil_div(p.head_dim, 4 * pieces_per_word);
-  return pieces_per_word * uint32_t(ceil_div(words, std::max(1u, device.adapter().subgroup_min_size)));
+  uint32_t words = uint32_t(ceil_div(p.head_dim, 4 * pieces_per_word));
+  uint32_t row_lanes = std::min(std::bit_ceil(words), std::max(1u, device.adapter().subgroup_min_size));
+  return {row_lanes, pieces_per_word * uint32_t(ceil_div(words, row_lanes))};
 }
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
 // words, else flash_attention.wgsl; both take the same grid and write the same records in split mode.
 Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
                              const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv) {
+  FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
   bool subgroups = has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
-                   flash_sg_pieces(device, p, kv) <= kFlashSgMaxPieces;
+                   lanes.pieces <= kFlashSgMaxPieces;
   if (!subgroups)
     return prepare(device, "flash_attention", std::move(shapes), operands, p, grid,
                    {{"SPLITS", double(splits)}, kv_constant(kv)});
@@ -812,7 +853,8 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initi
                  {{"SPLITS", double(splits)},
                   kv_constant(kv),
                   {"HEAD_DIM", double(p.head_dim)},
-                  {"PIECES", double(flash_sg_pieces(device, p, kv))},
+                  {"PIECES", double(lanes.pieces)},
+                  {"ROW_LANES", double(lanes.row_lanes)},
                   {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
 }
 
@@ -830,16 +872,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
   uint64_t keys = count_of(p.S, p.num_kv_heads) * p.head_dim;
   std::initializer_list<Operand> operands = {
       {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"out", out, q}};
-  if (use_flash_block(device, p)) {
-    FlashBlock block = flash_block_shape(device, p);
-    uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
-    Grid blocks = fold(ceil_div(rows, flash_block_rows(block)));
-    return prepare(device, "flash_attention_block", shapes, operands, p, Grid{blocks.x, p.num_kv_heads, blocks.y},
-                   {{"HEAD_DIM", double(p.head_dim)},
-                    kv_constant(kv),
-                    {"ROWS_PER_THREAD", double(block.rows_per_thread)},
-                    {"KEYS_PER_THREAD", double(block.keys_per_thread)}});
-  }
+  if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv);
   Grid queries = fold(p.T);
   return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv);
 }
@@ -849,29 +882,54 @@ uint32_t flash_attention_splits(uint32_t capacity) {
 }
 
 uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity) {
-  return 4 * std::max<uint64_t>(1, flash_partials(p, flash_attention_splits(capacity)));
+  FlashAttentionParams decode = p;
+  decode.T = std::min(p.T, kFlashSplitMaxQueries);
+  uint64_t partials = std::max<uint64_t>(1, flash_partials(decode, flash_attention_splits(capacity)));
+  // Prompt chunks of every length up to T that split (fewer rows may take more chunks); those that do not
+  // split write no partials.
+  for (FlashAttentionParams prompt = p; prompt.T > kFlashSplitMaxQueries && capacity >= kFlashBlockSplitKeys;
+       --prompt.T) {
+    uint32_t splits = flash_block_splits(prompt, capacity);
+    if (splits > 1) partials = std::max(partials, flash_partials(prompt, splits));
+  }
+  return 4 * partials;
+}
+
+bool flash_attention_split_serves(const FlashAttentionParams& p, uint32_t keys) {
+  if (p.T <= kFlashSplitMaxQueries) return flash_attention_splits(keys) >= 2;
+  return keys >= kFlashBlockSplitKeys;
 }
 
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
                                       BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
                                       uint32_t capacity, KvType kv) {
   std::vector<Dispatch> dispatches;
-  uint32_t splits = flash_attention_splits(capacity);
-  if (p.T > kFlashSplitMaxQueries || splits < 2) {
+  check_flash(flash_shapes(p, kv), p, kv);  // before the heads' ratio is taken below
+  bool prompt = p.T > kFlashSplitMaxQueries;
+  uint32_t splits = 1;
+  if (!prompt) {
+    splits = flash_attention_splits(capacity);
+  } else if (use_flash_block(device, p) && capacity >= kFlashBlockSplitKeys) {
+    uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
+    // Split grids do not fold: the blocks and the combine's queries must fit in one dimension.
+    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p))) <= 65535 && p.T <= 65535)
+      splits = flash_block_splits(p, capacity);
+  }
+  if (splits < 2) {
     dispatches.push_back(flash_attention(device, Q, K, V, out, p, kv));
     return dispatches;
   }
   auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv), capacity, splits);
-  check_flash(shapes, p, kv);
   if (p.S > capacity)
     fail("kernel 'flash_attention' ({}): S={} keys exceed the capacity of {}", shapes, p.S, capacity);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
   uint64_t keys = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
   uint64_t partials = flash_partials(p, splits);
-  dispatches.push_back(per_query_attention(
-      device, shapes,
-      {{"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"partials", scratch, partials}}, p,
-      Grid{p.T, p.num_q_heads, splits}, splits, kv));
+  std::initializer_list<Operand> operands = {
+      {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"partials", scratch, partials}};
+  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv)
+                              : per_query_attention(device, shapes, operands, p, Grid{p.T, p.num_q_heads, splits},
+                                                    splits, kv));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
                                {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
                                {{"SPLITS", double(splits)}}));

@@ -220,9 +220,11 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 //   lanes or more) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
 //   reads a K / V row together; an f16 cache's head_dim a multiple of 8), else flash_attention.wgsl (a thread
 //   scores one key);
-// - split-KV, only through the overload with a scratch buffer (T <= kFlashSplitMaxQueries, decoding):
-//   either per-query kernel in split mode writes one partial result per (t, q head, key chunk) to the
-//   scratch buffer, and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy.
+// - split-KV, only through the overload with a scratch buffer: decoding (T <= kFlashSplitMaxQueries), either
+//   per-query kernel in split mode writes one partial result per (t, q head, key chunk) to the scratch buffer,
+//   and flash_attention_combine.wgsl merges them, so a long cache keeps the whole GPU busy; a prompt chunk
+//   (the block kernel) likewise cuts each block's keys into chunks when its blocks are too few to fill the
+//   GPU and the capacity is long.
 struct FlashAttentionParams {
   uint32_t T, S, num_q_heads, num_kv_heads, head_dim, position_offset;
   uint32_t window;
@@ -235,7 +237,8 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
                          const FlashAttentionParams& p, KvType kv = KvType::F32);
 
 // The same attention, with the split-KV variant where it applies: T <= kFlashSplitMaxQueries and a
-// `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk.
+// `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk, or a
+// prompt chunk of the block kernel with few blocks and a long capacity.
 // The split grid is sized by `capacity`, so both dispatches serve any S <= capacity once their uniforms
 // (each holds `p`) are rewritten. `scratch` must hold flash_attention_scratch_bytes(p, capacity) bytes.
 // Returns the dispatches to record in order (one or two).
@@ -243,9 +246,14 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
                                       BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
                                       uint32_t capacity, KvType kv = KvType::F32);
 
-// The key chunks the split variant uses for up to `capacity` keys (1: the split variant is not used).
+// The key chunks the decoding split variant uses for up to `capacity` keys (1: the split variant is not used).
 uint32_t flash_attention_splits(uint32_t capacity);
-// Scratch bytes the overload above needs for shape `p` (its T, heads and head_dim) and `capacity`; at least 4.
+// Whether a step of shape `p` (its T) whose queries see `keys` keys should run the split variant the overload
+// above returned (two dispatches) rather than the single dispatch: decoding past one key chunk, prompt chunks
+// from 2,048 keys on (below, the combine dispatch costs more than the split gains).
+bool flash_attention_split_serves(const FlashAttentionParams& p, uint32_t keys);
+// Scratch bytes the overload above needs for shape `p` (its T, up to the longest step's: prompt chunks may split
+// too; heads and head_dim) and `capacity`; at least 4.
 uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity);
 
 // A token id argmax and sample write when every logit is NaN (a broken model): the host stops on it.

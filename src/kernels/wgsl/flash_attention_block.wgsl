@@ -33,9 +33,15 @@
 // Workgroup memory (floats): (BLOCK_ROWS + TILE_KEYS) * 4 (DIM4 + 1) + BLOCK_ROWS * (TILE_KEYS + 4) +
 // 16 BLOCK_ROWS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = 16 KEYS_PER_THREAD; kernels/model.cpp
 // (flash_block_bytes, flash_block_shape) picks the blocking that fits the device.
-// Bindings and params: those of flash_attention.wgsl (head_dim must equal HEAD_DIM).
+// Split mode (SPLITS > 1, prompts deep in a long cache, whose blocks alone are too few to fill the GPU): the
+// block's keys are cut into SPLITS chunks of whole tiles, chunk wid.z, and each row writes its unnormalised
+// record [max, denominator, acc[head_dim]] for its keys in the chunk where flash_attention_combine.wgsl reads
+// it (a row without keys there writes max LOWEST_F32 and zeros, which the combine weighs 0).
+// Bindings and params: those of flash_attention.wgsl (head_dim must equal HEAD_DIM; out holds the records in
+// split mode).
 // Dispatch: (min(B, 65535), num_kv_heads, ceil(B / 65535)), B = ceil(T * G / BLOCK_ROWS) blocks;
-// index = wid.x + wid.z * num_workgroups.x, block = B - 1 - index.
+// index = wid.x + wid.z * num_workgroups.x, block = B - 1 - index; split mode: (B, num_kv_heads, SPLITS),
+// index = wid.x.
 
 //!include flash_params.wgsl
 //!include kv_cache.wgsl
@@ -49,6 +55,7 @@
 override HEAD_DIM: u32 = 64u;
 override ROWS_PER_THREAD: u32 = 4u;  // 1, 2 or 4
 override KEYS_PER_THREAD: u32 = 2u;  // 1 or 2
+override SPLITS: u32 = 1u;
 
 const WORKGROUP_SIZE: u32 = 128u;
 const ROW_THREADS: u32 = 8u;
@@ -115,7 +122,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let group = params.num_q_heads / params.num_kv_heads;
   let rows = params.T * group;
   let blocks = (rows + BLOCK_ROWS - 1u) / BLOCK_ROWS;
-  let index = wid.x + wid.z * nwg.x;
+  let split_mode = SPLITS > 1u;
+  let index = select(wid.x + wid.z * nwg.x, wid.x, split_mode);
   if (index >= blocks) {  // uniform over the workgroup: the barriers below stay in uniform control flow
     return;
   }
@@ -123,8 +131,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let r_end = min(rows, r0 + BLOCK_ROWS);
   let kv_head = wid.y;
   let kv_offset = kv_head * HEAD_DIM;
-  let block_first = first_key(params.position_offset + r0 / group);
-  let block_last = params.position_offset + (r_end - 1u) / group;
+  // The keys this workgroup walks: the block's, [first_key(first row's p), last row's p], or its chunk of them.
+  var block_first = first_key(params.position_offset + r0 / group);
+  var block_last = params.position_offset + (r_end - 1u) / group;
+  if (split_mode) {
+    let span = block_last + 1u - block_first;
+    let chunk = (span + SPLITS * TILE_KEYS - 1u) / (SPLITS * TILE_KEYS) * TILE_KEYS;
+    let chunk_first = block_first + wid.z * chunk;
+    block_last = min(block_last, chunk_first + chunk - 1u);  // below chunk_first (none) past the block's keys
+    block_first = chunk_first;
+  }
   let scale = bitcast<f32>(params.scale_bits);
   let tx = lid % KEY_THREADS;
   let ty = lid / KEY_THREADS;
@@ -155,7 +171,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   var stage: array<f32, MAX_STAGE>;
-  load_tile(&stage, lid, false, block_first, min(TILE_KEYS, block_last + 1u - block_first), kv_offset);
+  if (block_first <= block_last) {
+    load_tile(&stage, lid, false, block_first, min(TILE_KEYS, block_last + 1u - block_first), kv_offset);
+  }
   let dim4 = (params.head_dim + 3u) / 4u;  // DIM4, known only at run time: see the header
   for (var start = block_first; start <= block_last; start += TILE_KEYS) {
     let keys = min(TILE_KEYS, block_last + 1u - start);
@@ -256,9 +274,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       continue;
     }
     let s = red[r * 4u] + red[r * 4u + 1u] + red[r * 4u + 2u] + red[r * 4u + 3u];
-    let inv = 1.0 / ((s.x + s.y) + (s.z + s.w));
+    let denominator = (s.x + s.y) + (s.z + s.w);
     let head = kv_head * group + row % group;
-    let out_base = ((row / group) * params.num_q_heads + head) * HEAD_DIM;
+    var out_base = ((row / group) * params.num_q_heads + head) * HEAD_DIM;
+    var inv = 1.0 / denominator;
+    if (split_mode) {  // [max, denominator, acc[HEAD_DIM]], unnormalised
+      out_base = (((row / group) * params.num_q_heads + head) * SPLITS + wid.z) * (HEAD_DIM + 2u);
+      if (tx == 0u) {
+        out[out_base] = row_max[i];
+        out[out_base + 1u] = denominator;
+      }
+      out_base += 2u;
+      inv = 1.0;
+    }
     for (var c: u32 = 0u; c < COLS; c++) {
       let col = tx + KEY_THREADS * c;
       if (col < DIM4) {

@@ -2,17 +2,21 @@
 // on adapters with the `subgroups` feature: the contract, grid, bindings and split-KV records of
 // flash_attention.wgsl, for head_dim a multiple of 4 and at most 32 x the smallest subgroup size (PIECES <= 8).
 // flash_attention.wgsl scores one key per thread, so a thread walks a whole K row alone and a warp's loads
-// touch 32 rows at once; here a subgroup reads a row together (lane l holds the row's vec4 pieces l,
-// l + lanes, ...: coalesced) and adds the lanes' partial dot products with subgroupAdd:
-// * subgroup g of the workgroup takes the keys g * KEYS .. + KEYS - 1 of every round of SUBGROUPS * KEYS
-//   keys, scores its KEYS keys with one subgroupAdd of a vec4, and keeps its own online softmax (running
-//   max, denominator) and weighted sum of V in the lanes' registers: no barrier until the end;
+// touch 32 rows at once; here ROW_LANES lanes of a subgroup read a row together (row lane l holds the row's
+// 16-byte words l, l + ROW_LANES, ...: coalesced) and add their partial dot products with a butterfly of
+// subgroupShuffleXor. ROW_LANES is the row's words rounded up to a power of two, at most the smallest
+// subgroup size, so a row narrower than a subgroup (head_dim 64 in f32: 16 words; an f16 cache halves them)
+// does not leave lanes idle: a subgroup of 32 lanes reads 32 / ROW_LANES rows at once, one per row group.
+// * row group g of the workgroup (ROW_LANES consecutive lanes) takes the keys g * KEYS .. + KEYS - 1 of every
+//   round of ROW_GROUPS * KEYS keys, scores them, and keeps its own online softmax (running max, denominator)
+//   and weighted sum of V in its lanes' registers: no barrier until the end;
 // * a round issues its K and V loads together (the V rows do not wait for the scores), so it waits on
 //   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long;
-// * at the end the subgroups' results are merged through workgroup memory, rescaled to the largest max.
+// * at the end the row groups of a subgroup are merged with shuffles (rescaled to the subgroup's max), then
+//   the subgroups through workgroup memory, rescaled to the largest max.
 // K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words: an f32 word is one vec4 piece of a
 // row, an f16 word two neighbouring pieces, which a lane takes together (lane_piece), so head_dim is a multiple
-// of 8 there; the lane's registers are filled as for f32, half the lanes of a 32-wide row idle at head_dim 128.
+// of 8 there.
 // Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read
 //                     (K and V in KV_TYPE),
 //                     3 out [T, Hq * head_dim] (split mode: the partial records) read_write, 4 params uniform.
@@ -32,21 +36,23 @@ enable subgroups;
 override SPLITS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
 override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8 (kernels/model.cpp flash_sg_pieces)
+override ROW_LANES: u32 = 32u;      // lanes per row: a power of two, at most the smallest subgroup size
 override MAX_SUBGROUPS: u32 = 8u;   // WORKGROUP_SIZE / the smallest subgroup size
 const WORKGROUP_SIZE: u32 = 256u;
-const KEYS: u32 = 4u;               // keys a subgroup scores per step
+const KEYS: u32 = 4u;               // keys a row group scores per step
+override ROW_GROUPS: u32 = WORKGROUP_SIZE / ROW_LANES;
 
 var<workgroup> maxes: array<f32, MAX_SUBGROUPS>;
 var<workgroup> denominators: array<f32, MAX_SUBGROUPS>;
 var<workgroup> sums: array<vec4<f32>, 64>;  // [HEAD_DIM / 4]
 
-// The vec4 piece of a row that register slot i of lane `lane` holds: pieces lane, lane + lanes, ... of an f32
-// cache; of an f16 one, whose 16-byte words hold two pieces, the pairs 2 lane + (0, 1), 2 (lane + lanes) + (0, 1), ...
-fn lane_piece(lane: u32, i: u32, lanes: u32) -> u32 {
+// The vec4 piece of a row that register slot i of row lane l holds: pieces l, l + ROW_LANES, ... of an f32
+// cache; of an f16 one, whose 16-byte words hold two pieces, the pairs 2 l + (0, 1), 2 (l + ROW_LANES) + (0, 1), ...
+fn lane_piece(l: u32, i: u32) -> u32 {
   if (KV_TYPE == 0u) {
-    return lane + i * lanes;
+    return l + i * ROW_LANES;
   }
-  return 2u * (lane + (i / 2u) * lanes) + (i & 1u);
+  return 2u * (l + (i / 2u) * ROW_LANES) + (i & 1u);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -67,11 +73,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let scale = bitcast<f32>(params.scale_bits);
   let subgroup = lid / lanes;
   let subgroups = WORKGROUP_SIZE / lanes;
+  let row_lane = lane % ROW_LANES;
+  let row_group = subgroup * (lanes / ROW_LANES) + lane / ROW_LANES;
 
-  // Lane `lane` holds pieces lane_piece(lane, i, lanes) (i < PIECES) of q (scaled), of the key rows and of the sum.
+  // Row lane l holds pieces lane_piece(l, i) (i < PIECES) of q (scaled), of the key rows and of the sum.
   var q: array<vec4<f32>, 8>;
   for (var i = 0u; i < PIECES; i++) {
-    let d4 = lane_piece(lane, i, lanes);
+    let d4 = lane_piece(row_lane, i);
     if (d4 < D4) {
       q[i] = Q[q_base + d4] * scale;
     }
@@ -79,10 +87,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var running_max = LOWEST_F32;
   var denominator: f32 = 0.0;
   var acc: array<vec4<f32>, 8>;
-  // Rounds are walked by the whole workgroup (subgroupAdd needs uniform control flow); a subgroup whose
+  // Rounds are walked by the whole workgroup (shuffles need uniform control flow); a row group whose
   // keys lie past `last` adds zeros.
-  for (var round = first; round <= last; round += subgroups * KEYS) {
-    let base = round + subgroup * KEYS;
+  for (var round = first; round <= last; round += ROW_GROUPS * KEYS) {
+    let base = round + row_group * KEYS;
     // Zeroed explicitly: a `var` without initializer in a loop body is zeroed once, not every round, by
     // this toolchain (lavapipe and the H200 both kept the previous round's partial scores).
     var partial = vec4<f32>(0.0);
@@ -92,7 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (base + r <= last) {
         let row = (base + r) * kv_stride + kv_offset;
         for (var i = 0u; i < PIECES; i++) {
-          let d4 = lane_piece(lane, i, lanes);
+          let d4 = lane_piece(row_lane, i);
           if (d4 < D4) {
             let p = row + d4;
             partial[r] += dot(q[i], kv_piece(K[kv_piece_word(p)], p));
@@ -101,7 +109,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
       }
     }
-    let scores = subgroupAdd(partial);
+    var scores = partial;  // summed over the row group's lanes, which all get the sums
+    for (var m = 1u; m < ROW_LANES; m *= 2u) {
+      scores += subgroupShuffleXor(scores, m);
+    }
     // With a valid key new_max is finite and the first rescale exp(-huge) = 0; with none it stays and
     // the rescale is 1.
     var new_max = running_max;
@@ -127,8 +138,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     running_max = new_max;
   }
 
-  // Merge the subgroups: rescale each to the workgroup's max (a subgroup without keys has max LOWEST_F32
-  // and nothing summed, so its factor is 0 or it adds zeros), then add them up one subgroup at a time.
+  // Merge the row groups of the subgroup into every lane of the same row lane, rescaled to the subgroup's max
+  // (a group without keys has max LOWEST_F32 and nothing summed: its factor is 0 or it adds zeros).
+  let subgroup_max = subgroupMax(running_max);
+  let group_factor = exp(running_max - subgroup_max);
+  running_max = subgroup_max;
+  denominator *= group_factor;
+  for (var i = 0u; i < PIECES; i++) {
+    acc[i] *= group_factor;
+  }
+  for (var m = ROW_LANES; m < lanes; m *= 2u) {
+    denominator += subgroupShuffleXor(denominator, m);
+    for (var i = 0u; i < PIECES; i++) {
+      acc[i] += subgroupShuffleXor(acc[i], m);
+    }
+  }
+
+  // Merge the subgroups (their first row group): rescale each to the workgroup's max, as above, then add them
+  // up one subgroup at a time.
   if (lane == 0u) {
     maxes[subgroup] = running_max;
   }
@@ -145,9 +172,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     denominators[subgroup] = denominator * factor;
   }
   for (var g = 0u; g < MAX_SUBGROUPS; g++) {
-    if (g == subgroup) {
+    if (g == subgroup && lane < ROW_LANES) {
       for (var i = 0u; i < PIECES; i++) {
-        let d4 = lane_piece(lane, i, lanes);
+        let d4 = lane_piece(lane, i);
         if (d4 < D4) {
           sums[d4] += acc[i] * factor;
         }
