@@ -509,14 +509,15 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
          (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
 
-MatvecBlocking linear_q_matvec_blocking(uint32_t N, WeightType type, MatvecBlocking requested) {
+MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
+                                        MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
   MatvecBlocking b = requested;
   // A team of kQuantTeam lanes per column group; two columns per team (each chunk of x read once for both)
-  // only where that still leaves a grid of at least kResidentMatvecWorkgroups (the workgroups an H200 holds at
-  // once: fewer would leave SMs idle), else one.
+  // only where that still leaves a grid of at least the workgroups the adapter holds at once (its tuning: fewer
+  // would leave SMs idle), else one.
   uint64_t teams = kWorkgroupSize / kQuantTeam;
-  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= kResidentMatvecWorkgroups ? 2 : 1;
+  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= tuning(device).resident_workgroups ? 2 : 1;
   if (b.split == 0) b.split = kQuantTeam;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
@@ -534,7 +535,7 @@ namespace {
 Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, BufferBinding weight,
                       BufferBinding bias, BufferBinding residual, BufferBinding out, const LinearParams& p,
                       WeightType type, MatvecBlocking blocking) {
-  MatvecBlocking b = linear_q_matvec_blocking(p.N, type, blocking);
+  MatvecBlocking b = linear_q_matvec_blocking(device, p.N, type, blocking);
   uint64_t out_count = count_of(p.M, p.out_stride);
   return prepare(device, "linear_q_matvec", std::move(shapes),
                  {{"x", x, count_of(p.M, p.K)},

@@ -144,7 +144,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
 // The blocking linear() decodes block-quantized weights with (linear_q_matvec.wgsl; M <= kMatvecRows): `columns`
 // output columns (1..4) per team of `split` lanes (a power of two, 16..256); 0 leaves the choice to the rule;
 // `unroll` and `workgroups` are unused. Throws naming the field out of range.
-MatvecBlocking linear_q_matvec_blocking(uint32_t N, WeightType type, MatvecBlocking requested = {});
+MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
+                                        MatvecBlocking requested = {});
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first
