@@ -62,7 +62,7 @@ TEST(PipelineCollection, NotesPipelinesThenCreatesThemTogether) {
     d.pipeline("scaled", kScaled, {{"SCALE", 5.0}});
     Buffer stand_in_buffer = d.create_buffer("stand-in", 16);
     EXPECT_FALSE(stand_in_buffer);  // no GPU memory while collecting
-    EXPECT_THAT([&] { Device::PipelineCollection(d); }, ThrowsMessage<Error>(HasSubstr("already open")));
+    EXPECT_THAT([&] { Device::PipelineCollection second(d); }, ThrowsMessage<Error>(HasSubstr("already open")));
     EXPECT_EQ(collection.create(), 2u);
     EXPECT_FALSE(d.collecting());
   }

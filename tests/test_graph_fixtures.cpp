@@ -239,6 +239,25 @@ TEST(DecodeGraph, FusesNormsAndGateIntoTheProjections) {
   EXPECT_EQ(entries.size(), 2 + 5 * size_t(files.config().num_layers));
 }
 
+// Pipelines created at load (ModelOptions::pipelines_at_load, as gerbil::Engine and the CLI load models) are the
+// ones the steps then use: the same logits as a model that creates each pipeline on first use, also where the
+// context is shorter than a prompt chunk (the traced prompt lengths stop at the context; they once ran past it and
+// the load failed).
+TEST(Pipelines, CreatedAtLoadServeTheStepsWithAContextShorterThanAChunk) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(fixtures_dir() / "qwen2-tiny");
+  std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7};
+  // Two slots: a step's rows (max_chunk) then exceed one slot's context.
+  Model lazy(device(), files, ModelOptions{.context = 12, .slots = 2});
+  std::vector<float> want = lazy.forward(prompt, /*all_logits=*/true);
+  Model at_load(device(), files, ModelOptions{.context = 12, .slots = 2, .pipelines_at_load = true});
+  EXPECT_EQ(at_load.forward(prompt, /*all_logits=*/true), want);
+  std::vector<float> next = at_load.forward(std::vector<int32_t>{8});
+  lazy.reset();
+  lazy.forward(prompt);
+  EXPECT_EQ(next, lazy.forward(std::vector<int32_t>{8}));
+}
+
 // Sampled decoding keeps the token on the GPU like greedy decoding: every drawn token must be among the
 // top_k best logits of its position (checked against one prefill of the whole sequence), the same seed must
 // give the same tokens, and top_k 1 must give the greedy tokens.

@@ -6,7 +6,7 @@
 Every block is random bytes with its scales set to a small f16 (so activations stay finite), laid out as
 ggml-common.h defines the type; norms are ones, biases zeros. Q4_K_M follows llama-quantize's mix: Q6_K for the
 output, and for attn_v / ffn_down in the first and last eighth of the layers and every third one between, Q4_K
-elsewhere. No tokenizer is written: `gerbil bench model` needs none. Plain Python (no numpy), so it runs on any
+elsewhere; rows that are not whole 256-element super-blocks take llama-quantize's stand-ins (Q5_0, Q8_0). No tokenizer is written: `gerbil bench model` needs none. Plain Python (no numpy), so it runs on any
 machine: random.randbytes and slice assignment keep it at a few seconds per GB.
 """
 import math
@@ -20,8 +20,11 @@ SHAPES = {  # hidden, intermediate, layers, heads, kv heads, head_dim, vocab, ti
     "tiny": (256, 512, 2, 4, 2, 64, 512, False, True, "qwen2", 10000.0),
 }
 # type: (ggml id, elements per block, bytes per block, byte offsets of f16 scales inside a block)
-TYPES = {"Q4_0": (2, 32, 18, (0,)), "Q8_0": (8, 32, 34, (0,)), "Q4_K": (12, 256, 144, (0, 2)),
-         "Q6_K": (14, 256, 210, (208,))}
+TYPES = {"Q4_0": (2, 32, 18, (0,)), "Q5_0": (6, 32, 22, (0,)), "Q8_0": (8, 32, 34, (0,)),
+         "Q4_K": (12, 256, 144, (0, 2)), "Q6_K": (14, 256, 210, (208,))}
+# llama-quantize's stand-ins for rows that are not whole 256-element super-blocks (Qwen2.5-0.5B's 896).
+K_FALLBACK = {"Q4_K": "Q5_0", "Q6_K": "Q8_0"}
+CHUNK = 1 << 26  # random.randbytes takes at most 2^28 bytes at once
 ALIGN = 32
 
 
@@ -32,7 +35,8 @@ def f16_bits(x):
 def random_blocks(type_name, rows, cols):
     _, per_block, block_bytes, scales = TYPES[type_name]
     blocks = rows * cols // per_block
-    data = bytearray(random.randbytes(blocks * block_bytes))
+    size = blocks * block_bytes
+    data = bytearray(b"".join(random.randbytes(min(CHUNK, size - at)) for at in range(0, size, CHUNK)))
     # Small scales: weights of about 1 / sqrt(cols) whatever the integer range of the type.
     scale = f16_bits(1.0 / (64.0 * math.sqrt(cols)))
     for at in scales:
@@ -67,6 +71,8 @@ def main():
 
     def matrix(name, role, layer, rows, cols):
         t = matrix_type(role, layer)
+        if cols % TYPES[t][1]:
+            t = K_FALLBACK[t]
         tensors.append((name, (cols, rows), TYPES[t][0], lambda: random_blocks(t, rows, cols)))
 
     def vector(name, n, value):

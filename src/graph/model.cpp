@@ -669,9 +669,10 @@ size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
   trace({{0, 1}}, Output::GreedyToken);
   if (token_count_ <= kernels::kMaxSampleCount) trace({{0, 1}}, Output::SampledToken);
   if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, batch_argmax_ ? Output::GreedyToken : Output::LastLogits);
+  uint32_t longest = std::min(chunk_, context_);  // a prompt chunk never outgrows the cache
   if (prompt_lengths.empty())
-    for (uint32_t tokens = 2; tokens <= chunk_; ++tokens) trace({{0, tokens}}, Output::LastLogits);
-  for (uint32_t tokens : prompt_lengths) trace({{0, std::clamp(tokens, 1u, chunk_)}}, Output::LastLogits);
+    for (uint32_t tokens = 2; tokens <= longest; ++tokens) trace({{0, tokens}}, Output::LastLogits);
+  for (uint32_t tokens : prompt_lengths) trace({{0, std::clamp(tokens, 1u, longest)}}, Output::LastLogits);
   return collection.create();
 }
 

@@ -18,7 +18,9 @@ constexpr int kTuningVersion = 1;
 constexpr double kWaveJump = 1.5;            // a count this much slower than one workgroup ran in two waves
 constexpr double kMinRoundSeconds = 0.002;   // one wave's time, well above a submit's host overhead
 constexpr uint32_t kMaxRounds = 1u << 20;
-constexpr uint32_t kMaxWorkgroups = 1u << 16;  // probed at most: more resident than this is taken as this
+// Probed at most (a power of two within WebGPU's 65,535 workgroups a dimension): more resident than this is taken
+// as this.
+constexpr uint32_t kMaxWorkgroups = 1u << 15;
 constexpr uint32_t kTileShare = 4;           // resident_tiles = resident_workgroups / kTileShare
 
 struct ProbeParams {
