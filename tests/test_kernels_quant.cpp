@@ -141,8 +141,8 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   auto bias_buffer = device().upload("bias", std::span<const float>(bias));
   auto residual_buffer = device().upload("residual", std::span<const float>(residual));
   auto out = nan_buffer("out", uint64_t(s.M) * out_stride);
-  auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, linear_split_scratch_floats(
-                                                                  {s.M, K, s.N, out_stride, out_col}, s.workers)));
+  uint64_t scratch_floats = linear_split_scratch_floats(device(), {s.M, K, s.N, out_stride, out_col}, s.workers);
+  auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, scratch_floats));
   LinearParams p{s.M, K, s.N, out_stride, out_col, s.bias ? 1u : 0u, s.residual ? 1u : 0u};
   run(device(), linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
                                c.type, {&scratch}, s.workers));

@@ -20,10 +20,12 @@ constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weig
 // linear_matvec_sg.wgsl's workgroups resident at once with split 8 (one column group per workgroup at 32 lanes)
 // are the adapter's tuning().resident_workgroups (an H200: 132 SMs x 8; see linear_matvec_blocking).
 constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which decoding uses that grid
-constexpr uint32_t kMaxHeadDim = 256;
-// linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave): a team's lanes read 32
-// consecutive chunks of a row at once.
-constexpr uint32_t kQuantTeam = 32;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
+constexpr uint32_t kMaxHeadDim = 256;  // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
+// linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave).
+constexpr uint32_t kQuantTeam = 32;
+// linear_q_matvec.wgsl's lanes per 32-element chunk: a team's load instruction then reads x of 8 chunks, 1 KiB
+// in 8 cache lines, instead of a line per lane.
+constexpr uint32_t kQuantChunkLanes = 4;
 
 const char* name_of(WeightType type) { return weight_type_name(type); }
 
@@ -547,7 +549,8 @@ Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, 
                  {{"WEIGHT_TYPE", double(type)},
                   {"ROWS", double(p.M)},
                   {"COLS", double(b.columns)},
-                  {"TEAM", double(b.split)}});
+                  {"TEAM", double(b.split)},
+                  {"CHUNK_LANES", double(kQuantChunkLanes)}});
 }
 
 // linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).
