@@ -38,6 +38,32 @@ override CHUNK_LANES: u32 = 4u;  // lanes sharing a chunk: 1, 2, 4 or 8 (at most
 const WORKGROUP_SIZE: u32 = 256u;
 var<workgroup> partial_sums: array<array<vec4<f32>, 4>, WORKGROUP_SIZE>;  // [thread][column][row]
 
+// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row].
+fn add_chunk(chunk: u32, part: u32, rows: array<u32, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
+  var scales: array<ChunkScale, 4>;
+  for (var c = 0u; c < COLS; c++) {
+    scales[c] = chunk_scale(rows[c], chunk);
+  }
+  for (var j = 0u; j < 8u / CHUNK_LANES; j++) {
+    let quad = part + j * CHUNK_LANES;
+    var xs: array<vec4<f32>, 4>;
+    for (var m = 0u; m < ROWS; m++) {
+      xs[m] = x[(m * params.K + 32u * chunk) / 4u + quad];
+    }
+    for (var c = 0u; c < COLS; c++) {
+      let q = chunk_quad(rows[c], chunk, quad);
+      let scale = select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
+      for (var m = 0u; m < ROWS; m++) {
+        // The offset taken out of the sum: sum (scale q - offset) x = scale sum q x - offset sum x.
+        (*acc)[c][m] += scale * dot(xs[m], q);
+        if (blocks_have_offset()) {
+          (*acc)[c][m] -= scales[c].offset * dot(xs[m], vec4<f32>(1.0));
+        }
+      }
+    }
+  }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -50,35 +76,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var c = 0u; c < COLS; c++) {
     rows[c] = min(first + c, N - 1u) * block_row_words(params.K);
   }
-  // CHUNK_LANES neighbouring lanes share a chunk, lane `part` taking its quads part, part + CHUNK_LANES, ...:
-  // a load instruction of the team then reads x and the quants of its TEAM / CHUNK_LANES chunks contiguously
-  // (a lane per whole chunk would touch a cache line of x per lane, which bounds the product by the cache's
-  // line rate instead of memory).
+  // CHUNK_LANES neighbouring lanes share a chunk: a load instruction of the team then reads x and the quants of
+  // its TEAM / CHUNK_LANES chunks contiguously (a lane per whole chunk would touch a cache line of x per lane,
+  // which bounds the product by the cache's line rate instead of memory).
   let part = lane % CHUNK_LANES;
   let chunk_step = TEAM / CHUNK_LANES;
   var acc: array<vec4<f32>, 4>;  // acc[column][row]
-  for (var chunk = lane / CHUNK_LANES; chunk < chunks; chunk += chunk_step) {
-    var scales: array<ChunkScale, 4>;
-    for (var c = 0u; c < COLS; c++) {
-      scales[c] = chunk_scale(rows[c], chunk);
-    }
-    for (var quad = part; quad < 8u; quad += CHUNK_LANES) {
-      var xs: array<vec4<f32>, 4>;
-      for (var m = 0u; m < ROWS; m++) {
-        xs[m] = x[(m * params.K + 32u * chunk) / 4u + quad];
-      }
-      for (var c = 0u; c < COLS; c++) {
-        let q = chunk_quad(rows[c], chunk, quad);
-        let scale = select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
-        for (var m = 0u; m < ROWS; m++) {
-          // The offset taken out of the sum: sum (scale q - offset) x = scale sum q x - offset sum x.
-          acc[c][m] += scale * dot(xs[m], q);
-          if (blocks_have_offset()) {
-            acc[c][m] -= scales[c].offset * dot(xs[m], vec4<f32>(1.0));
-          }
-        }
-      }
-    }
+  var chunk = lane / CHUNK_LANES;
+  // Two chunks a pass, so that a lane has the loads of both in flight at once.
+  for (; chunk + chunk_step < chunks; chunk += 2u * chunk_step) {
+    add_chunk(chunk, part, rows, &acc);
+    add_chunk(chunk + chunk_step, part, rows, &acc);
+  }
+  if (chunk < chunks) {
+    add_chunk(chunk, part, rows, &acc);
   }
   partial_sums[lid] = acc;
   workgroupBarrier();
