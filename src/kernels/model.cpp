@@ -515,12 +515,16 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
                                         MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
   MatvecBlocking b = requested;
-  // A team of kQuantTeam lanes per column group; two columns per team (each chunk of x read once for both)
-  // only where that still leaves a grid of at least the workgroups the adapter holds at once (its tuning: fewer
-  // would leave SMs idle), else one.
+  // Two columns per team (each piece of x read once for both) only where that still leaves a grid of at least
+  // the workgroups the adapter holds at once (its tuning: fewer would leave SMs idle), else one. A team of
+  // kQuantTeam lanes per column group, or more, splitting the rows' chunks between them, where fewer columns
+  // than that grid needs would leave SMs idle (an 8B model's o and down products).
   uint64_t teams = kWorkgroupSize / kQuantTeam;
-  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= tuning(device).resident_workgroups ? 2 : 1;
-  if (b.split == 0) b.split = kQuantTeam;
+  uint64_t resident = tuning(device).resident_workgroups;
+  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= resident ? 2 : 1;
+  auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
+  if (b.split == 0)
+    for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < resident;) b.split *= 2;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);
