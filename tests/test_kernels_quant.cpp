@@ -123,6 +123,7 @@ struct ProductCase {
   uint32_t M, N, blocks_per_row;
   bool extreme, bias, residual;
   uint32_t workers = 0;  // prompts: shared out over this many workgroups (0: the dispatcher's choice)
+  MatvecBlocking blocking{};  // decoding: columns per team and team size (0: the dispatcher's choice)
 };
 
 // out = x W^T (+ bias, + residual) against float64 over the dequantized W; outputs [M, N + 3] with the product
@@ -141,14 +142,18 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   auto bias_buffer = device().upload("bias", std::span<const float>(bias));
   auto residual_buffer = device().upload("residual", std::span<const float>(residual));
   auto out = nan_buffer("out", uint64_t(s.M) * out_stride);
-  auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, linear_split_scratch_floats(
-                                                                  {s.M, K, s.N, out_stride, out_col}, s.workers)));
+  uint64_t scratch_floats = linear_split_scratch_floats(device(), {s.M, K, s.N, out_stride, out_col}, s.workers);
+  auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, scratch_floats));
   LinearParams p{s.M, K, s.N, out_stride, out_col, s.bias ? 1u : 0u, s.residual ? 1u : 0u};
-  run(device(), linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
-                               c.type, {&scratch}, s.workers));
+  if (s.blocking.columns || s.blocking.split)
+    run(device(), linear(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p, c.type,
+                         {}, s.blocking));
+  else
+    run(device(), linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
+                                 c.type, {&scratch}, s.workers));
   auto got = device().read_as<float>(out);
-  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={}", weight_type_name(c.type), s.M, s.N, K,
-                           s.extreme, s.workers));
+  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={}", weight_type_name(c.type),
+                           s.M, s.N, K, s.extreme, s.workers, s.blocking.columns, s.blocking.split));
   double diff = 0, norm = 0;
   for (uint32_t m = 0; m < s.M; ++m)
     for (uint32_t col = 0; col < out_stride; ++col) {
@@ -180,6 +185,11 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
     check_product(GetParam(), {M, 37, 3, false, true, M % 2 == 0}, rng);
     check_product(GetParam(), {M, 5, 2, true, false, false}, rng);
   }
+  // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 4 chunks a step;
+  // of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N.
+  for (MatvecBlocking blocking : {MatvecBlocking{2, 16}, MatvecBlocking{4, 32}, MatvecBlocking{3, 64},
+                                  MatvecBlocking{1, 256}})
+    check_product(GetParam(), {2, 37, 5, false, true, true, 0, blocking}, rng);
 }
 
 TEST_P(QuantKernel, PromptProductsMatchFloat64) {

@@ -20,10 +20,12 @@ constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weig
 // linear_matvec_sg.wgsl's workgroups resident at once with split 8 (one column group per workgroup at 32 lanes)
 // are the adapter's tuning().resident_workgroups (an H200: 132 SMs x 8; see linear_matvec_blocking).
 constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which decoding uses that grid
-constexpr uint32_t kMaxHeadDim = 256;
-// linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave): a team's lanes read 32
-// consecutive chunks of a row at once.
-constexpr uint32_t kQuantTeam = 32;         // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
+constexpr uint32_t kMaxHeadDim = 256;  // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
+// linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave).
+constexpr uint32_t kQuantTeam = 32;
+// linear_q_matvec.wgsl's lanes per 32-element chunk: a team's load instruction then reads x of 8 chunks, 1 KiB
+// in 8 cache lines, instead of a line per lane.
+constexpr uint32_t kQuantChunkLanes = 4;
 
 const char* name_of(WeightType type) { return weight_type_name(type); }
 
@@ -513,12 +515,16 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
                                         MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
   MatvecBlocking b = requested;
-  // A team of kQuantTeam lanes per column group; two columns per team (each chunk of x read once for both)
-  // only where that still leaves a grid of at least the workgroups the adapter holds at once (its tuning: fewer
-  // would leave SMs idle), else one.
+  // Two columns per team (each piece of x read once for both) only where that still leaves a grid of at least
+  // the workgroups the adapter holds at once (its tuning: fewer would leave SMs idle), else one. A team of
+  // kQuantTeam lanes per column group, or more, splitting the rows' chunks between them, where fewer columns
+  // than that grid needs would leave SMs idle (an 8B model's o and down products).
   uint64_t teams = kWorkgroupSize / kQuantTeam;
-  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= tuning(device).resident_workgroups ? 2 : 1;
-  if (b.split == 0) b.split = kQuantTeam;
+  uint64_t resident = tuning(device).resident_workgroups;
+  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= resident ? 2 : 1;
+  auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
+  if (b.split == 0)
+    for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < resident;) b.split *= 2;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);
@@ -547,7 +553,8 @@ Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, 
                  {{"WEIGHT_TYPE", double(type)},
                   {"ROWS", double(p.M)},
                   {"COLS", double(b.columns)},
-                  {"TEAM", double(b.split)}});
+                  {"TEAM", double(b.split)},
+                  {"CHUNK_LANES", double(kQuantChunkLanes)}});
 }
 
 // linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).

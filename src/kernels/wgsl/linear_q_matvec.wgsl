@@ -4,8 +4,9 @@
 // with W's rows in kernels::pack_rows()'s layout (K a multiple of the block size). No fusions: the graph
 // normalises x and applies gate activations with their own dispatches for these weights (linear_can_fuse).
 // Decoding streams every weight once, so the work is cut for memory: a team of TEAM threads serves COLS output
-// columns, lane l taking the 32-element chunks l, l + TEAM, ... of the rows, so that a team's lanes read
-// consecutive blocks at once; each chunk is decoded in registers and its scale taken out of the dot product
+// columns, its lanes taking the 32-element chunks of the rows in steps of TEAM / CHUNK_LANES consecutive chunks,
+// CHUNK_LANES lanes to a chunk, so that each load instruction of a team reads a contiguous run of quants and of
+// x; each quad of a chunk is decoded in registers and its scale taken out of the dot product
 // (sum scale * q * x = scale * sum q * x, less offset * sum x for formats with a minimum). The lanes' sums meet
 // in workgroup memory.
 // Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (u32 words), 2 bias [N] read, 3 residual read,
@@ -29,30 +30,38 @@ fn block_word(i: u32) -> u32 {
   return W[i];
 }
 
-override ROWS: u32 = 1u;   // M, 1..4
-override COLS: u32 = 1u;   // output columns per team, 1..4
-override TEAM: u32 = 32u;  // threads per team, a power of two up to 256
+override ROWS: u32 = 1u;         // M, 1..4
+override COLS: u32 = 1u;         // output columns per team, 1..4
+override TEAM: u32 = 32u;        // threads per team, a power of two up to 256
+override CHUNK_LANES: u32 = 4u;  // lanes sharing a chunk: 1, 2, 4 or 8 (at most TEAM)
 
 const WORKGROUP_SIZE: u32 = 256u;
 var<workgroup> partial_sums: array<array<vec4<f32>, 4>, WORKGROUP_SIZE>;  // [thread][column][row]
 
-// Row m's dot product of chunk c of x with the chunk's quants q (scale and offset applied).
-fn chunk_dot(m: u32, c: u32, q: array<vec4<f32>, 8>, s: ChunkScale) -> f32 {
-  let first = (m * params.K + 32u * c) / 4u;
-  var sums = vec2<f32>(0.0);
-  var x_sum = vec4<f32>(0.0);
-  for (var i = 0u; i < 8u; i++) {
-    let xs = x[first + i];
-    sums[i / 4u] += dot(xs, q[i]);
-    if (blocks_have_offset()) {
-      x_sum += xs;
+// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row].
+fn add_chunk(chunk: u32, part: u32, rows: array<u32, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
+  var scales: array<ChunkScale, 4>;
+  for (var c = 0u; c < COLS; c++) {
+    scales[c] = chunk_scale(rows[c], chunk);
+  }
+  for (var j = 0u; j < 8u / CHUNK_LANES; j++) {
+    let quad = part + j * CHUNK_LANES;
+    var xs: array<vec4<f32>, 4>;
+    for (var m = 0u; m < ROWS; m++) {
+      xs[m] = x[(m * params.K + 32u * chunk) / 4u + quad];
+    }
+    for (var c = 0u; c < COLS; c++) {
+      let q = chunk_quad(rows[c], chunk, quad);
+      let scale = select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
+      for (var m = 0u; m < ROWS; m++) {
+        // The offset taken out of the sum: sum (scale q - offset) x = scale sum q x - offset sum x.
+        (*acc)[c][m] += scale * dot(xs[m], q);
+        if (blocks_have_offset()) {
+          (*acc)[c][m] -= scales[c].offset * dot(xs[m], vec4<f32>(1.0));
+        }
+      }
     }
   }
-  var total = dot(s.scale, sums);
-  if (blocks_have_offset()) {
-    total -= s.offset * dot(x_sum, vec4<f32>(1.0));
-  }
-  return total;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -67,18 +76,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var c = 0u; c < COLS; c++) {
     rows[c] = min(first + c, N - 1u) * block_row_words(params.K);
   }
+  // CHUNK_LANES neighbouring lanes share a chunk: a load instruction of the team then reads x and the quants of
+  // its TEAM / CHUNK_LANES chunks contiguously (a lane per whole chunk would touch a cache line of x per lane,
+  // which bounds the product by the cache's line rate instead of memory).
+  let part = lane % CHUNK_LANES;
+  let chunk_step = TEAM / CHUNK_LANES;
   var acc: array<vec4<f32>, 4>;  // acc[column][row]
-  for (var chunk = lane; chunk < chunks; chunk += TEAM) {
-    for (var c = 0u; c < COLS; c++) {
-      let s = chunk_scale(rows[c], chunk);
-      var q: array<vec4<f32>, 8>;
-      for (var i = 0u; i < 8u; i++) {
-        q[i] = chunk_quad(rows[c], chunk, i);
-      }
-      for (var m = 0u; m < ROWS; m++) {
-        acc[c][m] += chunk_dot(m, chunk, q, s);
-      }
-    }
+  var chunk = lane / CHUNK_LANES;
+  // Two chunks a pass, so that a lane has the loads of both in flight at once.
+  for (; chunk + chunk_step < chunks; chunk += 2u * chunk_step) {
+    add_chunk(chunk, part, rows, &acc);
+    add_chunk(chunk + chunk_step, part, rows, &acc);
+  }
+  if (chunk < chunks) {
+    add_chunk(chunk, part, rows, &acc);
   }
   partial_sums[lid] = acc;
   workgroupBarrier();

@@ -45,25 +45,19 @@ fn byte_floats(w: u32) -> vec4<f32> {
   return bitcast<vec4<f32>>(b | vec4<u32>(0x4B000000u)) - vec4<f32>(8388608.0);
 }
 
-// Byte i of the bytes starting at word `base`.
-fn block_byte(base: u32, i: u32) -> u32 {
-  return (block_word(base + i / 4u) >> (8u * (i % 4u))) & 0xFFu;
-}
-
 // Bits 0..3 of h moved to bit 4 of bytes 0..3 (Q5_0 / Q5_1's fifth bits of four consecutive elements).
 fn spread_fifth_bits(h: u32) -> u32 {
   return ((h & 1u) | ((h & 2u) << 7u) | ((h & 4u) << 14u) | ((h & 8u) << 21u)) << 4u;
 }
 
-// Q4_K / Q5_K: sub-block j's 6-bit scale and minimum from the 12 bytes at word base + 1.
+// Q4_K / Q5_K: sub-block j's 6-bit scale and minimum from the 12 bytes at word base + 1: bytes j % 4 of their
+// three words, read once and combined without a branch (lanes of a team decode different sub-blocks).
 fn k_scale_min(base: u32, j: u32) -> vec2<f32> {
-  let s = base + 1u;
-  if (j < 4u) {
-    return vec2<f32>(f32(block_byte(s, j) & 63u), f32(block_byte(s, j + 4u) & 63u));
-  }
-  let scale = (block_byte(s, j + 4u) & 0xFu) | ((block_byte(s, j - 4u) >> 6u) << 4u);
-  let min = (block_byte(s, j + 4u) >> 4u) | ((block_byte(s, j) >> 6u) << 4u);
-  return vec2<f32>(f32(scale), f32(min));
+  let shift = 8u * (j % 4u);
+  let low = (vec2<u32>(block_word(base + 1u), block_word(base + 2u)) >> vec2<u32>(shift)) & vec2<u32>(0xFFu);
+  let high = (block_word(base + 3u) >> shift) & 0xFFu;
+  let upper = vec2<u32>(high & 0xFu, high >> 4u) | ((low >> vec2<u32>(6u)) << vec2<u32>(4u));
+  return vec2<f32>(select(upper, low & vec2<u32>(63u), j < 4u));
 }
 
 // The word where chunk c's block starts, in a row starting at word `row`.
@@ -90,8 +84,10 @@ fn chunk_scale(row: u32, c: u32) -> ChunkScale {
       let j = c % 8u;
       let first = 8u * (j / 4u) + 2u * (j % 4u);
       let d = unpack2x16float(block_word(base + 52u)).x;
-      let scales = vec2<i32>(i32(block_byte(base + 48u, first) << 24u), i32(block_byte(base + 48u, first + 1u) << 24u));
-      return ChunkScale(d * vec2<f32>(scales >> vec2<u32>(24u)), 0.0);
+      // first is even: both int8 scales lie in one word.
+      let word = block_word(base + 48u + first / 4u) >> (8u * (first % 4u));
+      let scales = vec2<i32>(i32(word << 24u), i32(word << 16u)) >> vec2<u32>(24u);
+      return ChunkScale(d * vec2<f32>(scales), 0.0);
     }
   }
 }
