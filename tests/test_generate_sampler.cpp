@@ -12,6 +12,7 @@
 
 #include "gerbil/error.h"
 #include "generate/sampler.h"
+#include "kernels/model.h"
 
 namespace gerbil {
 namespace {
@@ -109,7 +110,7 @@ int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, uint3
       }
     }
   }
-  double r = sample_unit(p.seed, position, 0) * kept;
+  double r = kernels::sample_unit(p.seed, position, 0) * kept;
   for (size_t i = 0; i < cut; ++i)
     if ((r -= w[i]) <= 0) return c[i].second;
   return c[cut - 1].second;

@@ -3,7 +3,6 @@
 
 #include "gerbil/error.h"
 #include "checks/check_support.h"
-#include "generate/sampler.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
 #include "reference/model.h"
@@ -1013,7 +1012,7 @@ KernelCheck sample_check(bool quick) {
           auto drawn = device.read_as<uint32_t>(history);
           for (uint32_t d = 0; d < draws; ++d) {
             p.position = d;
-            double u = sample_unit(uint64_t(p.seed_hi) << 32 | p.seed_lo, d, 0), cumulative = 0;
+            double u = kernels::sample_unit(uint64_t(p.seed_hi) << 32 | p.seed_lo, d, 0), cumulative = 0;
             size_t pick = 0;
             while (pick + 1 < kept.size() && (cumulative += want[kept[pick]]) < u) ++pick;
             bool near_boundary = std::abs(cumulative - u) < 1e-5 || (pick > 0 && std::abs(cumulative - want[kept[pick]] - u) < 1e-5);

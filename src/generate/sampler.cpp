@@ -44,19 +44,6 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
   }
 }
 
-double sample_unit(uint64_t seed, uint32_t position, uint32_t round) {
-  auto mix = [](uint32_t z) {  // lowbias32 (Chris Wellons)
-    z ^= z >> 16;
-    z *= 0x7feb352du;
-    z ^= z >> 15;
-    z *= 0x846ca68bu;
-    z ^= z >> 16;
-    return z;
-  };
-  uint32_t bits = mix(uint32_t(seed) ^ mix(uint32_t(seed >> 32) ^ mix(position ^ mix(round))));
-  return double(bits >> 8) / 16777216.0;
-}
-
 namespace {
 
 // sample.wgsl's MAX_ROUNDS: the rejection draw's bound, past which the best token is taken.
@@ -153,7 +140,7 @@ int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> hi
   // rejection over all tokens.
   if (params_.top_k == 0 && candidates_.size() >= kWalkCandidates && stopped_at >= kWalkCandidates)
     return draw_by_rejection(logits, total, position);
-  double r = sample_unit(seed_, position, 0) * kept_total;  // in [0, kept_total)
+  double r = kernels::sample_unit(seed_, position, 0) * kept_total;  // in [0, kept_total)
   for (size_t i = 0; i < cut; ++i) {
     r -= weight(i);
     if (r <= 0) return at(i).second;
@@ -177,7 +164,7 @@ int32_t Sampler::draw_by_rejection(std::span<const float> logits, double total, 
     double mass = 0;
     for (size_t i = 0; i < logits.size(); ++i)
       if (eligible(i)) mass += weights_[i];
-    double r = sample_unit(seed_, position, round) * mass;
+    double r = kernels::sample_unit(seed_, position, round) * mass;
     size_t j = 0;
     for (size_t i = 0; i < logits.size(); ++i) {
       if (!eligible(i)) continue;

@@ -33,9 +33,6 @@ struct SamplingParams {
   void validate() const;  // throws gerbil::Error naming the bad parameter
 };
 
-// The uniform number in [0, 1) of draw ROUND (0: the walk over the best candidates; 1, 2, ...: the rounds of
-// the rejection draw) at POSITION for SEED: sample.wgsl's random_unit(), a lowbias32 hash chain, 24 bits.
-double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
 // How many best candidates the GPU sampler's walk sees (sample.wgsl MAX_TOP_K, kernels::kMaxSampleTopK):
 // without top-k, a draw whose top-p / min-p cut does not fall among them is made by rejection over all

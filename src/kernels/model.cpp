@@ -990,6 +990,19 @@ void check_sample_params(const SampleParams& p) {
          p.repetition_penalty, p.presence_penalty, p.frequency_penalty);
 }
 
+double sample_unit(uint64_t seed, uint32_t position, uint32_t round) {
+  auto mix = [](uint32_t z) {  // lowbias32 (Chris Wellons)
+    z ^= z >> 16;
+    z *= 0x7feb352du;
+    z ^= z >> 15;
+    z *= 0x846ca68bu;
+    z ^= z >> 16;
+    return z;
+  };
+  uint32_t bits = mix(uint32_t(seed) ^ mix(uint32_t(seed >> 32) ^ mix(position ^ mix(round))));
+  return double(bits >> 8) / 16777216.0;
+}
+
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding candidates, BufferBinding counts, const SampleParams& p) {
   check_sample_params(p);

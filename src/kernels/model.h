@@ -303,6 +303,10 @@ uint64_t sample_candidates_words(uint32_t count);
 void check_sample_params(const SampleParams& p);
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding candidates, BufferBinding counts, const SampleParams& p);
+// The uniform number in [0, 1) of draw ROUND (0: the walk over the best candidates; 1, 2, ...: the rounds of
+// the rejection draw) at POSITION for SEED: sample.wgsl's random_unit(), a lowbias32 hash chain, 24 bits. The host
+// sampler draws with it too, so a seeded sequence gets the same tokens on either.
+double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
 static_assert(sizeof(ArgmaxParams) == 8 && sizeof(SampleParams) == 48);
