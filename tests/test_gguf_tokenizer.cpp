@@ -3,6 +3,8 @@
 // string to the ids the Hugging Face tokenizer gives.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "gerbil/error.h"
@@ -19,8 +21,9 @@ namespace {
 using test::GgufWriter;
 using ::testing::HasSubstr;
 
-// tokenizer.json's vocabulary, merges and added tokens as GGUF metadata (PRE names the pre-tokenizer).
-GgufWriter gguf_from_tokenizer_json(const nlohmann::json& hf, const std::string& pre, std::optional<int32_t> bos) {
+// tokenizer.json's tokens as tokenizer.ggml.tokens / token_type: added tokens are control (special) or
+// user-defined, the model's unk_token unknown, and for byte fallback "<0xNN>" pieces are byte tokens.
+void add_tokens(GgufWriter& w, const nlohmann::json& hf) {
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   auto place = [&](int64_t id, const std::string& text, int32_t type) {
@@ -28,41 +31,100 @@ GgufWriter gguf_from_tokenizer_json(const nlohmann::json& hf, const std::string&
     tokens[std::size_t(id)] = text;
     types[std::size_t(id)] = type;
   };
-  for (const auto& [text, id] : hf["model"]["vocab"].items()) place(id.get<int64_t>(), text, 1);
+  const nlohmann::json& model = hf["model"];
+  bool byte_fallback = model.value("byte_fallback", false);
+  for (const auto& [text, id] : model["vocab"].items())
+    place(id.get<int64_t>(), text, byte_fallback && text.size() == 6 && text.starts_with("<0x") ? 6 : 1);
   for (const auto& added : hf["added_tokens"]) place(added["id"], added["content"], added["special"].get<bool>() ? 3 : 4);
-  std::vector<std::string> merges;
-  for (const auto& merge : hf["model"]["merges"])
-    merges.push_back(merge.is_string() ? merge.get<std::string>() : merge[0].get<std::string>() + " " + merge[1].get<std::string>());
-  GgufWriter w;
-  w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", pre);
+  if (model.contains("unk_token") && model["unk_token"].is_string())
+    types[model["vocab"][model["unk_token"].get<std::string>()].get<std::size_t>()] = 2;
   w.add_strings("tokenizer.ggml.tokens", tokens);
   w.add_i32s("tokenizer.ggml.token_type", types);
-  w.add_strings("tokenizer.ggml.merges", merges);
-  w.add_bool("tokenizer.ggml.add_bos_token", bos.has_value());
-  if (bos) w.add_u32("tokenizer.ggml.bos_token_id", uint32_t(*bos));
+}
+
+std::pair<std::string, std::string> merge_pair(const nlohmann::json& merge) {
+  if (merge.is_array()) return {merge[0], merge[1]};
+  std::string text = merge;
+  return {text.substr(0, text.find(' ')), text.substr(text.find(' ') + 1)};
+}
+
+// tokenizer.ggml.scores as llama.cpp's converter stores a SentencePiece model's: a piece the merge of rank r
+// makes scores -r, pieces no merge makes (characters, byte and special tokens) less than all of them.
+// REVERSED ranks the merges the other way round (to show that the ranking matters).
+std::vector<float> scores_from_merges(const nlohmann::json& hf, bool reversed = false) {
+  const nlohmann::json& merges = hf["model"]["merges"];
+  std::vector<float> scores(hf["model"]["vocab"].size(), -float(merges.size() + 1));
+  for (const auto& added : hf["added_tokens"])
+    if (added["id"].get<std::size_t>() >= scores.size()) scores.resize(added["id"].get<std::size_t>() + 1, scores[0]);
+  std::vector<bool> made(scores.size(), false);
+  for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+    auto [left, right] = merge_pair(merges[rank]);
+    std::size_t id = hf["model"]["vocab"].at(left + right);
+    if (made[id]) continue;
+    made[id] = true;
+    scores[id] = reversed ? -float(merges.size() - rank) : -float(rank);
+  }
+  return scores;
+}
+
+// Whether the normalizer puts "▁" in front (Llama 2) or not (Gemma).
+bool prepends_space(const nlohmann::json& hf) { return hf["normalizer"].dump().find("Prepend") != std::string::npos; }
+
+struct Case {
+  std::string name, model, pre;
+  std::optional<int32_t> bos;
+};
+
+// The fixture tokenizer CASE.name as the GGUF metadata llama.cpp's converter writes for it.
+GgufWriter gguf_from_tokenizer_json(const nlohmann::json& hf, const Case& c, bool reversed_scores = false) {
+  GgufWriter w;
+  w.add_string("tokenizer.ggml.model", c.model);
+  add_tokens(w, hf);
+  if (c.model == "gpt2") {
+    std::vector<std::string> merges;
+    for (const auto& merge : hf["model"]["merges"]) {
+      auto [left, right] = merge_pair(merge);
+      merges.push_back(left + " " + right);
+    }
+    w.add_string("tokenizer.ggml.pre", c.pre);
+    w.add_strings("tokenizer.ggml.merges", merges);
+  } else {
+    w.add_f32s("tokenizer.ggml.scores", scores_from_merges(hf, reversed_scores));
+    w.add_bool("tokenizer.ggml.add_space_prefix", prepends_space(hf));
+  }
+  w.add_bool("tokenizer.ggml.add_bos_token", c.bos.has_value());
+  if (c.bos) w.add_u32("tokenizer.ggml.bos_token_id", uint32_t(*c.bos));
   w.add_string("tokenizer.chat_template", "{{ messages[0]['content'] }}");
   return w;
 }
 
-struct Case {
-  std::string name, pre;
-  std::optional<int32_t> bos;
-};
+// The fixture tokenizer C.name rebuilt from its GGUF form.
+Tokenizer gguf_tokenizer(const Case& c, bool reversed_scores = false) {
+  std::filesystem::path hf_file = test::tokenizer_dir(c.name) / "tokenizer.json";
+  std::string bytes =
+      gguf_from_tokenizer_json(nlohmann::json::parse(test::read_text(hf_file)), c, reversed_scores).bytes();
+  Gguf gguf = Gguf::parse(std::as_bytes(std::span(bytes)), "tokenizer.gguf");
+  EXPECT_EQ(gguf_chat_template(gguf), "{{ messages[0]['content'] }}");
+  return Tokenizer::from_json(gguf_tokenizer_json(gguf), "tokenizer.gguf");
+}
+
+nlohmann::json fixture_encodings(const std::string& name) {
+  return nlohmann::json::parse(test::read_text(test::fixtures_dir() / "tokenizers" / name / "tokenizer_ref.json"));
+}
+
+#define REQUIRE_FIXTURES(name)                                                                                  \
+  GERBIL_REQUIRE_PATH(test::tokenizer_dir(name) / "tokenizer.json",                                            \
+                      "scripts/setup.sh fetches the tokenizer files into .deps/tokenizers");                   \
+  GERBIL_REQUIRE_PATH(test::fixtures_dir() / "tokenizers" / (name) / "tokenizer_ref.json",                     \
+                      "the reference fixtures live in ../shared/fixtures")
 
 class GgufTokenizer : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GgufTokenizer, EncodesEveryFixtureStringLikeHuggingFace) {
   const Case& c = GetParam();
-  std::filesystem::path hf_file = test::tokenizer_dir(c.name) / "tokenizer.json";
-  std::filesystem::path ref_file = test::fixtures_dir() / "tokenizers" / c.name / "tokenizer_ref.json";
-  GERBIL_REQUIRE_PATH(hf_file, "scripts/setup.sh fetches the tokenizer files into .deps/tokenizers");
-  GERBIL_REQUIRE_PATH(ref_file, "the reference fixtures live in ../shared/fixtures");
-  std::string bytes = gguf_from_tokenizer_json(nlohmann::json::parse(test::read_text(hf_file)), c.pre, c.bos).bytes();
-  Gguf gguf = Gguf::parse(std::as_bytes(std::span(bytes)), "tokenizer.gguf");
-  Tokenizer tokenizer = Tokenizer::from_json(gguf_tokenizer_json(gguf), "tokenizer.gguf");
-  EXPECT_EQ(gguf_chat_template(gguf), "{{ messages[0]['content'] }}");
-  auto refs = nlohmann::json::parse(test::read_text(ref_file));
+  REQUIRE_FIXTURES(c.name);
+  Tokenizer tokenizer = gguf_tokenizer(c);
+  nlohmann::json refs = fixture_encodings(c.name);
   ASSERT_GT(refs.size(), 10u);
   for (const auto& ref : refs) {
     std::string text = ref["text"];
@@ -72,30 +134,41 @@ TEST_P(GgufTokenizer, EncodesEveryFixtureStringLikeHuggingFace) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufTokenizer,
+                         ::testing::Values(Case{"qwen3", "gpt2", "qwen2", std::nullopt},
+                                           Case{"llama3", "gpt2", "llama-bpe", std::nullopt},
+                                           Case{"llama2", "llama", "", 1}, Case{"gemma3", "llama", "", 2}),
+                         [](const auto& info) { return info.param.name; });
+
+// The scores decide the merge order: ranked the other way round, the SentencePiece tokenizer encodes some
+// fixture strings differently (so the test above checks the order, not only the vocabulary).
+TEST(GgufTokenizerScores, ReversedRankingChangesTheEncoding) {
+  REQUIRE_FIXTURES("llama2");
+  Tokenizer reversed = gguf_tokenizer(Case{"llama2", "llama", "", 1}, true);
+  int differing = 0;
+  for (const auto& ref : fixture_encodings("llama2"))
+    differing += reversed.encode(ref["text"].get<std::string>(), false) != ref["ids"].get<std::vector<int32_t>>();
+  EXPECT_GT(differing, 0);
+}
+
 // tokenizer.ggml.add_bos_token puts the BOS token in front when special tokens are asked for.
 TEST(GgufTokenizerBos, AddBosTokenPrependsIt) {
-  std::filesystem::path hf_file = test::tokenizer_dir("llama3") / "tokenizer.json";
-  GERBIL_REQUIRE_PATH(hf_file, "scripts/setup.sh fetches the tokenizer files into .deps/tokenizers");
-  std::string bytes = gguf_from_tokenizer_json(nlohmann::json::parse(test::read_text(hf_file)), "llama-bpe", 128000).bytes();
-  Tokenizer tokenizer =
-      Tokenizer::from_json(gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")), "t.gguf");
+  REQUIRE_FIXTURES("llama3");
+  Tokenizer tokenizer = gguf_tokenizer(Case{"llama3", "gpt2", "llama-bpe", 128000});
   EXPECT_EQ(tokenizer.encode("Hello, world!", false), (std::vector<int32_t>{9906, 11, 1917, 0}));
   EXPECT_EQ(tokenizer.encode("Hello, world!", true), (std::vector<int32_t>{128000, 9906, 11, 1917, 0}));
   EXPECT_TRUE(tokenizer.is_special(128000));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufTokenizer,
-                         ::testing::Values(Case{"qwen3", "qwen2", std::nullopt}, Case{"llama3", "llama-bpe", std::nullopt}),
-                         [](const auto& info) { return info.param.name; });
+std::string error_for(const GgufWriter& w) {
+  std::string bytes = w.bytes();
+  return test::error_of([&] { gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")); });
+}
 
 TEST(GgufTokenizerErrors, NameTheKey) {
-  auto error_for = [](GgufWriter w) {
-    std::string bytes = w.bytes();
-    return test::error_of([&] { gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")); });
-  };
-  GgufWriter spm;
-  spm.add_string("tokenizer.ggml.model", "llama");
-  EXPECT_THAT(error_for(spm), HasSubstr("tokenizer.ggml.model \"llama\" is not supported"));
+  GgufWriter model;
+  model.add_string("tokenizer.ggml.model", "bert");
+  EXPECT_THAT(error_for(model), HasSubstr("tokenizer.ggml.model \"bert\" is not supported"));
   GgufWriter pre;
   pre.add_string("tokenizer.ggml.model", "gpt2");
   pre.add_string("tokenizer.ggml.pre", "deepseek-llm");
@@ -108,7 +181,58 @@ TEST(GgufTokenizerErrors, NameTheKey) {
   bos.add_strings("tokenizer.ggml.tokens", {"a", "b"});
   bos.add_bool("tokenizer.ggml.add_bos_token", true);
   bos.add_u32("tokenizer.ggml.bos_token_id", 9);
-  EXPECT_THAT(error_for(bos), HasSubstr("bos_token_id is missing or outside the 2 tokens"));
+  EXPECT_THAT(error_for(bos), HasSubstr("tokenizer.ggml.bos_token_id is 9, outside the 2 tokens"));
+}
+
+// A small SentencePiece tokenizer: "ab" (score -1) merges before "▁a" (-2), "\n" falls back to its byte.
+struct SmallSentencePiece {
+  std::vector<std::string> tokens{"<unk>", "<s>", "</s>", "<0x0A>", "\u2581", "a", "b", "ab", "\u2581a"};
+  std::vector<int32_t> types{2, 3, 3, 6, 1, 1, 1, 1, 1};
+  std::vector<float> scores{0, 0, 0, 0, -5, -4, -3, -1, -2};
+  std::optional<uint32_t> bos_id, unknown_id;
+
+  GgufWriter gguf() const {
+    GgufWriter w;
+    w.add_string("tokenizer.ggml.model", "llama");
+    w.add_strings("tokenizer.ggml.tokens", tokens);
+    w.add_i32s("tokenizer.ggml.token_type", types);
+    w.add_f32s("tokenizer.ggml.scores", scores);
+    if (bos_id) w.add_u32("tokenizer.ggml.bos_token_id", *bos_id);
+    if (unknown_id) w.add_u32("tokenizer.ggml.unknown_token_id", *unknown_id);
+    return w;
+  }
+};
+
+TEST(GgufTokenizerSentencePiece, MergesByScoreAndFallsBackToBytes) {
+  std::string bytes = SmallSentencePiece{}.gguf().bytes();
+  Tokenizer tokenizer =
+      Tokenizer::from_json(gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")), "t.gguf");
+  EXPECT_EQ(tokenizer.encode("ab\n", true), (std::vector<int32_t>{1, 4, 7, 3}));  // BOS by default, as llama.cpp
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{4, 7, 3}), "ab\n");
+  EXPECT_EQ(tokenizer.encode("c", false), (std::vector<int32_t>{4, 0}));  // no piece, no byte token: <unk>
+}
+
+// Each inconsistency in SmallSentencePiece's metadata is an error naming the key.
+TEST(GgufTokenizerErrors, SentencePieceMetadataNamesTheKey) {
+  auto spoiled = [](const std::function<void(SmallSentencePiece&)>& spoil) {
+    SmallSentencePiece tokenizer;
+    spoil(tokenizer);
+    return error_for(tokenizer.gguf());
+  };
+  EXPECT_THAT(spoiled([](auto& t) { t.scores.pop_back(); }), HasSubstr("tokenizer.ggml.scores has 8 entries for 9 tokens"));
+  EXPECT_THAT(spoiled([](auto& t) { t.types.pop_back(); }), HasSubstr("tokenizer.ggml.token_type has 8 entries for 9 tokens"));
+  EXPECT_THAT(spoiled([](auto& t) { t.types[6] = 9; }), HasSubstr("tokenizer.ggml.token_type[6] is 9"));
+  EXPECT_THAT(spoiled([](auto& t) { t.types[5] = 6; }),
+              HasSubstr("tokenizer.ggml.tokens[5] \"a\" has token type 6 (byte) but is not of the form <0xNN>"));
+  EXPECT_THAT(spoiled([](auto& t) { t.tokens[3] = "<0x0a>"; }),
+              HasSubstr("tokenizer.ggml.tokens[3] \"<0x0a>\" has token type 6 (byte) but is not of the form <0xNN>"));
+  EXPECT_THAT(spoiled([](auto& t) { t.bos_id = 9; }), HasSubstr("tokenizer.ggml.bos_token_id is 9, outside the 9 tokens"));
+  EXPECT_THAT(spoiled([](auto& t) { t.unknown_id = 70; }),
+              HasSubstr("tokenizer.ggml.unknown_token_id is 70, outside the 9 tokens"));
+  GgufWriter no_scores;
+  no_scores.add_string("tokenizer.ggml.model", "llama");
+  no_scores.add_strings("tokenizer.ggml.tokens", {"a"});
+  EXPECT_THAT(error_for(no_scores), HasSubstr("\"tokenizer.ggml.scores\" is missing"));
 }
 
 }  // namespace
