@@ -48,15 +48,19 @@ std::pair<std::string, std::string> merge_pair(const nlohmann::json& merge) {
   return {text.substr(0, text.find(' ')), text.substr(text.find(' ') + 1)};
 }
 
-// tokenizer.ggml.scores as llama.cpp's converter stores a SentencePiece model's: a piece the merge of rank r
-// makes scores -r, pieces no merge makes (characters, byte and special tokens) less than all of them.
+// tokenizer.ggml.scores as llama.cpp's converter stores a SentencePiece model's: added (control and
+// user-defined) pieces score 0 (Gemma's whitespace runs, all merged before anything else), a piece the merge
+// of rank r makes scores -r, pieces no merge makes (characters, byte tokens) less than all of them.
 // REVERSED ranks the merges the other way round (to show that the ranking matters).
 std::vector<float> scores_from_merges(const nlohmann::json& hf, bool reversed = false) {
   const nlohmann::json& merges = hf["model"]["merges"];
   std::vector<float> scores(hf["model"]["vocab"].size(), -float(merges.size() + 1));
-  for (const auto& added : hf["added_tokens"])
-    if (added["id"].get<std::size_t>() >= scores.size()) scores.resize(added["id"].get<std::size_t>() + 1, scores[0]);
   std::vector<bool> made(scores.size(), false);
+  for (const auto& added : hf["added_tokens"]) {
+    std::size_t id = added["id"];
+    if (id >= scores.size()) scores.resize(id + 1), made.resize(id + 1);
+    scores[id] = 0, made[id] = true;
+  }
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
     auto [left, right] = merge_pair(merges[rank]);
     std::size_t id = hf["model"]["vocab"].at(left + right);
@@ -117,6 +121,8 @@ nlohmann::json fixture_encodings(const std::string& name) {
                       "scripts/setup.sh fetches the tokenizer files into .deps/tokenizers");                   \
   GERBIL_REQUIRE_PATH(test::fixtures_dir() / "tokenizers" / (name) / "tokenizer_ref.json",                     \
                       "the reference fixtures live in ../shared/fixtures")
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class GgufTokenizer : public ::testing::TestWithParam<Case> {};
 
@@ -210,6 +216,21 @@ TEST(GgufTokenizerSentencePiece, MergesByScoreAndFallsBackToBytes) {
   EXPECT_EQ(tokenizer.encode("ab\n", true), (std::vector<int32_t>{1, 4, 7, 3}));  // BOS by default, as llama.cpp
   EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{4, 7, 3}), "ab\n");
   EXPECT_EQ(tokenizer.encode("c", false), (std::vector<int32_t>{4, 0}));  // no piece, no byte token: <unk>
+}
+
+// Pieces of equal score (SentencePiece gives user-defined ones 0) join as llama.cpp joins them, leftmost
+// first: "xxxxx" grows "xx", "xxx", "xxxx" from the left (merging every "x x" first would end in "xx xxx").
+TEST(GgufTokenizerSentencePiece, EqualScoresJoinFromTheLeft) {
+  SmallSentencePiece small;
+  for (std::string piece : {"x", "xx", "xxx", "xxxx"}) {
+    small.tokens.push_back(piece);
+    small.types.push_back(1);
+    small.scores.push_back(0);
+  }
+  std::string bytes = small.gguf().bytes();
+  Tokenizer tokenizer =
+      Tokenizer::from_json(gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")), "t.gguf");
+  EXPECT_EQ(tokenizer.encode("xxxxx", false), (std::vector<int32_t>{4, 12, 9}));
 }
 
 // Each inconsistency in SmallSentencePiece's metadata is an error naming the key.

@@ -159,14 +159,21 @@ void check_byte_tokens(const Gguf& gguf, const Vocabulary& vocabulary) {
   }
 }
 
+std::size_t code_points(std::string_view text) {
+  return std::size_t(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
 // SentencePiece BPE as merges: llama.cpp's tokenizer repeatedly joins the adjacent pair whose concatenation is
 // the vocabulary piece with the highest score, so every split of a piece into two pieces is a merge ranked by
-// the piece's score, highest first. Ties (splits of one piece, pieces of equal score) go by ids, as in Hugging
-// Face's SentencePieceExtractor, which made the tokenizer.json files of these models.
+// the piece's score, highest first. Equal scores (user-defined and control pieces all score 0) are ordered as
+// Hugging Face's SentencePieceExtractor, which made the tokenizer.json files of these models, orders them:
+// longer left piece first, then longer right piece, then by ids.
 json merges_from_scores(const Vocabulary& vocabulary, const std::vector<double>& scores) {
   std::unordered_map<std::string_view, int64_t> ids;
   for (std::size_t id = 0; id < vocabulary.tokens.size(); ++id) ids.emplace(vocabulary.tokens[id], int64_t(id));
   struct Merge {
+    double score;
+    std::size_t left_length, right_length;
     int64_t merged, left, right;
   };
   std::vector<Merge> merges;
@@ -174,13 +181,14 @@ json merges_from_scores(const Vocabulary& vocabulary, const std::vector<double>&
     std::string_view piece = vocabulary.tokens[id];
     for (std::size_t cut = 1; cut < piece.size(); ++cut) {
       auto left = ids.find(piece.substr(0, cut)), right = ids.find(piece.substr(cut));
-      if (left != ids.end() && right != ids.end()) merges.push_back({int64_t(id), left->second, right->second});
+      if (left != ids.end() && right != ids.end())
+        merges.push_back({scores[id], code_points(left->first), code_points(right->first), int64_t(id),
+                          left->second, right->second});
     }
   }
-  std::sort(merges.begin(), merges.end(), [&](const Merge& a, const Merge& b) {
-    if (scores[std::size_t(a.merged)] != scores[std::size_t(b.merged)])
-      return scores[std::size_t(a.merged)] > scores[std::size_t(b.merged)];
-    return std::tie(a.merged, a.left, a.right) < std::tie(b.merged, b.left, b.right);
+  std::sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+    return std::tie(b.score, b.left_length, b.right_length, a.merged, a.left, a.right) <
+           std::tie(a.score, a.left_length, a.right_length, b.merged, b.left, b.right);
   });
   json out = json::array();
   for (const Merge& merge : merges)
