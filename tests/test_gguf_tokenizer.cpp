@@ -196,6 +196,7 @@ struct SmallSentencePiece {
   std::vector<int32_t> types{2, 3, 3, 6, 1, 1, 1, 1, 1};
   std::vector<float> scores{0, 0, 0, 0, -5, -4, -3, -1, -2};
   std::optional<uint32_t> bos_id, unknown_id;
+  bool add_eos = false;
 
   GgufWriter gguf() const {
     GgufWriter w;
@@ -205,6 +206,7 @@ struct SmallSentencePiece {
     w.add_f32s("tokenizer.ggml.scores", scores);
     if (bos_id) w.add_u32("tokenizer.ggml.bos_token_id", *bos_id);
     if (unknown_id) w.add_u32("tokenizer.ggml.unknown_token_id", *unknown_id);
+    if (add_eos) w.add_bool("tokenizer.ggml.add_eos_token", true);
     return w;
   }
 };
@@ -216,6 +218,14 @@ TEST(GgufTokenizerSentencePiece, MergesByScoreAndFallsBackToBytes) {
   EXPECT_EQ(tokenizer.encode("ab\n", true), (std::vector<int32_t>{1, 4, 7, 3}));  // BOS by default, as llama.cpp
   EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{4, 7, 3}), "ab\n");
   EXPECT_EQ(tokenizer.encode("c", false), (std::vector<int32_t>{4, 0}));  // no piece, no byte token: <unk>
+}
+
+TEST(GgufTokenizerSentencePiece, AddEosTokenAppendsIt) {
+  std::string bytes = SmallSentencePiece{.add_eos = true}.gguf().bytes();
+  Tokenizer tokenizer =
+      Tokenizer::from_json(gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")), "t.gguf");
+  EXPECT_EQ(tokenizer.encode("ab", true), (std::vector<int32_t>{1, 4, 7, 2}));
+  EXPECT_EQ(tokenizer.encode("ab", false), (std::vector<int32_t>{4, 7}));
 }
 
 // Pieces of equal score (SentencePiece gives user-defined ones 0) join as llama.cpp joins them, leftmost
