@@ -217,8 +217,11 @@ TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
                                          HasSubstr("out_stride 16"))));
   EXPECT_THAT([&] { project({0, 8, 8, 8, 0, 0, 0}, WeightType::F32, any); },
               ThrowsMessage<Error>(HasSubstr("must be positive")));
-  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(3), any); },
-              ThrowsMessage<Error>(HasSubstr("weight type 3")));
+  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(11), any); },
+              ThrowsMessage<Error>(HasSubstr("weight type 11")));
+  // A block type's rows are whole blocks.
+  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType::Q8_0, any); },
+              ThrowsMessage<Error>(HasSubstr("rows of Q8_0 hold whole blocks of 32 elements, not 8")));
   // 3 x 3 f16 weights are 18 bytes: a 16-byte buffer is too small, an 18-byte one (allocated as 20) fits.
   auto small = device().create_buffer("W16", 16), exact = device().create_buffer("W18", 18);
   EXPECT_THAT([&] { project({1, 3, 3, 3, 0, 0, 0}, WeightType::F16, {&small}); },

@@ -10,6 +10,7 @@
 #include "gerbil/error.h"
 #include "checks/batch_bench.h"
 #include "checks/model_bench.h"
+#include "generate/generation.h"
 #include "model/synth.h"
 #include "model_options.h"
 
@@ -93,9 +94,6 @@ int bench_model_command(BenchModelCommand c) {
   if (!c.preset.empty()) c.model.model_dir = preset_folder(c);
   if (!c.batch.empty()) return bench_batch_command(c);
   c.model.precise_timestamps = c.profile;
-  auto seconds_since = [](auto start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
   auto load_start = std::chrono::steady_clock::now();
   auto loaded = load_model(c.model, !c.json);
   double load_seconds = seconds_since(load_start);

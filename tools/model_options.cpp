@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "generate/engine_options.h"
+#include "generate/generation.h"
 #include "gerbil/error.h"
 #include "gpu/profiler.h"
 #include "toggle_options.h"
@@ -35,10 +36,6 @@ void print_loaded(const std::string& dir, const ModelInfo& info) {
   std::fprintf(stderr, "loaded %s (%s) on %s in %.2f s: weights %.1f MiB, KV cache %.1f MiB for %u tokens\n",
                dir.c_str(), info.architecture.c_str(), info.adapter.c_str(), info.load_seconds,
                info.weight_bytes / 1048576.0, info.kv_cache_bytes / 1048576.0, info.context);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

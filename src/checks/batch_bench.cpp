@@ -4,14 +4,13 @@
 #include <chrono>
 #include <random>
 
+#include "generate/generation.h"
 #include "gerbil/error.h"
 
 namespace gerbil {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void check(const graph::Model& model, const BatchBenchOptions& options) {
   if (options.sequences.empty()) fail("bench batch: no sequence counts (--sequences)");

@@ -2,6 +2,7 @@
 // finish reasons, per-run statistics, and the streaming callback. Shared by the scheduler and its clients.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -22,6 +23,11 @@ struct GenerateOptions {
   std::vector<int32_t> stop_ids;          // end-of-sequence ids; empty: the model's eos_token_id(s)
   bool ignore_eos = false;                // generate exactly max_new_tokens (benchmarks, reference checks)
 };
+
+// Seconds from START to now on the steady clock, the time base of GenerationStats and of every timing gerbil reports.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct GenerationStats {
   size_t prompt_tokens = 0;   // tokens of the prompt

@@ -15,8 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 // Log-probabilities of LOGITS (temperature 1, nothing masked or penalised, as OpenAI reports them): the
 // chosen id's and the TOP most likely ones'.
 StepLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, uint32_t top) {

@@ -55,8 +55,6 @@ class EventQueue {
   std::atomic<bool> abandoned_{false};
 };
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 }  // namespace
 
 // One completion request on its way: the parsed request, its sequence and what came back so far.

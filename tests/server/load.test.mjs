@@ -43,8 +43,12 @@ test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers`, { 
 
   const counts = { ok: 0, dropped: 0, refused: 0 };
   const end = Date.now() + seconds * 1000;
+  // Each client runs for the whole time and until it has had one answer, so a slow machine still checks every
+  // client's answers (the count of answers is not a speed assertion).
   const worker = async () => {
-    while (Date.now() < end) {
+    let answered = 0;
+    const ok = () => { counts.ok++; answered++; };
+    while (Date.now() < end || answered === 0) {
       const i = Math.floor(Math.random() * prompts.length);
       const body = { prompt: prompts[i], max_tokens: 8, temperature: 0 };
       const kind = Math.random();
@@ -54,7 +58,7 @@ test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers`, { 
         if (r.status === 429) { counts.refused++; continue; }
         assert.equal(r.status, 200);
         assert.equal((await r.json()).choices[0].text, expected[i], `prompt ${i}`);
-        counts.ok++;
+        ok();
       } else {
         const drop = kind > 0.8;
         const r = await rawStream({ ...body, stream: true }, { readChunks: drop ? 2 : Infinity, delayMs: kind > 0.65 && !drop ? 30 : 0 });
@@ -65,12 +69,12 @@ test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers`, { 
         const text = events.map((e) => JSON.parse(e.slice(6)).choices[0]?.text ?? '').join('');
         assert.equal(text, expected[i], `streamed prompt ${i}`);
         assert.ok(r.text.endsWith('data: [DONE]\n\n'));
-        counts.ok++;
+        ok();
       }
     }
   };
   await Promise.all(Array.from({ length: clients }, worker));
-  assert.ok(counts.ok > clients, JSON.stringify(counts));
+  assert.ok(counts.ok >= clients, JSON.stringify(counts));
   await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 0, 60_000);
   assert.equal(await metric(server, 'gerbil_queue_length'), 0);
   const after = await openai.completions.create({ prompt: prompts[0], max_tokens: 8, temperature: 0 });
