@@ -4,7 +4,8 @@
 # check on the H200's 32-lane subgroups, pp512 and pp8192, decode at depths 0, 2,048, 8,192 and 32,768 with
 # the f32 and f16 KV cache. Stage as bench/device/kv_and_batch_run.sh says, in the checkout the device tool
 # copies (the session's repository root), with main's binary as .device/bin/gerbil-main and the branch's as
-# .device/bin/gerbil, then run it with carry [".device"] (about 4 minutes of commands).
+# .device/bin/gerbil, then run it with carry [".device"] (about 4 minutes of commands). Written in the thirteenth
+# session and not run yet: the session's device time ran out.
 cd "$(dirname "$0")/../.." && source .device/gpu-env.sh
 o=$OUT
 log() { echo "== $*" >> $o/log.txt; }
