@@ -41,7 +41,7 @@ void print_loaded(const std::string& dir, const ModelInfo& info) {
 }  // namespace
 
 void ModelOptions::add_to(CLI::App& app, bool model_required) {
-  auto* model = app.add_option("--model", model_dir, "Hugging Face model folder (config.json + *.safetensors)");
+  auto* model = app.add_option("--model", model_dir, "Hugging Face model folder (config.json + *.safetensors) or a GGUF file");
   if (model_required) model->required();
   app.add_option("--ctx", context, "Context length: KV-cache capacity in tokens (default min(model max, 4096))")
       ->check(CLI::Range(1u, UINT32_MAX));
