@@ -9,16 +9,7 @@
 //                     entries, position_offset unused).
 // Dispatch: seq_len * (Hq + Hkv) workgroups, folded as (min(W, 65535), ceil(W / x), 1). head_dim <= 256.
 
-struct Params {
-  seq_len: u32,
-  num_q_heads: u32,
-  num_kv_heads: u32,
-  head_dim: u32,
-  rotary_dim: u32,
-  position_offset: u32,
-  use_qk_norm: u32,
-  eps_bits: u32,
-}
+//!include qkv_rope_params.wgsl
 
 //!include row_table.wgsl
 
