@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -104,7 +106,8 @@ void write_tuning(const std::filesystem::path& file, const gpu::AdapterInfo& ada
                          {"probe_seconds", tuning.probe_seconds}};
   std::error_code error;
   std::filesystem::create_directories(file.parent_path(), error);
-  std::filesystem::path temporary = file.string() + ".tmp";
+  // A name of this process's own, so that replicas starting together never write into one file.
+  std::filesystem::path temporary = file.string() + fmt::format(".{}.tmp", ::getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << json.dump(2) << "\n";
