@@ -154,6 +154,8 @@ const Tuning& retune(gpu::Device& device) {
 
 const Tuning& tuning(const gpu::Device& measured) {
   if (measured.tuning()) return *measured.tuning();
+  // The tuning is a property of the adapter that is found out once, at the first question: the dispatchers that ask
+  // hold the device as const (they only record), so it is filled in here, as a lazily computed attribute is.
   auto& device = const_cast<gpu::Device&>(measured);
   std::filesystem::path file = tuning_file(device.adapter());
   if (!file.empty() && std::filesystem::exists(file)) {
