@@ -219,7 +219,11 @@ TEST_F(SchedulerTest, RefusesWhatCannotRun) {
               ::testing::ThrowsMessage<Error>(HasSubstr("40 tokens but the context holds 40")));
   EXPECT_THAT([&] { scheduler.submit(greedy_request({1, 99999}, 1), {}); },
               ::testing::ThrowsMessage<Error>(HasSubstr("prompt token 1")));
-  EXPECT_THROW(scheduler.submit(greedy_request({1}, 1), {}), QueueFull);
+  // With no queue, a request runs only while a slot is free: the first takes the slot, the second finds none.
+  uint64_t first = scheduler.submit(greedy_request({1, 2}, 30), {});
+  EXPECT_THAT([&] { scheduler.submit(greedy_request({1}, 1), {}); },
+              ::testing::ThrowsMessage<QueueFull>(HasSubstr("--max-queue 0")));
+  scheduler.cancel(first);
   EXPECT_THAT([&] { Scheduler(*model_, nullptr, {.parallel = 3}); },
               ::testing::ThrowsMessage<Error>(HasSubstr("the model has 2")));
 }

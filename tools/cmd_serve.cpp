@@ -82,7 +82,7 @@ GERBIL_COMMAND("serve", "Serve a model over an OpenAI-compatible HTTP API", [](C
   app.add_option("--parallel", c->server.scheduler.parallel, "Sequences decoded at once (KV-cache slots)")
       ->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--max-queue", c->server.scheduler.max_queue,
-                 "Requests waiting for a slot; more are answered 429")->check(CLI::Range(0, 4096))->capture_default_str();
+                 "Requests waiting while every slot is busy (0: none wait); more are answered 429")->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--api-key", c->server.api_key, "Require `Authorization: Bearer KEY` (default: $GERBIL_API_KEY)")
       ->envname("GERBIL_API_KEY");
   app.add_option("--timeout", c->server.timeout_seconds, "Seconds a request may take, queue included")

@@ -125,8 +125,11 @@ uint64_t Scheduler::submit(SequenceRequest request, SequenceCallback on_event) {
     fail("top_logprobs is {}; at most {} are returned", request.top_logprobs, kMaxTopLogprobs);
   std::lock_guard lock(mutex_);
   if (stopping_) fail("the scheduler is shutting down");
-  if (queue_.size() >= options_.max_queue)
-    throw QueueFull(fmt::format("{} requests are already waiting (--max-queue)", queue_.size()));
+  // Requests queued and not yet admitted take the free slots first; max_queue more may wait beyond them.
+  size_t free_slots = size_t(std::count_if(slots_.begin(), slots_.end(), [](auto& slot) { return !slot->sequence; }));
+  if (queue_.size() >= options_.max_queue + free_slots)
+    throw QueueFull(fmt::format("{} requests are already waiting (--max-queue {}) and no slot is free", queue_.size(),
+                                options_.max_queue));
   uint64_t id = next_id_++;
   // Built here, on the caller's thread, so bad sampling settings or stop strings throw to the caller.
   queue_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(on_event), tokenizer_,

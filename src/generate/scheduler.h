@@ -67,7 +67,7 @@ using SequenceCallback = std::function<bool(const SequenceEvent&)>;
 
 struct SchedulerOptions {
   uint32_t parallel = 1;      // sequences decoded at once (KV-cache slots)
-  uint32_t max_queue = 64;    // requests waiting for a slot; more are refused (QueueFull)
+  uint32_t max_queue = 64;    // requests waiting while every slot is taken; more are refused (QueueFull)
   uint32_t prefill_chunk = 0; // prompt tokens per step; 0: the model's max_chunk
 };
 
