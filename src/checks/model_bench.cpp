@@ -106,18 +106,22 @@ std::string describe(const graph::Model::GpuSampling& s) {
   return text;
 }
 
+// The settings of --sampling's named row, checked against what the GPU sampler takes; nullopt without it.
+std::optional<graph::Model::GpuSampling> named_sampling(const graph::Model& model, const ModelBenchOptions& options) {
+  if (options.sampling.empty()) return std::nullopt;
+  graph::Model::GpuSampling sampled = parse_bench_sampling(options.sampling, model.config().generation);
+  if (!model.sampling_on_gpu(sampled))
+    fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (a positive temperature, top_k "
+         "of at most {})",
+         options.sampling, describe(sampled), kernels::kMaxSampleTopK);
+  return sampled;
+}
+
 }  // namespace
 
 std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
-  std::optional<graph::Model::GpuSampling> sampled;
-  if (!options.sampling.empty()) {
-    sampled = parse_bench_sampling(options.sampling, model.config().generation);
-    if (!model.sampling_on_gpu(*sampled))
-      fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (a positive temperature, top_k "
-           "of at most {})",
-           options.sampling, describe(*sampled), kernels::kMaxSampleTopK);
-  }
+  std::optional<graph::Model::GpuSampling> sampled = named_sampling(model, options);
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(model.config().vocab_size) - 1);
   auto random_tokens = [&](uint32_t n) {
@@ -208,14 +212,7 @@ StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings)
 
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
-  std::optional<graph::Model::GpuSampling> sampled;
-  if (!options.sampling.empty()) {
-    sampled = parse_bench_sampling(options.sampling, model.config().generation);
-    if (!model.sampling_on_gpu(*sampled))
-      fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (a positive temperature, top_k "
-           "of at most {})",
-           options.sampling, describe(*sampled), kernels::kMaxSampleTopK);
-  }
+  named_sampling(model, options);  // refused the same way as by bench_model, though the profile has no sampled row
   std::vector<StepProfile> profiles;
   std::vector<int32_t> filler(options.prompt_tokens, 0);
   model.reset();

@@ -14,15 +14,8 @@
 //                     7 params uniform (eps as f32 bits).
 // Dispatch: T * (Hq + Hkv) workgroups, folded as (min(W, 65535), ceil(W / x), 1). head_dim <= 256.
 
-//!include qkv_rope_params.wgsl
+//!include qkv_rope_operands.wgsl
 
-@group(0) @binding(0) var<storage, read> qkv: array<f32>;
-@group(0) @binding(1) var<storage, read> q_norm: array<f32>;
-@group(0) @binding(2) var<storage, read> k_norm: array<f32>;
-@group(0) @binding(3) var<storage, read> inv_freq: array<f32>;
-@group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
-@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 64u;

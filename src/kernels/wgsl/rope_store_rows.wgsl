@@ -9,17 +9,9 @@
 //                     entries, position_offset unused).
 // Dispatch: seq_len * (Hq + Hkv) workgroups, folded as (min(W, 65535), ceil(W / x), 1). head_dim <= 256.
 
-//!include qkv_rope_params.wgsl
-
+//!include qkv_rope_operands.wgsl
 //!include row_table.wgsl
 
-@group(0) @binding(0) var<storage, read> qkv: array<f32>;
-@group(0) @binding(1) var<storage, read> q_norm: array<f32>;
-@group(0) @binding(2) var<storage, read> k_norm: array<f32>;
-@group(0) @binding(3) var<storage, read> inv_freq: array<f32>;
-@group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
-@group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(7) var<storage, read> table: array<RowEntry>;
 @group(0) @binding(8) var<uniform> params: Params;
 
