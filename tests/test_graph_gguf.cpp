@@ -17,22 +17,19 @@
 #include "model/weights.h"
 #include "support/device.h"
 #include "support/gguf_writer.h"
+#include "support/logits.h"
 #include "test_model_support.h"
 
 namespace gerbil::graph {
 namespace {
 
+using test::argmax;
 using test::fixtures_dir;
+using test::read_f32;
+using test::relative_error;
 using test::GgufWriter;
 using test::ScratchDir;
 using ::testing::HasSubstr;
-
-std::vector<float> read_f32(const std::filesystem::path& path) {
-  std::string bytes = test::read_text(path);
-  std::vector<float> values(bytes.size() / 4);
-  std::memcpy(values.data(), bytes.data(), values.size() * 4);
-  return values;
-}
 
 std::vector<int32_t> input_ids(const std::filesystem::path& dir) {
   return nlohmann::json::parse(test::read_text(dir / "ref" / "input_ids.json")).get<std::vector<int32_t>>();
@@ -132,17 +129,6 @@ GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlTy
     for (int r = int(Role::AttnNorm); r < int(Role::Count); ++r) add_role(Role(r), layer, mw.get(layer, Role(r)));
   return w;
 }
-
-double relative_error(std::span<const float> got, std::span<const float> want) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    diff += double(got[i] - want[i]) * double(got[i] - want[i]);
-    norm += double(want[i]) * double(want[i]);
-  }
-  return std::sqrt(diff / norm);
-}
-
-size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
 
 std::vector<float> run_logits(const std::filesystem::path& model, const std::vector<int32_t>& ids) {
   ModelFiles files = ModelFiles::open(model);
