@@ -23,6 +23,9 @@ constexpr uint32_t kMaxRounds = 1u << 20;
 // Probed at most (a power of two within WebGPU's 65,535 workgroups a dimension): more resident than this is taken
 // as this.
 constexpr uint32_t kMaxWorkgroups = 1u << 15;
+// The probe dispatches up to kMaxWorkgroups in one dimension: within the 65,535 every WebGPU adapter allows (a probe
+// once asked for 65,536 and the H200 refused it).
+static_assert(kMaxWorkgroups <= 65535);
 constexpr uint32_t kTileShare = 4;           // resident_tiles = resident_workgroups / kTileShare
 
 struct ProbeParams {
