@@ -6,7 +6,9 @@
 Every block is random bytes with its scales set to a small f16 (so activations stay finite), laid out as
 ggml-common.h defines the type; norms are ones, biases zeros. Q4_K_M follows llama-quantize's mix: Q6_K for the
 output, and for attn_v / ffn_down in the first and last eighth of the layers and every third one between, Q4_K
-elsewhere; rows that are not whole 256-element super-blocks take llama-quantize's stand-ins (Q5_0, Q8_0). No tokenizer is written: `gerbil bench model` needs none. Plain Python (no numpy), so it runs on any
+elsewhere; rows that are not whole 256-element super-blocks take llama-quantize's stand-ins (Q5_0, Q8_0). The
+tokenizer is "none" with the vocabulary's size, which llama.cpp fills with dummy tokens (so llama-bench runs the
+file) and `gerbil bench model` does not read. Plain Python (no numpy), so it runs on any
 machine: random.randbytes and slice assignment keep it at a few seconds per GB.
 """
 import math
@@ -101,7 +103,8 @@ def main():
            u32("general.alignment", ALIGN), u32(arch + ".block_count", layers),
            u32(arch + ".embedding_length", hidden), u32(arch + ".feed_forward_length", inter),
            u32(arch + ".context_length", 32768), u32(arch + ".attention.head_count", heads),
-           u32(arch + ".attention.head_count_kv", kv), u32(arch + ".attention.key_length", head_dim),
+           u32(arch + ".attention.head_count_kv", kv), u32(arch + ".vocab_size", vocab),
+           gguf_string("tokenizer.ggml.model") + struct.pack("<I", 8) + gguf_string("none"), u32(arch + ".attention.key_length", head_dim),
            u32(arch + ".attention.value_length", head_dim), f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6),
            f32(arch + ".rope.freq_base", theta), u32(arch + ".rope.dimension_count", head_dim)]
 
