@@ -52,12 +52,15 @@ TEST_F(TuningCache, ReadingNamesTheFileAndWhatIsWrong) {
   auto file = folder_ / "tuning.json";
   write_text(file, "{not json");
   EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(AllOf(HasSubstr(file.string()), HasSubstr("JSON"))));
-  write_text(file, R"({"version": 1, "resident_workgroups": 0, "resident_tiles": 4})");
+  write_text(file, R"({"version": 2, "resident_workgroups": 0, "resident_tiles": 4})");
   EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("'resident_workgroups'")));
-  write_text(file, R"({"version": 1, "resident_workgroups": 8, "resident_tiles": "many"})");
+  write_text(file, R"({"version": 2, "resident_workgroups": 8, "resident_tiles": "many"})");
   EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("'resident_tiles'")));
   write_text(file, R"({"version": 99, "resident_workgroups": 8, "resident_tiles": 2})");
   EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("version 99")));
+  // Version 1's probe timed on the host clock, which a busy machine could fool: its files are measured again.
+  write_text(file, R"({"version": 1, "resident_workgroups": 8, "resident_tiles": 2})");
+  EXPECT_THAT([&] { read_tuning(file); }, ThrowsMessage<Error>(HasSubstr("version 1 is not 2")));
 }
 
 TEST_F(TuningCache, ACorruptFileIsMeasuredAgainWithAWarning) {

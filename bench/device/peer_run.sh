@@ -12,8 +12,11 @@ llama_src=${1:-.device/llama.cpp}
 llama_build=/tmp/llama-build
 section() { echo; echo "=== $(date +%T) $*"; }
 
-section build llama.cpp in the background
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+section the adapter's tuning, measured before anything else loads the machine
+gerbil tune
+
+section build llama.cpp in the background
 (JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh "$llama_src" "$llama_build" \
    >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
 builder=$!

@@ -11,14 +11,15 @@
 #include <xxhash.h>
 
 #include "gerbil/error.h"
+#include "gpu/profiler.h"
 #include "kernels/dispatch.h"
 
 namespace gerbil::kernels {
 namespace {
 
-constexpr int kTuningVersion = 1;
+constexpr int kTuningVersion = 2;  // 2: probed on GPU timestamps (files of 1 may hold a noisy count)
 constexpr double kWaveJump = 1.5;            // a count this much slower than one workgroup ran in two waves
-constexpr double kMinRoundSeconds = 0.002;   // one wave's time, well above a submit's host overhead
+constexpr double kMinRoundSeconds = 0.005;   // one wave's time, far above a submit's overhead and Dawn's timestamp quantum
 constexpr uint32_t kMaxRounds = 1u << 20;
 // Probed at most (a power of two within WebGPU's 65,535 workgroups a dimension): more resident than this is taken
 // as this.
@@ -33,28 +34,34 @@ struct ProbeParams {
   float seed;
 };
 
-// Seconds for `workgroups` probe workgroups of `rounds` rounds each, the faster of two runs.
+// Seconds for `workgroups` probe workgroups of `rounds` rounds each: the fastest of kRuns runs, on the GPU's
+// timestamps where the adapter has them. The host's clock also counts the wake-up after the queue drains, which
+// the OS may delay by milliseconds on a busy machine: on an H200 whose cores were compiling, a one-wave run then
+// looked like two, and the tuning came out at a quarter of the GPU (prompt products shared over a quarter of
+// the SMs ran 4.6x slower).
 class Probe {
  public:
   explicit Probe(gpu::Device& device)
-      : device_(device), out_(device.create_buffer("resident probe out", uint64_t(kMaxWorkgroups) * 4)) {}
+      : device_(device),
+        out_(device.create_buffer("resident probe out", uint64_t(kMaxWorkgroups) * 4)),
+        timer_(device, kRuns) {}
 
   double seconds(uint32_t workgroups, uint32_t rounds) {
     Dispatch dispatch = prepare(device_, "resident_probe", fmt::format("workgroups={} rounds={}", workgroups, rounds),
                                 {{"out", {&out_}, workgroups}}, ProbeParams{rounds, 1.0f}, Grid{workgroups, 1, 1});
+    gpu::Recorder recorder(device_, "resident probe");
+    for (uint32_t run = 0; run < kRuns; ++run)
+      timer_.dispatch(recorder, *dispatch.pipeline, dispatch.bind_group, dispatch.grid, dispatch.kernel);
     double best = 1e30;
-    for (int run = 0; run < 2; ++run) {
-      auto start = std::chrono::steady_clock::now();
-      kernels::run(device_, dispatch);
-      device_.wait_idle();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
+    for (const gpu::Timing& timing : timer_.collect(recorder)) best = std::min(best, timing.ns * 1e-9);
     return best;
   }
 
  private:
+  static constexpr uint32_t kRuns = 3;
   gpu::Device& device_;
   gpu::Buffer out_;
+  gpu::GpuTimer timer_;
 };
 
 std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
