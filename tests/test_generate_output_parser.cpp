@@ -38,6 +38,22 @@ MessageParts parse_everywhere(std::string_view text, const OutputParserOptions& 
       EXPECT_EQ(streamed.tool_calls[i].id, whole.tool_calls[i].id) << how;
       EXPECT_EQ(streamed.tool_calls[i].index, i) << how;
     }
+    // The streamed pieces: each call opens once, first, with its id and name, and its arguments add up.
+    std::vector<ToolCall> pieced;
+    for (const ToolCallDelta& piece : streamed.call_deltas) {
+      if (piece.opens) {
+        EXPECT_EQ(piece.index, pieced.size()) << how;
+        pieced.push_back({piece.index, piece.id, piece.name, ""});
+      }
+      ASSERT_LT(piece.index, pieced.size()) << how << ": arguments before the call's opening";
+      pieced[piece.index].arguments += piece.arguments;
+    }
+    ASSERT_EQ(pieced.size(), whole.tool_calls.size()) << how;
+    for (size_t i = 0; i < pieced.size(); ++i) {
+      EXPECT_EQ(pieced[i].id, whole.tool_calls[i].id) << how;
+      EXPECT_EQ(pieced[i].name, whole.tool_calls[i].name) << how;
+      EXPECT_EQ(pieced[i].arguments, whole.tool_calls[i].arguments) << how;
+    }
   };
   for (size_t split = 0; split <= text.size(); ++split) {
     OutputParser parser(opts);
@@ -47,13 +63,20 @@ MessageParts parse_everywhere(std::string_view text, const OutputParserOptions& 
       joined.reasoning_content += part.reasoning_content;
       joined.content += part.content;
       joined.tool_calls.insert(joined.tool_calls.end(), part.tool_calls.begin(), part.tool_calls.end());
+      joined.call_deltas.insert(joined.call_deltas.end(), part.call_deltas.begin(), part.call_deltas.end());
     }
     check(joined, "split at " + std::to_string(split));
   }
   OutputParser bytewise(opts);
-  for (char c : text) bytewise.feed(std::string_view(&c, 1));
-  bytewise.finish();
-  check(bytewise.message(), "byte by byte");
+  MessageParts bytes;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    MessageParts part = i < text.size() ? bytewise.feed(text.substr(i, 1)) : bytewise.finish();
+    bytes.call_deltas.insert(bytes.call_deltas.end(), part.call_deltas.begin(), part.call_deltas.end());
+  }
+  bytes.reasoning_content = bytewise.message().reasoning_content;
+  bytes.content = bytewise.message().content;
+  bytes.tool_calls = bytewise.message().tool_calls;
+  check(bytes, "byte by byte");
   return whole;
 }
 
@@ -111,10 +134,17 @@ TEST(OutputParser, HoldsBackOnlyWhatMayBeginAMarker) {
 }
 
 TEST(OutputParser, MalformedToolCallsStayContent) {
-  std::string broken = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>";
+  std::string broken = "<tool_call>\n{\"name\" \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
   MessageParts message = parse_everywhere("Try: " + broken, options(ToolCallFormat::Hermes));
   EXPECT_EQ(message.content, "Try: " + broken);
   EXPECT_TRUE(message.tool_calls.empty());
+  // A call whose name is written out streams from there on: what the model then writes as its arguments is
+  // what the client was sent, broken or not (as OpenAI's and vLLM's streams do).
+  MessageParts sent = parse_everywhere("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>",
+                                       options(ToolCallFormat::Hermes));
+  ASSERT_EQ(sent.tool_calls.size(), 1u);
+  EXPECT_EQ(sent.tool_calls[0].arguments, "{\"a\": }");
+  EXPECT_EQ(sent.content, "");
   MessageParts nameless = parse_everywhere("<tool_call>{\"arguments\": {}}</tool_call>", options(ToolCallFormat::Hermes));
   EXPECT_EQ(nameless.content, "<tool_call>{\"arguments\": {}}</tool_call>");
   MessageParts unterminated = parse_everywhere("<tool_call>\n{\"name\": \"f\", \"argu", options(ToolCallFormat::Hermes));
@@ -123,11 +153,33 @@ TEST(OutputParser, MalformedToolCallsStayContent) {
   MessageParts stopped = parse_everywhere("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n",
                                           options(ToolCallFormat::Hermes));
   ASSERT_EQ(stopped.tool_calls.size(), 1u);
-  EXPECT_EQ(stopped.tool_calls[0].arguments, R"({"x":1})");
+  EXPECT_EQ(stopped.tool_calls[0].arguments, R"({"x": 1})");  // as written
   MessageParts mistral = parse_everywhere("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}", options(ToolCallFormat::Mistral));
   EXPECT_EQ(mistral.content, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}");
   MessageParts llama = parse_everywhere("{\"name\": \"f\", \"parameters\": [1, ", options(ToolCallFormat::Llama3Json));
   EXPECT_EQ(llama.content, "{\"name\": \"f\", \"parameters\": [1, ");
+}
+
+TEST(OutputParser, AQwenCallStreamsItsArgumentsAsTheyAreWritten) {
+  OutputParser parser(options(ToolCallFormat::Hermes, true));
+  EXPECT_EQ(parser.feed("Sure.\n<tool_call>\n{\"name\": \"get_wea").content, "Sure.\n");
+  MessageParts opened = parser.feed("ther\", \"arguments\": {\"ci");
+  ASSERT_EQ(opened.call_deltas.size(), 1u);  // the opening and the first piece, as one
+  EXPECT_TRUE(opened.call_deltas[0].opens);
+  EXPECT_EQ(opened.call_deltas[0].name, "get_weather");
+  EXPECT_TRUE(opened.call_deltas[0].id.starts_with("call_"));
+  EXPECT_EQ(opened.call_deltas[0].arguments, "{\"ci");
+  EXPECT_TRUE(opened.tool_calls.empty());  // not complete yet
+  MessageParts piece = parser.feed("ty\": \"Pa}{\\\"ris\"}");
+  ASSERT_EQ(piece.call_deltas.size(), 1u);
+  EXPECT_FALSE(piece.call_deltas[0].opens);
+  EXPECT_EQ(piece.call_deltas[0].arguments, "ty\": \"Pa}{\\\"ris\"}");  // braces in a string are text
+  EXPECT_TRUE(parser.feed("}\n</tool").empty());  // the call's frame, not its arguments
+  MessageParts closed = parser.feed("_call>");
+  EXPECT_TRUE(closed.call_deltas.empty());
+  ASSERT_EQ(closed.tool_calls.size(), 1u);
+  EXPECT_EQ(closed.tool_calls[0].arguments, "{\"city\": \"Pa}{\\\"ris\"}");
+  EXPECT_EQ(json::parse(closed.tool_calls[0].arguments)["city"], "Pa}{\"ris");
 }
 
 TEST(OutputParser, Llama3JsonMessage) {

@@ -92,6 +92,75 @@ std::optional<Calls> mistral_named_calls(std::string_view text) {
   return calls;
 }
 
+// The length of the JSON object TEXT starts with, or npos while it is not closed yet.
+size_t json_object_length(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// How a Hermes call's text begins: {"name": "NAME", "arguments": {  (or "parameters"), what streaming needs.
+struct CallHead {
+  enum class Kind { Incomplete, Other, Found } kind = Kind::Incomplete;
+  std::string name;
+  size_t arguments_begin = 0;  // the arguments object's '{'
+};
+
+CallHead hermes_call_head(std::string_view text) {
+  using Kind = CallHead::Kind;
+  size_t at = 0;
+  // Skips whitespace, then reads EXPECTED: Found when it is there, Incomplete when the text ends in it.
+  auto expect = [&](std::string_view expected) {
+    at = std::min(text.size(), text.find_first_not_of(kWhitespace, at));
+    std::string_view rest = text.substr(at, expected.size());
+    if (rest != expected.substr(0, rest.size())) return Kind::Other;
+    if (rest.size() < expected.size()) return Kind::Incomplete;
+    at += expected.size();
+    return Kind::Found;
+  };
+  auto string_end = [&]() {  // the end of the JSON string starting at `at`, or npos
+    for (size_t i = at + 1; i < text.size(); ++i) {
+      if (text[i] == '\\') ++i;
+      else if (text[i] == '"') return i + 1;
+    }
+    return std::string_view::npos;
+  };
+  CallHead head;
+  for (std::string_view token : {"{", "\"name\"", ":", "\""}) {
+    if (Kind kind = expect(token); kind != Kind::Found) return {kind};
+  }
+  --at;  // back to the name's opening quote
+  size_t end = string_end();
+  if (end == std::string_view::npos) return {Kind::Incomplete};
+  std::optional<json> name = parse_json(text.substr(at, end - at));
+  if (!name || !name->is_string() || name->get<std::string>().empty()) return {Kind::Other};
+  at = end;
+  for (std::string_view token : {",", "\""}) {
+    if (Kind kind = expect(token); kind != Kind::Found) return {kind};
+  }
+  std::string_view key = "arguments\"";
+  if (!key.starts_with(text.substr(at, key.size()))) key = "parameters\"";
+  if (Kind kind = expect(key); kind != Kind::Found) return {kind};
+  for (std::string_view token : {":", "{"}) {
+    if (Kind kind = expect(token); kind != Kind::Found) return {kind};
+  }
+  return {Kind::Found, name->get<std::string>(), at - 1};
+}
+
 std::vector<std::string_view> content_markers(const OutputParserOptions& options) {
   std::vector<std::string_view> markers;
   if (options.reasoning) markers.push_back(kThinkOpen);
@@ -229,13 +298,44 @@ bool OutputParser::process_reasoning(MessageParts& out) {
 
 bool OutputParser::process_hermes_call(MessageParts& out) {
   size_t close = pending_.find(kToolCallClose);
+  stream_hermes_call(out, std::min(close, pending_.size()));
   if (close == std::string::npos) return false;
   std::string body = pending_.substr(0, close);
   pending_.erase(0, close + kToolCallClose.size());
-  if (!add_calls(out, body)) emit_content(out, std::string(kToolCallOpen) + body + std::string(kToolCallClose));
+  end_hermes_call(out, body);
   mode_ = Mode::Content;
   at_section_start_ = true;
   return true;
+}
+
+void OutputParser::stream_hermes_call(MessageParts& out, size_t body_size) {
+  std::string_view body = std::string_view(pending_).substr(0, body_size);
+  if (!streamed_) {
+    if (unstreamable_) return;
+    CallHead head = hermes_call_head(body);
+    unstreamable_ = head.kind == CallHead::Kind::Other;
+    if (head.kind != CallHead::Kind::Found) return;
+    streamed_ = StreamedCall{{message_.tool_calls.size(), next_id(), std::move(head.name), ""}, head.arguments_begin};
+    emit_call_delta(out, {streamed_->call.index, true, streamed_->call.id, streamed_->call.name, ""});
+  }
+  // Everything up to the arguments' closing brace is theirs; what follows it is the call's frame.
+  std::string_view arguments = body.substr(streamed_->arguments_begin);
+  arguments = arguments.substr(0, std::min(arguments.size(), json_object_length(arguments)));
+  std::string_view fresh = arguments.substr(streamed_->call.arguments.size());
+  if (fresh.empty()) return;
+  streamed_->call.arguments += fresh;
+  emit_call_delta(out, {streamed_->call.index, false, "", "", std::string(fresh)});
+}
+
+void OutputParser::end_hermes_call(MessageParts& out, std::string_view body) {
+  if (streamed_) {
+    // Sent is sent: the call stays as streamed, even where the model wrote something odd after its arguments.
+    add_call(out, std::move(streamed_->call));
+  } else if (!add_calls(out, body)) {
+    emit_content(out, std::string(kToolCallOpen) + std::string(body) + std::string(kToolCallClose));
+  }
+  streamed_.reset();
+  unstreamable_ = false;
 }
 
 MessageParts OutputParser::finish() {
@@ -245,7 +345,12 @@ MessageParts OutputParser::finish() {
     case Mode::Content: emit_content(out, pending_); break;
     case Mode::Reasoning: emit_reasoning(out, trim_end(pending_)); break;
     case Mode::HermesCall:  // the model stopped before </tool_call>
-      if (!add_calls(out, pending_)) emit_content(out, std::string(kToolCallOpen) + pending_);
+      if (streamed_) {
+        end_hermes_call(out, pending_);
+      } else if (!add_calls(out, pending_)) {
+        emit_content(out, std::string(kToolCallOpen) + pending_);
+      }
+      unstreamable_ = false;
       break;
     case Mode::HoldAll:
       if (!add_calls(out, pending_)) emit_content(out, marker_ + pending_);
@@ -279,10 +384,24 @@ bool OutputParser::add_calls(MessageParts& out, std::string_view text) {
   if (!calls) return false;
   for (auto& [name, arguments] : *calls) {
     ToolCall call{message_.tool_calls.size(), next_id(), std::move(name), std::move(arguments)};
-    out.tool_calls.push_back(call);
-    message_.tool_calls.push_back(std::move(call));
+    emit_call_delta(out, {call.index, true, call.id, call.name, call.arguments});
+    add_call(out, std::move(call));
   }
   return true;
+}
+
+void OutputParser::add_call(MessageParts& out, ToolCall call) {
+  out.tool_calls.push_back(call);
+  message_.tool_calls.push_back(std::move(call));
+}
+
+void OutputParser::emit_call_delta(MessageParts& out, ToolCallDelta delta) {
+  // Pieces of one call in one step go out as one (a chunk names each call once).
+  if (!out.call_deltas.empty() && out.call_deltas.back().index == delta.index && !delta.opens) {
+    out.call_deltas.back().arguments += delta.arguments;
+    return;
+  }
+  out.call_deltas.push_back(std::move(delta));
 }
 
 std::string OutputParser::next_id() {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,12 +45,25 @@ struct ToolCall {
   std::string arguments;  // JSON text
 };
 
+// A piece of a tool call as it streams (OpenAI's streamed tool_calls): the call's opening, with its id and name,
+// or the next piece of its arguments' JSON text. A call's pieces' arguments add up to its ToolCall::arguments.
+struct ToolCallDelta {
+  size_t index = 0;
+  bool opens = false;     // the first piece: id and name are set
+  std::string id;
+  std::string name;
+  std::string arguments;  // the next piece of the arguments' text
+};
+
 // A message, or what a step added to one.
 struct MessageParts {
   std::string reasoning_content;
   std::string content;
-  std::vector<ToolCall> tool_calls;
-  bool empty() const { return reasoning_content.empty() && content.empty() && tool_calls.empty(); }
+  std::vector<ToolCall> tool_calls;         // calls completed
+  std::vector<ToolCallDelta> call_deltas;   // what streams of the calls, as soon as it is sure
+  bool empty() const {
+    return reasoning_content.empty() && content.empty() && tool_calls.empty() && call_deltas.empty();
+  }
 };
 
 struct OutputParserOptions {
@@ -76,6 +90,12 @@ class OutputParser {
   bool process_content(MessageParts& out);  // whether it changed mode
   bool process_reasoning(MessageParts& out);
   bool process_hermes_call(MessageParts& out);
+  // Streams the Hermes call being written in pending_'s first BODY bytes: its opening once its name is known,
+  // then its arguments as they come. A call not written {"name": ..., "arguments": {...}} waits for its end.
+  void stream_hermes_call(MessageParts& out, size_t body);
+  void end_hermes_call(MessageParts& out, std::string_view body);
+  void emit_call_delta(MessageParts& out, ToolCallDelta delta);
+  void add_call(MessageParts& out, ToolCall call);
   bool skip_section_whitespace();  // false while only whitespace has come
   // At the message's start: false while it may still begin with a marker (or Llama 3's call, then held whole).
   bool hold_message_start();
@@ -91,6 +111,13 @@ class OutputParser {
   std::string marker_;           // what started HoldAll ("[TOOL_CALLS]", or "" for Llama 3's whole message)
   bool at_section_start_ = true;  // leading whitespace of a section is dropped
   bool message_started_ = false;  // content or a marker was seen (Llama 3's JSON must be the whole message)
+  // The Hermes call streaming now: its opening went out; its arguments start at pending_[arguments_begin].
+  struct StreamedCall {
+    ToolCall call;  // arguments: what was sent
+    size_t arguments_begin = 0;
+  };
+  std::optional<StreamedCall> streamed_;
+  bool unstreamable_ = false;  // the call being written is not in the streamable form
   uint64_t random_state_;
   MessageParts message_;
 };

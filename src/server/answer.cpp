@@ -85,11 +85,14 @@ nlohmann::ordered_json delta_of(const MessageParts& parts) {
   nlohmann::ordered_json delta = nlohmann::ordered_json::object();
   if (!parts.reasoning_content.empty()) delta["reasoning_content"] = parts.reasoning_content;
   if (!parts.content.empty()) delta["content"] = parts.content;
-  if (!parts.tool_calls.empty()) {
+  if (!parts.call_deltas.empty()) {
     delta["tool_calls"] = nlohmann::ordered_json::array();
-    for (const ToolCall& c : parts.tool_calls) {
-      nlohmann::ordered_json call = {{"index", c.index}};
-      call.update(call_json(c.id, c.name, c.arguments));
+    for (const ToolCallDelta& piece : parts.call_deltas) {
+      nlohmann::ordered_json call = {{"index", piece.index}};
+      if (piece.opens)
+        call.update(call_json(piece.id, piece.name, piece.arguments));
+      else
+        call["function"] = {{"arguments", piece.arguments}};
       delta["tool_calls"].push_back(std::move(call));
     }
   }

@@ -47,8 +47,9 @@ struct AnswerSplit {
 Answer parse_answer(std::string_view text, const CompletionRequest& request, const AnswerSplit& split);
 
 // A streamed chat answer's deltas: the model's text is fed as it comes, and each call returns the OpenAI
-// `delta` it completes (reasoning_content, content, and whole tool_calls with index, id, type and function),
-// or an empty object while the text may still be a marker or a call being written. Not for a required or
+// `delta` it completes (reasoning_content, content, and tool_calls as OpenAI streams them: a call's index, id,
+// type and name first, then its arguments' text in pieces; formats other than Qwen's <tool_call> send each call
+// whole), or an empty object while the text may still be a marker or a call's head being written. Not for a required or
 // named tool_choice (the text is then the call itself).
 class AnswerStream {
  public:

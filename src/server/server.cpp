@@ -285,8 +285,9 @@ struct Server::Impl {
   }
 
   // Server-sent events: a role chunk, then a chunk per event. A chat answer's text goes through AnswerStream,
-  // which sends reasoning, content and tool calls apart as soon as each is known; a named call streams its
-  // arguments as they come; a required call (one of the tools, its name inside the JSON) is sent whole at the end.
+  // which sends reasoning, content and tool calls apart as soon as each is known (a Qwen call opens once its name
+  // is written, then its arguments stream); a named call streams its arguments as they come; a required call (one
+  // of the tools, its name inside the JSON) is sent whole at the end.
   class Stream {
    public:
     Stream(Impl& server, std::shared_ptr<Job> job) : server_(server), job_(std::move(job)) {

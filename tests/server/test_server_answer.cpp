@@ -17,7 +17,9 @@ CompletionRequest chat(bool tools) {
   return parse_completion_request(body + "}", Endpoint::Chat);
 }
 
-// Joins the deltas of PIECES fed one by one (plus finish()) into one message, and returns each feed's delta.
+// Joins the deltas of PIECES fed one by one (plus finish()) into one message, as a client does (a tool call's
+// pieces by their index: the first with its id, type and name, the others adding to its arguments), and returns
+// each feed's delta.
 struct Streamed {
   std::vector<ordered_json> deltas;
   std::string reasoning, content;
@@ -31,8 +33,19 @@ Streamed stream(const CompletionRequest& request, const AnswerSplit& split, cons
     out.deltas.push_back(delta);
     if (delta.contains("reasoning_content")) out.reasoning += delta["reasoning_content"].get<std::string>();
     if (delta.contains("content")) out.content += delta["content"].get<std::string>();
-    if (delta.contains("tool_calls"))
-      for (const auto& call : delta["tool_calls"]) out.tool_calls.push_back(call);
+    if (!delta.contains("tool_calls")) return;
+    for (const auto& piece : delta["tool_calls"]) {
+      size_t index = piece["index"];
+      if (index == out.tool_calls.size()) {
+        ASSERT_TRUE(piece.contains("id")) << "a call's first piece names it: " << piece.dump();
+        out.tool_calls.push_back(piece);
+      } else {
+        ASSERT_LT(index, out.tool_calls.size()) << piece.dump();
+        EXPECT_FALSE(piece.contains("id")) << "a call is opened once: " << piece.dump();
+        std::string arguments = out.tool_calls[index]["function"]["arguments"];
+        out.tool_calls[index]["function"]["arguments"] = arguments + piece["function"]["arguments"].get<std::string>();
+      }
+    }
   };
   for (const std::string& piece : pieces) take(answer.feed(piece));
   take(answer.finish());
@@ -64,15 +77,19 @@ TEST(AnswerStream, APromptThatOpenedThinkingStartsInTheReasoning) {
   EXPECT_EQ(plain.reasoning, "");
 }
 
-TEST(AnswerStream, AToolCallIsSentWholeWhenItsBlockCloses) {
+TEST(AnswerStream, AToolCallStreamsFromItsNameOn) {
   AnswerSplit split{ToolCallFormat::Hermes, false, false};
   Streamed s = stream(chat(true), split,
-                      {"Checking.", "\n<tool_", "call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Oslo\"}}",
-                       "\n</tool_call>", "\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"});
+                      {"Checking.", "\n<tool_", "call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Os",
+                       "lo\"}}", "\n</tool_call>", "\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"});
   EXPECT_EQ(s.deltas[0], (ordered_json{{"content", "Checking."}}));
   EXPECT_EQ(s.deltas[1], (ordered_json{{"content", "\n"}}));  // "<tool_" is held: it may begin <tool_call>
-  for (size_t i = 2; i <= 3; ++i) EXPECT_EQ(s.deltas[i], ordered_json::object()) << i;
-  ASSERT_TRUE(s.deltas[4].contains("tool_calls"));
+  EXPECT_EQ(s.deltas[2], ordered_json::object());              // the name may not be whole yet
+  // The call opens as soon as its arguments start, and they follow piece by piece.
+  ASSERT_TRUE(s.deltas[3].contains("tool_calls"));
+  EXPECT_EQ(s.deltas[3]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Os");
+  EXPECT_EQ(s.deltas[4], (ordered_json{{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "lo\"}"}}}}}}}));
+  EXPECT_EQ(s.deltas[5], ordered_json::object());  // the frame after the arguments
   ASSERT_EQ(s.tool_calls.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     const ordered_json& call = s.tool_calls[i];
@@ -83,6 +100,7 @@ TEST(AnswerStream, AToolCallIsSentWholeWhenItsBlockCloses) {
   }
   EXPECT_EQ(ordered_json::parse(s.tool_calls[0]["function"]["arguments"].get<std::string>()),
             (ordered_json{{"city", "Oslo"}}));
+  EXPECT_EQ(s.tool_calls[1]["function"]["arguments"], "{}");
   EXPECT_NE(s.tool_calls[0]["id"], s.tool_calls[1]["id"]);
   Answer whole = parse_answer("Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"
                               "\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
