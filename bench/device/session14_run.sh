@@ -24,7 +24,7 @@ for kv in f32 f16; do
     --sampling "temperature=0.7,top_k=40,top_p=0.95,min_p=0.05"
 done
 timeout 60 gerbil bench model --model /tmp/q -p 8192 -g 16 -d 0 -r 2 --ctx 8448
-timeout 90 gerbil bench model --model /tmp/q -p 128 -g 128 --batch 1 4 8 16 32 64
+timeout 90 gerbil bench model --model /tmp/q -p 128 -g 128 --batch 1,4,8,16,32,64
 
 section llama.cpp build in the background, GGUF files
 (JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh "$llama_src" "$llama_build" \
