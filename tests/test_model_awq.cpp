@@ -170,6 +170,22 @@ TEST(AwqConfig, ReadsAutoAwqGemmSettings) {
   EXPECT_EQ(load_config(test::fixtures_dir() / "qwen2-tiny-gptq-int4").gptq->format, Int4Format::Gptq);
 }
 
+// Older AutoAWQ folders keep their settings only in quant_config.json, without quant_method.
+TEST(AwqConfig, ReadsQuantConfigJsonWhenConfigJsonHasNone) {
+  GERBIL_REQUIRE_FIXTURES();
+  ScratchDir dir;
+  std::filesystem::copy_file(test::fixtures_dir() / "qwen2-tiny" / "config.json", dir / "config.json");
+  test::write_json_file(dir / "quant_config.json",
+                        {{"zero_point", true}, {"q_group_size", 32}, {"w_bit", 4}, {"version", "GEMM"}});
+  ModelConfig c = load_config(dir.path());
+  ASSERT_TRUE(c.gptq.has_value());
+  EXPECT_EQ(c.gptq->format, Int4Format::Awq);
+  EXPECT_EQ(c.gptq->group_size, 32);
+  test::write_json_file(dir / "quant_config.json", {{"zero_point", true}, {"w_bit", 3}, {"version", "gemm"}});
+  EXPECT_THAT(error_of([&] { load_config(dir.path()); }),
+              AllOf(HasSubstr("quant_config.json"), HasSubstr("\"w_bit\""), HasSubstr("only 4-bit AWQ")));
+}
+
 TEST(AwqConfig, RefusesWhatItDoesNotRun) {
   GERBIL_REQUIRE_FIXTURES();
   struct Case {

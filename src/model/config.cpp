@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "gerbil/error.h"
@@ -517,12 +518,14 @@ ModelConfig load_config(const fs::path& dir) {
   std::optional<json> generation;
   if (fs::exists(generation_file)) generation = read_json_file(generation_file);
   ModelConfig config = parse_config(doc, file, generation ? &*generation : nullptr);
-  // AutoGPTQ checkpoints may keep their settings only in quantize_config.json.
-  fs::path quantize_file = dir / "quantize_config.json";
-  if (!config.gptq && fs::exists(quantize_file)) {
+  // AutoGPTQ checkpoints may keep their settings only in quantize_config.json, older AutoAWQ ones in
+  // quant_config.json.
+  for (auto [name, method] : {std::pair{"quantize_config.json", "gptq"}, std::pair{"quant_config.json", "awq"}}) {
+    fs::path quantize_file = dir / name;
+    if (config.gptq || !fs::exists(quantize_file)) continue;
     json quant = read_json_file(quantize_file);
     if (!quant.is_object()) fail("{}: not a JSON object", quantize_file.string());
-    if (!quant.contains("quant_method")) quant["quant_method"] = "gptq";
+    if (!quant.contains("quant_method")) quant["quant_method"] = method;
     config.gptq = parse_quantization(Fields(quant, quantize_file));
   }
   return config;

@@ -101,8 +101,9 @@ struct ModelConfig {
   bool sliding(int64_t layer) const { return layer_types.at(std::size_t(layer)) == AttentionKind::Sliding; }
 };
 
-// Reads DIR/config.json and, when present, DIR/generation_config.json (GPTQ settings come from
-// config.json's quantization_config, or from quantize_config.json when that is absent).
+// Reads DIR/config.json and, when present, DIR/generation_config.json (int4 settings come from config.json's
+// quantization_config or, when that is absent, from AutoGPTQ's quantize_config.json or AutoAWQ's
+// quant_config.json).
 ModelConfig load_config(const std::filesystem::path& dir);
 // Parses already-loaded JSON; FILE names config.json in error messages. GENERATION may be null.
 ModelConfig parse_config(const nlohmann::json& config, const std::filesystem::path& file,
