@@ -337,32 +337,28 @@ GptqInt4 repack_awq_gemm(std::span<const std::byte> qweight, std::span<const std
   out.qweight.assign(K / 8 * N, 0);
   out.qzeros.assign(groups * words, 0);
   out.scales.assign(scales.begin(), scales.end());
-  // Zeros first: which groups and columns are mirrored (AWQ zero 0; see the header).
-  std::vector<bool> mirrored(groups * N);
+  // Zeros first, noting which groups and columns are mirrored (AWQ zero 0; see the header): per qzeros word,
+  // a mask with 0xF in the nibbles of those columns, in AWQ's order, so that a qweight word's 15 - q is q ^ mask.
+  std::vector<uint32_t> mirror_masks(groups * words, 0);
   for (uint64_t g = 0; g < groups; ++g)
     for (uint64_t w = 0; w < words; ++w) {
       uint32_t word = load_u32(qzeros, g * words + w), packed = 0;
       for (uint32_t i = 0; i < 8; ++i) {
         uint32_t column = uint32_t(kAwqNibbleColumn[i]), zero = nibble(word, i);
-        bool mirror = zero == 0;
-        packed |= (mirror ? 14u : zero - 1) << (4 * column);
-        if (mirror) {
-          mirrored[g * N + 8 * w + column] = true;
+        if (zero == 0) {
+          mirror_masks[g * words + w] |= 0xfu << (4 * i);
           negate(out.scales, dtype_size(scale_dtype), g * N + 8 * w + column);
         }
+        packed |= (zero == 0 ? 14u : zero - 1) << (4 * column);
       }
       out.qzeros[g * words + w] = packed;
     }
   for (uint64_t k = 0; k < K; ++k) {
-    uint64_t g = k / group;
+    const uint32_t* masks = mirror_masks.data() + k / group * words;
     for (uint64_t w = 0; w < words; ++w) {
-      uint32_t word = load_u32(qweight, k * words + w);
-      for (uint32_t i = 0; i < 8; ++i) {
-        uint64_t n = 8 * w + uint64_t(kAwqNibbleColumn[i]);
-        uint32_t q = nibble(word, i);
-        if (mirrored[g * N + n]) q = 15 - q;
-        out.qweight[k / 8 * N + n] |= q << (4 * (k % 8));
-      }
+      uint32_t word = load_u32(qweight, k * words + w) ^ masks[w];
+      for (uint32_t i = 0; i < 8; ++i)
+        out.qweight[k / 8 * N + 8 * w + uint64_t(kAwqNibbleColumn[i])] |= nibble(word, i) << (4 * (k % 8));
     }
   }
   return out;
