@@ -1,11 +1,13 @@
 #include "model/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "gerbil/error.h"
@@ -127,6 +129,13 @@ class Fields {
                                value->dump(), what, neutral.dump()));
   }
 
+  // The spelling of KEYS present in the object (the first one when none is), for errors.
+  std::string_view matched_key(std::initializer_list<std::string_view> keys) const {
+    std::string_view key = *keys.begin();
+    find(keys, &key);
+    return key;
+  }
+
   const fs::path& file() const { return file_; }
 
  private:
@@ -135,12 +144,6 @@ class Fields {
     error(*keys.begin(), others.empty()
                              ? "is missing"
                              : fmt::format("is missing (also looked for {})", fmt::join(others, ", ")));
-  }
-
-  std::string_view matched_key(std::initializer_list<std::string_view> keys) const {
-    std::string_view key = *keys.begin();
-    find(keys, &key);
-    return key;
   }
 
   const json& object_;
@@ -306,20 +309,25 @@ void parse_attention_layout(const Fields& fields, ModelConfig& config) {
   if (any_sliding) config.sliding_window = fields.positive_int({"sliding_window"}, kMaxPositions);
 }
 
-std::optional<GptqConfig> parse_quantization(const Fields& quant) {
-  std::string method = quant.optional_string({"quant_method"}).value_or("");
-  if (method != "gptq")
-    quant.error("quant_method",
-                fmt::format("names unsupported quantization \"{}\"; supported: gptq", method));
-  GptqConfig gptq;
-  gptq.bits = int(quant.positive_int({"bits"}, 64));
-  if (gptq.bits != 4) quant.error("bits", fmt::format("is {}; only 4-bit GPTQ is supported", gptq.bits));
-  int64_t group = quant.optional_int({"group_size"}).value_or(128);
-  if (group == 0 || group < -1)
-    quant.error("group_size", fmt::format("must be positive or -1, got {}", group));
+// bits and group_size, as GPTQ and AWQ spell them (AutoAWQ's quant_config.json: w_bit, q_group_size).
+GptqConfig parse_int4_groups(const Fields& quant, Int4Format format, std::string_view method) {
+  GptqConfig int4;
+  int4.format = format;
+  int4.bits = int(quant.positive_int({"bits", "w_bit"}, 64));
+  if (int4.bits != 4)
+    quant.error(quant.matched_key({"bits", "w_bit"}),
+                fmt::format("is {}; only 4-bit {} is supported", int4.bits, method));
+  int64_t group = quant.optional_int({"group_size", "q_group_size"}).value_or(128);
+  std::string_view group_key = quant.matched_key({"group_size", "q_group_size"});
+  if (group == 0 || group < -1) quant.error(group_key, fmt::format("must be positive or -1, got {}", group));
   if (group > kMaxIntermediate)  // a group lies within one layer's inputs
-    quant.error("group_size", fmt::format("is {}, more than the {} gerbil accepts", group, kMaxIntermediate));
-  gptq.group_size = group == -1 ? 0 : group;
+    quant.error(group_key, fmt::format("is {}, more than the {} gerbil accepts", group, kMaxIntermediate));
+  int4.group_size = group == -1 ? 0 : group;
+  return int4;
+}
+
+GptqConfig parse_gptq(const Fields& quant) {
+  GptqConfig gptq = parse_int4_groups(quant, Int4Format::Gptq, "GPTQ");
   if (quant.optional_bool("desc_act").value_or(false))
     quant.error("desc_act", "is true; act-order (desc_act) GPTQ checkpoints are not supported");
   gptq.sym = quant.optional_bool("sym").value_or(true);
@@ -330,6 +338,37 @@ std::optional<GptqConfig> parse_quantization(const Fields& quant) {
   if (quant.optional_bool("lm_head").value_or(false))
     quant.error("lm_head", "is true; a quantised lm_head is not supported");
   return gptq;
+}
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return text;
+}
+
+// AutoAWQ's GEMM checkpoints, the layout published AWQ models use. "version" is read case-insensitively
+// as transformers does (TheBloke's configs say "GEMM"), and "backend" alike.
+GptqConfig parse_awq(const Fields& quant) {
+  GptqConfig awq = parse_int4_groups(quant, Int4Format::Awq, "AWQ");
+  if (!quant.optional_bool("zero_point").value_or(true))
+    quant.error("zero_point", "is false; only AWQ with zero points (zero_point true) is supported");
+  std::string version = quant.optional_string({"version"}).value_or("gemm");
+  if (lowercase(version) != "gemm")
+    quant.error("version", fmt::format("is \"{}\"; only AutoAWQ's \"gemm\" packing is supported", version));
+  std::string backend = quant.optional_string({"backend"}).value_or("autoawq");
+  if (lowercase(backend) != "autoawq")
+    quant.error("backend", fmt::format("is \"{}\"; only \"autoawq\" checkpoints are supported", backend));
+  if (const json* skipped = quant.find({"modules_to_not_convert"}); skipped && !skipped->empty())
+    quant.error("modules_to_not_convert",
+                fmt::format("is {}; every decoder linear layer must be quantised (none left unconverted)",
+                            skipped->dump()));
+  return awq;
+}
+
+GptqConfig parse_quantization(const Fields& quant) {
+  std::string method = quant.optional_string({"quant_method"}).value_or("");
+  if (method == "gptq") return parse_gptq(quant);
+  if (method == "awq") return parse_awq(quant);
+  quant.error("quant_method", fmt::format("names unsupported quantization \"{}\"; supported: gptq, awq", method));
 }
 
 GenerationDefaults parse_generation(const Fields& fields) {
@@ -479,12 +518,14 @@ ModelConfig load_config(const fs::path& dir) {
   std::optional<json> generation;
   if (fs::exists(generation_file)) generation = read_json_file(generation_file);
   ModelConfig config = parse_config(doc, file, generation ? &*generation : nullptr);
-  // AutoGPTQ checkpoints may keep their settings only in quantize_config.json.
-  fs::path quantize_file = dir / "quantize_config.json";
-  if (!config.gptq && fs::exists(quantize_file)) {
+  // AutoGPTQ checkpoints may keep their settings only in quantize_config.json, older AutoAWQ ones in
+  // quant_config.json.
+  for (auto [name, method] : {std::pair{"quantize_config.json", "gptq"}, std::pair{"quant_config.json", "awq"}}) {
+    fs::path quantize_file = dir / name;
+    if (config.gptq || !fs::exists(quantize_file)) continue;
     json quant = read_json_file(quantize_file);
     if (!quant.is_object()) fail("{}: not a JSON object", quantize_file.string());
-    if (!quant.contains("quant_method")) quant["quant_method"] = "gptq";
+    if (!quant.contains("quant_method")) quant["quant_method"] = method;
     config.gptq = parse_quantization(Fields(quant, quantize_file));
   }
   return config;

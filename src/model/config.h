@@ -39,11 +39,18 @@ struct RopeParams {
   int64_t original_max_positions = 0;  // llama3
 };
 
-// GPTQ "v1" checkpoint (quant_method gptq, checkpoint_format gptq): 4-bit, act-order off.
+// How a checkpoint's int4 linear layers are stored. Both run on GPTQ's kernels: AWQ is repacked at load.
+enum class Int4Format {
+  Gptq,  // GPTQ "v1" (quant_method gptq, checkpoint_format gptq), act-order off
+  Awq,   // AutoAWQ's GEMM layout (quant_method awq, version gemm, zero_point true)
+};
+
+// A 4-bit group-quantised checkpoint (GPTQ, or AWQ once repacked: model/quant.h).
 struct GptqConfig {
+  Int4Format format = Int4Format::Gptq;
   int bits = 4;
   int64_t group_size = 128;  // -1 in config.json (one group over the whole input) is stored as 0
-  bool sym = false;
+  bool sym = false;  // GPTQ only
 };
 
 // Sampling defaults from generation_config.json (absent fields stay empty).
@@ -94,8 +101,9 @@ struct ModelConfig {
   bool sliding(int64_t layer) const { return layer_types.at(std::size_t(layer)) == AttentionKind::Sliding; }
 };
 
-// Reads DIR/config.json and, when present, DIR/generation_config.json (GPTQ settings come from
-// config.json's quantization_config, or from quantize_config.json when that is absent).
+// Reads DIR/config.json and, when present, DIR/generation_config.json (int4 settings come from config.json's
+// quantization_config or, when that is absent, from AutoGPTQ's quantize_config.json or AutoAWQ's
+// quant_config.json).
 ModelConfig load_config(const std::filesystem::path& dir);
 // Parses already-loaded JSON; FILE names config.json in error messages. GENERATION may be null.
 ModelConfig parse_config(const nlohmann::json& config, const std::filesystem::path& file,

@@ -4,9 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "gerbil/error.h"
-#include "model/dtype.h"
 
 namespace gerbil {
 
@@ -285,7 +285,84 @@ void quantize_q6_k(const float* x, std::byte* b) {
   }
 }
 
+// --- AWQ -> GPTQ ------------------------------------------------------------------------------------
+
+uint32_t load_u32(std::span<const std::byte> bytes, uint64_t index) {  // mapped tensors may be unaligned
+  uint32_t v;
+  std::memcpy(&v, bytes.data() + 4 * index, 4);
+  return v;
+}
+
+uint32_t nibble(uint32_t word, uint32_t i) { return (word >> (4 * i)) & 0xfu; }
+
+// Throws unless SHAPE and the three tensors' byte counts make a GPTQ-runnable int4 layer.
+void check_awq_sizes(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                     std::span<const std::byte> scales, DType scale_dtype, Int4Shape shape, std::string_view what) {
+  auto [K, N, group] = shape;
+  constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();  // keeps every product below in uint64_t
+  if (K <= 0 || N <= 0 || group <= 0 || K > kMaxDim || N > kMaxDim)
+    fail("{}: int4 layer of {} inputs, {} outputs and group size {} is not a valid shape", what, K, N, group);
+  if (K % 8 != 0 || N % 8 != 0 || group % 8 != 0 || K % group != 0)
+    fail("{}: int4 layer of {} inputs and {} outputs with group size {}: inputs, outputs and group size must be "
+         "multiples of 8, and inputs a multiple of the group size",
+         what, K, N, group);
+  if (scale_dtype != DType::F32 && scale_dtype != DType::F16 && scale_dtype != DType::BF16)
+    fail("{}: scales have dtype {}, expected F32, F16 or BF16", what, dtype_name(scale_dtype));
+  uint64_t groups = uint64_t(K / group), words = uint64_t(N / 8);
+  auto expect_bytes = [&](std::string_view part, std::span<const std::byte> bytes, uint64_t want, std::string shape) {
+    if (bytes.size() != want)
+      fail("{}: AWQ {} holds {} bytes, but {} takes {} (K = {}, N = {}, group size {})", what, part, bytes.size(),
+           shape, want, K, N, group);
+  };
+  expect_bytes("qweight", qweight, uint64_t(K) * words * 4, fmt::format("I32 [{}, {}]", K, words));
+  expect_bytes("qzeros", qzeros, groups * words * 4, fmt::format("I32 [{}, {}]", groups, words));
+  expect_bytes("scales", scales, groups * uint64_t(N) * dtype_size(scale_dtype),
+               fmt::format("{} [{}, {}]", dtype_name(scale_dtype), groups, N));
+}
+
+// Flips the sign of float element INDEX of BYTES: the top bit of its last (little-endian) byte.
+void negate(std::span<std::byte> bytes, std::size_t element_size, uint64_t index) {
+  bytes[(index + 1) * element_size - 1] ^= std::byte{0x80};
+}
+
 }  // namespace
+
+GptqInt4 repack_awq_gemm(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                         std::span<const std::byte> scales, DType scale_dtype, Int4Shape shape,
+                         std::string_view what) {
+  check_awq_sizes(qweight, qzeros, scales, scale_dtype, shape, what);
+  const uint64_t K = uint64_t(shape.in), N = uint64_t(shape.out), group = uint64_t(shape.group_size);
+  const uint64_t groups = K / group, words = N / 8;
+  GptqInt4 out;
+  out.qweight.assign(K / 8 * N, 0);
+  out.qzeros.assign(groups * words, 0);
+  out.scales.assign(scales.begin(), scales.end());
+  // Zeros first, noting which groups and columns are mirrored (AWQ zero 0; see the header): per qzeros word,
+  // a mask with 0xF in the nibbles of those columns, in AWQ's order, so that a qweight word's 15 - q is q ^ mask.
+  std::vector<uint32_t> mirror_masks(groups * words, 0);
+  for (uint64_t g = 0; g < groups; ++g)
+    for (uint64_t w = 0; w < words; ++w) {
+      uint32_t word = load_u32(qzeros, g * words + w), packed = 0;
+      for (uint32_t i = 0; i < 8; ++i) {
+        uint32_t column = uint32_t(kAwqNibbleColumn[i]), zero = nibble(word, i);
+        if (zero == 0) {
+          mirror_masks[g * words + w] |= 0xfu << (4 * i);
+          negate(out.scales, dtype_size(scale_dtype), g * N + 8 * w + column);
+        }
+        packed |= (zero == 0 ? 14u : zero - 1) << (4 * column);
+      }
+      out.qzeros[g * words + w] = packed;
+    }
+  for (uint64_t k = 0; k < K; ++k) {
+    const uint32_t* masks = mirror_masks.data() + k / group * words;
+    for (uint64_t w = 0; w < words; ++w) {
+      uint32_t word = load_u32(qweight, k * words + w) ^ masks[w];
+      for (uint32_t i = 0; i < 8; ++i)
+        out.qweight[k / 8 * N + 8 * w + uint64_t(kAwqNibbleColumn[i])] |= nibble(word, i) << (4 * (k % 8));
+    }
+  }
+  return out;
+}
 
 const GgmlTypeInfo* find_ggml_type(uint32_t id) {
   for (const GgmlTypeInfo& info : kTypes)

@@ -2,6 +2,7 @@
 // supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, laid out
 // byte for byte as ggml's ggml-common.h defines them (little-endian, f16 scales). A block of
 // `block_size` elements takes `block_bytes` bytes; a row's length must be a multiple of block_size.
+// Also the int4 group formats of Hugging Face checkpoints: AutoAWQ's GEMM layout, repacked into GPTQ's.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/dtype.h"
 
 namespace gerbil {
 
@@ -77,5 +80,37 @@ void dequantize(GgmlType type, std::span<const std::byte> bytes, std::span<float
 // simple per-sub-block scales (valid blocks, not ggml's searched scales). VALUES.size() must be a
 // multiple of the block size.
 std::vector<std::byte> quantize(GgmlType type, std::span<const float> values);
+
+// --- int4 linear layers of Hugging Face checkpoints --------------------------------------------------
+// A layer with K inputs, N outputs and groups of group_size consecutive inputs (G = K / group_size), each
+// group and output with its own scale and zero point.
+struct Int4Shape {
+  int64_t in = 0, out = 0, group_size = 0;  // K, N, group size
+};
+
+// A layer in the GPTQ "v1" layout, the one linear_gptq.wgsl runs (fixtures README "GPTQ int4 folders"):
+//   W[k][n] = scales[g][n] * (q[k][n] - (z[g][n] + 1)),  g = k / group_size,
+// q[k][n] nibble k % 8 of qweight[k / 8][n], z[g][n] nibble n % 8 of qzeros[g][n / 8] (lowest bits first).
+struct GptqInt4 {
+  std::vector<uint32_t> qweight;  // [K / 8, N]
+  std::vector<uint32_t> qzeros;   // [G, N / 8]
+  std::vector<std::byte> scales;  // [G, N], in the checkpoint's float dtype
+};
+
+// AutoAWQ's GEMM layout ("version": "gemm", "zero_point": true), all little-endian:
+//   qweight I32 [K, N / 8], qzeros I32 [G, N / 8], scales float [G, N],
+//   W[k][n] = scales[g][n] * (q[k][n] - z[g][n]),
+// packed along N in an interleaved order: nibble i (lowest bits first) of a word holds column
+// kAwqNibbleColumn[i] of the word's 8 columns, in qweight and qzeros alike.
+inline constexpr int kAwqNibbleColumn[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+// Repacks an AWQ GEMM layer into GPTQ v1 with the same dequantised W, bit for bit: quants and zeros are
+// integers moved between nibbles, and a real zero z becomes GPTQ's stored z - 1. AWQ's zero 0 has no stored
+// GPTQ zero (it would be -1), so such a group and column is mirrored instead: q -> 15 - q, zero 15, scale
+// negated (exact in any float dtype), since s * (q - 0) = -s * ((15 - q) - 15). Every byte count is checked
+// against SHAPE first; WHAT names the layer (its qweight tensor) in errors.
+GptqInt4 repack_awq_gemm(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                         std::span<const std::byte> scales, DType scale_dtype, Int4Shape shape,
+                         std::string_view what);
 
 }  // namespace gerbil

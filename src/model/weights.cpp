@@ -105,19 +105,21 @@ class ExpectedList {
   std::vector<ExpectedTensor> take() { return std::move(list_); }
 
  private:
+  // GPTQ v1 or AWQ GEMM tensors (their layouts: model/quant.h), checked against the kernels' needs.
   void add_gptq(int layer, Role role, LinearShape s) {
     int64_t group = config_.gptq->group_size > 0 ? config_.gptq->group_size : s.in;
     std::string base = arch_.tensor_name(role, layer, "qweight");
-    if (s.in % 8 != 0 || s.out % 8 != 0 || s.in % group != 0)
+    bool awq = config_.gptq->format == Int4Format::Awq;
+    if (s.in % 8 != 0 || s.out % 8 != 0 || group % 8 != 0 || s.in % group != 0)
       fail(
-          "{}: GPTQ layer {} has {} inputs and {} outputs; 4-bit packing needs multiples of 8 and inputs a "
-          "multiple of group_size {}",
-          config_.file.string(), base, s.in, s.out, group);
+          "{}: {} layer {} has {} inputs and {} outputs; 4-bit packing needs multiples of 8, and inputs a "
+          "multiple of group_size {}, itself a multiple of 8",
+          config_.file.string(), awq ? "AWQ" : "GPTQ", base, s.in, s.out, group);
     int64_t groups = s.in / group;
-    add(layer, role, Part::QWeight, {s.in / 8, s.out});
+    add(layer, role, Part::QWeight, awq ? std::vector{s.in, s.out / 8} : std::vector{s.in / 8, s.out});
     add(layer, role, Part::QZeros, {groups, s.out / 8});
     add(layer, role, Part::Scales, {groups, s.out});
-    add(layer, role, Part::GIdx, {s.in});
+    if (!awq) add(layer, role, Part::GIdx, {s.in});
   }
 
   const ModelConfig& config_;
@@ -195,6 +197,19 @@ void check_g_idx(const GptqLinear& gptq) {
       fail("{}: tensor \"{}\" puts input row {} in group {}, expected {} (group_size {}, desc_act false)",
            g_idx.file.string(), g_idx.name, k, group, k / gptq.group_size, gptq.group_size);
   }
+}
+
+// Replaces an AWQ layer's views (shapes checked against the config) with views of its GPTQ repacking,
+// kept alive by STORE.
+void repack_awq(GptqLinear& layer, LinearShape s, std::vector<std::shared_ptr<const GptqInt4>>& store) {
+  auto repacked = std::make_shared<const GptqInt4>(
+      repack_awq_gemm(layer.qweight.bytes, layer.qzeros.bytes, layer.scales.bytes, layer.scales.dtype,
+                      {s.in, s.out, layer.group_size}, layer.qweight.name));
+  layer.qweight.shape = {s.in / 8, s.out};
+  layer.qweight.bytes = std::as_bytes(std::span(repacked->qweight));
+  layer.qzeros.bytes = std::as_bytes(std::span(repacked->qzeros));
+  layer.scales.bytes = repacked->scales;
+  store.push_back(std::move(repacked));
 }
 
 }  // namespace
@@ -278,7 +293,10 @@ ModelFiles ModelFiles::open(const fs::path& dir) {
     slot.out_features = s.out;
     if (slot.gptq) {
       slot.gptq->group_size = config.gptq->group_size > 0 ? config.gptq->group_size : s.in;
-      check_g_idx(*slot.gptq);
+      if (config.gptq->format == Int4Format::Awq)
+        repack_awq(*slot.gptq, s, files.repacked_);
+      else
+        check_g_idx(*slot.gptq);
     }
   };
   finish_linear(weights.globals[std::size_t(Role::LmHead)], Role::LmHead);

@@ -6,19 +6,22 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/architecture.h"
 #include "model/config.h"
+#include "model/quant.h"
 #include "model/safetensors.h"
 
 namespace gerbil {
 
 // A GPTQ v1 linear layer with K inputs, N outputs and G groups (layout in the fixtures README):
 // qweight I32 [K/8, N] (8 nibbles along K), qzeros I32 [G, N/8] (8 nibbles along N, stored zero = real - 1),
-// scales float [G, N], g_idx I32 [K] (checked to equal k / group_size).
+// scales float [G, N], g_idx I32 [K] (checked to equal k / group_size). AWQ layers come repacked into this
+// layout (repack_awq_gemm, model/quant.h), their views pointing at ModelFiles' copies, with no g_idx (empty).
 struct GptqLinear {
   TensorView qweight, qzeros, scales, g_idx;
   int64_t group_size = 0;
@@ -88,6 +91,7 @@ class ModelFiles {
   Safetensors tensors_;
   ModelWeights weights_;
   uint64_t weight_bytes_ = 0;
+  std::vector<std::shared_ptr<const GptqInt4>> repacked_;  // AWQ layers in GPTQ's layout; copies share them
 };
 
 // Throws unless 0 <= ID < vocab_size, naming the id, the model's config.json and WHERE it came from.
