@@ -928,8 +928,9 @@ KernelCheck sample_check(bool quick) {
   };
   // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
   // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN; top-k off with the
-  // cuts inside the 64 best (a peaked distribution) and past them (flatter ones: the rejection draw), and
-  // with no cut at all.
+  // cuts among few tokens (a peaked distribution) and many (flatter ones), with no cut at all, and top-k above
+  // 64 and at or past the vocabulary. Each draw is also checked against the reference's token at its random
+  // number, in index order.
   std::vector<Shape> shapes = {{3000, 5, 1.f, 0.f, 1.f, false, false},     {7, 64, 0.9f, 0.f, 1.f, false, true},
                                {4097, 1, 1.f, 0.f, 1.f, true, true},       {5000, 40, 1.f, 0.3f, 1.f, true, false},
                                {70001, 64, 0.8f, 0.f, 0.7f, false, true},  {2500, 20, 0.8f, 0.05f, 0.7f, true, true},
