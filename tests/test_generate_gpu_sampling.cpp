@@ -68,10 +68,12 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
 }
 
 // The GPU sampler (kernels::sample) and the host Sampler draw the same tokens from the same logits, token
-// counts, seed and position, over random settings: temperature, top-k (1..64 or off), top-p, min-p, the
-// penalties, peaked and flat rows (the walk over the best 64, and the draw by rejection past them), NaN. Only
-// float rounding (f32 on the GPU, double on the host) at a boundary between two tokens may tell them apart:
-// at most 1 draw in 100. (With the host drawing from its own random numbers, most draws differ.)
+// counts, seed and position, over random settings: temperature, top-k (off, 1..64, above 64, at or above the
+// vocabulary), top-p, min-p, the penalties, peaked and flat rows, rows of many equal logits (more tokens at the
+// cut than the GPU gathers: its radix passes over all logits), -inf and NaN, odd vocabularies over several
+// chunks. Both use the same integer weights and sums; only exp()'s rounding (the GPU's against the host's) at a
+// boundary between two tokens may tell them apart: at most 1 draw in 100. (With the host drawing from its own
+// random numbers, most draws differ.)
 TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
   gpu::Device& device = test::device();
   std::mt19937 rng(21);
@@ -83,16 +85,18 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
   size_t draws = 0, differing = 0;
   std::string differences;
   for (int c = 0; c < 40; ++c) {
-    const uint32_t count = pick(50u, 700u, 2500u);
-    SamplingParams p{.temperature = pick(0.5f, 1.0f, 1.7f), .top_k = pick(0, 0, 1, 5, 40, 64),
+    const uint32_t count = pick(50u, 700u, 2500u, 5001u);
+    SamplingParams p{.temperature = pick(0.5f, 1.0f, 1.7f), .top_k = pick(0, 0, 1, 5, 40, 64, 65, 200, 1500, 6000),
                      .top_p = pick(1.0f, 0.9f, 0.5f), .min_p = pick(0.0f, 0.0f, 0.05f), .seed = rng() | 1ull << 40};
     const bool penalties = c % 3 == 0;
     if (penalties) p.repetition_penalty = 1.3f, p.presence_penalty = 0.2f, p.frequency_penalty = 0.1f;
     const float spread = pick(1.0f, 4.0f, 12.0f);  // flat to peaked
     std::uniform_real_distribution<float> uniform(-spread, spread);
     std::vector<float> logits(count);
-    for (float& l : logits) l = uniform(rng);
+    const bool ties = c % 4 == 1;  // logits on a grid of 1/4: thousands of equal ones
+    for (float& l : logits) l = ties ? std::round(uniform(rng) * 0.25f) * 4.0f / spread : uniform(rng);
     for (uint32_t i = 3; i < count; i += 11) logits[i] = NAN;
+    for (uint32_t i = 7; c % 5 == 2 && i < count; i += 3) logits[i] = -INFINITY;
     std::vector<uint32_t> seen(count, 0);
     std::vector<int32_t> history;  // the host's view of the same counts
     for (uint32_t i = 1; penalties && i < count; i += 5) {
@@ -101,7 +105,7 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
     }
     SCOPED_TRACE(testing::Message() << "count " << count << " temperature " << p.temperature << " top_k " << p.top_k
                                     << " top_p " << p.top_p << " min_p " << p.min_p << " spread " << spread
-                                    << (penalties ? " penalties" : ""));
+                                    << (penalties ? " penalties" : "") << (ties ? " ties" : ""));
 
     auto logits_buffer = device.upload("logits", std::span<const float>(logits));
     auto next = device.upload("next_ids", std::span<const uint32_t>(std::vector<uint32_t>{0xDEADu}));
@@ -113,12 +117,12 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
                             uint32_t(p.seed), uint32_t(p.seed >> 32), p.repetition_penalty, p.presence_penalty,
                             p.frequency_penalty};
     auto stages = kernels::sample(device, {&logits_buffer}, {&next}, {&drawn}, {&candidates}, {&counts}, q);
-    kernels::run(device, stages[0]);
+    for (size_t s = 0; s + 1 < stages.size(); ++s) kernels::run(device, stages[s]);  // position-free
     for (uint32_t d = 0; d < kDraws; ++d) {
       q.position = q.slot = d;
-      device.write(stages[1].params, std::as_bytes(std::span(&q, 1)));
+      device.write(stages.back().params, std::as_bytes(std::span(&q, 1)));
       device.write(counts, std::span<const uint32_t>(seen));  // each draw sees the same counts
-      kernels::run(device, stages[1]);
+      kernels::run(device, stages.back());
     }
     auto on_gpu = device.read_as<uint32_t>(drawn);
     Sampler host(p);

@@ -83,37 +83,44 @@ TEST(Sampler, TopKTopPAndMinPTruncate) {
   for (uint32_t i = 0; i < 300; ++i) EXPECT_THAT(draw(min_p, logits, {}, i), ::testing::AnyOf(0, 1, 4));
 }
 
-// The whole-vocabulary sort the sampler avoids: sort every candidate, then cut and draw as it does.
+// The rule of Sampler::sample() (sampler.h) done plainly: sort every candidate, integer weights, the cuts, the
+// draw in id order.
 int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, uint32_t position) {
   std::vector<std::pair<float, int32_t>> c;
   for (size_t i = 0; i < logits.size(); ++i)
     if (!std::isnan(logits[i])) c.emplace_back(logits[i], int32_t(i));
-  std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-  if (p.top_k > 0 && size_t(p.top_k) < c.size()) c.resize(size_t(p.top_k));
-  float best = c.front().first;
-  std::vector<float> w;
-  double total = 0;
-  for (auto& [logit, id] : c) total += w.emplace_back(std::exp((logit - best) * (1.0f / p.temperature)));
+  auto before = [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  std::sort(c.begin(), c.end(), before);
+  const float best = c.front().first;
+  auto weight = [&](float v) -> uint64_t {
+    float d = (best - v) * (1.0f / p.temperature);
+    return std::min(d * 96.0f, 2047.0f) >= 2047.0f ? 0 : uint64_t(std::exp(-d) * 2147483648.0f);
+  };
   size_t cut = c.size();
-  double kept = total;
-  if (p.top_p < 1.0f || p.min_p > 0.0f) {
-    double cumulative = 0;
-    kept = 0;
-    for (cut = 0; cut < c.size(); ++cut) {
-      double q = w[cut] / total;
-      if (cut > 0 && q < p.min_p * (1.0 / total)) break;
-      cumulative += q;
-      kept += w[cut];
-      if (cumulative >= p.top_p) {
-        ++cut;
+  if (p.top_k > 0) cut = std::min(cut, size_t(p.top_k));
+  unsigned __int128 total = 0;
+  for (size_t i = 0; i < cut; ++i) total += weight(c[i].first);
+  auto top_p = std::min(uint32_t(p.top_p * 16777216.0f), 1u << 24);
+  if (top_p < 1u << 24) {
+    auto goal = (total * top_p + (1u << 24) - 1) >> 24;
+    unsigned __int128 cumulative = 0;
+    for (size_t i = 0; i < cut; ++i)
+      if ((cumulative += weight(c[i].first)) >= goal) {
+        cut = i + 1;
         break;
       }
-    }
   }
-  double r = kernels::sample_unit(p.seed, position, 0) * kept;
+  const uint64_t least = std::max(uint64_t(p.min_p * 2147483648.0f), uint64_t(1));
+  std::vector<uint64_t> kept(logits.size(), 0);
+  uint64_t kept_total = 0;
   for (size_t i = 0; i < cut; ++i)
-    if ((r -= w[i]) <= 0) return c[i].second;
-  return c[cut - 1].second;
+    if (uint64_t w = weight(c[i].first); w >= least) kept_total += kept[size_t(c[i].second)] = w;
+  auto random = uint64_t(kernels::sample_unit(p.seed, position, 0) * 16777216.0);
+  auto mark = uint64_t((static_cast<unsigned __int128>(kept_total) * random) >> 24);
+  uint64_t through = 0;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] > 0 && (through += kept[i]) > mark) return int32_t(i);
+  return -1;
 }
 
 // Ordering only the prefix the cut and the draw reach picks what a full sort picks: a 50,000-token
@@ -138,10 +145,10 @@ TEST(Sampler, PartialOrderingDrawsWhatAFullSortDraws) {
   }
 }
 
-// Without top-k, a cut past the 64 best (or none) is drawn by rejection over all tokens, as on the GPU: the
-// draws follow the float64 distribution after the cuts (bins of the kept tokens, most probable first, of at
-// least 1/16 of the probability, within 5 sigma), and nothing past the cuts is ever drawn.
-TEST(Sampler, RejectionDrawsFollowTheDistribution) {
+// The draws follow the float64 distribution after the cuts (bins of the kept tokens, most probable first, of at
+// least 1/16 of the probability, within 5 sigma), and nothing past the cuts is ever drawn: large kept sets, top-k
+// above 64 and at the vocabulary.
+TEST(Sampler, DrawsFollowTheDistribution) {
   std::mt19937 values(9);
   std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
   std::vector<float> logits(700);
@@ -150,13 +157,17 @@ TEST(Sampler, RejectionDrawsFollowTheDistribution) {
   for (SamplingParams p : {SamplingParams{.temperature = 1.0f, .seed = 3},
                            SamplingParams{.temperature = 0.8f, .top_p = 0.7f, .seed = 4},
                            SamplingParams{.temperature = 1.2f, .top_p = 0.9f, .min_p = 0.05f, .seed = 5},
-                           SamplingParams{.temperature = 0.5f, .min_p = 0.01f, .seed = 6}}) {
-    SCOPED_TRACE(testing::Message() << "temperature " << p.temperature << " top_p " << p.top_p << " min_p " << p.min_p);
+                           SamplingParams{.temperature = 0.5f, .min_p = 0.01f, .seed = 6},
+                           SamplingParams{.temperature = 1.0f, .top_k = 200, .top_p = 0.9f, .seed = 7},
+                           SamplingParams{.temperature = 0.7f, .top_k = 699, .seed = 8}}) {
+    SCOPED_TRACE(testing::Message() << "temperature " << p.temperature << " top_k " << p.top_k << " top_p " << p.top_p
+                                    << " min_p " << p.min_p);
     // The float64 reference: sorted candidates, weights, cuts.
     std::vector<int32_t> order;
     for (int32_t i = 0; i < int32_t(logits.size()); ++i)
       if (!std::isnan(logits[size_t(i)])) order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+    if (p.top_k > 0 && size_t(p.top_k) < order.size()) order.resize(size_t(p.top_k));
     std::vector<double> weight;
     double total = 0;
     for (int32_t id : order) total += weight.emplace_back(std::exp((double(logits[size_t(id)]) - logits[size_t(order[0])]) / p.temperature));
@@ -164,14 +175,14 @@ TEST(Sampler, RejectionDrawsFollowTheDistribution) {
     double cumulative = 0;
     while (kept < order.size() && (kept == 0 || weight[kept] >= p.min_p) && cumulative < p.top_p * total)
       cumulative += weight[kept++];
-    ASSERT_GT(kept, kWalkCandidates);  // the rejection path
+    ASSERT_GT(kept, size_t(64));  // more than the GPU sampler once kept
     std::map<int32_t, int> counts;
     Sampler sampler(p);
     const int n = 20000;
     for (int i = 0; i < n; ++i) ++counts[draw(sampler, logits, {}, uint32_t(i))];
     std::map<int32_t, size_t> rank;
     for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = r;
-    for (auto [id, count] : counts) ASSERT_LT(rank.at(id), kept) << "token " << id << " is past the cuts";
+    for (auto [id, count] : counts) ASSERT_LT(rank.count(id) ? rank.at(id) : order.size(), kept) << "token " << id << " is past the cuts";
     double bin_p = 0, bin_f = 0;
     for (size_t r = 0; r < kept; ++r) {
       bin_p += weight[r] / cumulative;

@@ -111,9 +111,9 @@ std::optional<graph::Model::GpuSampling> named_sampling(const graph::Model& mode
   if (options.sampling.empty()) return std::nullopt;
   graph::Model::GpuSampling sampled = parse_bench_sampling(options.sampling, model.config().generation);
   if (!model.sampling_on_gpu(sampled))
-    fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (a positive temperature, top_k "
-         "of at most {})",
-         options.sampling, describe(sampled), kernels::kMaxSampleTopK);
+    fail("bench model: --sampling \"{}\" ({}): the GPU sampler cannot draw with it (it needs a positive "
+         "temperature)",
+         options.sampling, describe(sampled));
   return sampled;
 }
 

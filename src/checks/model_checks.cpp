@@ -928,8 +928,9 @@ KernelCheck sample_check(bool quick) {
   };
   // One chunk and several (up to the largest vocabulary), fewer valid logits than top_k, top_k 1 (argmax
   // with ties), the cuts alone and together, equal logits across chunk boundaries, NaN; top-k off with the
-  // cuts inside the 64 best (a peaked distribution) and past them (flatter ones: the rejection draw), and
-  // with no cut at all.
+  // cuts among few tokens (a peaked distribution) and many (flatter ones), with no cut at all, and top-k above
+  // 64 and at or past the vocabulary. Each draw is also checked against the reference's token at its random
+  // number, in index order.
   std::vector<Shape> shapes = {{3000, 5, 1.f, 0.f, 1.f, false, false},     {7, 64, 0.9f, 0.f, 1.f, false, true},
                                {4097, 1, 1.f, 0.f, 1.f, true, true},       {5000, 40, 1.f, 0.3f, 1.f, true, false},
                                {70001, 64, 0.8f, 0.f, 0.7f, false, true},  {2500, 20, 0.8f, 0.05f, 0.7f, true, true},
@@ -944,7 +945,10 @@ KernelCheck sample_check(bool quick) {
                                {2000, 5, 1.f, 0.f, 1.f, false, true, 0, false, false, true},
                                // penalties, with top-k and with the rejection draw
                                {3000, 20, 0.9f, 0.f, 0.7f, false, true, 0, false, false, false, true},
-                               {3000, 0, 0.7f, 0.f, 1.f, true, false, 0, false, false, false, true}};
+                               {3000, 0, 0.7f, 0.f, 1.f, true, false, 0, false, false, false, true},
+                               // top-k above 64, at the vocabulary, past it
+                               {5000, 200, 0.9f, 0.f, 0.7f, false, true},  {3001, 3001, 1.f, 0.05f, 1.f, true, false},
+                               {4100, 9000, 0.8f, 0.f, 1.5f, false, false}};
   if (!quick) shapes.push_back({kMaxSampleCount, 20, 0.8f, 0.f, 0.7f, true, false});
   constexpr double bound = 6;  // bins of >= 64 expected draws: a false alarm is below 1e-7 per bin
   auto describe = [](const Shape& s) {
@@ -978,14 +982,14 @@ KernelCheck sample_check(bool quick) {
         SampleParams p{s.count, 0, s.top_k, 0, s.top_p, s.min_p, 1.f / s.temperature, 0x5eed, 0x1234};
         if (s.penalties) p.repetition_penalty = 1.5f, p.presence_penalty = 0.3f, p.frequency_penalty = 0.2f;
         auto stages = sample(device, {&b.input("logits", logits)}, {&next}, {&history}, {&candidates}, {&counts}, p);
-        run(device, stages[0]);
+        for (size_t stage = 0; stage + 1 < stages.size(); ++stage) run(device, stages[stage]);  // position-free
         for (uint32_t d = 0; d < draws; ++d) {
           p.position = p.slot = d;
-          device.write(stages[1].params, std::as_bytes(std::span(&p, 1)));
+          device.write(stages.back().params, std::as_bytes(std::span(&p, 1)));
           // The drawn token's count goes up: put the counts back, so that every draw sees the same ones
           // (but the last, whose increment is checked below).
           if (d > 0) device.write(counts, std::span<const uint32_t>(seen));
-          run(device, stages[1]);
+          run(device, stages.back());
         }
         if (s.all_nan) {
           auto drawn = device.read_as<uint32_t>(history);
@@ -1007,14 +1011,12 @@ KernelCheck sample_check(bool quick) {
         std::vector<uint32_t> kept;  // in sampling order: higher logit, then lower index
         for (uint32_t i = 0; i < s.count; ++i)
           if (want[i] > 0) kept.push_back(i);
-        std::stable_sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return effective[a] > effective[b]; });
-        if (s.top_k > 0 || kept.size() < kMaxSampleTopK) {
+        {  // the draw: the kept token at u in index order (the GPU's is in integer weights: near boundaries, either)
           auto drawn = device.read_as<uint32_t>(history);
           for (uint32_t d = 0; d < draws; ++d) {
-            p.position = d;
             double u = kernels::sample_unit(uint64_t(p.seed_hi) << 32 | p.seed_lo, d, 0), cumulative = 0;
             size_t pick = 0;
-            while (pick + 1 < kept.size() && (cumulative += want[kept[pick]]) < u) ++pick;
+            while (pick + 1 < kept.size() && (cumulative += want[kept[pick]]) <= u) ++pick;
             bool near_boundary = std::abs(cumulative - u) < 1e-5 || (pick > 0 && std::abs(cumulative - want[kept[pick]] - u) < 1e-5);
             bool neighbour = (pick + 1 < kept.size() && drawn[d] == kept[pick + 1]) || (pick > 0 && drawn[d] == kept[pick - 1]);
             if (drawn[d] != kept[pick] && !(near_boundary && neighbour))
@@ -1023,6 +1025,7 @@ KernelCheck sample_check(bool quick) {
                                 INFINITY, bound};
           }
         }
+        std::stable_sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return effective[a] > effective[b]; });
         double worst = 0, bin_p = 0, bin_f = 0;
         auto close_bin = [&] {
           double spread = std::sqrt(bin_p * (1 - bin_p) / draws);

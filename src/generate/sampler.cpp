@@ -11,8 +11,6 @@
 
 namespace gerbil {
 
-static_assert(kWalkCandidates == kernels::kMaxSampleTopK, "the host walks the candidates the GPU sampler walks");
-
 void SamplingParams::validate() const {
   if (!std::isfinite(temperature)) fail("sampling: temperature must be a finite number");
   if (top_k < 0) fail("sampling: top_k must be >= 0 (0 turns it off), got {}", top_k);
@@ -46,9 +44,11 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 
 namespace {
 
-// sample.wgsl's MAX_ROUNDS: the rejection draw's bound, past which the best token is taken.
-constexpr uint32_t kRejectionRounds = 256;
 constexpr float kLargest = std::numeric_limits<float>::max();
+// sample.wgsl's BIN_SCALE, ZERO_BIN and ONE: d in bins of 1/96 nat, weight 0 from the last; the best's weight.
+constexpr float kBinScale = 96.0f;
+constexpr uint32_t kZeroBin = 2047;
+constexpr float kOne = 2147483648.0f;
 
 // The wording of the GPU path's error (graph/model.cpp), so that both paths fail alike.
 [[noreturn]] void fail_all_nan() {
@@ -70,11 +70,23 @@ constexpr auto before = [](const std::pair<float, int32_t>& a, const std::pair<f
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 };
 
+// floor(a m / 2^24), or (up) its ceiling: sample.wgsl's scale24.
+uint64_t scale24(uint64_t a, uint32_t m, bool up) {
+  unsigned __int128 product = static_cast<unsigned __int128>(a) * m;
+  return uint64_t((product + (up ? (1u << 24) - 1 : 0)) >> 24);
+}
+
 }  // namespace
+
+uint32_t Sampler::weight(float v, float best) const {
+  float d = (best - v) * inv_temperature_;
+  auto bin = uint32_t(std::min(d * kBinScale, float(kZeroBin)));
+  return bin == kZeroBin ? 0 : uint32_t(std::exp(-d) * kOne);
+}
 
 void Sampler::order_through(size_t count) {
   // Without top-k a vocabulary of 150k would be sorted whole for every token (14 ms on a slow core) although
-  // the top-p cut and the draw look at a short prefix: sort chunks of the order, doubling, as they are reached.
+  // the top-p cut looks at a short prefix: sort chunks of the order, doubling, as they are reached.
   if (count <= ordered_) return;
   size_t end = std::min(candidates_.size(), std::max({count, 2 * ordered_, size_t(256)}));
   auto first = candidates_.begin() + std::ptrdiff_t(ordered_), last = candidates_.begin() + std::ptrdiff_t(end);
@@ -89,97 +101,58 @@ int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> hi
   apply_penalties(logits, history);
   if (params_.greedy()) return argmax_skipping_nan(logits);
 
-  // Candidates cut by top-k; [0, ordered_) of them is in sampling order, the rest is ordered on demand.
   // Infinities clamped to the largest finite floats keep every weight finite: +inf is certain, -inf drawn only
-  // when every logit is -inf (as the GPU sampler, sample.wgsl, does).
+  // when every logit is -inf.
+  for (float& v : logits)
+    if (!std::isnan(v)) v = std::clamp(v, -kLargest, kLargest);
+  std::optional<float> best;
+  for (float v : logits)
+    if (!std::isnan(v) && (!best || v > *best)) best = v;
+  if (!best) fail_all_nan();
+  // The candidates of weight > 0: those of weight 0 come after them in sampling order and are never drawn.
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i)
-    if (!std::isnan(logits[i])) candidates_.emplace_back(std::clamp(logits[i], -kLargest, kLargest), int32_t(i));
-  if (candidates_.empty()) fail_all_nan();
+    if (!std::isnan(logits[i]) && weight(logits[i], *best) > 0) candidates_.emplace_back(logits[i], int32_t(i));
   ordered_ = 0;
+  std::optional<std::pair<float, int32_t>> cut;  // the last token top-k and top-p keep, in sampling order
   if (params_.top_k > 0 && size_t(params_.top_k) < candidates_.size()) {
     size_t keep = size_t(params_.top_k);
     std::partial_sort(candidates_.begin(), candidates_.begin() + std::ptrdiff_t(keep), candidates_.end(), before);
     candidates_.resize(keep);
     ordered_ = keep;
+    cut = candidates_.back();
   }
-  auto at = [&](size_t i) -> const std::pair<float, int32_t>& {
-    order_through(i + 1);
-    return candidates_[i];
+  const auto top_p = std::min(uint32_t(params_.top_p * 16777216.0f), 1u << 24);
+  if (top_p < 1u << 24) {
+    uint64_t total = 0;
+    for (const auto& candidate : candidates_) total += weight(candidate.first, *best);
+    uint64_t target = scale24(total, top_p, true), cumulative = 0;
+    for (size_t c = 0; c < candidates_.size(); ++c) {
+      order_through(c + 1);
+      if ((cumulative += weight(candidates_[c].first, *best)) >= target) {
+        cut = candidates_[c];
+        break;
+      }
+    }
+  }
+  // The kept tokens, in id order: at or before the cut, and of min-p's weight.
+  const uint32_t least = std::max(uint32_t(params_.min_p * kOne), 1u);
+  auto kept_weight = [&](size_t i) -> uint32_t {
+    if (std::isnan(logits[i])) return 0;
+    uint32_t w = weight(logits[i], *best);
+    bool inside = !cut || !before(*cut, {logits[i], int32_t(i)});
+    return w >= least && inside ? w : 0;
   };
-  // Probabilities at the given temperature: weights relative to the best logit, over their total (the GPU's
-  // arithmetic: a float weight, scaled by the float inverse temperature).
-  float best = at(0).first;
-  auto weight = [&](size_t i) { return relative_weight(at(i).first, best); };
-  double total = 0;
-  for (const auto& candidate : candidates_) total += relative_weight(candidate.first, best);
-
-  // top-p: the smallest prefix whose probability reaches top_p; min-p: drop p < min_p * p(best).
-  size_t cut = candidates_.size();
-  size_t stopped_at = std::numeric_limits<size_t>::max();  // the candidate at which a cut stopped the walk
-  double kept_total = total;
-  if (params_.top_p < 1.0f || params_.min_p > 0.0f) {
-    double cumulative = 0;
-    kept_total = 0;
-    for (cut = 0; cut < candidates_.size(); ++cut) {
-      float w = weight(cut);
-      double p = w / total;
-      if (cut > 0 && p < params_.min_p * (1.0 / total)) {  // p(best) = 1 / total
-        stopped_at = cut;
-        break;
-      }
-      cumulative += p;
-      kept_total += w;
-      if (cumulative >= params_.top_p) {
-        stopped_at = cut++;
-        break;
-      }
-    }
+  uint64_t kept = 0;
+  for (size_t i = 0; i < logits.size(); ++i) kept += kept_weight(i);
+  const auto random = uint32_t(kernels::sample_unit(seed_, position, 0) * 16777216.0);
+  const uint64_t mark = scale24(kept, random, false);
+  uint64_t through = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    uint32_t w = kept_weight(i);
+    if (w > 0 && (through += w) > mark) return int32_t(i);
   }
-  // As on the GPU: without top-k, a cut that is not among the best kWalkCandidates (or no cut) is drawn by
-  // rejection over all tokens.
-  if (params_.top_k == 0 && candidates_.size() >= kWalkCandidates && stopped_at >= kWalkCandidates)
-    return draw_by_rejection(logits, total, position);
-  double r = kernels::sample_unit(seed_, position, 0) * kept_total;  // in [0, kept_total)
-  for (size_t i = 0; i < cut; ++i) {
-    r -= weight(i);
-    if (r <= 0) return at(i).second;
-  }
-  return at(cut - 1).second;
-}
-
-// Round by round: draw j among the tokens before a pivot (at first all), in index order, in proportion to
-// their weights; j is kept when the probability of the tokens before it (in sampling order) is below top_p
-// and its weight reaches min_p (or it is the best); else j becomes the pivot. See sample.wgsl's draw_all.
-int32_t Sampler::draw_by_rejection(std::span<const float> logits, double total, uint32_t position) {
-  const float best = candidates_.front().first;
-  weights_.assign(logits.size(), 0.0f);  // NaN: never eligible
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (!std::isnan(logits[i])) weights_[i] = relative_weight(std::clamp(logits[i], -kLargest, kLargest), best);
-  auto value = [&](size_t i) { return std::clamp(logits[i], -kLargest, kLargest); };
-  auto precedes = [&](size_t i, size_t j) { return before({value(i), int32_t(i)}, {value(j), int32_t(j)}); };
-  std::optional<size_t> pivot;
-  auto eligible = [&](size_t i) { return !std::isnan(logits[i]) && (!pivot || precedes(i, *pivot)); };
-  for (uint32_t round = 1; round <= kRejectionRounds; ++round) {
-    double mass = 0;
-    for (size_t i = 0; i < logits.size(); ++i)
-      if (eligible(i)) mass += weights_[i];
-    double r = kernels::sample_unit(seed_, position, round) * mass;
-    size_t j = 0;
-    for (size_t i = 0; i < logits.size(); ++i) {
-      if (!eligible(i)) continue;
-      j = i;  // the last eligible one if rounding runs past the end
-      if ((r -= weights_[i]) < 0) break;
-    }
-    double above = 0;  // the weight of the tokens before j in sampling order
-    for (size_t i = 0; i < logits.size(); ++i)
-      if (!std::isnan(logits[i]) && precedes(i, j)) above += weights_[i];
-    bool kept_by_p = params_.top_p >= 1.0f || above / total < params_.top_p;
-    bool kept_by_min_p = above == 0 || weights_[j] >= params_.min_p;
-    if (kept_by_p && kept_by_min_p) return int32_t(j);
-    pivot = j;
-  }
-  return candidates_.front().second;
+  return argmax_skipping_nan(logits);  // not reached: mark < kept
 }
 
 }  // namespace gerbil

@@ -34,11 +34,6 @@ struct SamplingParams {
 };
 
 
-// How many best candidates the GPU sampler's walk sees (sample.wgsl MAX_TOP_K, kernels::kMaxSampleTopK):
-// without top-k, a draw whose top-p / min-p cut does not fall among them is made by rejection over all
-// tokens instead, on the host as on the GPU.
-constexpr size_t kWalkCandidates = 64;
-
 class Sampler {
  public:
   // Ids at or above ID_COUNT (the tokenizer's vocabulary size) are never drawn, in every mode.
@@ -46,7 +41,14 @@ class Sampler {
 
   // `logits` is scratch: it is modified. `history` is every token so far (prompt and generated). POSITION is
   // that of the token whose logits these are (the step's input, as the GPU sampler's): with the seed, it
-  // picks the random numbers.
+  // picks the random number.
+  //
+  // The rule, sample.wgsl's to the bit but for exp()'s rounding: each token (NaN skipped, infinities clamped)
+  // weighs floor(exp(-d) 2^31), d = (best logit - logit) / temperature, or 0 from d >= 2047 / 96 on
+  // (bin_weight()); top-k keeps the k first in sampling order (higher logit first, lower id first on ties);
+  // top-p the shortest prefix of those whose weight reaches ceil(top_p 2^24 (their total) / 2^24) (top_p 2^24
+  // truncated); min-p the tokens whose weight reaches floor(min_p 2^31). The token drawn is the kept one at
+  // mark floor(u (kept total)) in id order, u the 24-bit kernels::sample_unit(seed, position, 0).
   int32_t sample(std::span<float> logits, std::span<const int32_t> history, uint32_t position);
   uint64_t seed() const { return seed_; }
 
@@ -54,10 +56,8 @@ class Sampler {
   void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
   // Puts candidates_[0, count) in sampling order (they and more may already be).
   void order_through(size_t count);
-  // sample.wgsl's draw_all: the draw by rejection over all LOGITS (clamped, NaN skipped) in index order.
-  int32_t draw_by_rejection(std::span<const float> logits, double total, uint32_t position);
-  // The weight of logit V relative to the best, BEST: exp((v - best) / temperature), in float as on the GPU.
-  float relative_weight(float v, float best) const { return std::exp((v - best) * inv_temperature_); }
+  // The integer weight of logit V relative to the best, BEST (see sample()).
+  uint32_t weight(float v, float best) const;
 
   SamplingParams params_;
   size_t id_count_;
@@ -65,7 +65,6 @@ class Sampler {
   float inv_temperature_;
   std::vector<std::pair<float, int32_t>> candidates_;  // (logit, id), reused between calls
   size_t ordered_ = 0;                                   // candidates_[0, ordered_) is in sampling order
-  std::vector<float> weights_;                           // draw_by_rejection's, by token id
 };
 
 }  // namespace gerbil

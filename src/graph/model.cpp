@@ -146,8 +146,9 @@ class StepBuilder {
       follow(p, 0);
       auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
                                     {&b_.token_counts}, p);
-      at_position<kernels::SampleParams>(add("sample chunks", std::move(stages[0])), p, follow);
-      at_position<kernels::SampleParams>(add("sample draw", std::move(stages[1])), p, follow);
+      const char* labels[] = {"sample chunks", "sample histogram", "sample gather", "sample draw"};
+      for (size_t i = 0; i < stages.size(); ++i)
+        at_position<kernels::SampleParams>(add(labels[i], std::move(stages[i])), p, follow);
     }
   }
 
@@ -887,17 +888,16 @@ uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::func
 }
 
 bool Model::sampling_on_gpu(const GpuSampling& s) const {
-  return s.temperature > 0 && std::isfinite(1.0f / s.temperature) && s.top_k <= kernels::kMaxSampleTopK &&
-         token_count_ <= kernels::kMaxSampleCount;
+  return s.temperature > 0 && std::isfinite(1.0f / s.temperature) && token_count_ <= kernels::kMaxSampleCount;
 }
 
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
                                std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
                                uint32_t slot) {
   if (!sampling_on_gpu(s))
-    fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}), top_k of at most {} (got "
-         "{}; 0 is off) and a vocabulary of at most {} (the model's: {})",
-         s.temperature, kernels::kMaxSampleTopK, s.top_k, kernels::kMaxSampleCount, config_.vocab_size);
+    fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}) and a vocabulary of at "
+         "most {} (the model's: {})",
+         s.temperature, kernels::kMaxSampleCount, config_.vocab_size);
   kernels::SampleParams settings{token_count_, 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
                                  uint32_t(s.seed), uint32_t(s.seed >> 32), s.repetition_penalty, s.presence_penalty,
                                  s.frequency_penalty};

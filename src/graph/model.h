@@ -122,7 +122,7 @@ class Model {
 
   // decode_greedy() with each token drawn on the GPU (kernels::sample: repetition / presence / frequency
   // penalties over the tokens in `seen` (those before this call, `first` included) and the ones drawn since,
-  // then temperature, top-k of at most kernels::kMaxSampleTopK or off, top-p and min-p) instead of the
+  // then temperature, top-k (any k, or off), top-p and min-p) instead of the
   // argmax: the draw at position p hashes (seed, p), so the same seed gives the same tokens. Throws naming
   // the setting when the GPU cannot sample with it (sampling_on_gpu() says which can).
   struct GpuSampling {
@@ -136,8 +136,8 @@ class Model {
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
                           std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
                           uint32_t slot = 0);
-  // Whether the GPU can sample with these settings: top_k of at most kMaxSampleTopK (0: off), a vocabulary
-  // of at most kMaxSampleCount, a positive temperature whose inverse is finite. (decode_sampled() also
+  // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
+  // temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)
   bool sampling_on_gpu(const GpuSampling& sampling) const;
 

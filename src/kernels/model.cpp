@@ -969,15 +969,15 @@ std::string sample_shapes(const SampleParams& p) {
 }
 }  // namespace
 
-// Per chunk: kMaxSampleTopK (value, index) pairs, then (largest logit, weight sum) after all chunks' pairs.
-uint64_t sample_candidates_words(uint32_t count) { return 2ull * ceil_div(count, kSampleChunk) * (kMaxSampleTopK + 1); }
+// sample.wgsl's scratch: the histogram (2,048 bins of 3 words), a count, the range found (16 words), 1,024
+// gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
+uint64_t sample_candidates_words(uint32_t count) { return 3 * 2048 + 1 + 16 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk); }
 
 void check_sample_params(const SampleParams& p) {
   auto shapes = sample_shapes(p);
   if (p.count == 0 || p.count > kMaxSampleCount)
-    fail("kernel 'sample' ({}): count must be 1..{} (the merge's 256 chunks of {})", shapes, kMaxSampleCount,
+    fail("kernel 'sample' ({}): count must be 1..{} (the draw's 256 chunks of {})", shapes, kMaxSampleCount,
          kSampleChunk);
-  if (p.top_k > kMaxSampleTopK) fail("kernel 'sample' ({}): top_k must be 0 (off) or 1..{}", shapes, kMaxSampleTopK);
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
     fail("kernel 'sample' ({}): top_p must be in (0, 1], got {}", shapes, p.top_p);
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
@@ -1008,18 +1008,16 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   check_sample_params(p);
   auto shapes = sample_shapes(p);
   uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
-  auto stage = [&](gpu::Grid grid, bool final) {
-    return prepare(device, "sample", shapes,
-                   {{"logits", logits, p.count},
-                    {"next_ids", next_ids, 1},
-                    {"history", history, uint64_t(p.slot) + 1},
-                    {"candidates", candidates, sample_candidates_words(p.count)},
-                    {"counts", counts, p.count}},
-                   p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(partials)}});
-  };
   std::vector<Dispatch> dispatches;
-  dispatches.push_back(stage({partials, 1, 1}, false));
-  dispatches.push_back(stage({1, 1, 1}, true));
+  for (uint32_t stage = 0; stage < 4; ++stage)
+    dispatches.push_back(prepare(device, "sample", shapes,
+                                 {{"logits", logits, p.count},
+                                  {"next_ids", next_ids, 1},
+                                  {"history", history, uint64_t(p.slot) + 1},
+                                  {"candidates", candidates, sample_candidates_words(p.count)},
+                                  {"counts", counts, p.count}},
+                                 p, {stage < 3 ? partials : 1, 1, 1},
+                                 {{"STAGE", double(stage)}, {"PARTIALS", double(partials)}}));
   return dispatches;
 }
 

@@ -274,18 +274,17 @@ constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p);
 
-// sample.wgsl: sampling on the GPU (top-k of 1..kMaxSampleTopK or off, then top-p and min-p, at a
-// temperature), with generate/sampler.cpp's candidates, order and cuts and random numbers hashed from (seed,
-// position). The drawn token goes to next_ids[0] and history[slot], as argmax's. Two dispatches (record
-// both, in order): ceil(count / kSampleChunk) workgroups keep each chunk's kMaxSampleTopK best and weight sum
-// in `candidates`, then one workgroup merges them and draws (with top-k off and cuts that reach past the
-// kMaxSampleTopK best, by rejection over all logits: exact, slower). Penalties as the host sampler's apply to
-// the tokens with counts[i] > 0; the drawn token's count goes up by one. Bindings: 0 logits [count],
-// 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 candidates [sample_candidates_words(count)] u32 (scratch),
-// 4 counts [count] u32, 5 params.
+// sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
+// generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
+// and random numbers hashed from (seed, position). The drawn token goes to next_ids[0] and history[slot], as
+// argmax's. Four dispatches (record all, in order; only the last depends on the position): chunk maxima, a
+// histogram of the weights, the tokens around the cut gathered, then one workgroup finds the cut and draws.
+// Penalties as the host sampler's apply to the tokens with counts[i] > 0; the drawn token's count goes up by one.
+// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
+// [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
 struct SampleParams {
   uint32_t count, slot;
-  uint32_t top_k;       // 0 (off) or 1..kMaxSampleTopK
+  uint32_t top_k;       // 0: off
   uint32_t position;    // of the step: with the seed, picks the random number
   float top_p = 1.0f;   // (0, 1]
   float min_p = 0.0f;   // [0, 1]
@@ -294,9 +293,8 @@ struct SampleParams {
   float repetition_penalty = 1.0f;  // > 0; 1: off
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
 };
-constexpr uint32_t kMaxSampleTopK = 64;       // sample.wgsl MAX_TOP_K
-constexpr uint32_t kSampleChunk = 1024;       // sample.wgsl CHUNK
-constexpr uint32_t kMaxSampleCount = 262144;  // 256 chunks: the merging workgroup's invocations
+constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
+constexpr uint32_t kMaxSampleCount = 524288;  // 256 chunks: the drawing workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
 // Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
 // uniform with new settings).
