@@ -38,28 +38,43 @@ override CHUNK_LANES: u32 = 4u;  // lanes sharing a chunk: 1, 2, 4 or 8 (at most
 const WORKGROUP_SIZE: u32 = 256u;
 var<workgroup> partial_sums: array<array<vec4<f32>, 4>, WORKGROUP_SIZE>;  // [thread][column][row]
 
-// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row].
-fn add_chunk(chunk: u32, part: u32, rows: array<u32, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
+// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row]. The
+// quads' dot products with the integer quants are summed first and scaled once per chunk; offsets come out of
+// the sum of x: sum (scale q - offset) x = scale sum q x - offset sum x.
+fn add_chunk(chunk: u32, part: u32, rows: array<BlockRow, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
   var scales: array<ChunkScale, 4>;
   for (var c = 0u; c < COLS; c++) {
     scales[c] = chunk_scale(rows[c], chunk);
   }
+  var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the lane's quads (Q6_K: scaled already)
+  var x_sums = vec4<f32>(0.0);    // [row]: sum of x over them (formats with an offset)
   for (var j = 0u; j < 8u / CHUNK_LANES; j++) {
     let quad = part + j * CHUNK_LANES;
     var xs: array<vec4<f32>, 4>;
     for (var m = 0u; m < ROWS; m++) {
       xs[m] = x[(m * params.K + 32u * chunk) / 4u + quad];
+      if (blocks_have_offset()) {
+        x_sums[m] += dot(xs[m], vec4<f32>(1.0));
+      }
     }
     for (var c = 0u; c < COLS; c++) {
-      let q = chunk_quad(rows[c], chunk, quad);
-      let scale = select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
-      for (var m = 0u; m < ROWS; m++) {
-        // The offset taken out of the sum: sum (scale q - offset) x = scale sum q x - offset sum x.
-        (*acc)[c][m] += scale * dot(xs[m], q);
-        if (blocks_have_offset()) {
-          (*acc)[c][m] -= scales[c].offset * dot(xs[m], vec4<f32>(1.0));
-        }
+      var q = chunk_quad(rows[c], chunk, quad);
+      if (WEIGHT_TYPE == 10u) {  // only Q6_K's two halves of a chunk have scales of their own
+        q *= select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
       }
+      for (var m = 0u; m < ROWS; m++) {
+        sums[c][m] += dot(xs[m], q);
+      }
+    }
+  }
+  for (var c = 0u; c < COLS; c++) {
+    if (WEIGHT_TYPE == 10u) {
+      (*acc)[c] += sums[c];
+    } else {
+      (*acc)[c] += scales[c].scale.x * sums[c];
+    }
+    if (blocks_have_offset()) {
+      (*acc)[c] -= scales[c].offset * x_sums;
     }
   }
 }
@@ -72,9 +87,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let N = params.N;
   let chunks = params.K / 32u;
   // Columns past N read row N - 1 again and store nothing.
-  var rows: array<u32, 4>;
+  var rows: array<BlockRow, 4>;
   for (var c = 0u; c < COLS; c++) {
-    rows[c] = min(first + c, N - 1u) * block_row_words(params.K);
+    rows[c] = block_row(min(first + c, N - 1u), params.K);
   }
   // CHUNK_LANES neighbouring lanes share a chunk: a load instruction of the team then reads x and the quants of
   // its TEAM / CHUNK_LANES chunks contiguously (a lane per whole chunk would touch a cache line of x per lane,
