@@ -608,9 +608,12 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
   auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
   if (b.split == 0)
     for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < resident;) b.split *= 2;
+  if (b.unroll == 0) b.unroll = kQuantChunkLanes;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);
+  if (!std::has_single_bit(b.unroll) || b.unroll > 8)
+    fail("kernel 'linear_q_matvec' ({}): {} lanes per chunk requested; 1, 2, 4 or 8", shapes(), b.unroll);
   // Lane c * M + m of a team stores column c of row m: at least 16 lanes.
   if (!std::has_single_bit(b.split) || b.split < 16 || b.split > kWorkgroupSize)
     fail("kernel 'linear_q_matvec' ({}): a team of {} lanes requested; a power of two from 16 to {}", shapes(),
@@ -637,7 +640,7 @@ Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, 
                   {"ROWS", double(p.M)},
                   {"COLS", double(b.columns)},
                   {"TEAM", double(b.split)},
-                  {"CHUNK_LANES", double(kQuantChunkLanes)}});
+                  {"CHUNK_LANES", double(b.unroll)}});
 }
 
 // linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).

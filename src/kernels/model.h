@@ -151,7 +151,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
                                       MatvecBlocking requested = {}, bool norm_x = false);
 // The blocking linear() decodes block-quantized weights with (linear_q_matvec.wgsl; M <= kMatvecRows): `columns`
 // output columns (1..4) per team of `split` lanes (a power of two, 16..256); 0 leaves the choice to the rule;
-// `unroll` and `workgroups` are unused. Throws naming the field out of range.
+// `unroll` the lanes sharing each 32-element chunk (1, 2, 4 or 8; 0: 4); `workgroups` is unused. Throws naming the
+// field out of range.
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
                                         MatvecBlocking requested = {});
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
