@@ -598,17 +598,20 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
                                         MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
   MatvecBlocking b = requested;
-  // Two columns per team (each piece of x read once for both) only where that still leaves a grid of at least
-  // the workgroups the adapter holds at once (its tuning: fewer would leave SMs idle), else one. A team of
-  // kQuantTeam lanes per column group, or more, splitting the rows' chunks between them, where fewer columns
-  // than that grid needs would leave SMs idle (an 8B model's o and down products).
-  uint64_t teams = kWorkgroupSize / kQuantTeam;
-  uint64_t resident = tuning(device).resident_workgroups;
-  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= resident ? 2 : 1;
+  // Two columns per team (each piece of x read and summed once for both), teams of kQuantTeam lanes, more lanes
+  // only while the grid is under one workgroup per SM (the adapter's resident workgroups / 8): the kernel is
+  // bound by its instructions per element, not by filling the GPU. H200, llama down (K = 14336, N = 4096, 256
+  // workgroups at 2 columns, 32 lanes), bench kernels 2026-12-02: Q4_0 0.0327 ms against 0.0389 for one column
+  // in teams of 64 (1,024 workgroups), 0.0374 for four columns and 0.0443 for the earlier rule's choice; Q4_K
+  // 0.0402 against 0.0448 and 0.0482.
+  uint64_t sms = std::max<uint64_t>(1, tuning(device).resident_workgroups / 8);
+  if (b.columns == 0) b.columns = 2;
   auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
   if (b.split == 0)
-    for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < resident;) b.split *= 2;
-  if (b.unroll == 0) b.unroll = kQuantChunkLanes;
+    for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < sms;) b.split *= 2;
+  // K-quants decode a chunk's scale and minimum from 6-bit fields, once per lane: two lanes to a chunk halve
+  // that (Q4_K on the shape above, 2 columns: 0.0382 ms against 0.0402 with four lanes; Q4_0 0.0330 / 0.0327).
+  if (b.unroll == 0) b.unroll = type == WeightType::Q4_K || type == WeightType::Q5_K ? 2 : kQuantChunkLanes;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);

@@ -6,9 +6,10 @@
 // Decoding streams every weight once, so the work is cut for memory: a team of TEAM threads serves COLS output
 // columns, its lanes taking the 32-element chunks of the rows in steps of TEAM / CHUNK_LANES consecutive chunks,
 // CHUNK_LANES lanes to a chunk, so that each load instruction of a team reads a contiguous run of quants and of
-// x; each quad of a chunk is decoded in registers and its scale taken out of the dot product
-// (sum scale * q * x = scale * sum q * x, less offset * sum x for formats with a minimum). The lanes' sums meet
-// in workgroup memory.
+// x (pack_rows keeps a row's chunks of quants back to back); each quad of a chunk is decoded in registers and
+// the chunk's scale taken out of the lane's dot products (sum scale * q * x = scale * sum q * x, less
+// offset * sum x for formats with a minimum, the sum of x shared by the COLS columns). The lanes' sums meet in
+// workgroup memory.
 // Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (u32 words), 2 bias [N] read, 3 residual read,
 //                     4 out [M, out_stride] read_write, 5 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / TEAM)) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
