@@ -185,10 +185,11 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
     check_product(GetParam(), {M, 37, 3, false, true, M % 2 == 0}, rng);
     check_product(GetParam(), {M, 5, 2, true, false, false}, rng);
   }
-  // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 4 chunks a step;
-  // of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N.
-  for (MatvecBlocking blocking : {MatvecBlocking{2, 16}, MatvecBlocking{4, 32}, MatvecBlocking{3, 64},
-                                  MatvecBlocking{1, 256}})
+  // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 2 to 16 chunks a
+  // step; of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N, and
+  // 1, 2, 4 or 8 lanes to a chunk.
+  for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 8}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
+                                  MatvecBlocking{1, 256, 4}})
     check_product(GetParam(), {2, 37, 5, false, true, true, 0, blocking}, rng);
 }
 

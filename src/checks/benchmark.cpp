@@ -1021,6 +1021,9 @@ std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) 
     for (MatvecBlocking b : options.blockings) {
       kernels.push_back({"linear", linear_case(WeightType::F16, b)});
       kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted})});
+      // The block types' decode kernel takes COLUMNS columns per team of SPLIT lanes (linear_q_matvec_blocking).
+      for (WeightType type : {WeightType::Q4_0, WeightType::Q4_K})
+        kernels.push_back({"linear", linear_case(type, b)});
       bool pairs = b.columns == 0 || b.columns == 2;  // a gated product pairs gate and up rows
       if (pairs && shape.name.find("gate_up") != std::string::npos)
         kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted, .gate_act = 1})});

@@ -1,6 +1,7 @@
 #include "kernels/model.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 
@@ -123,16 +124,16 @@ const char* weight_type_name(WeightType type) {
 }
 
 BlockLayout block_layout(WeightType type) {
-  // ggml-common.h's block sizes; the GPU's are the word-aligned ones pack_rows() makes.
+  // ggml-common.h's block sizes, then the GPU layout's runs (see WeightType).
   switch (type) {
-    case WeightType::Q8_0: return {32, 34, 36};
-    case WeightType::Q4_0: return {32, 18, 20};
-    case WeightType::Q4_1: return {32, 20, 20};
-    case WeightType::Q5_0: return {32, 22, 24};
-    case WeightType::Q5_1: return {32, 24, 24};
-    case WeightType::Q4_K: return {256, 144, 144};
-    case WeightType::Q5_K: return {256, 176, 176};
-    case WeightType::Q6_K: return {256, 210, 212};
+    case WeightType::Q8_0: return {32, 34, 32, 0, 2};
+    case WeightType::Q4_0: return {32, 18, 16, 0, 2};
+    case WeightType::Q4_1: return {32, 20, 16, 0, 4};
+    case WeightType::Q5_0: return {32, 22, 16, 4, 2};
+    case WeightType::Q5_1: return {32, 24, 16, 4, 4};
+    case WeightType::Q4_K: return {256, 144, 16, 0, 16};
+    case WeightType::Q5_K: return {256, 176, 16, 4, 16};
+    case WeightType::Q6_K: return {256, 210, 16, 8, 20};
     default: break;
   }
   fail("weight type {} ({}) is not a block type", static_cast<uint32_t>(type), weight_type_name(type));
@@ -143,8 +144,89 @@ uint64_t weight_row_bytes(WeightType type, uint64_t K) {
   BlockLayout layout = block_layout(type);
   if (K % layout.elements != 0)
     fail("a {} weight row of {} elements is not whole blocks of {}", weight_type_name(type), K, layout.elements);
-  return K / layout.elements * layout.gpu_bytes;
+  uint64_t bytes = K / 32 * (layout.quant_bytes + layout.high_bytes) + K / layout.elements * layout.header_bytes;
+  return ceil_div(bytes, 16) * 16;
 }
+
+namespace {
+
+// One ggml block taken apart: each element's unsigned integer code (its low 4 bits and high bits; Q8_0's int8
+// byte) and the scale bytes the GPU layout keeps (its header).
+struct BlockParts {
+  std::array<uint8_t, 256> codes;
+  std::array<std::byte, 20> header{};
+};
+
+uint8_t byte_at(const std::byte* p, size_t i) { return std::to_integer<uint8_t>(p[i]); }
+
+// 32-element blocks: element i < 16 in the low nibble of byte i, i + 16 in its high nibble.
+void nibbles32(const std::byte* qs, uint8_t* codes) {
+  for (size_t i = 0; i < 16; ++i) {
+    codes[i] = byte_at(qs, i) & 15;
+    codes[i + 16] = byte_at(qs, i) >> 4;
+  }
+}
+
+// Q5_0 / Q5_1: bit i of the word at `qh` is element i's fifth bit.
+void fifth_bits32(const std::byte* qh, uint8_t* codes) {
+  for (size_t i = 0; i < 32; ++i) codes[i] |= ((byte_at(qh, i / 8) >> (i % 8)) & 1) << 4;
+}
+
+// Q4_K / Q5_K: sub-block pairs share 32 bytes, the even sub-block in the low nibbles.
+void nibbles256(const std::byte* qs, uint8_t* codes) {
+  for (size_t i = 0; i < 256; ++i) {
+    uint8_t byte = byte_at(qs, 32 * (i / 64) + i % 32);
+    codes[i] = (i / 32) % 2 == 0 ? byte & 15 : byte >> 4;
+  }
+}
+
+BlockParts block_parts(WeightType type, const std::byte* b) {
+  BlockParts parts;
+  uint8_t* codes = parts.codes.data();
+  auto header = [&](size_t from, size_t count) { std::copy_n(b + from, count, parts.header.begin()); };
+  switch (type) {
+    case WeightType::Q8_0:
+      for (size_t i = 0; i < 32; ++i) codes[i] = byte_at(b, 2 + i);
+      header(0, 2);
+      break;
+    case WeightType::Q4_0: nibbles32(b + 2, codes); header(0, 2); break;
+    case WeightType::Q4_1: nibbles32(b + 4, codes); header(0, 4); break;
+    case WeightType::Q5_0: nibbles32(b + 6, codes); fifth_bits32(b + 2, codes); header(0, 2); break;
+    case WeightType::Q5_1: nibbles32(b + 8, codes); fifth_bits32(b + 4, codes); header(0, 4); break;
+    case WeightType::Q4_K: nibbles256(b + 16, codes); header(0, 16); break;
+    case WeightType::Q5_K:
+      nibbles256(b + 48, codes);
+      for (size_t i = 0; i < 256; ++i) codes[i] |= ((byte_at(b, 16 + i % 32) >> (i / 32)) & 1) << 4;
+      header(0, 16);
+      break;
+    default:  // Q6_K: in a half of 128, element 32 k + l: ql byte l + 32 (k % 2), nibble k / 2; qh bits 2k of byte l
+      for (size_t i = 0; i < 256; ++i) {
+        size_t half = i / 128, k = i % 128 / 32, l = i % 32;
+        uint8_t low = byte_at(b, 64 * half + l + 32 * (k % 2)) >> (4 * (k / 2)) & 15;
+        codes[i] = low | ((byte_at(b, 128 + 32 * half + l) >> (2 * k)) & 3) << 4;
+      }
+      std::copy_n(b + 192, 18, parts.header.begin());  // scales, d
+      break;
+  }
+  return parts;
+}
+
+// Writes chunk c's quants and high bits (BlockLayout's runs) from its 32 codes.
+void put_chunk(const BlockLayout& layout, const uint8_t* codes, std::byte* quants, std::byte* high) {
+  if (layout.quant_bytes == 32) {
+    std::copy_n(reinterpret_cast<const std::byte*>(codes), 32, quants);
+    return;
+  }
+  for (size_t i = 0; i < 16; ++i) quants[i] = std::byte((codes[i] & 15) | (codes[i + 16] & 15) << 4);
+  // Element 4 q + i's bits above the nibble go to byte i at bit q (one bit) or 2 (q % 4) of word q / 4 (two).
+  uint32_t bits = layout.high_bytes / 4;
+  for (size_t e = 0; e < 32 && bits; ++e) {
+    size_t q = e / 4, i = e % 4, word = bits == 1 ? 0 : q / 4, shift = bits == 1 ? q : 2 * (q % 4);
+    high[4 * word + i] |= std::byte((codes[e] >> 4) << shift);
+  }
+}
+
+}  // namespace
 
 std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K,
                                  std::string_view what) {
@@ -152,22 +234,23 @@ std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggm
   if (K % layout.elements != 0)
     fail("tensor '{}' ({}): rows of {} elements are not whole blocks of {}", what, weight_type_name(type), K,
          layout.elements);
-  uint64_t blocks = rows * (K / layout.elements);
-  if (ggml.size() != blocks * layout.ggml_bytes)
+  uint64_t blocks = K / layout.elements, chunks = K / 32, row_bytes = weight_row_bytes(type, K);
+  if (ggml.size() != rows * blocks * layout.ggml_bytes)
     fail("tensor '{}' ({} [{}, {}]): {} bytes, expected {} ({} blocks of {})", what, weight_type_name(type), rows, K,
-         ggml.size(), blocks * layout.ggml_bytes, blocks, layout.ggml_bytes);
-  // Where the part after a leading f16 scale starts: Q8_0 / Q4_0 / Q5_0 move it from byte 2 to byte 4; the
-  // others keep ggml's offsets (Q6_K's padding is at its end).
-  bool shift_after_scale = type == WeightType::Q8_0 || type == WeightType::Q4_0 || type == WeightType::Q5_0;
-  std::vector<std::byte> packed(blocks * layout.gpu_bytes);
-  for (uint64_t b = 0; b < blocks; ++b) {
-    const std::byte* from = ggml.data() + b * layout.ggml_bytes;
-    std::byte* to = packed.data() + b * layout.gpu_bytes;
-    if (shift_after_scale) {
-      std::copy_n(from, 2, to);
-      std::copy_n(from + 2, layout.ggml_bytes - 2, to + 4);
-    } else {
-      std::copy_n(from, layout.ggml_bytes, to);
+         ggml.size(), rows * blocks * layout.ggml_bytes, rows * blocks, layout.ggml_bytes);
+  std::vector<std::byte> packed(rows * row_bytes);
+  for (uint64_t r = 0; r < rows; ++r) {
+    std::byte* quants = packed.data() + r * row_bytes;
+    std::byte* high = quants + chunks * layout.quant_bytes;
+    std::byte* headers = high + chunks * layout.high_bytes;
+    for (uint64_t b = 0; b < blocks; ++b) {
+      BlockParts parts = block_parts(type, ggml.data() + (r * blocks + b) * layout.ggml_bytes);
+      std::copy_n(parts.header.begin(), layout.header_bytes, headers + b * layout.header_bytes);
+      for (uint32_t c = 0; c < layout.elements / 32; ++c) {
+        uint64_t chunk = b * (layout.elements / 32) + c;
+        put_chunk(layout, parts.codes.data() + 32 * c, quants + chunk * layout.quant_bytes,
+                  high + chunk * layout.high_bytes);
+      }
     }
   }
   return packed;
@@ -515,19 +598,25 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
                                         MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
   MatvecBlocking b = requested;
-  // Two columns per team (each piece of x read once for both) only where that still leaves a grid of at least
-  // the workgroups the adapter holds at once (its tuning: fewer would leave SMs idle), else one. A team of
-  // kQuantTeam lanes per column group, or more, splitting the rows' chunks between them, where fewer columns
-  // than that grid needs would leave SMs idle (an 8B model's o and down products).
-  uint64_t teams = kWorkgroupSize / kQuantTeam;
-  uint64_t resident = tuning(device).resident_workgroups;
-  if (b.columns == 0) b.columns = ceil_div(N, 2 * teams) >= resident ? 2 : 1;
+  // Two columns per team (each piece of x read and summed once for both), teams of kQuantTeam lanes, more lanes
+  // only while the grid is under one workgroup per SM (the adapter's resident workgroups / 8): the kernel is
+  // bound by its instructions per element, not by filling the GPU. H200, llama down (K = 14336, N = 4096, 256
+  // workgroups at 2 columns, 32 lanes), bench kernels 2026-12-02: Q4_0 0.0327 ms against 0.0389 for one column
+  // in teams of 64 (1,024 workgroups), 0.0374 for four columns and 0.0443 for the earlier rule's choice; Q4_K
+  // 0.0402 against 0.0448 and 0.0482.
+  uint64_t sms = std::max<uint64_t>(1, tuning(device).resident_workgroups / 8);
+  if (b.columns == 0) b.columns = 2;
   auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
   if (b.split == 0)
-    for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < resident;) b.split *= 2;
+    for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < sms;) b.split *= 2;
+  // K-quants decode a chunk's scale and minimum from 6-bit fields, once per lane: two lanes to a chunk halve
+  // that (Q4_K on the shape above, 2 columns: 0.0382 ms against 0.0402 with four lanes; Q4_0 0.0330 / 0.0327).
+  if (b.unroll == 0) b.unroll = type == WeightType::Q4_K || type == WeightType::Q5_K ? 2 : kQuantChunkLanes;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);
+  if (!std::has_single_bit(b.unroll) || b.unroll > 8)
+    fail("kernel 'linear_q_matvec' ({}): {} lanes per chunk requested; 1, 2, 4 or 8", shapes(), b.unroll);
   // Lane c * M + m of a team stores column c of row m: at least 16 lanes.
   if (!std::has_single_bit(b.split) || b.split < 16 || b.split > kWorkgroupSize)
     fail("kernel 'linear_q_matvec' ({}): a team of {} lanes requested; a power of two from 16 to {}", shapes(),
@@ -554,7 +643,7 @@ Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, 
                   {"ROWS", double(p.M)},
                   {"COLS", double(b.columns)},
                   {"TEAM", double(b.split)},
-                  {"CHUNK_LANES", double(kQuantChunkLanes)}});
+                  {"CHUNK_LANES", double(b.unroll)}});
 }
 
 // linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).

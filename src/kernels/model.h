@@ -14,11 +14,18 @@
 namespace gerbil::kernels {
 
 // F32 / F16 / BF16 are elements as in a safetensors file; the others are ggml's block formats (GGUF files), kept
-// quantized on the GPU in the layout pack_rows() makes: each ggml block padded to whole u32 words, its quants
-// starting on a word (ggml's Q8_0 / Q4_0 / Q5_0 blocks get two bytes after their f16 scale, Q6_K two at its end;
-// Q4_1, Q5_1, Q4_K and Q5_K are already word-aligned), rows of whole blocks back to back. Kernels decode them
-// with include/blocks.wgsl (one 32-element chunk of a block at a time, scale times integer quants, exactly
-// ggml's dequantized values).
+// quantized on the GPU in the layout pack_rows() makes (the same for every kernel that reads them: decode and
+// prompt products, embedding gathers). Each row of K elements is repacked, by 32-element chunks, into three runs
+// (the row padded to 16 bytes), so that a kernel reads a chunk's quants with 16-byte loads and every 4- to
+// 6-bit type decodes its low bits alike:
+//   quants   per chunk, 16 bytes: byte i holds element i's low 4 bits and element i + 16's in its high nibble
+//            (ggml's Q4_0 order; K-quants' sub-block pairs are split into their chunks); Q8_0: 32 int8 bytes;
+//   high     per chunk: Q5_0 / Q5_1 / Q5_K a word whose bit 8 i + q is element 4 q + i's fifth bit (q < 8,
+//            i < 4); Q6_K two words, element 4 q + i's top two bits at bits 8 i + 2 (q % 4) of word q / 4;
+//   headers  per block, ggml's scales: Q8_0 / Q4_0 / Q5_0 d (f16, two to a word); Q4_1 / Q5_1 d, m; Q4_K /
+//            Q5_K d, dmin and the 12 bytes of 6-bit scales and mins; Q6_K its 16 int8 scales, then d and 2 bytes.
+// Kernels decode it with include/blocks.wgsl (one 32-element chunk of a block at a time, scale times integer
+// quants, exactly ggml's dequantized values).
 enum class WeightType : uint32_t {
   F32 = 0, F16 = 1, BF16 = 2,
   Q8_0 = 3, Q4_0 = 4, Q4_1 = 5, Q5_0 = 6, Q5_1 = 7, Q4_K = 8, Q5_K = 9, Q6_K = 10,
@@ -31,9 +38,10 @@ constexpr uint32_t kMatvecRows = 4;
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
 bool is_block_type(WeightType type);
 const char* weight_type_name(WeightType type);  // "f32", "f16", "bf16", "Q8_0", ..., "Q6_K"
-// The block geometry of a block type: elements per block, bytes per block in a ggml file and on the GPU.
+// The block geometry of a block type: elements per block, bytes per block in a ggml file, and the GPU layout's
+// bytes per 32-element chunk (quants, high bits) and per block (header); see WeightType.
 struct BlockLayout {
-  uint32_t elements, ggml_bytes, gpu_bytes;
+  uint32_t elements, ggml_bytes, quant_bytes, high_bytes, header_bytes;
 };
 BlockLayout block_layout(WeightType type);  // throws for element types
 // Bytes of one weight row of K elements as the kernels read it (block types: K a multiple of the block size,
@@ -143,7 +151,8 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
                                       MatvecBlocking requested = {}, bool norm_x = false);
 // The blocking linear() decodes block-quantized weights with (linear_q_matvec.wgsl; M <= kMatvecRows): `columns`
 // output columns (1..4) per team of `split` lanes (a power of two, 16..256); 0 leaves the choice to the rule;
-// `unroll` and `workgroups` are unused. Throws naming the field out of range.
+// `unroll` the lanes sharing each 32-element chunk (1, 2, 4 or 8; 0: 4); `workgroups` is unused. Throws naming the
+// field out of range.
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
                                         MatvecBlocking requested = {});
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:

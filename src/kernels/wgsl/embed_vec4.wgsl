@@ -33,7 +33,7 @@ fn table_piece(row: u32, d4: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(vec4<u32>(table[2u * p], table[2u * p + 1u]));
   }
   if (WEIGHT_TYPE >= 3u) {
-    return chunk_values(row * block_row_words(params.hidden_size), d4 / 8u, d4 % 8u);
+    return chunk_values(block_row(row, params.hidden_size), d4 / 8u, d4 % 8u);
   }
   let words = table[p];
   return vec4<f32>(halves(words.x), halves(words.y));

@@ -6,9 +6,10 @@
 // Decoding streams every weight once, so the work is cut for memory: a team of TEAM threads serves COLS output
 // columns, its lanes taking the 32-element chunks of the rows in steps of TEAM / CHUNK_LANES consecutive chunks,
 // CHUNK_LANES lanes to a chunk, so that each load instruction of a team reads a contiguous run of quants and of
-// x; each quad of a chunk is decoded in registers and its scale taken out of the dot product
-// (sum scale * q * x = scale * sum q * x, less offset * sum x for formats with a minimum). The lanes' sums meet
-// in workgroup memory.
+// x (pack_rows keeps a row's chunks of quants back to back); each quad of a chunk is decoded in registers and
+// the chunk's scale taken out of the lane's dot products (sum scale * q * x = scale * sum q * x, less
+// offset * sum x for formats with a minimum, the sum of x shared by the COLS columns). The lanes' sums meet in
+// workgroup memory.
 // Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (u32 words), 2 bias [N] read, 3 residual read,
 //                     4 out [M, out_stride] read_write, 5 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / TEAM)) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
@@ -38,28 +39,43 @@ override CHUNK_LANES: u32 = 4u;  // lanes sharing a chunk: 1, 2, 4 or 8 (at most
 const WORKGROUP_SIZE: u32 = 256u;
 var<workgroup> partial_sums: array<array<vec4<f32>, 4>, WORKGROUP_SIZE>;  // [thread][column][row]
 
-// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row].
-fn add_chunk(chunk: u32, part: u32, rows: array<u32, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
+// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row]. The
+// quads' dot products with the integer quants are summed first and scaled once per chunk; offsets come out of
+// the sum of x: sum (scale q - offset) x = scale sum q x - offset sum x.
+fn add_chunk(chunk: u32, part: u32, rows: array<BlockRow, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
   var scales: array<ChunkScale, 4>;
   for (var c = 0u; c < COLS; c++) {
     scales[c] = chunk_scale(rows[c], chunk);
   }
+  var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the lane's quads (Q6_K: scaled already)
+  var x_sums = vec4<f32>(0.0);    // [row]: sum of x over them (formats with an offset)
   for (var j = 0u; j < 8u / CHUNK_LANES; j++) {
     let quad = part + j * CHUNK_LANES;
     var xs: array<vec4<f32>, 4>;
     for (var m = 0u; m < ROWS; m++) {
       xs[m] = x[(m * params.K + 32u * chunk) / 4u + quad];
+      if (blocks_have_offset()) {
+        x_sums[m] += dot(xs[m], vec4<f32>(1.0));
+      }
     }
     for (var c = 0u; c < COLS; c++) {
-      let q = chunk_quad(rows[c], chunk, quad);
-      let scale = select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
-      for (var m = 0u; m < ROWS; m++) {
-        // The offset taken out of the sum: sum (scale q - offset) x = scale sum q x - offset sum x.
-        (*acc)[c][m] += scale * dot(xs[m], q);
-        if (blocks_have_offset()) {
-          (*acc)[c][m] -= scales[c].offset * dot(xs[m], vec4<f32>(1.0));
-        }
+      var q = chunk_quad(rows[c], chunk, quad);
+      if (WEIGHT_TYPE == 10u) {  // only Q6_K's two halves of a chunk have scales of their own
+        q *= select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
       }
+      for (var m = 0u; m < ROWS; m++) {
+        sums[c][m] += dot(xs[m], q);
+      }
+    }
+  }
+  for (var c = 0u; c < COLS; c++) {
+    if (WEIGHT_TYPE == 10u) {
+      (*acc)[c] += sums[c];
+    } else {
+      (*acc)[c] += scales[c].scale.x * sums[c];
+    }
+    if (blocks_have_offset()) {
+      (*acc)[c] -= scales[c].offset * x_sums;
     }
   }
 }
@@ -72,9 +88,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let N = params.N;
   let chunks = params.K / 32u;
   // Columns past N read row N - 1 again and store nothing.
-  var rows: array<u32, 4>;
+  var rows: array<BlockRow, 4>;
   for (var c = 0u; c < COLS; c++) {
-    rows[c] = min(first + c, N - 1u) * block_row_words(params.K);
+    rows[c] = block_row(min(first + c, N - 1u), params.K);
   }
   // CHUNK_LANES neighbouring lanes share a chunk: a load instruction of the team then reads x and the quants of
   // its TEAM / CHUNK_LANES chunks contiguously (a lane per whole chunk would touch a cache line of x per lane,

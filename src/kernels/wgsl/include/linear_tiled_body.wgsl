@@ -66,7 +66,7 @@ fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
   if (WEIGHT_TYPE == 0u) {
     starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
   } else if (is_block_weight()) {
-    starts.w = min(n0 + row, params.N - 1u) * block_row_words(params.K);  // the row's first word
+    starts.w = min(n0 + row, params.N - 1u);  // the row (blocks.wgsl's block_row finds its runs)
   } else {
     starts.w = min(n0 + row, params.N - 1u) * (params.K / 8u);
   }
@@ -83,7 +83,7 @@ fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
     if (is_block_weight()) {
       // This thread's quad of the row: 2 s + lid % 2 (8 quads to a 32-element chunk).
       let quad = 2u * s + lid % 2u;
-      staged.w = bitcast<vec4<u32>>(chunk_values(starts.w, quad / 8u, quad % 8u));
+      staged.w = bitcast<vec4<u32>>(chunk_values(block_row(starts.w, params.K), quad / 8u, quad % 8u));
     } else {
       staged.w = W[starts.w + select(s, 2u * s, WEIGHT_TYPE == 0u)];
     }
