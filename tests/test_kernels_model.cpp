@@ -61,7 +61,7 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
 
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the
 // feature, instead of compiling a shader the device cannot run; products the f16 kernel does not take
-// (decoding, K % 8 != 0) stay f32 and run anywhere.
+// (decoding, batched decode steps, K % 8 != 0) stay f32 and run anywhere.
 TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
   gpu::Device plain({.allow_shader_f16 = false});
   ASSERT_FALSE(plain.features().shader_f16);
@@ -72,9 +72,10 @@ TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
     return linear_split_k(plain, {&buffer}, {&buffer}, {&buffer}, {&buffer}, {&buffer}, p, WeightType::F32,
                           {&buffer}, 0, Arithmetic::F16);
   };
-  EXPECT_THAT([&] { prompt(16, 64); },
+  EXPECT_THAT([&] { prompt(kLinearRowsMax + 1, 64); },
               ThrowsMessage<Error>(AllOf(HasSubstr("linear_tiled_f16"), HasSubstr("shader-f16"))));
   EXPECT_EQ(prompt(16, 60).front().kernel, "linear");                      // K % 8 != 0: linear.wgsl, f32
+  EXPECT_EQ(prompt(kLinearRowsMax, 64).front().kernel, "linear_rows");     // a batched decode step: f32
   EXPECT_THAT(prompt(4, 64).front().kernel, Not(HasSubstr("f16")));  // decoding: f32
 }
 
@@ -185,14 +186,26 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
 
 // --- grids --------------------------------------------------------------------------------------------
 
-TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
+TEST(LinearGrid, MatrixVectorUpToFourRowsThenRowsThenTiles) {
   // 8 columns per workgroup up to M = 4: the LM head N = 151936 needs 18992 workgroups.
   EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}), (Grid{18992, 1, 1}));
   EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));
   EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}), (Grid{65535, 2, 1}));  // folded
-  // Tiles from M = 5: 64x64 when K % 8 != 0 (linear.wgsl); for K % 8 == 0 (linear_tiled.wgsl) the largest of
-  // 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
-  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
+  // linear_rows.wgsl from M = 5 to kLinearRowsMax with K % 8 == 0: 4, 2, 1 columns per thread up to 8, 16, 32
+  // rows, in slices of 32 columns where they make 264 workgroups (two per H200 SM), else of 16, else of 8.
+  EXPECT_EQ(linear_rows_blocking(5, 896).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(16, 896).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(kLinearRowsMax, 896).columns, 1u);
+  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{28, 1, 1}));               // 8-column slices
+  EXPECT_EQ(linear_grid({16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));          // Llama's o: 8
+  EXPECT_EQ(linear_grid({16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));        // gate_up: 32
+  EXPECT_EQ(linear_grid({8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));         // 32
+  EXPECT_EQ(linear_grid({8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));         // 16
+  EXPECT_EQ(linear_grid({kLinearRowsMax, 4096, 4096, 4096, 0, 0, 0}), (Grid{512, 1, 1}));
+  // Tiles beyond: 64x64 when K % 8 != 0 (linear.wgsl, from M = 5); for K % 8 == 0 (linear_tiled.wgsl) the
+  // largest of 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
+  EXPECT_EQ(linear_grid({5, 897, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
   EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));       // 64x64
   EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}), (Grid{224, 1, 1}));      // 128x64
   EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}), (Grid{128, 1, 1}));       // 64x128
@@ -404,9 +417,10 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
             << "M=" << M << " K=" << K << " N=" << N;
       }
   EXPECT_EQ(linear_split_workers(device(), {2, 4096, 64, 64, 0, 0, 0}), 0u);   // decoding never splits
-  EXPECT_EQ(linear_split_workers(device(), {20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
-  EXPECT_EQ(linear_split_workers(device(), {20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
-  EXPECT_EQ(linear_split_workers(device(), {20, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
+  EXPECT_EQ(linear_split_workers(device(), {20, 4096, 64, 64, 0, 0, 0}), 0u);  // nor does a batched decode step (linear_rows)
+  EXPECT_EQ(linear_split_workers(device(), {40, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
+  EXPECT_EQ(linear_split_workers(device(), {40, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
+  EXPECT_EQ(linear_split_workers(device(), {40, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
   // Requests are bounded by 128 MiB of partial sums (two 128 x 128 tiles per worker: 1,024 workers) and by
   // 4,096 workers (64 x 64 tiles), each named in the error.
   LinearParams large{512, 4096, 4096, 4096, 0, 0, 0};
@@ -421,10 +435,10 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
 
 TEST(LinearSplit, RejectsShortScratchAndFusions) {
   device().set_tuning(kH200);
-  LinearParams p{20, 2048, 40, 40, 0, 0, 0};  // one 64 x 64 tile: 8 workers, 2 slots of partial sums each
+  LinearParams p{40, 2048, 40, 40, 0, 0, 0};  // one 64 x 64 tile: 8 workers, 2 slots of partial sums each
   ASSERT_EQ(linear_split_scratch_floats(device(), p), 2u * 8 * 64 * 64);
-  auto x = device().create_buffer("x", 4ull * 20 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
-  auto out = device().create_buffer("out", 4ull * 20 * 40);
+  auto x = device().create_buffer("x", 4ull * 40 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
+  auto out = device().create_buffer("out", 4ull * 40 * 40);
   auto short_scratch = device().create_buffer("scratch", 4ull * (2 * 8 * 64 * 64 - 1));
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&short_scratch}); },
               ThrowsMessage<Error>(AllOf(HasSubstr("workers=8"), HasSubstr("operand 'partials'"))));
@@ -432,13 +446,17 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
   gated.gate_act = 1;
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, gated, WeightType::F16, {&short_scratch}); },
               ThrowsMessage<Error>(HasSubstr("fuse no norm or gate")));
-  // A requested count of workers: at most one per slab (256 here), and never for decoding's matrix-vector rows.
+  // A requested count of workers: at most one per slab (256 here), and never for decoding's rows (matrix-vector
+  // or linear_rows.wgsl's).
   auto scratch = device().create_buffer("scratch", 4ull * 2 * 257 * 64 * 64);
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}, 257); },
               ThrowsMessage<Error>(HasSubstr("257 split workers requested")));
   LinearParams decoding{2, 2048, 40, 40, 0, 0, 0};
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, decoding, WeightType::F16, {&scratch}, 2); },
-              ThrowsMessage<Error>(HasSubstr("splits M > 4 rows")));
+              ThrowsMessage<Error>(HasSubstr("splits M > 32 rows")));
+  LinearParams batch{kLinearRowsMax, 2048, 40, 40, 0, 0, 0};
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, batch, WeightType::F16, {&scratch}, 2); },
+              ThrowsMessage<Error>(HasSubstr("splits M > 32 rows")));
 }
 
 // Every sampling setting out of range is an error naming it (the model checks settings with the same function
