@@ -59,6 +59,14 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
   EXPECT_EQ(checks, 2);
 }
 
+// On lavapipe (one resident tile) linear_rows.wgsl always takes 32-column slices; with an H200's tuning the same
+// checks take its 8- and 16-column slices (the narrow products of linear_check's batched decode steps).
+TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
+  gpu::Device h200;
+  h200.set_tuning(kH200);
+  test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "linear");
+}
+
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the
 // feature, instead of compiling a shader the device cannot run; products the f16 kernel does not take
 // (decoding, batched decode steps, K % 8 != 0) stay f32 and run anywhere.
@@ -186,25 +194,14 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
 
 // --- grids --------------------------------------------------------------------------------------------
 
-TEST(LinearGrid, MatrixVectorUpToFourRowsThenRowsThenTiles) {
+TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   // 8 columns per workgroup up to M = 4: the LM head N = 151936 needs 18992 workgroups.
   EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}), (Grid{18992, 1, 1}));
   EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));
   EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}), (Grid{65535, 2, 1}));  // folded
-  // linear_rows.wgsl from M = 5 to kLinearRowsMax with K % 8 == 0: 4, 2, 1 columns per thread up to 8, 16, 32
-  // rows, in slices of 32 columns where they make 264 workgroups (two per H200 SM), else of 16, else of 8.
-  EXPECT_EQ(linear_rows_blocking(5, 896).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(16, 896).columns, 2u);
-  EXPECT_EQ(linear_rows_blocking(kLinearRowsMax, 896).columns, 1u);
-  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{28, 1, 1}));               // 8-column slices
-  EXPECT_EQ(linear_grid({16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));          // Llama's o: 8
-  EXPECT_EQ(linear_grid({16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));        // gate_up: 32
-  EXPECT_EQ(linear_grid({8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));         // 32
-  EXPECT_EQ(linear_grid({8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));         // 16
-  EXPECT_EQ(linear_grid({kLinearRowsMax, 4096, 4096, 4096, 0, 0, 0}), (Grid{512, 1, 1}));
-  // Tiles beyond: 64x64 when K % 8 != 0 (linear.wgsl, from M = 5); for K % 8 == 0 (linear_tiled.wgsl) the
-  // largest of 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
-  EXPECT_EQ(linear_grid({5, 897, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
+  // Tiles from M = 5: 64x64 when K % 8 != 0 (linear.wgsl); for K % 8 == 0 (linear_tiled.wgsl) the largest of
+  // 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
+  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
   EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
   EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));       // 64x64
   EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}), (Grid{224, 1, 1}));      // 128x64
@@ -212,6 +209,32 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsThenRowsThenTiles) {
   EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}), (Grid{128, 1, 1}));    // 128x128
   EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{2374, 1, 1}));
   EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
+}
+
+// linear_rows.wgsl takes M = 5 to kLinearRowsMax with K % 8 == 0 and element weights: 4 columns per thread up to
+// 8 rows, then 2, in slices of 32 columns where they make the resident tiles' 264 workgroups (two per H200 SM),
+// else of 16, else of 8.
+TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
+  device().set_tuning(kH200);
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
+    EXPECT_TRUE(use_linear_rows({5, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_TRUE(use_linear_rows({kLinearRowsMax, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_FALSE(use_linear_rows({4, 64, 8, 8, 0, 0, 0}, type));                   // decoding: matrix-vector
+    EXPECT_FALSE(use_linear_rows({kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
+    EXPECT_FALSE(use_linear_rows({8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
+  }
+  EXPECT_FALSE(use_linear_rows({8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: the tiled kernel decodes them
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 896).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 9, 896).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 2u);
+  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{28, 1, 1}));            // 8-column slices
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));       // Llama's o: 8
+  EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));     // gate_up: 32
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));      // 32
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));      // 16
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 20000).lanes, 16u);
 }
 
 // --- shape errors -------------------------------------------------------------------------------------
@@ -417,10 +440,9 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
             << "M=" << M << " K=" << K << " N=" << N;
       }
   EXPECT_EQ(linear_split_workers(device(), {2, 4096, 64, 64, 0, 0, 0}), 0u);   // decoding never splits
-  EXPECT_EQ(linear_split_workers(device(), {20, 4096, 64, 64, 0, 0, 0}), 0u);  // nor does a batched decode step (linear_rows)
-  EXPECT_EQ(linear_split_workers(device(), {40, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
-  EXPECT_EQ(linear_split_workers(device(), {40, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
-  EXPECT_EQ(linear_split_workers(device(), {40, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
+  EXPECT_EQ(linear_split_workers(device(), {20, 2048, 40, 40, 0, 0, 0}), 8u);  // one tile of 256 slabs: 8 shares
+  EXPECT_EQ(linear_split_workers(device(), {20, 128, 40, 40, 0, 0, 0}), 0u);   // too short a K to split
+  EXPECT_EQ(linear_split_workers(device(), {20, 2048, 40, 40, 0, 0, 0}, 5), 5u);   // requested
   // Requests are bounded by 128 MiB of partial sums (two 128 x 128 tiles per worker: 1,024 workers) and by
   // 4,096 workers (64 x 64 tiles), each named in the error.
   LinearParams large{512, 4096, 4096, 4096, 0, 0, 0};
@@ -435,10 +457,10 @@ TEST(LinearSplit, ScratchBoundCoversEveryProduct) {
 
 TEST(LinearSplit, RejectsShortScratchAndFusions) {
   device().set_tuning(kH200);
-  LinearParams p{40, 2048, 40, 40, 0, 0, 0};  // one 64 x 64 tile: 8 workers, 2 slots of partial sums each
+  LinearParams p{20, 2048, 40, 40, 0, 0, 0};  // one 64 x 64 tile: 8 workers, 2 slots of partial sums each
   ASSERT_EQ(linear_split_scratch_floats(device(), p), 2u * 8 * 64 * 64);
-  auto x = device().create_buffer("x", 4ull * 40 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
-  auto out = device().create_buffer("out", 4ull * 40 * 40);
+  auto x = device().create_buffer("x", 4ull * 20 * 2048), W = device().create_buffer("W", 2ull * 40 * 2048);
+  auto out = device().create_buffer("out", 4ull * 20 * 40);
   auto short_scratch = device().create_buffer("scratch", 4ull * (2 * 8 * 64 * 64 - 1));
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&short_scratch}); },
               ThrowsMessage<Error>(AllOf(HasSubstr("workers=8"), HasSubstr("operand 'partials'"))));
@@ -446,17 +468,34 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
   gated.gate_act = 1;
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, gated, WeightType::F16, {&short_scratch}); },
               ThrowsMessage<Error>(HasSubstr("fuse no norm or gate")));
-  // A requested count of workers: at most one per slab (256 here), and never for decoding's rows (matrix-vector
-  // or linear_rows.wgsl's).
+  // A requested count of workers: at most one per slab (256 here), and never for decoding's matrix-vector rows.
   auto scratch = device().create_buffer("scratch", 4ull * 2 * 257 * 64 * 64);
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}, 257); },
               ThrowsMessage<Error>(HasSubstr("257 split workers requested")));
   LinearParams decoding{2, 2048, 40, 40, 0, 0, 0};
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, decoding, WeightType::F16, {&scratch}, 2); },
-              ThrowsMessage<Error>(HasSubstr("splits M > 32 rows")));
+              ThrowsMessage<Error>(HasSubstr("splits M > 4 rows")));
   LinearParams batch{kLinearRowsMax, 2048, 40, 40, 0, 0, 0};
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, batch, WeightType::F16, {&scratch}, 2); },
-              ThrowsMessage<Error>(HasSubstr("splits M > 32 rows")));
+              ThrowsMessage<Error>(HasSubstr("linear_rows.wgsl, which shares nothing out")));
+}
+
+// A batched decode step of 16-bit weights runs linear_rows.wgsl whole, where the tiled kernel would share its one
+// tile out; block-quantized weights keep the tiled kernel (shared out), which decodes their blocks.
+TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
+  device().set_tuning(kH200);
+  LinearParams p{kLinearRowsMax, 2048, 40, 40, 0, 0, 0};
+  ASSERT_EQ(linear_split_workers(device(), p), 8u);  // the tiled kernel's choice
+  auto x = device().create_buffer("x", 4ull * kLinearRowsMax * 2048);
+  auto W = device().create_buffer("W", 2ull * 40 * 2048);  // f16 rows, longer than Q8_0 ones
+  auto out = device().create_buffer("out", 4ull * kLinearRowsMax * 40);
+  auto scratch = device().create_buffer("scratch", 4 * linear_split_scratch_floats(device(), p));
+  auto rows = linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows.front().kernel, "linear_rows");
+  auto blocks = linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::Q8_0, {&scratch});
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks.front().kernel, "linear_tiled");
 }
 
 // Every sampling setting out of range is an error naming it (the model checks settings with the same function

@@ -302,18 +302,26 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {1, 584, 29, F16, true, true, 0, 0, 0, {1, 2}},
       {2, 1000, 19, F32, false, true, 0, 0, 0, {3, 4}},
       // batched decode steps (kMatvecRows < M <= kLinearRowsMax, K % 8 == 0: linear_rows.wgsl): 4 columns per
-      // thread (M <= 8), 2 (M <= 16), 1 (M <= 32), each with N not a multiple of the workgroup's columns (some
-      // threads' columns past N), pieces per row not a multiple of the slices' blocks, a row block into a
-      // strided output, and 8- to 32-column slices (the fewest workgroups that wide slices leave: wide N)
+      // thread (M <= 8), 2 (M <= 16), each with N not a multiple of the workgroup's columns (some threads'
+      // columns past N), pieces per row (K / 4 for f32, K / 8 for 16-bit weights) odd or not a multiple of
+      // the slices' blocks, a row block into a strided output, and, under a tuning of many resident tiles
+      // (an H200's), 8- to 32-column slices (wide N keeps wide slices)
       {5, 64, 33, F32, true, true},
+      {5, 72, 19, F16, false, true, 23, 3},
+      {7, 200, 45, F32, true, false},
+      {7, 128, 301, BF16, true, true, 310, 7, 1},
       {8, 136, 301, F16, true, false, 310, 7},
-      {16, 128, 1001, F16, true, true, 1010, 5, 3},
+      {9, 72, 45, BF16, true, true, 50, 3},
       {13, 200, 77, BF16, false, true},
-      {16, 96, 1001, F16, true, true},
-      {6, 64, 17000, F16, false, true},
-      {32, 72, 45, BF16, true, true, 50, 3},
+      {kLinearRowsMax, 128, 1001, F16, true, true, 1010, 5, 3},
+      {kLinearRowsMax, 96, 1001, F16, true, true},
       {kLinearRowsMax, 264, 17, F32, false, true},
+      {6, 64, 17000, F16, false, true},
       {7, 64, 33800, BF16, true, false},
+      {kLinearRowsMax, 64, 17000, BF16, true, true},
+      // the same step sizes for K % 8 != 0 (linear.wgsl's tiles)
+      {7, 60, 19, F16, true, true},
+      {kLinearRowsMax, 100, 33, F32, false, true},
       // tiled variant, linear.wgsl for K % 8 != 0: single partial tiles, several tiles
       {5, 17, 5, F32, false, false},
       {33, 129, 67, F16, true, false, 100, 20},

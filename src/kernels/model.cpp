@@ -354,8 +354,9 @@ bool use_linear_rows(const LinearParams& p, WeightType type) {
 
 RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N) {
   // Sums of all M rows for each column a thread holds, in at most 32 registers: 4 columns up to 8 rows, 2 up
-  // to 16, then 1 (the weight pieces in flight stay 4 per thread: linear_rows.wgsl's IN_FLIGHT).
-  uint32_t columns = M <= 8 ? 4 : M <= 16 ? 2 : 1;
+  // to kLinearRowsMax (the weight pieces in flight stay 4 per thread: linear_rows.wgsl's IN_FLIGHT).
+  static_assert(kLinearRowsMax * 2 <= 32, "linear_rows.wgsl holds at most 32 sums a thread");
+  uint32_t columns = M <= 8 ? 4 : 2;
   // Columns side by side at one k share each read of x; fewer of them (more slices of k) where wide slices
   // would leave fewer workgroups than tuning().resident_tiles (an H200: two per SM), which reading the weights
   // at bandwidth needs (Llama-3-8B's o, N = 4096 at M = 16: 64 workgroups of 32-column slices, 256 of 8).

@@ -78,10 +78,10 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
-// Batched decode steps (4 < M <= kLinearRowsMax, K % 8 == 0) run linear_rows.wgsl (same bindings and params;
-// linear_rows_blocking()); prompts (M > kLinearRowsMax) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
-// chosen by linear_grid()'s shape rule; linear_split_k() may take larger ones to share out), other K
-// linear.wgsl's 64 x 64 tiles.
+// Batched decode steps (4 < M <= kLinearRowsMax, K % 8 == 0, f32/f16/bf16 weights) run linear_rows.wgsl (same
+// bindings and params; linear_rows_blocking()); other prompts with K % 8 == 0 run linear_tiled.wgsl (same
+// bindings and params; 64/128-square tiles chosen by linear_grid()'s shape rule; linear_split_k() may take larger
+// ones to share out), other K linear.wgsl's 64 x 64 tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
 // and prompts run linear_tiled.wgsl decoding each slab's weights as it loads them.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
@@ -115,11 +115,12 @@ struct LinearNorm {
 struct MatvecBlocking {
   uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
+// The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels; linear_rows.wgsl's is linear_rows_grid().
 Grid linear_grid(const LinearParams& p);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
 // types keep the tiled kernel, which decodes their blocks).
 bool use_linear_rows(const LinearParams& p, WeightType type);
-// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (1, 2 or 4) and columns per slice of
+// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 or 2) and columns per slice of
 // k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8); its grid.
 struct RowsBlocking {
   uint32_t columns, lanes;
@@ -139,8 +140,9 @@ enum class Arithmetic : uint32_t { F32, F16 };
 // up with bias and residual into out. A product shared out may take larger tiles than linear() would, where its
 // K makes a wave of long shares of them. Returns the dispatches to record in order (one when not split, the
 // plain linear()). `scratch` holds linear_split_scratch_floats(device, p, workers) floats; no fused norm or gate
-// (those are decode-only). `workers`: see linear_split_workers(). Throws for Arithmetic::F16 on an adapter
-// without shader-f16.
+// (those are decode-only). `workers`: see linear_split_workers(); the products linear_rows.wgsl takes
+// (use_linear_rows) are never shared out, and requested workers for them throw. Throws for Arithmetic::F16 on an
+// adapter without shader-f16.
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
                                      WeightType type, BufferBinding scratch, uint32_t workers = 0,

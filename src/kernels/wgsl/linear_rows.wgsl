@@ -11,7 +11,11 @@
 // * the 256 / LANES slices of a workgroup take every slices-th block of UNROLL pieces (4 in flight per
 //   thread: UNROLL * COLS = 4) and add up through workgroup memory, 8 sums per thread at a time (8 KiB).
 // No subgroups, no shader-f16: it runs on every adapter. The dispatcher (kernels::linear_rows_blocking) sets
-// ROWS = M, COLS and LANES; grid: ceil(N / (LANES * COLS)) workgroups, folded.
+// ROWS = M, COLS (4 up to 8 rows, else 2) and LANES; grid: ceil(N / (LANES * COLS)) workgroups, folded.
+// A row's sum is the same f32 sum of K terms as in the other linear kernels, in another order (COLS and LANES
+// set which pieces each slice adds up): a row can differ in its last bits between steps of other sizes, as it
+// already does between the matrix-vector (M <= 4) and tiled kernels; tests/test_generate_scheduler holds the
+// greedy tokens to be the same whatever the step.
 // Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N], 3 residual, 4 out
 // [M, out_stride] read_write, 5 params uniform.
 
@@ -27,7 +31,7 @@
 @group(0) @binding(5) var<uniform> params: Params;
 
 override ROWS: u32 = 8u;    // M
-override COLS: u32 = 4u;    // columns per thread: 1, 2 or 4, ROWS * COLS <= MAX_SUMS
+override COLS: u32 = 4u;    // columns per thread: 1, 2 or 4, ROWS * COLS <= MAX_SUMS (the dispatcher: 2 or 4)
 override LANES: u32 = 32u;  // columns of a slice (8, 16 or 32); 256 / LANES slices share each column's k
 
 const WORKGROUP_SIZE: u32 = 256u;
