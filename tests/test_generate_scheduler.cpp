@@ -1,6 +1,7 @@
 // The scheduler on the reference fixtures: prompts answered together in one batch (several KV-cache slots,
 // prompt chunks interleaved with the other sequences' decode steps) give the same greedy tokens as each
 // answered alone, and as transformers; cancellation frees a slot; a request that cannot run is refused.
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "generate/scheduler.h"
 #include "graph/model.h"
+#include "kernels/model.h"
 #include "model/weights.h"
 #include "support/device.h"
 #include "support/paths.h"
@@ -89,21 +91,28 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
     Scheduler scheduler(model, nullptr);
     for (auto& request : requests()) alone.push_back(scheduler.run(std::move(request)));
   }
-  // Four slots for eight requests, and steps of at most 6 rows: prompts are prefilled in chunks beside the
-  // other sequences' decode steps, and requests wait for a slot.
-  graph::Model model(test::device(), files, {.context = 48, .slots = 4, .max_chunk = 6});
-  Scheduler scheduler(model, nullptr, {.parallel = 4});
-  std::vector<Generation> together = run_together(scheduler, requests());
-
   EXPECT_EQ(alone[0].tokens, reference_answer_) << "alone, against transformers";
-  ASSERT_EQ(together.size(), alone.size());
-  for (size_t i = 0; i < alone.size(); ++i) {
-    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
-    EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
+  // Four slots for eight requests, and steps of at most 6 rows: prompts are prefilled in chunks beside the
+  // other sequences' decode steps, and requests wait for a slot. Then eight slots and steps of up to 16 rows:
+  // all eight decode together, beside prompt chunks. Steps of 5 to 16 rows run their products on
+  // linear_rows.wgsl (4 columns a thread up to 8 rows, 2 beyond), whose sums are in another order than the
+  // matrix-vector and tiled kernels' that answer alone: the tokens must not depend on it.
+  for (auto [slots, chunk] : {std::pair{4u, 6u}, std::pair{8u, kernels::kLinearRowsMax}}) {
+    SCOPED_TRACE(testing::Message() << slots << " slots, steps of at most " << chunk << " rows");
+    graph::Model model(test::device(), files, {.context = 48, .slots = slots, .max_chunk = chunk});
+    auto entries = model.describe(chunk);
+    ASSERT_TRUE(std::any_of(entries.begin(), entries.end(), [](auto& e) { return e.kernel == "linear_rows"; }));
+    Scheduler scheduler(model, nullptr, {.parallel = slots});
+    std::vector<Generation> together = run_together(scheduler, requests());
+    ASSERT_EQ(together.size(), alone.size());
+    for (size_t i = 0; i < alone.size(); ++i) {
+      EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
+      EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
+    }
+    SchedulerStats stats = scheduler.stats();
+    EXPECT_EQ(stats.finished, alone.size());
+    EXPECT_EQ(stats.active, 0u);
   }
-  SchedulerStats stats = scheduler.stats();
-  EXPECT_EQ(stats.finished, alone.size());
-  EXPECT_EQ(stats.active, 0u);
 }
 
 // A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and

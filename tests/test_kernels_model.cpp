@@ -59,9 +59,17 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
   EXPECT_EQ(checks, 2);
 }
 
+// On lavapipe (one resident tile) linear_rows.wgsl always takes 32-column slices; with an H200's tuning the same
+// checks take its 8- and 16-column slices (the narrow products of linear_check's batched decode steps).
+TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
+  gpu::Device h200;
+  h200.set_tuning(kH200);
+  test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "linear");
+}
+
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the
 // feature, instead of compiling a shader the device cannot run; products the f16 kernel does not take
-// (decoding, K % 8 != 0) stay f32 and run anywhere.
+// (decoding, batched decode steps, K % 8 != 0) stay f32 and run anywhere.
 TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
   gpu::Device plain({.allow_shader_f16 = false});
   ASSERT_FALSE(plain.features().shader_f16);
@@ -72,9 +80,10 @@ TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
     return linear_split_k(plain, {&buffer}, {&buffer}, {&buffer}, {&buffer}, {&buffer}, p, WeightType::F32,
                           {&buffer}, 0, Arithmetic::F16);
   };
-  EXPECT_THAT([&] { prompt(16, 64); },
+  EXPECT_THAT([&] { prompt(kLinearRowsMax + 1, 64); },
               ThrowsMessage<Error>(AllOf(HasSubstr("linear_tiled_f16"), HasSubstr("shader-f16"))));
   EXPECT_EQ(prompt(16, 60).front().kernel, "linear");                      // K % 8 != 0: linear.wgsl, f32
+  EXPECT_EQ(prompt(kLinearRowsMax, 64).front().kernel, "linear_rows");     // a batched decode step: f32
   EXPECT_THAT(prompt(4, 64).front().kernel, Not(HasSubstr("f16")));  // decoding: f32
 }
 
@@ -193,12 +202,39 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   // Tiles from M = 5: 64x64 when K % 8 != 0 (linear.wgsl); for K % 8 == 0 (linear_tiled.wgsl) the largest of
   // 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
   EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
   EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));       // 64x64
   EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}), (Grid{224, 1, 1}));      // 128x64
   EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}), (Grid{128, 1, 1}));       // 64x128
   EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}), (Grid{128, 1, 1}));    // 128x128
   EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{2374, 1, 1}));
   EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
+}
+
+// linear_rows.wgsl takes M = 5 to kLinearRowsMax with K % 8 == 0 and element weights: 4 columns per thread up to
+// 8 rows, then 2, in slices of 32 columns where they make the resident tiles' 264 workgroups (two per H200 SM),
+// else of 16, else of 8.
+TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
+  device().set_tuning(kH200);
+  for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
+    EXPECT_TRUE(use_linear_rows({5, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_TRUE(use_linear_rows({kLinearRowsMax, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_FALSE(use_linear_rows({4, 64, 8, 8, 0, 0, 0}, type));                   // decoding: matrix-vector
+    EXPECT_FALSE(use_linear_rows({kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
+    EXPECT_FALSE(use_linear_rows({8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
+  }
+  EXPECT_FALSE(use_linear_rows({8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: the tiled kernel decodes them
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 896).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 9, 896).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 2u);
+  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{28, 1, 1}));            // 8-column slices
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));       // Llama's o: 8
+  EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));     // gate_up: 32
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));      // 32
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));      // 16
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 20000).lanes, 16u);
 }
 
 // --- shape errors -------------------------------------------------------------------------------------
@@ -439,6 +475,27 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
   LinearParams decoding{2, 2048, 40, 40, 0, 0, 0};
   EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, decoding, WeightType::F16, {&scratch}, 2); },
               ThrowsMessage<Error>(HasSubstr("splits M > 4 rows")));
+  LinearParams batch{kLinearRowsMax, 2048, 40, 40, 0, 0, 0};
+  EXPECT_THAT([&] { linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, batch, WeightType::F16, {&scratch}, 2); },
+              ThrowsMessage<Error>(HasSubstr("linear_rows.wgsl, which shares nothing out")));
+}
+
+// A batched decode step of 16-bit weights runs linear_rows.wgsl whole, where the tiled kernel would share its one
+// tile out; block-quantized weights keep the tiled kernel (shared out), which decodes their blocks.
+TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
+  device().set_tuning(kH200);
+  LinearParams p{kLinearRowsMax, 2048, 40, 40, 0, 0, 0};
+  ASSERT_EQ(linear_split_workers(device(), p), 8u);  // the tiled kernel's choice
+  auto x = device().create_buffer("x", 4ull * kLinearRowsMax * 2048);
+  auto W = device().create_buffer("W", 2ull * 40 * 2048);  // f16 rows, longer than Q8_0 ones
+  auto out = device().create_buffer("out", 4ull * kLinearRowsMax * 40);
+  auto scratch = device().create_buffer("scratch", 4 * linear_split_scratch_floats(device(), p));
+  auto rows = linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows.front().kernel, "linear_rows");
+  auto blocks = linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::Q8_0, {&scratch});
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks.front().kernel, "linear_tiled");
 }
 
 // Every sampling setting out of range is an error naming it (the model checks settings with the same function

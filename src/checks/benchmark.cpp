@@ -324,13 +324,13 @@ struct LinearExtras {
   Arithmetic arithmetic = Arithmetic::F32;  // split_k: the prompt kernel's arithmetic
 };
 
-// Decoding reads each weight once per token, from memory: a product small enough to stay in the L2 cache
+// Decoding (one sequence or a batch's few rows) reads each weight once per step, from memory: a product small enough to stay in the L2 cache
 // between iterations (Llama's o, 34 MB, against an H200's 50 MB) would measure the cache. So a decode case
 // in a cold workspace reads copies of its weights in turn, kColdBytes in all; this is how many (1: none).
 uint32_t decode_copies(const Workspace& w, const Shape& s, uint64_t weight_bytes, size_t blocks) {
   constexpr uint64_t kColdBytes = 256ull << 20;
   constexpr uint64_t kMaxCopies = 64;
-  if (!w.cold() || s.T > kMatvecRows || blocks > 1) return 1;
+  if (!w.cold() || s.T > kLinearRowsMax || blocks > 1) return 1;
   return uint32_t(std::clamp<uint64_t>(ceil_div(kColdBytes, weight_bytes), 1, kMaxCopies));
 }
 
@@ -345,7 +345,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     }
     uint64_t row_bytes = weight_row_bytes(type, s.K);
     Case c = matmul_like(s, double(row_bytes) * s.N);
-    c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : "tiled");
+    c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : use_linear_rows({s.T, s.K, s.N}, type) ? "rows" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
@@ -398,8 +398,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                           whole(scratch), extras.workers, extras.arithmetic))
           c.dispatches.push_back(std::move(d));
-        uint32_t workers = linear_split_workers(w.device(), p, extras.workers);
-        shares.push_back(workers ? fmt::format("{} workers", workers) : "whole tiles");
+        uint32_t workers = use_linear_rows(p, type) ? 0 : linear_split_workers(w.device(), p, extras.workers);
+        shares.push_back(workers ? fmt::format("{} workers", workers) : use_linear_rows(p, type) ? "rows" : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,
                                       blocking));
@@ -682,6 +682,16 @@ std::vector<Shape> decode_projection_shapes() {
   return shapes;
 }
 
+// Batched decode steps: Llama's projections at 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
+// once), and at kLinearRowsMax + 1 and 32 rows, the tiled prompt kernel's, whose 64-row tiles cost about what they
+// cost at fewer rows: the tiled path's time for such a step (the crossover, 16 to 32 rows on an H200).
+std::vector<Shape> batch_projection_shapes() {
+  std::vector<Shape> shapes;
+  for (uint32_t T : {8u, kLinearRowsMax, kLinearRowsMax + 1, 32u})
+    for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, T, false));
+  return shapes;
+}
+
 // Prompts: bound by arithmetic once M is large; M = 512 is the pp512 benchmark's chunk.
 std::vector<Shape> prefill_projection_shapes() {
   std::vector<Shape> shapes;
@@ -769,6 +779,7 @@ const std::vector<Family>& families() {
         {"linear", linear_case(Q4_K)},
         {"linear", linear_case(Q6_K)},
         {"linear", linear_case(Q8_0)}}},
+      {batch_projection_shapes(), {"matmul", seed_matmul}, {{"linear", linear_case(F16, {}, {.split_k = true})}}},
       {prefill_projection_shapes(),
        {"matmul", seed_matmul},
        {{"linear", linear_case(F32)},
@@ -1014,7 +1025,7 @@ Warmed warm_until_at_speed(gpu::Device& device, std::span<const Dispatch> probe,
 }
 
 // The tuning rows Options asks for, added to the linear families: blockings to the decode shapes (M <= 4),
-// split counts to the prompt shapes.
+// split counts to the prompt shapes (not to the batched decode steps linear_rows.wgsl takes).
 std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) {
   std::vector<Kernel> kernels;
   if (shape.T <= kMatvecRows) {
@@ -1028,7 +1039,7 @@ std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) 
       if (pairs && shape.name.find("gate_up") != std::string::npos)
         kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted, .gate_act = 1})});
     }
-  } else {
+  } else if (!use_linear_rows({shape.T, shape.K, shape.N}, WeightType::F16)) {  // linear_rows.wgsl shares nothing out
     for (uint32_t workers : options.split_workers)
       kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .workers = workers})});
   }

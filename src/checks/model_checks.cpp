@@ -301,16 +301,37 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {4, 136, 37, BF16, true, false, 0, 0, 0, {4, 1}},
       {1, 584, 29, F16, true, true, 0, 0, 0, {1, 2}},
       {2, 1000, 19, F32, false, true, 0, 0, 0, {3, 4}},
+      // batched decode steps (kMatvecRows < M <= kLinearRowsMax, K % 8 == 0: linear_rows.wgsl): 4 columns per
+      // thread (M <= 8), 2 (M <= 16), each with N not a multiple of the workgroup's columns (some threads'
+      // columns past N), pieces per row (K / 4 for f32, K / 8 for 16-bit weights) odd or not a multiple of
+      // the slices' blocks, a row block into a strided output, and, under a tuning of many resident tiles
+      // (an H200's), 8- to 32-column slices (wide N keeps wide slices)
+      {5, 64, 33, F32, true, true},
+      {5, 72, 19, F16, false, true, 23, 3},
+      {7, 200, 45, F32, true, false},
+      {7, 128, 301, BF16, true, true, 310, 7, 1},
+      {8, 136, 301, F16, true, false, 310, 7},
+      {9, 72, 45, BF16, true, true, 50, 3},
+      {13, 200, 77, BF16, false, true},
+      {kLinearRowsMax, 128, 1001, F16, true, true, 1010, 5, 3},
+      {kLinearRowsMax, 96, 1001, F16, true, true},
+      {kLinearRowsMax, 264, 17, F32, false, true},
+      {6, 64, 17000, F16, false, true},
+      {7, 64, 33800, BF16, true, false},
+      {kLinearRowsMax, 64, 17000, BF16, true, true},
+      // the same step sizes for K % 8 != 0 (linear.wgsl's tiles)
+      {7, 60, 19, F16, true, true},
+      {kLinearRowsMax, 100, 33, F32, false, true},
       // tiled variant, linear.wgsl for K % 8 != 0: single partial tiles, several tiles
       {5, 17, 5, F32, false, false},
       {33, 129, 67, F16, true, false, 100, 20},
       // linear_tiled.wgsl (K % 8 == 0): 64 x 64 tiles, several slabs, odd M and N, row blocks
       {70, 64, 130, BF16, true, true},
-      {9, 64, 72, F32, true, true, 200, 128, 3},
+      {kLinearRowsMax + 1, 64, 72, F32, true, true, 200, 128, 3},
       {50, 896, 96, F32, true, false},
       {37, 136, 133, F32, true, true, 140, 5},
       {37, 136, 133, F16, false, true},
-      {6, 128, 20, BF16, true, true, 30, 10, 2},
+      {kLinearRowsMax + 2, 128, 20, BF16, true, true, 30, 10, 2},
       // ... and its larger tiles, chosen once they give 128 workgroups: 128 x 128, 128 x 64, 64 x 128
       {257, 24, 5501, BF16, true, false},
       {200, 24, 4101, F32, false, true},
@@ -320,7 +341,7 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       // share ending one tile and starting the next); 10 tiles in 20 halves; and counts a benchmark asks
       // for: 5 shares of one tile's 64 slabs (12.8 each), 3 shares of 4 tiles of 12 slabs (whole tiles at a
       // share's start and end, cut ones between), 7 shares of 165 tiles of 8 slabs (whole tiles inside)
-      {20, 2048, 40, F16, true, true},
+      {40, 2048, 40, F16, true, true},
       {37, 1000, 70, BF16, true, true, 90, 11},
       {100, 512, 300, F32, false, true},
       {40, 512, 50, F16, true, true, 0, 0, 0, {}, 5},
@@ -355,7 +376,7 @@ KernelCheck linear_check(bool quick) {
 KernelCheck linear_f16_check(bool quick) {
   std::vector<LinearShape> shapes;
   for (const LinearShape& s : linear_shapes(quick))
-    if (s.M > kMatvecRows && s.K % 8 == 0) shapes.push_back(s);
+    if (s.M > kLinearRowsMax && s.K % 8 == 0) shapes.push_back(s);
   shapes.push_back({64, 4096, 64, F16, true, true, 0, 0, 0, {}, 1});
   shapes.push_back({64, 4096, 64, F32, true, false, 0, 0, 0, {}, 1});
   constexpr double bound = 2e-3;

@@ -332,7 +332,8 @@ class StepBuilder {
       BufferBinding weight{L.weight.get(), block.byte_offset, block.byte_size};
       if (M > kernels::kMatvecRows) {
         // A prompt product (never fused: the fusions are the decode kernel's), in the chosen arithmetic; where
-        // its tiles would leave SMs idle, shared out and the cut tiles summed after (two dispatches).
+        // its tiles would leave SMs idle, shared out and the cut tiles summed after (two dispatches). Up to
+        // kLinearRowsMax rows (a batched decode step) it is linear_rows.wgsl's, which reads the weights once.
         for (Dispatch& d : kernels::linear_split_k(device_, {&x}, weight, bias, res, {&out}, p, block.type,
                                                    {&b_.split_scratch}, 0, options_.arithmetic))
           add(name, std::move(d));

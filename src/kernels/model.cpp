@@ -431,6 +431,28 @@ uint64_t linear_split_scratch_bound(const gpu::Device& device) {
   return partial_floats({128, 128}, tuning(device).resident_tiles);
 }
 
+bool use_linear_rows(const LinearParams& p, WeightType type) {
+  return p.M > kMatvecRows && p.M <= kLinearRowsMax && p.K % 8 == 0 && !is_block_type(type);
+}
+
+RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N) {
+  // Sums of all M rows for each column a thread holds, in at most 32 registers: 4 columns up to 8 rows, 2 up
+  // to kLinearRowsMax (the weight pieces in flight stay 4 per thread: linear_rows.wgsl's IN_FLIGHT).
+  static_assert(kLinearRowsMax * 2 <= 32, "linear_rows.wgsl holds at most 32 sums a thread");
+  uint32_t columns = M <= 8 ? 4 : 2;
+  // Columns side by side at one k share each read of x; fewer of them (more slices of k) where wide slices
+  // would leave fewer workgroups than tuning().resident_tiles (an H200: two per SM), which reading the weights
+  // at bandwidth needs (Llama-3-8B's o, N = 4096 at M = 16: 64 workgroups of 32-column slices, 256 of 8).
+  uint32_t lanes = 32;
+  while (lanes > 8 && ceil_div(N, uint64_t(lanes) * columns) < tuning(device).resident_tiles) lanes /= 2;
+  return {columns, lanes};
+}
+
+Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p) {
+  RowsBlocking b = linear_rows_blocking(device, p.M, p.N);
+  return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes));
+}
+
 Grid linear_grid(const LinearParams& p) {
   if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
   return fold(tile_count(p, linear_tile(p, false)));
@@ -682,6 +704,14 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
+  if (use_linear_rows(p, type)) {
+    RowsBlocking b = linear_rows_blocking(device, p.M, p.N);
+    return prepare(device, "linear_rows", shapes, operands, p, linear_rows_grid(device, p),
+                   {{"WEIGHT_TYPE", double(type)},
+                    {"ROWS", double(p.M)},
+                    {"COLS", double(b.columns)},
+                    {"LANES", double(b.lanes)}});
+  }
   if (use_linear_tiled(p))
     return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0,
                         arithmetic);
@@ -704,7 +734,13 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   if (p.gate_act || p.norm_x || p.norm_out)
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
-  uint32_t workers = linear_split_workers(device, p, requested);
+  // linear_rows.wgsl reads each weight once for all of a batched decode step's rows: it shares nothing out.
+  bool rows = use_linear_rows(p, type);
+  if (rows && requested != 0)
+    fail("kernel 'linear' ({}): {} split workers requested; a product of {} to {} rows of {} weights runs "
+         "linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested, kMatvecRows + 1,
+         kLinearRowsMax, weight_type_name(type));
+  uint32_t workers = rows ? 0 : linear_split_workers(device, p, requested);
   std::vector<Dispatch> dispatches;
   if (workers == 0) {
     dispatches.push_back(linear_in(device, x, weight, bias, residual, out, p, type, {}, {}, arithmetic));

@@ -34,6 +34,11 @@ enum class WeightType : uint32_t {
 // The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);
 // more rows are a prompt.
 constexpr uint32_t kMatvecRows = 4;
+// From kMatvecRows + 1 up to this many rows (a batched decode step) with K % 8 == 0, linear() runs
+// linear_rows.wgsl, which reads each weight once for all rows: its threads hold the sums of all M rows for
+// 32 / M columns (rounded down to 2 or 4), at most 32 registers of sums. On an H200 the tiled prompt kernel
+// overtakes it between 16 and 32 rows (bench kernels' batch_projection_shapes).
+constexpr uint32_t kLinearRowsMax = 16;
 
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
 bool is_block_type(WeightType type);
@@ -81,9 +86,10 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
-// Prompts (M > 4) with K % 8 == 0 run linear_tiled.wgsl (same bindings and params; 64/128-square tiles
-// chosen by linear_grid()'s shape rule; linear_split_k() may take larger ones to share out), other K
-// linear.wgsl's 64 x 64 tiles.
+// Batched decode steps (4 < M <= kLinearRowsMax, K % 8 == 0, f32/f16/bf16 weights) run linear_rows.wgsl (same
+// bindings and params; linear_rows_blocking()); other prompts with K % 8 == 0 run linear_tiled.wgsl (same
+// bindings and params; 64/128-square tiles chosen by linear_grid()'s shape rule; linear_split_k() may take larger
+// ones to share out), other K linear.wgsl's 64 x 64 tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
 // and prompts run linear_tiled.wgsl decoding each slab's weights as it loads them.
 // Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
@@ -117,7 +123,18 @@ struct LinearNorm {
 struct MatvecBlocking {
   uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
+// The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels; linear_rows.wgsl's is linear_rows_grid().
 Grid linear_grid(const LinearParams& p);
+// Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
+// types keep the tiled kernel, which decodes their blocks).
+bool use_linear_rows(const LinearParams& p, WeightType type);
+// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 or 2) and columns per slice of
+// k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8); its grid.
+struct RowsBlocking {
+  uint32_t columns, lanes;
+};
+RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N);
+Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p);
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
                 const LinearNorm& norm = {}, MatvecBlocking blocking = {});
@@ -131,8 +148,9 @@ enum class Arithmetic : uint32_t { F32, F16 };
 // up with bias and residual into out. A product shared out may take larger tiles than linear() would, where its
 // K makes a wave of long shares of them. Returns the dispatches to record in order (one when not split, the
 // plain linear()). `scratch` holds linear_split_scratch_floats(device, p, workers) floats; no fused norm or gate
-// (those are decode-only). `workers`: see linear_split_workers(). Throws for Arithmetic::F16 on an adapter
-// without shader-f16.
+// (those are decode-only). `workers`: see linear_split_workers(); the products linear_rows.wgsl takes
+// (use_linear_rows) are never shared out, and requested workers for them throw. Throws for Arithmetic::F16 on an
+// adapter without shader-f16.
 std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
                                      WeightType type, BufferBinding scratch, uint32_t workers = 0,
