@@ -1,6 +1,7 @@
 #include "graph/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -577,7 +578,10 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   if (options_.arithmetic == kernels::Arithmetic::F16 && !device.features().shader_f16)
     fail("f16 arithmetic for prompts needs the adapter's shader-f16 feature, which {} does not offer",
          device.adapter().summary());
+  using Clock = std::chrono::steady_clock;
+  auto weights_start = Clock::now();
   weights_ = upload_weights(device, files, options.weights, options.progress);
+  load_stats_.weights_seconds = std::chrono::duration<double>(Clock::now() - weights_start).count();
 
   buffers_ = std::make_unique<Buffers>();
   Buffers& b = *buffers_;
@@ -650,7 +654,11 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   }
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
-  if (options_.pipelines_at_load) create_pipelines();
+  if (options_.pipelines_at_load) {
+    auto pipelines_start = Clock::now();
+    load_stats_.pipelines = create_pipelines();
+    load_stats_.pipelines_seconds = std::chrono::duration<double>(Clock::now() - pipelines_start).count();
+  }
 }
 
 Model::~Model() { discard_speculation(); }
@@ -658,6 +666,7 @@ Model::~Model() { discard_speculation(); }
 size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
   gpu::Device::PipelineCollection collection(device_);
   auto trace = [&](const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output) {
+    ++load_stats_.traced_steps;
     Step step;
     step.segments = shape;
     for (auto [slot, tokens] : shape) step.tokens += tokens;

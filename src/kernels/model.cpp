@@ -149,6 +149,14 @@ uint64_t weight_row_bytes(WeightType type, uint64_t K) {
 std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K,
                                  std::string_view what) {
   BlockLayout layout = block_layout(type);
+  std::vector<std::byte> packed(rows * (K / layout.elements) * layout.gpu_bytes);
+  pack_rows(type, ggml, rows, K, what, packed);
+  return packed;
+}
+
+void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K, std::string_view what,
+               std::span<std::byte> packed) {
+  BlockLayout layout = block_layout(type);
   if (K % layout.elements != 0)
     fail("tensor '{}' ({}): rows of {} elements are not whole blocks of {}", what, weight_type_name(type), K,
          layout.elements);
@@ -159,18 +167,22 @@ std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggm
   // Where the part after a leading f16 scale starts: Q8_0 / Q4_0 / Q5_0 move it from byte 2 to byte 4; the
   // others keep ggml's offsets (Q6_K's padding is at its end).
   bool shift_after_scale = type == WeightType::Q8_0 || type == WeightType::Q4_0 || type == WeightType::Q5_0;
-  std::vector<std::byte> packed(blocks * layout.gpu_bytes);
+  if (packed.size() != blocks * layout.gpu_bytes)
+    fail("tensor '{}' ({}): packing {} blocks into {} bytes, expected {}", what, weight_type_name(type), blocks,
+         packed.size(), blocks * layout.gpu_bytes);
   for (uint64_t b = 0; b < blocks; ++b) {
     const std::byte* from = ggml.data() + b * layout.ggml_bytes;
     std::byte* to = packed.data() + b * layout.gpu_bytes;
+    // The padding is zeroed: `packed` may be a mapped buffer's uninitialized bytes.
     if (shift_after_scale) {
       std::copy_n(from, 2, to);
+      std::fill_n(to + 2, 2, std::byte{0});
       std::copy_n(from + 2, layout.ggml_bytes - 2, to + 4);
     } else {
       std::copy_n(from, layout.ggml_bytes, to);
+      std::fill_n(to + layout.ggml_bytes, layout.gpu_bytes - layout.ggml_bytes, std::byte{0});
     }
   }
-  return packed;
 }
 
 uint32_t kv_bytes(KvType type) {
