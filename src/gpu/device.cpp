@@ -327,6 +327,7 @@ BufferBinding Device::placeholder(uint32_t slot) {
   constexpr uint32_t kSlots = 16;
   uint64_t stride = std::max<uint64_t>(16, limits_.minStorageBufferOffsetAlignment);
   if (slot >= kSlots) fail("placeholder binding {} requested, there are {}", slot, kSlots);
+  std::lock_guard lock(collect_mutex_);
   if (!placeholders_.get()) placeholders_ = create_buffer("unused bindings", kSlots * stride);
   return {&placeholders_, slot * stride, 16};
 }
@@ -490,6 +491,7 @@ const Pipeline& Device::pipeline(const std::string& name, std::string_view wgsl,
   std::string key = pipeline_key(name, constants);
   if (auto found = pipelines_.find(key); found != pipelines_.end()) return *found->second;
   if (collecting_) {
+    std::lock_guard lock(collect_mutex_);
     auto [stand_in, added] = stand_ins_.try_emplace(key, std::make_unique<Pipeline>());
     if (added) {
       stand_in->second->name_ = name;

@@ -222,7 +222,8 @@ class Device {
   // Finds the pipelines some code would create, without creating them: while it is open, pipeline() notes
   // each new one and hands back a stand-in, bind() makes no bind group, buffers get no GPU memory and writes
   // are dropped. What was prepared meanwhile must be thrown away, not recorded. create() then makes the
-  // noted pipelines in parallel (and closes the collection). One at a time per device.
+  // noted pipelines in parallel (and closes the collection). One at a time per device. While it is open, several
+  // threads may prepare dispatches at once (nothing reaches Dawn).
   class PipelineCollection {
    public:
     explicit PipelineCollection(Device& device);
@@ -272,6 +273,7 @@ class Device {
   bool collecting_ = false;  // a PipelineCollection is open
   std::vector<PipelineSpec> collected_;
   std::map<std::string, std::unique_ptr<Pipeline>> stand_ins_;  // what pipeline() handed out while collecting
+  std::mutex collect_mutex_;  // guards collected_, stand_ins_ and placeholders_ (threads that collect)
   std::optional<Tuning> tuning_;
   std::unique_ptr<DiskCache> blob_cache_;  // Dawn's blob cache, on disk; null: none
   Buffer placeholders_;  // see placeholder(); made on first use

@@ -1,14 +1,11 @@
 #include "graph/gpu_weights.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <deque>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include "gerbil/error.h"
+#include "graph/parallel.h"
 #include "model/dtype.h"
 
 namespace gerbil::graph {
@@ -227,29 +224,12 @@ class Uploader {
       for (uint64_t first = 0; first < job.part.rows; first += step)
         pieces.push_back({&job, first, std::min(step, job.part.rows - first)});
     }
-    std::atomic<size_t> next = 0;
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto work = [&] {
-      for (size_t i = next++; i < pieces.size(); i = next++) {
-        const Piece& piece = pieces[i];
-        try {
-          piece.job->part.fill(piece.first, piece.count, piece.job->out + piece.first * piece.job->part.row_bytes);
-        } catch (...) {
-          std::lock_guard lock(error_mutex);
-          if (!error) error = std::current_exception();
-          next = pieces.size();
-        }
-      }
-    };
-    size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), pieces.size());
-    std::vector<std::thread> threads;
-    for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
-    work();
-    for (auto& thread : threads) thread.join();
+    parallel_for(pieces.size(), [&](size_t i) {
+      const Piece& piece = pieces[i];
+      piece.job->part.fill(piece.first, piece.count, piece.job->out + piece.first * piece.job->part.row_bytes);
+    });
     jobs_.clear();
     pending_bytes_ = 0;
-    if (error) std::rethrow_exception(error);
     for (WGPUBuffer buffer : std::exchange(mapped_, {})) device_.unmap(buffer);
   }
 
