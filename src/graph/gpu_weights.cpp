@@ -176,8 +176,6 @@ class Uploader {
       : device_(device), files_(files), policy_(policy) {}
 
   uint64_t bytes() const { return bytes_; }
-  // Bytes noted and not yet made: flush() when they reach kFlushBytes bounds the host memory staged at once.
-  bool should_flush() const { return pending_bytes_ >= kFlushBytes; }
 
   gpu::Buffer upload(const std::string& label, uint64_t size, std::vector<Part> parts) {
     gpu::Buffer buffer = device_.create_mapped(label, size);
@@ -192,7 +190,6 @@ class Uploader {
     }
     std::fill(mapped.begin() + std::ptrdiff_t(end), mapped.end(), std::byte{0});
     for (Part& part : parts) jobs_.push_back({mapped.data() + part.offset, std::move(part)});
-    pending_bytes_ += size;
     bytes_ += size;
     mapped_.push_back(buffer.get());
     return buffer;
@@ -229,7 +226,6 @@ class Uploader {
       piece.job->part.fill(piece.first, piece.count, piece.job->out + piece.first * piece.job->part.row_bytes);
     });
     jobs_.clear();
-    pending_bytes_ = 0;
     for (WGPUBuffer buffer : std::exchange(mapped_, {})) device_.unmap(buffer);
   }
 
@@ -266,8 +262,7 @@ class Uploader {
   }
 
  private:
-  static constexpr uint64_t kFlushBytes = uint64_t(1) << 30;
-  static constexpr uint64_t kPieceBytes = uint64_t(4) << 20;
+  static constexpr uint64_t kPieceBytes = uint64_t(1) << 20;
 
   // One buffer holding the runs of rows one after the other, each starting at a binding-offset boundary and
   // cut into row blocks of its own type.
@@ -351,7 +346,6 @@ class Uploader {
   const ModelFiles& files_;
   WeightPolicy policy_;
   uint64_t bytes_ = 0;
-  uint64_t pending_bytes_ = 0;
   std::deque<Job> jobs_;  // a deque: flush()'s pieces point into it
   std::vector<WGPUBuffer> mapped_;  // buffers whose parts are noted, unmapped by flush()
 };
@@ -394,14 +388,12 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
   const ModelWeights& w = files.weights();
   Uploader up(device, files, policy);
   GpuWeights gpu;
-  uint64_t noted = 0;  // checkpoint bytes whose parts the uploader has noted
-  auto flush = [&] {
-    up.flush();
-    if (progress) progress(std::min(files.weight_bytes(), noted), files.weight_bytes());
-  };
+  // The noted parts are made at each report, so the host stages at most one layer (or the globals) at once.
+  uint64_t done = 0;
   auto report = [&](uint64_t bytes) {
-    noted += bytes;
-    if (up.should_flush()) flush();
+    up.flush();
+    done = std::min(files.weight_bytes(), done + bytes);
+    if (progress) progress(done, files.weight_bytes());
   };
   if (progress) progress(0, files.weight_bytes());
 
@@ -453,8 +445,6 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
     gpu.layers.push_back(std::move(layer));
     report(checkpoint_bytes(w.layers[size_t(l)]));
   }
-  noted = files.weight_bytes();
-  flush();
   gpu.bytes = up.bytes();
   return gpu;
 }
