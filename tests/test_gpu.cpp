@@ -1,7 +1,9 @@
 // The device layer on the real default adapter (lavapipe in CI): ABI values, buffers, pipelines,
 // the recorder, timestamps, and every error path turning into a clear gerbil::Error.
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -85,6 +87,29 @@ TEST(GpuBuffer, RoundTripsOddSizes) {
     device().write<std::byte>(buffer, data);
     EXPECT_EQ(device().read(buffer), data) << bytes << " bytes";
   }
+}
+
+TEST(GpuBuffer, MappedAtCreationHoldsWhatThreadsWrote) {
+  for (size_t bytes : {1u, 13u, (1u << 20) + 3}) {
+    Buffer buffer = device().create_mapped("mapped", bytes);
+    std::span<std::byte> mapped = device().mapped_range(buffer);
+    ASSERT_EQ(mapped.size(), (bytes + 3) / 4 * 4);
+    std::vector<std::byte> data(bytes);
+    for (size_t i = 0; i < bytes; ++i) data[i] = std::byte(i * 11 + 5);
+    // Two threads fill the halves, as the weight upload's workers do.
+    size_t half = bytes / 2;
+    std::thread other([&] { std::memcpy(mapped.data() + half, data.data() + half, bytes - half); });
+    std::memcpy(mapped.data(), data.data(), half);
+    other.join();
+    device().unmap(buffer.get());
+    EXPECT_EQ(device().read(buffer), data) << bytes << " bytes";
+  }
+}
+
+TEST(GpuErrors, MappedRangeOfAnUnmappedBufferNamesIt) {
+  Buffer buffer = device().create_buffer("plain", 16);
+  EXPECT_THAT([&] { device().mapped_range(buffer); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("buffer 'plain' is not mapped")));
 }
 
 TEST(GpuBuffer, ReadsAnOffsetRange) {

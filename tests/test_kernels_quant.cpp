@@ -202,6 +202,24 @@ TEST_P(QuantKernel, PromptProductsMatchFloat64) {
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantKernel, ::testing::ValuesIn(kTypes), type_label);
 
+// Packing into a mapped buffer's bytes, which start undefined, gives the same bytes as packing into a fresh
+// vector: the padding after a block's scale (Q4_0) or at its end (Q6_K) is zeroed.
+TEST(QuantKernels, PackingInPlaceZeroesThePadding) {
+  std::mt19937 rng(std::random_device{}());
+  for (WeightType type : {WeightType::Q4_0, WeightType::Q6_K, WeightType::Q4_K}) {
+    BlockLayout layout = block_layout(type);
+    uint64_t rows = 3, K = 2 * layout.elements;
+    std::vector<std::byte> ggml(rows * 2 * layout.ggml_bytes);
+    for (std::byte& b : ggml) b = std::byte(rng());
+    std::vector<std::byte> in_place(rows * weight_row_bytes(type, K), std::byte{0xff});
+    pack_rows(type, ggml, rows, K, "t", in_place);
+    EXPECT_EQ(in_place, pack_rows(type, ggml, rows, K, "t")) << weight_type_name(type);
+  }
+  std::vector<std::byte> ggml(18), small(19);
+  EXPECT_THAT([&] { pack_rows(WeightType::Q4_0, ggml, 1, 32, "blk.1.ffn_up.weight", small); },
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.1.ffn_up.weight' (Q4_0): packing 1 blocks into 19 bytes, expected 20")));
+}
+
 TEST(QuantKernels, BadShapesAndTypesAreNamed) {
   std::vector<std::byte> bytes(18 * 3);
   EXPECT_THAT([&] { pack_rows(WeightType::Q4_0, bytes, 2, 32, "blk.0.attn_q.weight"); },

@@ -118,6 +118,10 @@ int bench_model_command(BenchModelCommand c) {
                            {"kv_cache", kernels::kv_type_name(model.kv_type())},
                            {"context", model.context()},
                            {"load_seconds", load_seconds},
+                           {"load_weights_seconds", model.load_stats().weights_seconds},
+                           {"load_pipelines_seconds", model.load_stats().pipelines_seconds},
+                           {"load_pipelines", model.load_stats().pipelines},
+                           {"load_traced_steps", model.load_stats().traced_steps},
                            {"cold_prompt_tokens", cold_prompt.size()},
                            {"cold_first_token_seconds", cold_seconds},
                            {"results", nlohmann::json::array()}};
@@ -137,8 +141,11 @@ int bench_model_command(BenchModelCommand c) {
   for (auto& r : results)
     std::printf("%-26s %7u %14.2f %12.1f\n", r.test.c_str(), r.depth, r.median_seconds * 1000, r.tokens_per_second);
   std::printf("time to first token (pp%u): %.1f ms\n", c.bench.prompt_tokens, results.front().median_seconds * 1000);
-  std::printf("load: %.0f ms; cold first token (the first %zu-token prompt after load): %.1f ms\n",
-              load_seconds * 1000, cold_prompt.size(), cold_seconds * 1000);
+  const graph::LoadStats& load = model.load_stats();
+  std::printf("load: %.0f ms (weights %.0f ms; pipelines %.0f ms: %zu created for %zu traced steps); "
+              "cold first token (the first %zu-token prompt after load): %.1f ms\n",
+              load_seconds * 1000, load.weights_seconds * 1000, load.pipelines_seconds * 1000, load.pipelines,
+              load.traced_steps, cold_prompt.size(), cold_seconds * 1000);
   for (auto& p : profiles) print_profile(p);
   return 0;
 }

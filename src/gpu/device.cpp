@@ -327,11 +327,20 @@ BufferBinding Device::placeholder(uint32_t slot) {
   constexpr uint32_t kSlots = 16;
   uint64_t stride = std::max<uint64_t>(16, limits_.minStorageBufferOffsetAlignment);
   if (slot >= kSlots) fail("placeholder binding {} requested, there are {}", slot, kSlots);
+  std::lock_guard lock(collect_mutex_);
   if (!placeholders_.get()) placeholders_ = create_buffer("unused bindings", kSlots * stride);
   return {&placeholders_, slot * stride, 16};
 }
 
 Buffer Device::create_buffer(std::string label, uint64_t size, BufferKind kind) {
+  return make_buffer(std::move(label), size, kind, false);
+}
+
+Buffer Device::create_mapped(std::string label, uint64_t size) {
+  return make_buffer(std::move(label), size, BufferKind::Storage, true);
+}
+
+Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bool mapped) {
   uint64_t padded = std::max<uint64_t>(4, (size + 3) / 4 * 4);
   if (padded > limits_.maxBufferSize)
     fail("buffer '{}': {} bytes exceeds the adapter's maxBufferSize of {} bytes", label, size, limits_.maxBufferSize);
@@ -348,6 +357,7 @@ Buffer Device::create_buffer(std::string label, uint64_t size, BufferKind kind) 
   descriptor.label = view(label);
   descriptor.usage = usage;
   descriptor.size = padded;
+  descriptor.mappedAtCreation = mapped;
   Buffer buffer;
   buffer.size_ = size;
   buffer.label_ = label;
@@ -357,6 +367,15 @@ Buffer Device::create_buffer(std::string label, uint64_t size, BufferKind kind) 
          [&] { buffer.handle_ = BufferHandle(wgpuDeviceCreateBuffer(device_.get(), &descriptor)); });
   return buffer;
 }
+
+std::span<std::byte> Device::mapped_range(const Buffer& buffer) {
+  uint64_t padded = std::max<uint64_t>(4, (buffer.size() + 3) / 4 * 4);
+  void* data = buffer ? wgpuBufferGetMappedRange(buffer.get(), 0, padded) : nullptr;
+  if (!data) fail("buffer '{}' is not mapped", buffer.label());
+  return {static_cast<std::byte*>(data), padded};
+}
+
+void Device::unmap(WGPUBuffer buffer) { wgpuBufferUnmap(buffer); }
 
 void Device::write(const Buffer& buffer, std::span<const std::byte> bytes, uint64_t offset) {
   if (collecting_ && !buffer) return;  // a stand-in buffer made while collecting pipelines
@@ -472,6 +491,7 @@ const Pipeline& Device::pipeline(const std::string& name, std::string_view wgsl,
   std::string key = pipeline_key(name, constants);
   if (auto found = pipelines_.find(key); found != pipelines_.end()) return *found->second;
   if (collecting_) {
+    std::lock_guard lock(collect_mutex_);
     auto [stand_in, added] = stand_ins_.try_emplace(key, std::make_unique<Pipeline>());
     if (added) {
       stand_in->second->name_ = name;

@@ -99,12 +99,6 @@ class Buffer {
  private:
   friend class Device;
 
-// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
-struct Tuning {
-  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
-  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
-  double probe_seconds = 0;          // how long the measurement took
-};
   BufferHandle handle_;
   uint64_t size_ = 0;
   std::string label_;
@@ -130,12 +124,6 @@ class Pipeline {
  private:
   friend class Device;
 
-// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
-struct Tuning {
-  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
-  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
-  double probe_seconds = 0;          // how long the measurement took
-};
   PipelineHandle handle_;
   BindGroupLayoutHandle layout_;
   std::string name_;
@@ -148,12 +136,6 @@ class BindGroup {
  private:
   friend class Device;
 
-// How many workgroups the adapter runs at once, measured (WebGPU does not say; kernels/tuning.h sets it).
-struct Tuning {
-  uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
-  uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
-  double probe_seconds = 0;          // how long the measurement took
-};
   BindGroupHandle handle_;
 };
 
@@ -176,6 +158,13 @@ class Device {
   WGPUQueue queue() const { return queue_.get(); }
 
   Buffer create_buffer(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
+  // A storage buffer mapped at creation, for filling without a queue copy: mapped_range() is its bytes (size()
+  // padded to 4), which any thread may write until unmap() (of Buffer::get(), which stays while the Buffer
+  // moves), which the device's thread calls once. Dawn stages the bytes where the GPU's memory is not
+  // host-visible and copies them over at unmap().
+  Buffer create_mapped(std::string label, uint64_t size);
+  std::span<std::byte> mapped_range(const Buffer& buffer);
+  void unmap(WGPUBuffer buffer);
   // A small storage range for a writable binding the dispatch leaves unused: WebGPU forbids a read-only
   // binding and a writable one (or two writable ones) over the same bytes, so such bindings cannot borrow
   // another operand's buffer. Each `slot` (0..15) is a distinct 16-byte range of one buffer.
@@ -233,7 +222,8 @@ class Device {
   // Finds the pipelines some code would create, without creating them: while it is open, pipeline() notes
   // each new one and hands back a stand-in, bind() makes no bind group, buffers get no GPU memory and writes
   // are dropped. What was prepared meanwhile must be thrown away, not recorded. create() then makes the
-  // noted pipelines in parallel (and closes the collection). One at a time per device.
+  // noted pipelines in parallel (and closes the collection). One at a time per device. While it is open, several
+  // threads may prepare dispatches at once (nothing reaches Dawn).
   class PipelineCollection {
    public:
     explicit PipelineCollection(Device& device);
@@ -267,6 +257,7 @@ class Device {
   friend struct DeviceCallbacks;
   template <typename Fn>
   void scoped(const std::string& what, Fn&& create);  // runs `create` inside error scopes
+  Buffer make_buffer(std::string label, uint64_t size, BufferKind kind, bool mapped);
   static std::string pipeline_key(const std::string& name, const Constants& constants);
   Handle<WGPUShaderModule, wgpuShaderModuleRelease> shader_module(const std::string& name, std::string_view wgsl);
   void finish_pipeline(Pipeline& pipeline);  // takes the bind group layout of a created pipeline
@@ -282,6 +273,7 @@ class Device {
   bool collecting_ = false;  // a PipelineCollection is open
   std::vector<PipelineSpec> collected_;
   std::map<std::string, std::unique_ptr<Pipeline>> stand_ins_;  // what pipeline() handed out while collecting
+  std::mutex collect_mutex_;  // guards collected_, stand_ins_ and placeholders_ (threads that collect)
   std::optional<Tuning> tuning_;
   std::unique_ptr<DiskCache> blob_cache_;  // Dawn's blob cache, on disk; null: none
   Buffer placeholders_;  // see placeholder(); made on first use

@@ -538,6 +538,7 @@ void wgpuQueueRelease(WGPUQueue);
 
 WGPUFuture wgpuBufferMapAsync(WGPUBuffer, WGPUFlags mode, size_t offset, size_t size, WGPUBufferMapCallbackInfo);
 const void* wgpuBufferGetConstMappedRange(WGPUBuffer, size_t offset, size_t size);
+void* wgpuBufferGetMappedRange(WGPUBuffer, size_t offset, size_t size);
 void wgpuBufferUnmap(WGPUBuffer);
 uint64_t wgpuBufferGetSize(WGPUBuffer);
 void wgpuBufferDestroy(WGPUBuffer);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "gerbil/error.h"
+#include "graph/parallel.h"
 #include "model/dtype.h"
 
 namespace gerbil::graph {
@@ -12,62 +14,115 @@ namespace {
 using kernels::WeightType;
 using kernels::is_block_type;
 
-// A host-side [rows, cols] matrix of one dtype, or of ggml blocks (`block`, then `dtype` is ignored), as raw bytes.
+// Makes rows [first, first + count) of a matrix as the GPU stores them into `out` (that range's first byte).
+// Rows are independent, so workers make ranges of them side by side, straight into a mapped buffer.
+using RowFill = std::function<void(uint64_t first, uint64_t count, std::byte* out)>;
+
+// A [rows, cols] linear weight as the kernels store it: its type and how to make its rows from the checkpoint
+// (copied, converted, transposed or packed).
+struct StoredMatrix {
+  WeightType type = WeightType::F32;
+  uint64_t rows = 0, cols = 0, row_bytes = 0;
+  std::string name;  // the tensor, for errors
+  RowFill fill;
+};
+
+WeightType element_type(DType dtype) {
+  return dtype == DType::F32 ? WeightType::F32 : dtype == DType::F16 ? WeightType::F16 : WeightType::BF16;
+}
+
+// `rows` rows of `cols` elements of type `from` (at `source`) converted into `to` at `out`.
+void convert_rows(DType from, const std::byte* source, DType to, uint64_t rows, uint64_t cols, std::byte* out) {
+  std::vector<float> values(rows * cols);
+  convert_to_f32(from, {source, values.size() * dtype_size(from)}, values);
+  convert_from_f32(to, values, {out, values.size() * dtype_size(to)});
+}
+
+// The [out, in] matrix of a linear weight stored as `policy` says; GPT-2's Conv1D stores [in, out] and is
+// transposed here.
+StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, WeightPolicy policy,
+                         std::string_view linear) {
+  if (tensor.shape.size() != 2) fail("tensor '{}' in {}: expected a matrix", tensor.name, tensor.file.string());
+  StoredMatrix m{WeightType::F32, uint64_t(tensor.shape[0]), uint64_t(tensor.shape[1]), 0, tensor.name, {}};
+  std::span<const std::byte> bytes = tensor.bytes;
+  if (tensor.block_type) {
+    m.type = block_weight_type(*tensor.block_type, tensor.name);
+    if (stored_transposed)
+      fail("tensor '{}' in {}: a quantized ({}) weight stored [in, out] cannot be transposed", tensor.name,
+           tensor.file.string(), ggml_type_name(*tensor.block_type));
+    kernels::BlockLayout layout = kernels::block_layout(m.type);
+    uint64_t ggml_row = m.cols / layout.elements * layout.ggml_bytes;
+    if (m.cols % layout.elements != 0 || bytes.size() != m.rows * ggml_row)
+      kernels::pack_rows(m.type, bytes, m.rows, m.cols, tensor.name);  // throws, naming the tensor and the sizes
+    m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
+    m.fill = [m, bytes, ggml_row](uint64_t first, uint64_t count, std::byte* out) {
+      kernels::pack_rows(m.type, bytes.subspan(first * ggml_row, count * ggml_row), count, m.cols, m.name,
+                         {out, count * m.row_bytes});
+    };
+    return m;
+  }
+  DType from = tensor.dtype;
+  DType stored = policy == WeightPolicy::F16 ? DType::F16 : from;
+  if (from != DType::F32 && from != DType::F16 && from != DType::BF16)
+    fail("linear weight '{}' has dtype {}, which gerbil cannot run", linear, dtype_name(from));
+  m.type = element_type(stored);
+  uint64_t element = dtype_size(from);
+  if (stored_transposed) std::swap(m.rows, m.cols);
+  m.row_bytes = m.cols * dtype_size(stored);
+  uint64_t cols = m.cols, rows = m.rows;
+  if (stored_transposed) {
+    // Row r of [out, in] gathers element r of every stored row, then is converted as a whole.
+    m.fill = [=](uint64_t first, uint64_t count, std::byte* out) {
+      std::vector<std::byte> gathered(count * cols * element);
+      for (uint64_t r = 0; r < count; ++r)
+        for (uint64_t c = 0; c < cols; ++c)
+          std::memcpy(&gathered[(r * cols + c) * element], &bytes[(c * rows + first + r) * element], element);
+      if (stored == from)
+        std::memcpy(out, gathered.data(), gathered.size());
+      else
+        convert_rows(from, gathered.data(), stored, count, cols, out);
+    };
+  } else if (stored == from) {
+    m.fill = [=](uint64_t first, uint64_t count, std::byte* out) {
+      std::memcpy(out, bytes.data() + first * cols * element, count * cols * element);
+    };
+  } else {
+    m.fill = [=](uint64_t first, uint64_t count, std::byte* out) {
+      convert_rows(from, bytes.data() + first * cols * element, stored, count, cols, out);
+    };
+  }
+  return m;
+}
+
+// Groups matrices with equal column counts (q, k, v -> qkv; gate, up -> gate_up) into runs of one type each,
+// stored one after the other: one run, unless quantized parts differ in type (they keep theirs: never
+// requantized).
+std::vector<std::vector<StoredMatrix>> stack_rows(std::vector<StoredMatrix> parts) {
+  std::vector<std::vector<StoredMatrix>> runs;
+  for (StoredMatrix& part : parts) {
+    if (part.cols != parts.front().cols)
+      fail("cannot fuse linear layers with different input sizes ('{}': {}, '{}': {})", parts.front().name,
+           parts.front().cols, part.name, part.cols);
+    if (!runs.empty() && runs.back().front().type == part.type) {
+      runs.back().push_back(std::move(part));
+      continue;
+    }
+    const StoredMatrix* last = runs.empty() ? nullptr : &runs.back().front();
+    if (last && !is_block_type(last->type) && !is_block_type(part.type))
+      fail("cannot fuse linear layers with different dtypes ('{}': {}, '{}': {})", last->name,
+           kernels::weight_type_name(last->type), part.name, kernels::weight_type_name(part.type));
+    runs.push_back({});
+    runs.back().push_back(std::move(part));
+  }
+  return runs;
+}
+
+// A host-side [rows, cols] matrix of one dtype as raw bytes (GPTQ's tensors, fused on the host).
 struct HostMatrix {
   DType dtype = DType::F32;
   uint64_t rows = 0, cols = 0;
   std::vector<std::byte> bytes;
-  std::optional<WeightType> block;
-  std::string name;  // the tensor (of the first part, once stacked), for errors
-
-  bool same_type(const HostMatrix& other) const {
-    return block == other.block && (block || dtype == other.dtype);
-  }
 };
-
-// The [out, in] matrix of a linear weight; GPT-2's Conv1D stores [in, out] and is transposed here.
-HostMatrix linear_rows(const TensorView& tensor, bool stored_transposed) {
-  if (tensor.shape.size() != 2) fail("tensor '{}' in {}: expected a matrix", tensor.name, tensor.file.string());
-  HostMatrix m{tensor.dtype, uint64_t(tensor.shape[0]), uint64_t(tensor.shape[1]), {}, {}, tensor.name};
-  if (tensor.block_type) {
-    m.block = block_weight_type(*tensor.block_type, tensor.name);
-    if (stored_transposed)
-      fail("tensor '{}' in {}: a quantized ({}) weight stored [in, out] cannot be transposed", tensor.name,
-           tensor.file.string(), ggml_type_name(*tensor.block_type));
-  }
-  if (!stored_transposed) {
-    m.bytes.assign(tensor.bytes.begin(), tensor.bytes.end());
-    return m;
-  }
-  std::swap(m.rows, m.cols);
-  size_t element = dtype_size(tensor.dtype);
-  m.bytes.resize(tensor.bytes.size());
-  for (uint64_t r = 0; r < m.rows; ++r)
-    for (uint64_t c = 0; c < m.cols; ++c)
-      std::memcpy(&m.bytes[(r * m.cols + c) * element], &tensor.bytes[(c * m.rows + r) * element], element);
-  return m;
-}
-
-// Stacks matrices with equal column counts (q, k, v -> qkv; gate, up -> gate_up) into runs of one type each:
-// one run, unless quantized parts differ in type (they keep theirs: never requantized).
-std::vector<HostMatrix> stack_rows(std::vector<HostMatrix> parts) {
-  std::vector<HostMatrix> runs;
-  for (HostMatrix& part : parts) {
-    if (part.cols != parts.front().cols)
-      fail("cannot fuse linear layers with different input sizes ('{}': {}, '{}': {})", parts.front().name,
-           parts.front().cols, part.name, part.cols);
-    if (!runs.empty() && runs.back().same_type(part)) {
-      runs.back().rows += part.rows;
-      runs.back().bytes.insert(runs.back().bytes.end(), part.bytes.begin(), part.bytes.end());
-      continue;
-    }
-    if (!runs.empty() && !runs.back().block && !part.block)
-      fail("cannot fuse linear layers with different dtypes ('{}': {}, '{}': {})", runs.back().name,
-           dtype_name(runs.back().dtype), part.name, dtype_name(part.dtype));
-    runs.push_back(std::move(part));
-  }
-  return runs;
-}
 
 // Places matrices with equal row counts side by side (GPTQ tensors are [K-ish, N]: fusing concatenates N).
 HostMatrix join_columns(const std::vector<HostMatrix>& parts) {
@@ -94,14 +149,6 @@ std::vector<float> to_f32(const TensorView& tensor) {
   return values;
 }
 
-std::vector<std::byte> convert(const HostMatrix& m, DType to) {
-  std::vector<float> values(m.rows * m.cols);
-  convert_to_f32(m.dtype, m.bytes, values);
-  std::vector<std::byte> out(values.size() * dtype_size(to));
-  convert_from_f32(to, values, out);
-  return out;
-}
-
 // Checkpoint bytes of some roles' tensors (what reading them costs), for progress reports.
 uint64_t checkpoint_bytes(std::span<const RoleTensors> roles) {
   uint64_t bytes = 0;
@@ -114,6 +161,15 @@ uint64_t checkpoint_bytes(std::span<const RoleTensors> roles) {
   return bytes;
 }
 
+// One part of a weight buffer: `rows` rows of `row_bytes` bytes at `offset`, made by `fill`.
+struct Part {
+  uint64_t offset = 0, rows = 0, row_bytes = 0;
+  RowFill fill;
+};
+
+// Creates each weight buffer mapped and notes its parts; flush() makes the noted parts on every core straight
+// into the mapped bytes (one pass over the checkpoint: no host copies in between, no queue writes) and unmaps
+// the buffers, which hands them to the GPU.
 class Uploader {
  public:
   Uploader(gpu::Device& device, const ModelFiles& files, WeightPolicy policy)
@@ -121,21 +177,63 @@ class Uploader {
 
   uint64_t bytes() const { return bytes_; }
 
-  gpu::Buffer upload(const std::string& label, std::span<const std::byte> data) {
-    gpu::Buffer buffer = device_.create_buffer(label, data.size());
-    device_.write(buffer, data);
-    bytes_ += data.size();
+  gpu::Buffer upload(const std::string& label, uint64_t size, std::vector<Part> parts) {
+    gpu::Buffer buffer = device_.create_mapped(label, size);
+    std::span<std::byte> mapped = device_.mapped_range(buffer);
+    // Zeros wherever no part writes (alignment gaps, padding), since mapped bytes start undefined.
+    std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.offset < b.offset; });
+    uint64_t end = 0;
+    for (const Part& part : parts) {
+      std::fill(mapped.begin() + std::ptrdiff_t(end), mapped.begin() + std::ptrdiff_t(part.offset), std::byte{0});
+      end = part.offset + part.rows * part.row_bytes;
+      if (end > mapped.size()) fail("weight '{}': a part ends at byte {} of {}", label, end, mapped.size());
+    }
+    std::fill(mapped.begin() + std::ptrdiff_t(end), mapped.end(), std::byte{0});
+    for (Part& part : parts) jobs_.push_back({mapped.data() + part.offset, std::move(part)});
+    bytes_ += size;
+    mapped_.push_back(buffer.get());
     return buffer;
   }
-  gpu::Buffer upload_f32(const std::string& label, const std::vector<float>& values) {
-    return upload(label, std::as_bytes(std::span(values)));
+  gpu::Buffer upload_f32(const std::string& label, std::vector<float> values) {
+    auto owned = std::make_shared<std::vector<float>>(std::move(values));
+    uint64_t size = owned->size() * 4;
+    return upload(label, size, {{0, 1, size, [owned, size](uint64_t, uint64_t, std::byte* out) {
+                                   std::memcpy(out, owned->data(), size);
+                                 }}});
+  }
+  gpu::Buffer upload_bytes(const std::string& label, std::vector<std::byte> bytes) {
+    auto owned = std::make_shared<std::vector<std::byte>>(std::move(bytes));
+    uint64_t size = owned->size();
+    return upload(label, size, {{0, 1, size, [owned, size](uint64_t, uint64_t, std::byte* out) {
+                                   std::memcpy(out, owned->data(), size);
+                                 }}});
+  }
+
+  // Makes every noted part, in pieces of about kPieceBytes spread over the cores, then unmaps their buffers.
+  void flush() {
+    struct Piece {
+      const Job* job;
+      uint64_t first, count;
+    };
+    std::vector<Piece> pieces;
+    for (const Job& job : jobs_) {
+      uint64_t step = std::max<uint64_t>(1, kPieceBytes / std::max<uint64_t>(1, job.part.row_bytes));
+      for (uint64_t first = 0; first < job.part.rows; first += step)
+        pieces.push_back({&job, first, std::min(step, job.part.rows - first)});
+    }
+    parallel_for(pieces.size(), [&](size_t i) {
+      const Piece& piece = pieces[i];
+      piece.job->part.fill(piece.first, piece.count, piece.job->out + piece.first * piece.job->part.row_bytes);
+    });
+    jobs_.clear();
+    for (WGPUBuffer buffer : std::exchange(mapped_, {})) device_.unmap(buffer);
   }
 
   GpuNorm norm(const RoleTensors& tensors, const std::string& label) {
     std::vector<float> weight = to_f32(*tensors.weight);
     if (files_.arch().norm == NormKind::RmsNormPlusOne)
       for (float& w : weight) w += 1.0f;
-    GpuNorm norm{upload_f32(label, weight), {}};
+    GpuNorm norm{upload_f32(label, std::move(weight)), {}};
     if (tensors.bias) norm.bias = upload_f32(label + ".bias", to_f32(*tensors.bias));
     return norm;
   }
@@ -146,8 +244,8 @@ class Uploader {
     linear.name = label;
     bool conv1d = files_.arch().conv1d_weights;
     if (roles.front()->gptq) return gptq_linear(roles, label);
-    std::vector<HostMatrix> parts;
-    for (auto* role : roles) parts.push_back(linear_rows(*role->weight, conv1d));
+    std::vector<StoredMatrix> parts;
+    for (auto* role : roles) parts.push_back(linear_rows(*role->weight, conv1d, policy_, label));
     place_weight(linear, stack_rows(std::move(parts)));
     linear.bias = bias(roles, label);
     return linear;
@@ -157,51 +255,46 @@ class Uploader {
   GpuLinear table(const TensorView& tensor, const std::string& label) {
     GpuLinear linear;
     linear.name = label;
-    place_weight(linear, {linear_rows(tensor, false)});
+    std::vector<std::vector<StoredMatrix>> runs(1);
+    runs[0].push_back(linear_rows(tensor, false, policy_, label));
+    place_weight(linear, runs);
     return linear;
   }
 
  private:
-  // The bytes of one run of rows as the kernels read them, in its type (set here).
-  std::vector<std::byte> stored_bytes(const GpuLinear& linear, const HostMatrix& w, WeightType& type) const {
-    if (w.block) {
-      type = *w.block;
-      return kernels::pack_rows(type, w.bytes, w.rows, w.cols, w.name);
-    }
-    DType stored = w.dtype;
-    if (policy_ == WeightPolicy::F16 && stored != DType::F16) stored = DType::F16;
-    if (stored != DType::F32 && stored != DType::F16 && stored != DType::BF16)
-      fail("linear weight '{}' has dtype {}, which gerbil cannot run", linear.name, dtype_name(w.dtype));
-    type = stored == DType::F32 ? WeightType::F32 : stored == DType::F16 ? WeightType::F16 : WeightType::BF16;
-    return stored == w.dtype ? w.bytes : convert(w, stored);
-  }
+  static constexpr uint64_t kPieceBytes = uint64_t(1) << 20;
 
   // One buffer holding the runs of rows one after the other, each starting at a binding-offset boundary and
   // cut into row blocks of its own type.
-  void place_weight(GpuLinear& linear, const std::vector<HostMatrix>& runs) {
+  void place_weight(GpuLinear& linear, const std::vector<std::vector<StoredMatrix>>& runs) {
     uint64_t align = std::max<uint64_t>(256, device_.limits().minStorageBufferOffsetAlignment);
     // Kernels read W as arrays of 8- and 16-byte pieces: a block's binding is a whole number of 16 bytes.
     uint64_t max_binding = device_.limits().maxStorageBufferBindingSize / 16 * 16;
-    std::vector<std::byte> data;
-    linear.in = uint32_t(runs.front().cols);
+    std::vector<Part> parts;
+    uint64_t size = 0;
+    linear.in = uint32_t(runs.front().front().cols);
     linear.out = 0;
-    for (const HostMatrix& run : runs) {
-      WeightType type;
-      std::vector<std::byte> bytes = stored_bytes(linear, run, type);
+    for (const std::vector<StoredMatrix>& run : runs) {
+      WeightType type = run.front().type;
+      uint64_t row_bytes = run.front().row_bytes, rows = 0;
       if (is_block_type(type) || linear.blocks.empty()) linear.type = type;
-      data.resize((data.size() + align - 1) / align * align);
-      for (RowBlock block : row_blocks(run.rows, bytes.size() / run.rows, max_binding - 16)) {
+      size = (size + align - 1) / align * align;
+      for (const StoredMatrix& matrix : run) {
+        parts.push_back({size + rows * row_bytes, matrix.rows, row_bytes, matrix.fill});
+        rows += matrix.rows;
+      }
+      for (RowBlock block : row_blocks(rows, row_bytes, max_binding - 16)) {
         block.first_row += linear.out;
-        block.byte_offset += data.size();
+        block.byte_offset += size;
         block.byte_size = (block.byte_size + 15) / 16 * 16;
         block.type = type;
         linear.blocks.push_back(block);
       }
-      data.insert(data.end(), bytes.begin(), bytes.end());
-      linear.out += uint32_t(run.rows);
+      size += rows * row_bytes;
+      linear.out += uint32_t(rows);
     }
-    data.resize((data.size() + 15) / 16 * 16);
-    linear.weight = std::make_shared<gpu::Buffer>(upload(linear.name, data));
+    size = (size + 15) / 16 * 16;
+    linear.weight = std::make_shared<gpu::Buffer>(upload(linear.name, size, std::move(parts)));
   }
 
   std::optional<gpu::Buffer> bias(const std::vector<const RoleTensors*>& roles, const std::string& label) {
@@ -212,7 +305,7 @@ class Uploader {
       auto part = to_f32(*role->bias);
       all.insert(all.end(), part.begin(), part.end());
     }
-    return upload_f32(label + ".bias", all);
+    return upload_f32(label + ".bias", std::move(all));
   }
 
   GpuLinear gptq_linear(const std::vector<const RoleTensors*>& roles, const std::string& label) {
@@ -224,25 +317,37 @@ class Uploader {
       qweight.push_back(as_matrix(g.qweight));
       qzeros.push_back(as_matrix(g.qzeros));
       HostMatrix s = as_matrix(g.scales);
-      if (s.dtype != DType::F16) s = {DType::F16, s.rows, s.cols, convert(s, DType::F16)};
+      if (s.dtype != DType::F16) {
+        HostMatrix f16{DType::F16, s.rows, s.cols, std::vector<std::byte>(s.rows * s.cols * 2)};
+        convert_rows(s.dtype, s.bytes.data(), DType::F16, s.rows, s.cols, f16.bytes.data());
+        s = std::move(f16);
+      }
       scales.push_back(std::move(s));
       linear.in = uint32_t(role->in_features);
       linear.out += uint32_t(role->out_features);
     }
     GpuGptq gptq;
     gptq.group_size = uint32_t(roles.front()->gptq->group_size);
-    gptq.qweight = upload(label + ".qweight", join_columns(qweight).bytes);
-    gptq.qzeros = upload(label + ".qzeros", join_columns(qzeros).bytes);
-    gptq.scales = upload(label + ".scales", join_columns(scales).bytes);
+    gptq.qweight = upload_bytes(label + ".qweight", join_columns(qweight).bytes);
+    gptq.qzeros = upload_bytes(label + ".qzeros", join_columns(qzeros).bytes);
+    gptq.scales = upload_bytes(label + ".scales", join_columns(scales).bytes);
     linear.gptq = std::move(gptq);
     linear.bias = bias(roles, label);
     return linear;
   }
 
+  // A part to make, and where its first row goes.
+  struct Job {
+    std::byte* out;
+    Part part;
+  };
+
   gpu::Device& device_;
   const ModelFiles& files_;
   WeightPolicy policy_;
   uint64_t bytes_ = 0;
+  std::deque<Job> jobs_;  // a deque: flush()'s pieces point into it
+  std::vector<WGPUBuffer> mapped_;  // buffers whose parts are noted, unmapped by flush()
 };
 
 }  // namespace
@@ -283,12 +388,14 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
   const ModelWeights& w = files.weights();
   Uploader up(device, files, policy);
   GpuWeights gpu;
+  // The noted parts are made at each report, so the host stages at most one layer (or the globals) at once.
   uint64_t done = 0;
   auto report = [&](uint64_t bytes) {
+    up.flush();
     done = std::min(files.weight_bytes(), done + bytes);
     if (progress) progress(done, files.weight_bytes());
   };
-  report(0);
+  if (progress) progress(0, files.weight_bytes());
 
   gpu.embed = up.table(*w.get(Role::Embed).weight, "embed_tokens");
   if (arch.positions == PositionKind::Learned) gpu.positions = up.upload_f32("position_embeddings", to_f32(*w.get(Role::PosEmbed).weight));

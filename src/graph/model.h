@@ -52,6 +52,14 @@ struct ModelOptions {
   bool pipelines_at_load = false;
 };
 
+// Where a model's load went (Model's constructor), for `bench model`.
+struct LoadStats {
+  double weights_seconds = 0;    // reading, converting and uploading the weights
+  double pipelines_seconds = 0;  // tracing steps and creating their pipelines (ModelOptions::pipelines_at_load)
+  size_t traced_steps = 0;       // step graphs traced for their pipelines
+  size_t pipelines = 0;          // pipelines created at load
+};
+
 // One sequence's part of a batched step: TOKENS fed to the KV-cache slot SLOT at its current position.
 struct Segment {
   uint32_t slot = 0;
@@ -81,7 +89,8 @@ class Model {
   uint32_t position(uint32_t slot = 0) const { return positions_.at(slot); }  // tokens in the slot's KV cache
   uint64_t weight_bytes() const { return weights_.bytes; }
   uint64_t kv_cache_bytes() const;
-  kernels::KvType kv_type() const { return kv_type_; }  // the cache's element type, ModelOptions::kv_cache resolved
+  kernels::KvType kv_type() const { return kv_type_; }
+  const LoadStats& load_stats() const { return load_stats_; }  // the cache's element type, ModelOptions::kv_cache resolved
 
   void reset(uint32_t slot = 0) { rewind(0, slot); }
   // Rewinds the slot's cache to `position` tokens (keeps what came before; e.g. a shared chat prefix).
@@ -212,6 +221,7 @@ class Model {
   kernels::SampleParams sampling_{};  // decode_sampled()'s settings, which its steps' uniforms follow
   std::optional<Speculation> speculation_;
   uint32_t picks_ring_ = 0;  // the batch_picks read-back buffer the next read uses
+  LoadStats load_stats_;
 };
 
 }  // namespace gerbil::graph

@@ -230,6 +230,13 @@ void put_chunk(const BlockLayout& layout, const uint8_t* codes, std::byte* quant
 
 std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K,
                                  std::string_view what) {
+  std::vector<std::byte> packed(rows * weight_row_bytes(type, K));
+  pack_rows(type, ggml, rows, K, what, packed);
+  return packed;
+}
+
+void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K, std::string_view what,
+               std::span<std::byte> packed) {
   BlockLayout layout = block_layout(type);
   if (K % layout.elements != 0)
     fail("tensor '{}' ({}): rows of {} elements are not whole blocks of {}", what, weight_type_name(type), K,
@@ -238,7 +245,11 @@ std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggm
   if (ggml.size() != rows * blocks * layout.ggml_bytes)
     fail("tensor '{}' ({} [{}, {}]): {} bytes, expected {} ({} blocks of {})", what, weight_type_name(type), rows, K,
          ggml.size(), rows * blocks * layout.ggml_bytes, rows * blocks, layout.ggml_bytes);
-  std::vector<std::byte> packed(rows * row_bytes);
+  if (packed.size() != rows * row_bytes)
+    fail("tensor '{}' ({}): packing {} rows into {} bytes, expected {}", what, weight_type_name(type), rows,
+         packed.size(), rows * row_bytes);
+  // Zeroed first: the high bits are or-ed in, and `packed` may be a mapped buffer's uninitialized bytes.
+  std::fill(packed.begin(), packed.end(), std::byte{0});
   for (uint64_t r = 0; r < rows; ++r) {
     std::byte* quants = packed.data() + r * row_bytes;
     std::byte* high = quants + chunks * layout.quant_bytes;
@@ -253,7 +264,6 @@ std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggm
       }
     }
   }
-  return packed;
 }
 
 uint32_t kv_bytes(KvType type) {

@@ -56,6 +56,9 @@ uint64_t weight_row_bytes(WeightType type, uint64_t K);
 // elements blocks, as a GGUF file stores them). `what` names the tensor in errors.
 std::vector<std::byte> pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K,
                                  std::string_view what);
+// The same into `out` (rows * weight_row_bytes(type, K) bytes), for filling a mapped buffer in place.
+void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, uint64_t K, std::string_view what,
+               std::span<std::byte> out);
 
 // The KV cache's element type (kv_cache.wgsl): F32, or F16 stored two per u32 word (the lower-indexed element in
 // the low half), which needs no shader-f16: values are rounded to f16 as they are stored (2^-11 relative; up to
