@@ -217,7 +217,7 @@ TEST(QuantKernels, PackingInPlaceZeroesThePadding) {
   }
   std::vector<std::byte> ggml(18), small(19);
   EXPECT_THAT([&] { pack_rows(WeightType::Q4_0, ggml, 1, 32, "blk.1.ffn_up.weight", small); },
-              ThrowsMessage<Error>(HasSubstr("tensor 'blk.1.ffn_up.weight' (Q4_0): packing 1 blocks into 19 bytes, expected 20")));
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.1.ffn_up.weight' (Q4_0): packing 1 rows into 19 bytes, expected 32")));
 }
 
 TEST(QuantKernels, BadShapesAndTypesAreNamed) {

@@ -168,13 +168,14 @@ class Workspace {
     return fill(std::move(label), fmt::format("f32 {} {}", lo, hi), n,
                 [&] { return std::bit_cast<uint32_t>(lo + (hi - lo) * unit()); });
   }
-  // `n` weights of `type` in [-1, 1), packed as in a safetensors file; 16-bit ones are normal numbers of
-  // magnitude at least 2^-10.
-  // Block types: random words in pack_rows()'s layout (`n` a whole number of blocks; some scales come out
-  // NaN or infinite, which costs a GPU no time).
-  const gpu::Buffer& weights(std::string label, uint64_t n, WeightType type) {
+  // `rows` rows of `cols` weights of `type` in [-1, 1), packed as in a safetensors file; 16-bit ones are normal
+  // numbers of magnitude at least 2^-10.
+  // Block types: random words in pack_rows()'s layout, each row padded as it pads them (`cols` a whole number of
+  // blocks; some scales come out NaN or infinite, which costs a GPU no time).
+  const gpu::Buffer& weights(std::string label, uint64_t rows, uint64_t cols, WeightType type) {
+    uint64_t n = rows * cols;
     if (type == WeightType::F32) return floats(std::move(label), n);
-    if (is_block_type(type)) return words(std::move(label), ceil_div(weight_row_bytes(type, n), 16) * 4);
+    if (is_block_type(type)) return words(std::move(label), rows * weight_row_bytes(type, cols) / 4);
     auto half = [&] {
       uint32_t r = next();
       uint32_t sign = (r >> 31) << 15;
@@ -382,7 +383,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
       uint32_t n0, count;
     };
     std::vector<Weight> weights;
-    for (auto [n0, count] : blocks) weights.push_back({&w.weights("W", uint64_t(count) * s.K, type), n0, count});
+    for (auto [n0, count] : blocks) weights.push_back({&w.weights("W", count, s.K, type), n0, count});
     c.repeats = decode_copies(w, s, row_bytes * s.N, blocks.size());
     for (uint32_t copy = 1; copy < c.repeats; ++copy)
       weights.push_back({&w.copy_of(*weights[0].buffer, fmt::format("W#{}", copy)), 0, s.N});
@@ -442,7 +443,7 @@ Case gptq_case(Workspace& w, const Shape& s) {
   for (auto [n0, count] : blocks) {
     const gpu::Buffer& qweight = w.words("qweight", uint64_t(s.K / 8) * count);
     const gpu::Buffer& qzeros = w.words("qzeros", uint64_t(groups) * (count / 8));
-    const gpu::Buffer& scales = w.weights("scales", uint64_t(groups) * count, WeightType::F16);
+    const gpu::Buffer& scales = w.weights("scales", groups, count, WeightType::F16);
     LinearGptqParams p{s.T, s.K, count, s.N, n0, 0, 0, kGroupSize};
     c.dispatches.push_back(linear_gptq(w.device(), whole(x), whole(qweight), whole(qzeros), whole(scales),
                                        whole(x), whole(x), whole(out), p));
@@ -517,7 +518,7 @@ Builder embed_case(WeightType type) {
     c.bytes = 4.0 * s.T + double(s.T) * s.width * (weight_bytes(type) + 4);
     uint32_t rows = table_rows(w, c, uint64_t(weight_bytes(type)) * s.width);
     const gpu::Buffer& ids = w.indices("ids", s.T, rows);
-    const gpu::Buffer& table = w.weights("table", uint64_t(rows) * s.width, type);
+    const gpu::Buffer& table = w.weights("table", rows, s.width, type);
     const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.width);
     // ids stands in for the unused position table.
     EmbedParams p{s.T, s.width, 0, rows, float_bits(1.f), 0, 0};
