@@ -298,7 +298,8 @@ uint32_t nibble(uint32_t word, uint32_t i) { return (word >> (4 * i)) & 0xfu; }
 // Throws unless SHAPE and the three tensors' byte counts make a GPTQ-runnable int4 layer.
 void check_awq_sizes(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
                      std::span<const std::byte> scales, DType scale_dtype, Int4Shape shape, std::string_view what) {
-  auto [K, N, group] = shape;
+  // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot capture bindings).
+  const int64_t K = shape.in, N = shape.out, group = shape.group_size;
   constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();  // keeps every product below in uint64_t
   if (K <= 0 || N <= 0 || group <= 0 || K > kMaxDim || N > kMaxDim)
     fail("{}: int4 layer of {} inputs, {} outputs and group size {} is not a valid shape", what, K, N, group);
