@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   OutputParser parser(options);
   MessageParts streamed;
   std::vector<ToolCall> pieced;
-  for (size_t at = 0; at <= text.size(); at += piece) {
+  for (size_t at = 0; at < text.size() + piece; at += piece) {
     MessageParts part = at < text.size() ? parser.feed(text.substr(at, piece)) : parser.finish();
     streamed.content += part.content;
     streamed.reasoning_content += part.reasoning_content;

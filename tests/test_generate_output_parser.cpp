@@ -182,6 +182,20 @@ TEST(OutputParser, AQwenCallStreamsItsArgumentsAsTheyAreWritten) {
   EXPECT_EQ(json::parse(closed.tool_calls[0].arguments)["city"], "Pa}{\"ris");
 }
 
+// Found by fuzz_output_parser: arguments whose string never closes run into </tool_call>, which must end them there
+// even when it arrives in pieces (the pieces sent before it completes were once more than the call's text).
+TEST(OutputParser, AnUnclosedArgumentStringEndsAtTheCallsClose) {
+  MessageParts message = parse_everywhere(
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"x}\n</tool_call>after", options(ToolCallFormat::Hermes));
+  ASSERT_EQ(message.tool_calls.size(), 1u);
+  EXPECT_EQ(message.tool_calls[0].arguments, "{\"a\": \"x}\n");
+  EXPECT_EQ(message.content, "after");
+  // Cut right inside the marker, the held-back piece goes to the arguments at the end.
+  MessageParts cut = parse_everywhere("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"x</tool", options(ToolCallFormat::Hermes));
+  ASSERT_EQ(cut.tool_calls.size(), 1u);
+  EXPECT_EQ(cut.tool_calls[0].arguments, "{\"a\": \"x</tool");
+}
+
 TEST(OutputParser, Llama3JsonMessage) {
   MessageParts message = parse_everywhere(
       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", options(ToolCallFormat::Llama3Json));

@@ -298,7 +298,9 @@ bool OutputParser::process_reasoning(MessageParts& out) {
 
 bool OutputParser::process_hermes_call(MessageParts& out) {
   size_t close = pending_.find(kToolCallClose);
-  stream_hermes_call(out, std::min(close, pending_.size()));
+  // What may begin </tool_call> is not streamed: if it completes, it ends the call's text there.
+  size_t sure = close != std::string::npos ? close : pending_.size() - partial_marker(pending_, kToolCallClose);
+  stream_hermes_call(out, sure);
   if (close == std::string::npos) return false;
   std::string body = pending_.substr(0, close);
   pending_.erase(0, close + kToolCallClose.size());
@@ -346,6 +348,7 @@ MessageParts OutputParser::finish() {
     case Mode::Reasoning: emit_reasoning(out, trim_end(pending_)); break;
     case Mode::HermesCall:  // the model stopped before </tool_call>
       if (streamed_) {
+        stream_hermes_call(out, pending_.size());  // what was held back as a possible </tool_call>
         end_hermes_call(out, pending_);
       } else if (!add_calls(out, pending_)) {
         emit_content(out, std::string(kToolCallOpen) + pending_);
