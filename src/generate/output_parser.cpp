@@ -304,7 +304,7 @@ bool OutputParser::process_hermes_call(MessageParts& out) {
   if (close == std::string::npos) return false;
   std::string body = pending_.substr(0, close);
   pending_.erase(0, close + kToolCallClose.size());
-  end_hermes_call(out, body);
+  end_hermes_call(out, body, kToolCallClose);
   mode_ = Mode::Content;
   at_section_start_ = true;
   return true;
@@ -329,12 +329,12 @@ void OutputParser::stream_hermes_call(MessageParts& out, size_t body_size) {
   emit_call_delta(out, {streamed_->call.index, false, "", "", std::string(fresh)});
 }
 
-void OutputParser::end_hermes_call(MessageParts& out, std::string_view body) {
+void OutputParser::end_hermes_call(MessageParts& out, std::string_view body, std::string_view close) {
   if (streamed_) {
     // Sent is sent: the call stays as streamed, even where the model wrote something odd after its arguments.
     add_call(out, std::move(streamed_->call));
   } else if (!add_calls(out, body)) {
-    emit_content(out, std::string(kToolCallOpen) + std::string(body) + std::string(kToolCallClose));
+    emit_content(out, std::string(kToolCallOpen) + std::string(body) + std::string(close));
   }
   streamed_.reset();
   unstreamable_ = false;
@@ -347,13 +347,8 @@ MessageParts OutputParser::finish() {
     case Mode::Content: emit_content(out, pending_); break;
     case Mode::Reasoning: emit_reasoning(out, trim_end(pending_)); break;
     case Mode::HermesCall:  // the model stopped before </tool_call>
-      if (streamed_) {
-        stream_hermes_call(out, pending_.size());  // what was held back as a possible </tool_call>
-        end_hermes_call(out, pending_);
-      } else if (!add_calls(out, pending_)) {
-        emit_content(out, std::string(kToolCallOpen) + pending_);
-      }
-      unstreamable_ = false;
+      stream_hermes_call(out, pending_.size());  // what was held back as a possible </tool_call>
+      end_hermes_call(out, pending_, "");
       break;
     case Mode::HoldAll:
       if (!add_calls(out, pending_)) emit_content(out, marker_ + pending_);

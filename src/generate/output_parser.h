@@ -93,7 +93,9 @@ class OutputParser {
   // Streams the Hermes call being written in pending_'s first BODY bytes: its opening once its name is known,
   // then its arguments as they come. A call not written {"name": ..., "arguments": {...}} waits for its end.
   void stream_hermes_call(MessageParts& out, size_t body);
-  void end_hermes_call(MessageParts& out, std::string_view body);
+  // Ends the Hermes call written in BODY, whose text ended with CLOSE (</tool_call>, or nothing where the model
+  // stopped first): the call streamed, else BODY parsed whole, else BODY given back as content, as written.
+  void end_hermes_call(MessageParts& out, std::string_view body, std::string_view close);
   void emit_call_delta(MessageParts& out, ToolCallDelta delta);
   void add_call(MessageParts& out, ToolCall call);
   bool skip_section_whitespace();  // false while only whitespace has come
