@@ -106,56 +106,94 @@ fn quad_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
   }
 }
 
-// Q4_K / Q5_K: sub-block j's 6-bit scale and minimum from the 12 bytes at word base + 1: bytes j % 4 of their
-// three words, read once and combined without a branch (lanes of a team decode different sub-blocks).
-fn k_scale_min(base: u32, j: u32) -> vec2<f32> {
+// Q4_K / Q5_K: sub-block j's 6-bit scale and minimum from the 12 bytes of words w (a block's words 1..3): bytes
+// j % 4 of the three words, combined without a branch (lanes of a team decode different sub-blocks).
+fn k_scale_min(w: vec3<u32>, j: u32) -> vec2<f32> {
   let shift = 8u * (j % 4u);
-  let low = (vec2<u32>(block_word(base + 1u), block_word(base + 2u)) >> vec2<u32>(shift)) & vec2<u32>(0xFFu);
-  let high = (block_word(base + 3u) >> shift) & 0xFFu;
+  let low = (w.xy >> vec2<u32>(shift)) & vec2<u32>(0xFFu);
+  let high = (w.z >> shift) & 0xFFu;
   let upper = vec2<u32>(high & 0xFu, high >> 4u) | ((low >> vec2<u32>(6u)) << vec2<u32>(4u));
   return vec2<f32>(select(upper, low & vec2<u32>(63u), j < 4u));
 }
 
-fn chunk_scale(r: BlockRow, c: u32) -> ChunkScale {
+// The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 /
+// Q5_0 the word holding the block's d; Q4_1 / Q5_1 d, m; Q4_K / Q5_K the block's 4 words; Q6_K the word of
+// the chunk's two int8 scales and the word of d. Reading them apart from decoding them lets a kernel issue the
+// loads early and decode once they have arrived (linear_tiled_body.wgsl decodes after a slab's products).
+fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
   let b = c / (block_elements() / 32u);
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: {
-      return ChunkScale(vec2<f32>(unpack2x16float(block_word(r.headers + b / 2u))[b % 2u]), 0.0);
+      return vec4<u32>(block_word(r.headers + b / 2u), 0u, 0u, 0u);
     }
     case 5u, 7u: {
-      let head = unpack2x16float(block_word(r.headers + b));
-      return ChunkScale(vec2<f32>(head.x), -head.y);
+      return vec4<u32>(block_word(r.headers + b), 0u, 0u, 0u);
     }
     case 8u, 9u: {
       let base = r.headers + 4u * b;
-      let head = unpack2x16float(block_word(base));
-      let sm = k_scale_min(base, c % 8u);
+      return vec4<u32>(block_word(base), block_word(base + 1u), block_word(base + 2u), block_word(base + 3u));
+    }
+    default: {
+      let base = r.headers + 5u * b;
+      return vec4<u32>(block_word(base + (c % 8u) / 2u), block_word(base + 4u), 0u, 0u);
+    }
+  }
+}
+
+// Chunk c's scale from its header words (chunk_header).
+fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
+  switch (WEIGHT_TYPE) {
+    case 3u, 4u, 6u: {
+      return ChunkScale(vec2<f32>(unpack2x16float(h.x)[c % 2u]), 0.0);  // 32-element blocks: b = c
+    }
+    case 5u, 7u: {
+      let head = unpack2x16float(h.x);
+      return ChunkScale(vec2<f32>(head.x), -head.y);
+    }
+    case 8u, 9u: {
+      let head = unpack2x16float(h.x);
+      let sm = k_scale_min(h.yzw, c % 8u);
       return ChunkScale(vec2<f32>(head.x * sm.x), head.y * sm.y);
     }
     default: {
       // Q6_K: chunk j's 16-element scales are int8 scales 2j and 2j + 1, one half of word j / 2.
-      let base = r.headers + 5u * b;
-      let j = c % 8u;
-      let d = unpack2x16float(block_word(base + 4u)).x;
-      let word = block_word(base + j / 2u) >> (16u * (j % 2u));
+      let d = unpack2x16float(h.y).x;
+      let word = h.x >> (16u * ((c % 8u) % 2u));
       let scales = vec2<i32>(i32(word << 24u), i32(word << 16u)) >> vec2<u32>(24u);
       return ChunkScale(d * vec2<f32>(scales), 0.0);
     }
   }
 }
 
-// The integer quants of elements 4 quad .. 4 quad + 3 of chunk c (zero points already subtracted).
-fn chunk_quad(r: BlockRow, c: u32, quad: u32) -> vec4<f32> {
+fn chunk_scale(r: BlockRow, c: u32) -> ChunkScale {
+  return chunk_scale_of(chunk_header(r, c), c);
+}
+
+// The words quad `quad` of chunk c is decoded from (quad_quants): its quants' word and its high bits' word (0
+// for types without high bits).
+fn quad_words(r: BlockRow, c: u32, quad: u32) -> vec2<u32> {
   let quant = block_word(r.quants + c * chunk_quant_words() + quad_quant_word(quad));
   var high = 0u;
   if (chunk_high_words() != 0u) {
     high = block_word(r.high + c * chunk_high_words() + quad_high_word(quad));
   }
-  return quad_quants(quant, high, quad);
+  return vec2<u32>(quant, high);
+}
+
+// The integer quants of elements 4 quad .. 4 quad + 3 of chunk c (zero points already subtracted).
+fn chunk_quad(r: BlockRow, c: u32, quad: u32) -> vec4<f32> {
+  let words = quad_words(r, c, quad);
+  return quad_quants(words.x, words.y, quad);
+}
+
+// Elements 4 quad .. 4 quad + 3 of chunk c, as ggml dequantizes them, from the chunk's header words
+// (chunk_header) and the quad's words (quad_words).
+fn quad_values(header: vec4<u32>, words: vec2<u32>, c: u32, quad: u32) -> vec4<f32> {
+  let s = chunk_scale_of(header, c);
+  return select(s.scale.x, s.scale.y, quad >= 4u) * quad_quants(words.x, words.y, quad) - s.offset;
 }
 
 // Elements 4 quad .. 4 quad + 3 of chunk c, as ggml dequantizes them.
 fn chunk_values(r: BlockRow, c: u32, quad: u32) -> vec4<f32> {
-  let s = chunk_scale(r, c);
-  return select(s.scale.x, s.scale.y, quad >= 4u) * chunk_quad(r, c, quad) - s.offset;
+  return quad_values(chunk_header(r, c), quad_words(r, c, quad), c, quad);
 }

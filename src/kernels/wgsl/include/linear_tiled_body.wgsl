@@ -21,7 +21,8 @@ fn block_word(i: u32) -> u32 {
   return W[i / 4u][i % 4u];
 }
 
-// Block-quantized weights (WEIGHT_TYPE >= 3): each thread decodes its 4 k of a slab as it loads them.
+// Block-quantized weights (WEIGHT_TYPE >= 3): each thread loads the words of its 4 k of a slab with the slab
+// before and decodes them when it stages them, after that slab's products.
 fn is_block_weight() -> bool {
   return WEIGHT_TYPE >= 3u;
 }
@@ -43,11 +44,18 @@ var<workgroup> w_s: array<Slab, 2>;
 // Every thread stages 4 k of one row of x and of one row of W: row = lid / 2, k = 4 * (lid % 2) .. + 3.
 struct Staged {
   x: vec4<f32>,  // x[row, k .. k + 3]
-  w: vec4<u32>,  // f32 and block types: W[row, k .. k + 3] as f32 bits (block types decoded at the load);
+  w: vec4<u32>,  // f32: W[row, k .. k + 3] as f32 bits;
                  // 16-bit: the row's whole slab W[row, 0 .. 7], packed: both
                  // threads of the row load it (one address, one transaction) and each decodes its 4 k, so all
                  // 256 threads share the decoding (a thread per row decoding all 8 left half of them idle and
-                 // took f16 products ~15 % longer than f32 ones on an H200, run 80)
+                 // took f16 products ~15 % longer than f32 ones on an H200, run 80);
+                 // block types: the words of the thread's quad (blocks.wgsl's quad_words) in x, y
+  header: vec4<u32>,  // block types: its chunk's header words (chunk_header)
+}
+
+// Block types: this thread's quad of a row in slab s, 2 s + lid % 2 (8 quads to a 32-element chunk).
+fn slab_quad(s: u32, lid: u32) -> u32 {
+  return 2u * s + lid % 2u;
 }
 
 // Where one thread's pieces of a tile's rows start (slab 0), in x and in W; rows past M or N read the last
@@ -81,9 +89,13 @@ fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
   }
   if (lid / 2u < 64u * COL_GROUPS) {
     if (is_block_weight()) {
-      // This thread's quad of the row: 2 s + lid % 2 (8 quads to a 32-element chunk).
-      let quad = 2u * s + lid % 2u;
-      staged.w = bitcast<vec4<u32>>(chunk_values(block_row(starts.w, params.K), quad / 8u, quad % 8u));
+      // Only the words are loaded here; stage() decodes them after the slab's products, so that no thread
+      // waits on these loads before its FMAs (decoded here, each slab waited on them: Q4_K's prompt products
+      // took 25 % longer than Q4_0's, Q4_0's a few % longer than f16's).
+      let quad = slab_quad(s, lid);
+      let row = block_row(starts.w, params.K);
+      staged.w = vec4<u32>(quad_words(row, quad / 8u, quad % 8u), 0u, 0u);
+      staged.header = chunk_header(row, quad / 8u);
     } else {
       staged.w = W[starts.w + select(s, 2u * s, WEIGHT_TYPE == 0u)];
     }
@@ -99,8 +111,8 @@ fn put_w(buffer: u32, k: u32, n: u32, value: f32) {
   w_s[buffer][k][n / 4u][n % 4u] = Product(value);
 }
 
-// Stores a staged slab, transposed, into `buffer`.
-fn stage(staged: Staged, buffer: u32, lid: u32) {
+// Stores staged slab s, transposed, into `buffer`.
+fn stage(staged: Staged, s: u32, buffer: u32, lid: u32) {
   let row = lid / 2u;
   let k = 4u * (lid % 2u);
   if (row < 64u * ROW_GROUPS) {
@@ -114,6 +126,10 @@ fn stage(staged: Staged, buffer: u32, lid: u32) {
       // Words x, y hold k 0..3, words z, w k 4..7; selects, not a branch, keep the warp's lanes together.
       let first = lid % 2u == 0u;
       w = vec4<f32>(halves(select(staged.w.z, staged.w.x, first)), halves(select(staged.w.w, staged.w.y, first)));
+    }
+    if (is_block_weight()) {
+      let quad = slab_quad(s, lid);
+      w = quad_values(staged.header, staged.w.xy, quad / 8u, quad % 8u);
     }
     for (var j: u32 = 0u; j < 4u; j++) {
       put_w(buffer, k + j, row, w[j]);
@@ -218,13 +234,14 @@ fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
   let tx = lid % 16u;
   let ty = lid / 16u;
   let starts = row_starts(m0, n0, lid);
-  stage(load(starts, first_slab, lid), 0u, lid);
+  stage(load(starts, first_slab, lid), first_slab, 0u, lid);
   workgroupBarrier();
   for (var s: u32 = first_slab; s < end_slab; s++) {
     // The next slab, staged into the other buffer after this one's products; the last slab loads and stages
     // itself again, unconditionally, which keeps the loop free of branches around its loads (no one reads that
     // buffer before the barrier that follows).
-    let next = load(starts, min(s + 1u, end_slab - 1u), lid);
+    let next_slab = min(s + 1u, end_slab - 1u);
+    let next = load(starts, next_slab, lid);
     let buffer = (s - first_slab) % 2u;
     // Written out, so that each read sits at a constant offset: see the header.
     multiply_k(buffer, 0u, tx, ty);
@@ -238,7 +255,7 @@ fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
     if (SLAB_SUMS) {
       add_slab();
     }
-    stage(next, 1u - buffer, lid);
+    stage(next, next_slab, 1u - buffer, lid);
     workgroupBarrier();
   }
 }
