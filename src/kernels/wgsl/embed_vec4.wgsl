@@ -26,6 +26,10 @@ fn block_word(i: u32) -> u32 {
   return table[i / 2u][i % 2u];
 }
 
+fn block_words4(i: u32) -> vec4<u32> {
+  return vec4<u32>(table[i / 2u], table[i / 2u + 1u]);
+}
+
 // Elements 4 d4 .. 4 d4 + 3 of table row `row` (block types: ggml's dequantized values, exactly).
 fn table_piece(row: u32, d4: u32) -> vec4<f32> {
   let p = row * (params.hidden_size / 4u) + d4;

@@ -10,7 +10,8 @@
 // the chunk's scale taken out of the lane's dot products (sum scale * q * x = scale * sum q * x, less
 // offset * sum x for formats with a minimum, the sum of x shared by the COLS columns). The lanes' sums meet in
 // workgroup memory.
-// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (u32 words), 2 bias [N] read, 3 residual read,
+// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (as vec4<u32>: K-quant headers are 16-byte loads),
+//                     2 bias [N] read, 3 residual read,
 //                     4 out [M, out_stride] read_write, 5 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / TEAM)) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
@@ -18,7 +19,7 @@
 //!include weights.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> W: array<u32>;
+@group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
@@ -28,7 +29,11 @@
 //!include blocks.wgsl
 
 fn block_word(i: u32) -> u32 {
-  return W[i];
+  return W[i / 4u][i % 4u];
+}
+
+fn block_words4(i: u32) -> vec4<u32> {
+  return W[i / 4u];
 }
 
 override ROWS: u32 = 1u;         // M, 1..4

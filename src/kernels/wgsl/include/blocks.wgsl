@@ -1,6 +1,7 @@
 // Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..10: Q8_0, Q4_0,
 // Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; see kernels::WeightType for the layout). The including kernel declares
-// WEIGHT_TYPE (weights.wgsl) and `fn block_word(i: u32) -> u32`, word i of its weight binding.
+// WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
+// `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits
 // and the headers (scales) of its blocks (32 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of
 // 4 integer quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
@@ -130,8 +131,9 @@ fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
       return vec4<u32>(block_word(r.headers + b), 0u, 0u, 0u);
     }
     case 8u, 9u: {
-      let base = r.headers + 4u * b;
-      return vec4<u32>(block_word(base), block_word(base + 1u), block_word(base + 2u), block_word(base + 3u));
+      // A K-quant's 16-byte header starts a multiple of 16 bytes into its row (rows start at multiples of 16
+      // bytes, their quants and high bits are whole 16-byte pieces): one load, not four.
+      return block_words4(r.headers + 4u * b);
     }
     default: {
       let base = r.headers + 5u * b;

@@ -21,6 +21,10 @@ fn block_word(i: u32) -> u32 {
   return W[i / 4u][i % 4u];
 }
 
+fn block_words4(i: u32) -> vec4<u32> {
+  return W[i / 4u];
+}
+
 // Block-quantized weights (WEIGHT_TYPE >= 3): each thread loads the words of its 4 k of a slab with the slab
 // before and decodes them when it stages them, after that slab's products.
 fn is_block_weight() -> bool {
