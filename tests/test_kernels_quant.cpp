@@ -191,9 +191,9 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
   for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 8}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
                                   MatvecBlocking{1, 256, 4}})
     check_product(GetParam(), {2, 37, 5, false, true, true, 0, blocking}, rng);
-  // Rows long enough for whole passes of several chunks a lane (linear_q_matvec.wgsl's PASS_CHUNKS: 32 chunks
-  // a pass for a team of 32 lanes at 4 to a chunk) and a tail of single chunks: 70 blocks are 70 chunks of a
-  // 32-element type (2 passes for a team's first lanes, then its tail), 560 of a K-quant.
+  // Rows long enough for several passes of two chunks a lane and a tail chunk (70 blocks: 70 chunks of a
+  // 32-element type, 16 a pass for a team of 32 lanes at 4 to a chunk; 560 of a K-quant), at the dispatcher's
+  // blocking and at 8 lanes a chunk.
   check_product(GetParam(), {1, 9, 70, false, false, false}, rng);
   check_product(GetParam(), {3, 5, 70, true, true, true}, rng);
   check_product(GetParam(), {1, 9, 70, false, false, false, 0, MatvecBlocking{1, 32, 8}}, rng);

@@ -10,8 +10,7 @@
 // the chunk's scale taken out of the lane's dot products (sum scale * q * x = scale * sum q * x, less
 // offset * sum x for formats with a minimum, the sum of x shared by the COLS columns). The lanes' sums meet in
 // workgroup memory.
-// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (as vec4<u32>: K-quant headers are 16-byte loads),
-//                     2 bias [N] read, 3 residual read,
+// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (u32 words), 2 bias [N] read, 3 residual read,
 //                     4 out [M, out_stride] read_write, 5 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / TEAM)) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
@@ -19,7 +18,7 @@
 //!include weights.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> W: array<u32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
@@ -29,11 +28,14 @@
 //!include blocks.wgsl
 
 fn block_word(i: u32) -> u32 {
-  return W[i / 4u][i % 4u];
+  return W[i];
 }
 
+// Four word loads: W bound as vec4<u32> (a K-quant header in one 16-byte load, the quants picked out of
+// vectors) made this kernel slower on an H200 (bench kernels, llama down M=1, two calls of 2026-12-02 whose
+// f16 rows agree: Q4_K 0.0383 -> 0.0406 ms with the same passes).
 fn block_words4(i: u32) -> vec4<u32> {
-  return W[i / 4u];
+  return vec4<u32>(W[i], W[i + 1u], W[i + 2u], W[i + 3u]);
 }
 
 override ROWS: u32 = 1u;         // M, 1..4
@@ -42,9 +44,6 @@ override TEAM: u32 = 32u;        // threads per team, a power of two up to 256
 override CHUNK_LANES: u32 = 4u;  // lanes sharing a chunk: 1, 2, 4 or 8 (at most TEAM)
 
 const WORKGROUP_SIZE: u32 = 256u;
-// Chunks a lane reads in one pass: 8 quads of a lane (32 weights of a column) at 4 lanes a chunk or more; at
-// fewer, 2 chunks (a lane's 4 or 8 quads of each, with a K-quant's 4 header words, already use many registers).
-override PASS_CHUNKS: u32 = max(2u, CHUNK_LANES);
 var<workgroup> partial_sums: array<array<vec4<f32>, 4>, WORKGROUP_SIZE>;  // [thread][column][row]
 
 // Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row]. The
@@ -113,14 +112,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let chunk_step = TEAM / CHUNK_LANES;
   var acc: array<vec4<f32>, 4>;  // acc[column][row]
   var chunk = lane / CHUNK_LANES;
-  // PASS_CHUNKS chunks a pass, so that a lane has the loads of all of them in flight at once (2 chunks a pass
-  // whatever CHUNK_LANES, 2 quads of a lane at 4 lanes a chunk, read 4-bit weights at about 1 TB/s on an H200).
-  for (; chunk + (PASS_CHUNKS - 1u) * chunk_step < chunks; chunk += PASS_CHUNKS * chunk_step) {
-    for (var i = 0u; i < PASS_CHUNKS; i++) {
-      add_chunk(chunk + i * chunk_step, part, rows, &acc);
-    }
+  // Two chunks a pass, so that a lane has the loads of both in flight at once. (Four a pass at 4 lanes a chunk,
+  // with W bound as vec4<u32>, was slower on an H200: llama down M=1, Q4_0 0.0330 -> 0.0426 ms, Q8_0 0.0360 ->
+  // 0.0460, f16's unchanged kernel 0.0360 / 0.0361 in the two calls, 2026-12-02.)
+  for (; chunk + chunk_step < chunks; chunk += 2u * chunk_step) {
+    add_chunk(chunk, part, rows, &acc);
+    add_chunk(chunk + chunk_step, part, rows, &acc);
   }
-  for (; chunk < chunks; chunk += chunk_step) {
+  if (chunk < chunks) {
     add_chunk(chunk, part, rows, &acc);
   }
   partial_sums[lid] = acc;
