@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "gerbil/error.h"
 #include "checks/batch_bench.h"
 #include "model/weights.h"
@@ -37,6 +39,45 @@ TEST_F(BatchBench, ReportsEachCount) {
     EXPECT_DOUBLE_EQ(r.prefill_tokens_per_second, r.sequences * 5 / r.prefill_seconds);
   }
   for (uint32_t slot = 0; slot < 3; ++slot) EXPECT_EQ(model_->position(slot), 0u);
+}
+
+// With profile, each count's decode step is timed dispatch by dispatch: for several sequences the step of the
+// batched loop (one attention over the row table per layer, each sequence's id picked on the GPU); none without.
+TEST_F(BatchBench, ProfilesTheBatchedStep) {
+  uint32_t layers = uint32_t(files_->config().num_layers);
+  auto results = bench_batch(*model_, {.prompt_tokens = 5, .generated_tokens = 2, .sequences = {1, 3}, .profile = true});
+  ASSERT_EQ(results.size(), 2u);
+  for (const BatchBenchResult& r : results) {
+    ASSERT_TRUE(r.profile.has_value()) << r.sequences;
+    uint32_t dispatches = 0;
+    for (const ProfileRow& row : r.profile->rows) dispatches += row.dispatches;
+    EXPECT_EQ(dispatches, r.profile->dispatches) << r.sequences;
+    EXPECT_GT(r.profile->total_microseconds, 0.0) << r.sequences;
+    auto kernel = [&](const char* name) {
+      return std::find_if(r.profile->rows.begin(), r.profile->rows.end(),
+                          [&](const ProfileRow& row) { return row.kernel == name; });
+    };
+    if (r.sequences == 1) {
+      EXPECT_EQ(kernel("attention_rows"), r.profile->rows.end());
+      continue;
+    }
+    ASSERT_NE(kernel("attention_rows"), r.profile->rows.end());
+    EXPECT_EQ(kernel("attention_rows")->dispatches, layers);
+  }
+  for (uint32_t slot = 0; slot < 3; ++slot) EXPECT_EQ(model_->position(slot), 0u);
+  EXPECT_FALSE(bench_batch(*model_, {.prompt_tokens = 5, .generated_tokens = 2, .sequences = {2}}).front().profile);
+}
+
+// profile_batch refuses slots the model lacks and full ones, and leaves the positions alone.
+TEST_F(BatchBench, ProfileBatchChecksItsSlots) {
+  std::vector<int32_t> prompt(16, 1);
+  model_->forward(prompt, false, 1);  // slot 1 full
+  EXPECT_THAT([&] { model_->profile_batch(4); }, ThrowsMessage<Error>(HasSubstr("the model has 3")));
+  EXPECT_THAT([&] { model_->profile_batch(2); }, ThrowsMessage<Error>(HasSubstr("slot 1 holds 16 tokens")));
+  model_->forward(std::span(prompt).first(3), false, 0);
+  EXPECT_FALSE(model_->profile_batch(1).empty());
+  EXPECT_EQ(model_->position(0), 3u);
+  EXPECT_EQ(model_->position(1), 16u);
 }
 
 TEST_F(BatchBench, RefusesWhatItCannotRun) {

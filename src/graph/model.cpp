@@ -1038,7 +1038,26 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
 std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
   if (tokens == 0 || positions_[0] + tokens > context_)
     fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, positions_[0], context_);
-  Step& s = step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0);
+  return time_step(step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0));
+}
+
+std::vector<gpu::Timing> Model::profile_batch(uint32_t sequences) {
+  if (!batch_argmax_) fail("profile_batch: this model's batched steps cannot pick tokens on the GPU");
+  if (sequences == 0 || sequences > slots())
+    fail("profile_batch: {} sequences need as many KV-cache slots; the model has {}", sequences, slots());
+  discard_speculation();  // its step would run in between
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  for (uint32_t slot = 0; slot < sequences; ++slot) {
+    if (positions_[slot] + 1 > context_)
+      fail("profile_batch: slot {} holds {} tokens, a full context of {}", slot, positions_[slot], context_);
+    shape.emplace_back(slot, 1);
+  }
+  Step& s = step(shape, Output::GreedyToken);
+  if (s.row_kernels) write_row_table(s);
+  return time_step(s);
+}
+
+std::vector<gpu::Timing> Model::time_step(Step& s) {
   size_t dispatches = std::count_if(s.entries.begin(), s.entries.end(), [](const auto& e) { return e.dispatch.has_value(); });
   gpu::GpuTimer timer(device_, uint32_t(dispatches));
   gpu::Recorder recorder(device_, "profiled step");

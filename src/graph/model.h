@@ -159,6 +159,10 @@ class Model {
   // position does not move (the step's cache rows are rewritten by the next real step). Precise only on
   // a device created with gpu::request_precise_timestamps(); without timestamp-query, timed on the host.
   std::vector<gpu::Timing> profile(uint32_t tokens);
+  // profile() of the greedy step forward_batch_greedy() runs for `sequences` sequences of one token each, in
+  // slots 0..sequences-1 at their current positions (the step the batched decode loop repeats). Throws where
+  // a slot is missing or full, or where the model picks no tokens in batched steps (can_pick_in_batch()).
+  std::vector<gpu::Timing> profile_batch(uint32_t sequences);
 
   // Creates every pipeline that decode steps (greedy, sampled, logits; batched where the model batches) and
   // prompt steps of `prompt_lengths` tokens (empty: every length up to max_chunk()) use, in parallel; returns how
@@ -203,6 +207,8 @@ class Model {
   gpu::Device::PendingRead read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
+  // Records and runs `step` with every dispatch in its own timed pass; returns the timings (profile()).
+  std::vector<gpu::Timing> time_step(Step& step);
 
   gpu::Device& device_;
   ModelConfig config_;
