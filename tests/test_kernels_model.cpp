@@ -615,5 +615,14 @@ TEST_F(ShapeErrors, FlashAttentionChecksKeysHeadsAndHeadDim) {
   EXPECT_NO_THROW(attend({1, 4, 4, 4, 16, 3, 2, 0}));
 }
 
+// A batched argmax needs rows that do not overlap and at least one of them.
+TEST_F(ShapeErrors, ArgmaxChecksRows) {
+  auto pick = [&](ArgmaxParams p) { argmax(device(), any, any, any, any, p); };
+  EXPECT_THAT([&] { pick({8, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("rows must be 1 to")));
+  EXPECT_THAT([&] { pick({8, 0, 3, 7}); }, ThrowsMessage<Error>(HasSubstr("rows of 8 logits overlap at a stride of 7")));
+  EXPECT_NO_THROW(pick({8, 0, 3, 8}));
+  EXPECT_NO_THROW(pick({8, 0, 1, 0}));  // one row: no stride
+}
+
 }  // namespace
 }  // namespace gerbil::kernels

@@ -1081,19 +1081,24 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
 
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p) {
-  auto shapes = fmt::format("count={} slot={}", p.count, p.slot);
+  auto shapes = fmt::format("count={} slot={} rows={} row_stride={}", p.count, p.slot, p.rows, p.row_stride);
   if (p.count == 0) fail("kernel 'argmax' ({}): no logits", shapes);
+  if (p.rows == 0 || p.rows > device.limits().maxComputeWorkgroupsPerDimension)
+    fail("kernel 'argmax' ({}): rows must be 1 to {} (one workgroup row each)", shapes,
+         device.limits().maxComputeWorkgroupsPerDimension);
+  if (p.rows > 1 && p.row_stride < p.count)
+    fail("kernel 'argmax' ({}): rows of {} logits overlap at a stride of {}", shapes, p.count, p.row_stride);
   auto stage = [&](gpu::Grid grid, bool final) {
     return prepare(device, "argmax", shapes,
-                   {{"logits", logits, p.count},
-                    {"next_ids", next_ids, 1},
-                    {"history", history, uint64_t(p.slot) + 1},
-                    {"partials", partials, 2 * kArgmaxPartials}},
+                   {{"logits", logits, uint64_t(p.rows - 1) * p.row_stride + p.count},
+                    {"next_ids", next_ids, p.rows},
+                    {"history", history, uint64_t(p.slot) + p.rows},
+                    {"partials", partials, 2ull * kArgmaxPartials * p.rows}},
                    p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(kArgmaxPartials)}});
   };
   std::vector<Dispatch> dispatches;
-  dispatches.push_back(stage({kArgmaxPartials, 1, 1}, false));
-  dispatches.push_back(stage({1, 1, 1}, true));
+  dispatches.push_back(stage({kArgmaxPartials, p.rows, 1}, false));
+  dispatches.push_back(stage({1, p.rows, 1}, true));
   return dispatches;
 }
 
