@@ -131,8 +131,9 @@ Grid linear_grid(const LinearParams& p);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
 // types keep the tiled kernel, which decodes their blocks).
 bool use_linear_rows(const LinearParams& p, WeightType type);
-// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 or 2) and columns per slice of
-// k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8); its grid.
+// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 up to 8 rows, else 2) and columns
+// per slice of k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8),
+// then fewer columns per thread (down to 1) while the workgroups are fewer than half of those; its grid.
 struct RowsBlocking {
   uint32_t columns, lanes;
 };
