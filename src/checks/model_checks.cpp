@@ -919,8 +919,8 @@ KernelCheck argmax_check(bool quick) {
         std::vector<uint32_t> want;
         for (uint32_t r = 0; r < s.rows; ++r) {
           auto row = random_floats(rng, s.count, -10.f, 10.f);
-          if (s.ties)  // several copies of the maximum: the lowest index must win
-            for (uint32_t i = s.count / 3; i < s.count; i += std::max(1u, s.count / 4)) row[i] = 11.f;
+          if (s.ties)  // several copies of the maximum: the lowest index must win (another one in each row)
+            for (uint32_t i = (s.count / 3 + r) % s.count; i < s.count; i += std::max(1u, s.count / 4)) row[i] = 11.f;
           if (s.nans)
             for (uint32_t i = 0; i < s.count; i += s.all_nan ? 1 : 7) row[i] = std::numeric_limits<float>::quiet_NaN();
           std::copy(row.begin(), row.end(), logits.begin() + std::ptrdiff_t(r * stride));
