@@ -60,7 +60,8 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
 }
 
 // On lavapipe (one resident tile) linear_rows.wgsl always takes 32-column slices; with an H200's tuning the same
-// checks take its 8- and 16-column slices (the narrow products of linear_check's batched decode steps).
+// checks take its 8- and 16-column slices and 1 or 2 columns a thread (the narrow products of linear_check's
+// batched decode steps).
 TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
   gpu::Device h200;
   h200.set_tuning(kH200);
@@ -213,7 +214,8 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
 
 // linear_rows.wgsl takes M = 5 to kLinearRowsMax with K % 8 == 0 and element weights: 4 columns per thread up to
 // 8 rows, then 2, in slices of 32 columns where they make the resident tiles' 264 workgroups (two per H200 SM),
-// else of 16, else of 8.
+// else of 16, else of 8, and then fewer columns per thread (2, 1) where 8-column slices still make fewer than 132
+// (one per SM).
 TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   device().set_tuning(kH200);
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
@@ -224,17 +226,35 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
     EXPECT_FALSE(use_linear_rows({8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
   }
   EXPECT_FALSE(use_linear_rows({8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: the tiled kernel decodes them
-  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(device(), 8, 896).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(device(), 9, 896).columns, 2u);
-  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 2u);
-  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{28, 1, 1}));            // 8-column slices
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 9728).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 9728).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 9, 9728).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 9728).columns, 2u);
+  // Qwen2.5-0.5B's o and down: 28 workgroups of 4 columns a thread, 56 of 2, 112 of 1.
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 1u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 1u);
+  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));           // 8-column slices
   EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));       // Llama's o: 8
   EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 4096).columns, 2u);  // 128 workgroups of 4 columns, 256 of 2
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
   EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));     // gate_up: 32
   EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));      // 32
   EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));      // 16
   EXPECT_EQ(linear_rows_blocking(device(), 8, 20000).lanes, 16u);
+}
+
+// A product of 17 to 64 rows (a batched decode step) takes tiles no taller than its rows rounded up to 64: a
+// 128-row tile would be half padding. From 65 rows the 128-row tiles come back. (The tile shows in the partial
+// sums' scratch: two tile-sized slots per worker.)
+TEST(LinearGrid, FewRowsTakeNoTallerTileThanTheirRows) {
+  device().set_tuning(kH200);
+  LinearParams gate_up{64, 4096, 28672, 28672, 0, 0, 0};
+  EXPECT_EQ(linear_split_scratch_floats(device(), gate_up, 1), 2u * 64 * 128);
+  gate_up.M = 33;
+  EXPECT_EQ(linear_split_scratch_floats(device(), gate_up, 1), 2u * 64 * 128);
+  gate_up.M = 65;
+  EXPECT_EQ(linear_split_scratch_floats(device(), gate_up, 1), 2u * 128 * 128);
 }
 
 // --- shape errors -------------------------------------------------------------------------------------
@@ -613,6 +633,15 @@ TEST_F(ShapeErrors, FlashAttentionChecksKeysHeadsAndHeadDim) {
   EXPECT_THAT([&] { attend({1, 4, 4, 4, 512, 0, 0, 0}); },
               ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
   EXPECT_NO_THROW(attend({1, 4, 4, 4, 16, 3, 2, 0}));
+}
+
+// A batched argmax needs rows that do not overlap and at least one of them.
+TEST_F(ShapeErrors, ArgmaxChecksRows) {
+  auto pick = [&](ArgmaxParams p) { argmax(device(), any, any, any, any, p); };
+  EXPECT_THAT([&] { pick({8, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("rows must be 1 to")));
+  EXPECT_THAT([&] { pick({8, 0, 3, 7}); }, ThrowsMessage<Error>(HasSubstr("rows of 8 logits overlap at a stride of 7")));
+  EXPECT_NO_THROW(pick({8, 0, 3, 8}));
+  EXPECT_NO_THROW(pick({8, 0, 1, 0}));  // one row: no stride
 }
 
 }  // namespace

@@ -684,12 +684,14 @@ std::vector<Shape> decode_projection_shapes() {
 }
 
 // Batched decode steps: Llama's projections at 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
-// once), and at kLinearRowsMax + 1 and 32 rows, the tiled prompt kernel's, whose 64-row tiles cost about what they
-// cost at fewer rows: the tiled path's time for such a step (the crossover, 16 to 32 rows on an H200).
+// once), and at kLinearRowsMax + 1, 32 and 64 rows, the tiled prompt kernel's, in 64-row tiles: the tiled path's
+// time for such a step (the crossover, 16 to 32 rows on an H200); Qwen's, whose narrow products leave SMs idle.
 std::vector<Shape> batch_projection_shapes() {
   std::vector<Shape> shapes;
-  for (uint32_t T : {8u, kLinearRowsMax, kLinearRowsMax + 1, 32u})
+  for (uint32_t T : {8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 64u})
     for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, T, false));
+  for (uint32_t T : {8u, kLinearRowsMax, 64u})  // Qwen's narrow products (N = 896) at M = 8 and 16
+    for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, T, false));
   return shapes;
 }
 

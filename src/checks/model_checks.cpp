@@ -889,42 +889,55 @@ KernelCheck flash_attention_check(bool quick) {
 
 }  // namespace
 
-// Argmax: exact (an index), so the "error" is 0 when the GPU picks the reference's index and 1 otherwise.
-// Shapes include ties (many equal maxima), NaN logits and a vocabulary-sized row.
+// Argmax: exact (an index), so the "error" is 0 when the GPU picks the reference's index of every row and 1
+// otherwise. Shapes include ties (many equal maxima), NaN logits, a vocabulary-sized row, and several rows (a
+// batched step's sequences) whose stride leaves a gap of larger values between them, which no row may pick.
 KernelCheck argmax_check(bool quick) {
   struct Shape {
     uint32_t count;
     bool ties, nans;
     bool all_nan = false;  // then no token: kNoToken
+    uint32_t rows = 1;
   };
   // Counts below, at and above one element per chunk; ties across chunk boundaries (count / 4 apart); every
-  // logit NaN.
-  std::vector<Shape> shapes = {{1, false, false},  {5, true, false},    {256, true, false},
-                               {1000, true, true}, {4097, false, true}, {70001, true, true},
-                               {3000, false, true, true}};
-  if (!quick) shapes.push_back({151936, true, false});
+  // logit NaN; 3 to 7 rows.
+  std::vector<Shape> shapes = {{1, false, false},         {5, true, false},         {256, true, false},
+                               {1000, true, true},        {4097, false, true},      {70001, true, true},
+                               {3000, false, true, true}, {1, false, false, false, 3}, {1000, true, true, false, 7},
+                               {4097, false, false, false, 5}, {300, false, true, true, 3}};
+  if (!quick) shapes.push_back({151936, true, false, false, 3});
   return make_check<Shape>(
       "argmax", 0.5, "an index: exactly the reference's or wrong", shapes,
       [](const Shape& s) {
-        return fmt::format("count={}{}{}", s.count, s.ties ? " ties" : "", s.all_nan ? " all NaN" : s.nans ? " NaN" : "");
+        return fmt::format("count={}{}{}{}", s.count, s.rows > 1 ? fmt::format(" rows={}", s.rows) : "",
+                           s.ties ? " ties" : "", s.all_nan ? " all NaN" : s.nans ? " NaN" : "");
       },
       [](gpu::Device& device, Rng& rng, const Shape& s) {
-        auto logits = random_floats(rng, s.count, -10.f, 10.f);
-        if (s.ties)  // several copies of the maximum: the lowest index must win
-          for (uint32_t i = s.count / 3; i < s.count; i += std::max(1u, s.count / 4)) logits[i] = 11.f;
-        if (s.nans)
-          for (uint32_t i = 0; i < s.count; i += s.all_nan ? 1 : 7) logits[i] = std::numeric_limits<float>::quiet_NaN();
+        constexpr uint32_t kGap = 3, kSlot = 2;
+        uint32_t stride = s.rows > 1 ? s.count + kGap : 0;
+        std::vector<float> logits(size_t(s.rows - 1) * stride + s.count, 100.f);  // the gaps: larger than any logit
+        std::vector<uint32_t> want;
+        for (uint32_t r = 0; r < s.rows; ++r) {
+          auto row = random_floats(rng, s.count, -10.f, 10.f);
+          if (s.ties)  // several copies of the maximum: the lowest index must win (another one in each row)
+            for (uint32_t i = (s.count / 3 + r) % s.count; i < s.count; i += std::max(1u, s.count / 4)) row[i] = 11.f;
+          if (s.nans)
+            for (uint32_t i = 0; i < s.count; i += s.all_nan ? 1 : 7) row[i] = std::numeric_limits<float>::quiet_NaN();
+          std::copy(row.begin(), row.end(), logits.begin() + std::ptrdiff_t(r * stride));
+          want.push_back(s.all_nan ? kNoToken : uint32_t(reference::argmax(widen(row))));
+        }
         Buffers b{device};
-        auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
-        auto& history = b.input("history", std::vector<uint32_t>(4, 0xDEADu));
-        auto& partials = b.poisoned("partials", 2 * kArgmaxPartials);
-        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {&partials}, {s.count, 2}));
-        auto want = s.all_nan ? kNoToken : reference::argmax(widen(logits));
+        auto& next = b.input("next_ids", std::vector<uint32_t>(s.rows + 1, 0xDEADu));
+        auto& history = b.input("history", std::vector<uint32_t>(kSlot + s.rows + 1, 0xDEADu));
+        auto& partials = b.poisoned("partials", 2 * kArgmaxPartials * s.rows);
+        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {&partials},
+                           {s.count, kSlot, s.rows, stride}));
         auto got_next = device.read_as<uint32_t>(next);
         auto got_history = device.read_as<uint32_t>(history);
-        bool ok = got_next[0] == want && got_history[2] == want && got_history[1] == 0xDEADu;
-        CaseResult r{"argmax", fmt::format("count={}", s.count), ok ? 0.0 : 1.0, 0.5};
-        return r;
+        bool ok = got_next[s.rows] == 0xDEADu && got_history[kSlot - 1] == 0xDEADu &&
+                  got_history[kSlot + s.rows] == 0xDEADu;
+        for (uint32_t r = 0; r < s.rows; ++r) ok = ok && got_next[r] == want[r] && got_history[kSlot + r] == want[r];
+        return CaseResult{"argmax", fmt::format("count={} rows={}", s.count, s.rows), ok ? 0.0 : 1.0, 0.5};
       });
 }
 

@@ -122,15 +122,12 @@ class StepBuilder {
     logits(current);
     uint32_t vocab = token_count_;
     if (greedy_token && batched()) {
-      // Each sequence's argmax into its entry of batch_tokens, read back by the host (the next inputs differ
-      // per sequence, so they do not stay on the GPU).
-      uint64_t row_bytes = uint64_t(config_.vocab_size) * 4;
-      for (uint32_t i = 0; i < step_.segments.size(); ++i) {
-        auto stages = kernels::argmax(device_, {&b_.logits, i * row_bytes, row_bytes}, unused(), {&b_.batch_tokens},
-                                      {&b_.argmax_partials}, {vocab, i});
-        add("argmax partials", std::move(stages[0]));
-        add("argmax final", std::move(stages[1]));
-      }
+      // Every sequence's argmax in the same two dispatches: row i's id into batch_tokens[i], read back by the
+      // host, and into ids[i], the input of segment i's row in the next step of the same slots (Model::speculate).
+      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.argmax_partials},
+                                    {vocab, 0, uint32_t(step_.segments.size()), uint32_t(config_.vocab_size)});
+      add("argmax partials", std::move(stages[0]));
+      add("argmax final", std::move(stages[1]));
     } else if (greedy_token) {
       auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials}, {vocab, 0});
       add("argmax partials", std::move(stages[0]));
@@ -626,7 +623,6 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   uint64_t alignment = device_.limits().minStorageBufferOffsetAlignment;
   batchable_ = config_.arch->positions != PositionKind::Learned && (q_width * 4) % alignment == 0 &&
                ((q_width + 2 * kv_width) * 4) % alignment == 0;
-  batch_argmax_ = batchable_ && (vocab * 4) % alignment == 0;  // each sequence's logits row bound on its own
   // The row kernels bind a layer's whole pool and address it in u32 elements.
   row_kernels_ = batchable_ && kernels::attention_rows_fits(uint32_t(config_.head_dim), kv_type_) &&
                  pool_bytes <= device_.limits().maxStorageBufferBindingSize &&
@@ -651,7 +647,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound(device_));
   b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);
-  b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
+  b.argmax_partials = f32("argmax partials", 2ull * kernels::kArgmaxPartials * options_.slots);
   if (vocab <= kernels::kMaxSampleCount) {
     b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
     b.token_counts = f32("token counts", vocab);
@@ -682,7 +678,7 @@ size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
   trace({{0, 1}}, Output::LastLogits);
   trace({{0, 1}}, Output::GreedyToken);
   if (token_count_ <= kernels::kMaxSampleCount) trace({{0, 1}}, Output::SampledToken);
-  if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, batch_argmax_ ? Output::GreedyToken : Output::LastLogits);
+  if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, Output::GreedyToken);
   uint32_t longest = std::min(chunk_, context_);  // a prompt chunk never outgrows the cache
   std::vector<uint32_t> lengths;
   if (prompt_lengths.empty())
@@ -752,7 +748,7 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 
 std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
   check_batch(segments);
-  if (!batch_argmax_) fail("forward_batch_greedy: this model's batched steps cannot pick tokens on the GPU");
+  if (!batchable_) fail("forward_batch_greedy: this model's steps cannot batch (can_batch())");
   std::vector<uint32_t> slots;
   std::vector<int32_t> fed;
   for (const Segment& segment : segments) {
@@ -802,11 +798,9 @@ void Model::speculate(std::span<const Segment> segments) {
     slots.push_back(segment.slot);
   }
   Step& s = step(shape, Output::GreedyToken);
-  Buffers& b = *buffers_;
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "batch step ahead");
-  // Row i is segment i's one token: the picks of the step before are this one's ids, in order.
-  recorder.copy(b.batch_tokens, 0, b.ids, 0, 4ull * segments.size());
+  // Row i is segment i's one token: the step before wrote its picks into ids, in order (its argmax).
   record(s, recorder);
   speculation_ = Speculation{std::move(slots), {}, read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
 }
@@ -1038,7 +1032,26 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
 std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
   if (tokens == 0 || positions_[0] + tokens > context_)
     fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, positions_[0], context_);
-  Step& s = step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0);
+  return time_step(step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0));
+}
+
+std::vector<gpu::Timing> Model::profile_batch(uint32_t sequences) {
+  if (!batchable_) fail("profile_batch: this model's steps cannot batch (can_batch())");
+  if (sequences == 0 || sequences > slots())
+    fail("profile_batch: {} sequences need as many KV-cache slots; the model has {}", sequences, slots());
+  discard_speculation();  // its step would run in between
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  for (uint32_t slot = 0; slot < sequences; ++slot) {
+    if (positions_[slot] + 1 > context_)
+      fail("profile_batch: slot {} holds {} tokens, a full context of {}", slot, positions_[slot], context_);
+    shape.emplace_back(slot, 1);
+  }
+  Step& s = step(shape, Output::GreedyToken);
+  if (s.row_kernels) write_row_table(s);
+  return time_step(s);
+}
+
+std::vector<gpu::Timing> Model::time_step(Step& s) {
   size_t dispatches = std::count_if(s.entries.begin(), s.entries.end(), [](const auto& e) { return e.dispatch.has_value(); });
   gpu::GpuTimer timer(device_, uint32_t(dispatches));
   gpu::Recorder recorder(device_, "profiled step");

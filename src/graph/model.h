@@ -117,7 +117,8 @@ class Model {
   // its result instead of running a step, so the GPU never waits for the host between such calls. Any other
   // call discards it (its cache rows lie past the slots' positions, rewritten by the next real step).
   std::vector<uint32_t> forward_batch_greedy(std::span<const Segment> segments);
-  bool can_pick_in_batch() const { return batch_argmax_; }
+  // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
+  bool can_pick_in_batch() const { return batchable_; }
 
   // Greedy decoding with the token kept on the GPU: `first` is fed at the current position, and each step's
   // argmax (computed on the GPU) becomes the next step's input, so steps are submitted back to back
@@ -159,6 +160,10 @@ class Model {
   // position does not move (the step's cache rows are rewritten by the next real step). Precise only on
   // a device created with gpu::request_precise_timestamps(); without timestamp-query, timed on the host.
   std::vector<gpu::Timing> profile(uint32_t tokens);
+  // profile() of the greedy step forward_batch_greedy() runs for `sequences` sequences of one token each, in
+  // slots 0..sequences-1 at their current positions (the step the batched decode loop repeats). Throws where
+  // a slot is missing or full, or where the model cannot batch (can_batch()).
+  std::vector<gpu::Timing> profile_batch(uint32_t sequences);
 
   // Creates every pipeline that decode steps (greedy, sampled, logits; batched where the model batches) and
   // prompt steps of `prompt_lengths` tokens (empty: every length up to max_chunk()) use, in parallel; returns how
@@ -203,6 +208,8 @@ class Model {
   gpu::Device::PendingRead read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
+  // Records and runs `step` with every dispatch in its own timed pass; returns the timings (profile()).
+  std::vector<gpu::Timing> time_step(Step& step);
 
   gpu::Device& device_;
   ModelConfig config_;
@@ -212,7 +219,6 @@ class Model {
   uint32_t chunk_ = 0;
   uint32_t token_count_ = 0;
   bool batchable_ = false;
-  bool batch_argmax_ = false;
   bool row_kernels_ = false;  // batched steps run the row-table kernels (kernels/batched.h)
   std::vector<uint32_t> positions_;  // tokens in each slot's cache
   GpuWeights weights_;

@@ -347,6 +347,9 @@ uint64_t tile_count(const LinearParams& p, LinearTile tile) {
 LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident = 0) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
+    // Never taller than the rows rounded up to 64: a batched decode step of 17 to 64 rows computed half padding
+    // in 128-row tiles (H200, 2026-12-02: Llama-3-8B's gate_up took 0.74 ms at M = 64 and at M = 32 alike).
+    if (tile.rows > ceil_div(p.M, 64) * 64) continue;
     uint64_t tiles = tile_count(p, tile);
     bool unpadded = ceil_div(p.M, tile.rows) * tile.rows <= ceil_div(p.M, 64) * 64 &&
                     ceil_div(p.N, tile.cols) * tile.cols <= ceil_div(p.N, 64) * 64;
@@ -454,7 +457,14 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // would leave fewer workgroups than tuning().resident_tiles (an H200: two per SM), which reading the weights
   // at bandwidth needs (Llama-3-8B's o, N = 4096 at M = 16: 64 workgroups of 32-column slices, 256 of 8).
   uint32_t lanes = 32;
-  while (lanes > 8 && ceil_div(N, uint64_t(lanes) * columns) < tuning(device).resident_tiles) lanes /= 2;
+  auto workgroups = [&] { return ceil_div(N, uint64_t(lanes) * columns); };
+  while (lanes > 8 && workgroups() < tuning(device).resident_tiles) lanes /= 2;
+  // Fewer columns a thread (down to 1) while 8-column slices still leave fewer workgroups than half the resident
+  // tiles (an H200: one per SM). On an H200 (2026-12-02, bench model --batch --profile): Qwen2.5-0.5B's down
+  // (N = 896) went from 28 workgroups to 112 at M = 8, 57.6 -> 37.1 us, and from 56 to 112 at M = 16, 70.8 ->
+  // 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but from 256 (already about
+  // the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
+  while (columns > 1 && workgroups() < tuning(device).resident_tiles / 2) columns /= 2;
   return {columns, lanes};
 }
 
@@ -1081,19 +1091,24 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
 
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p) {
-  auto shapes = fmt::format("count={} slot={}", p.count, p.slot);
+  auto shapes = fmt::format("count={} slot={} rows={} row_stride={}", p.count, p.slot, p.rows, p.row_stride);
   if (p.count == 0) fail("kernel 'argmax' ({}): no logits", shapes);
+  if (p.rows == 0 || p.rows > device.limits().maxComputeWorkgroupsPerDimension)
+    fail("kernel 'argmax' ({}): rows must be 1 to {} (one workgroup row each)", shapes,
+         device.limits().maxComputeWorkgroupsPerDimension);
+  if (p.rows > 1 && p.row_stride < p.count)
+    fail("kernel 'argmax' ({}): rows of {} logits overlap at a stride of {}", shapes, p.count, p.row_stride);
   auto stage = [&](gpu::Grid grid, bool final) {
     return prepare(device, "argmax", shapes,
-                   {{"logits", logits, p.count},
-                    {"next_ids", next_ids, 1},
-                    {"history", history, uint64_t(p.slot) + 1},
-                    {"partials", partials, 2 * kArgmaxPartials}},
+                   {{"logits", logits, uint64_t(p.rows - 1) * p.row_stride + p.count},
+                    {"next_ids", next_ids, p.rows},
+                    {"history", history, uint64_t(p.slot) + p.rows},
+                    {"partials", partials, 2ull * kArgmaxPartials * p.rows}},
                    p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(kArgmaxPartials)}});
   };
   std::vector<Dispatch> dispatches;
-  dispatches.push_back(stage({kArgmaxPartials, 1, 1}, false));
-  dispatches.push_back(stage({1, 1, 1}, true));
+  dispatches.push_back(stage({kArgmaxPartials, p.rows, 1}, false));
+  dispatches.push_back(stage({1, p.rows, 1}, true));
   return dispatches;
 }
 

@@ -131,8 +131,9 @@ Grid linear_grid(const LinearParams& p);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
 // types keep the tiled kernel, which decodes their blocks).
 bool use_linear_rows(const LinearParams& p, WeightType type);
-// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 or 2) and columns per slice of
-// k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8); its grid.
+// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 up to 8 rows, else 2) and columns
+// per slice of k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8),
+// then fewer columns per thread (down to 1) while the workgroups are fewer than half of those; its grid.
 struct RowsBlocking {
   uint32_t columns, lanes;
 };
@@ -290,15 +291,17 @@ uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t c
 // A token id argmax and sample write when every logit is NaN (a broken model): the host stops on it.
 constexpr uint32_t kNoToken = 0xFFFFFFFF;
 
-// argmax.wgsl: greedy sampling on the GPU. The index of the largest logit (lowest index on ties, NaN
-// never wins; every logit NaN: kNoToken) goes to next_ids[0] — the next decode step's input — and to
-// history[slot].
-// Two dispatches (record both, in order): kArgmaxPartials workgroups reduce chunks of the logits to
-// (value, index) pairs in `partials`, then one workgroup reduces those.
-// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 partials
-// [2 * kArgmaxPartials] u32 (scratch), 4 params.
+// argmax.wgsl: greedy sampling on the GPU, for each of `rows` rows of `count` logits (row r from element
+// r * row_stride: a batched step's sequences). Row r's largest logit's index (lowest index on ties, NaN never
+// wins; every logit NaN: kNoToken) goes to next_ids[r] — the next decode step's input — and to history[slot + r].
+// Two dispatches (record both, in order): kArgmaxPartials workgroups per row reduce chunks of the logits to
+// (value, index) pairs in `partials`, then one workgroup per row reduces those.
+// Bindings: 0 logits [(rows - 1) * row_stride + count], 1 next_ids [>= rows] u32, 2 history [>= slot + rows]
+// u32, 3 partials [2 * kArgmaxPartials * rows] u32 (scratch), 4 params. Throws for no logits, no rows, more
+// rows than a grid dimension holds, or rows that overlap (row_stride < count with several rows).
 struct ArgmaxParams {
   uint32_t count, slot;
+  uint32_t rows = 1, row_stride = 0;
 };
 constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
@@ -337,7 +340,7 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
 double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
-static_assert(sizeof(ArgmaxParams) == 8 && sizeof(SampleParams) == 48);
+static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 48);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 
 }  // namespace gerbil::kernels
