@@ -248,10 +248,13 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
   if (packed.size() != rows * row_bytes)
     fail("tensor '{}' ({}): packing {} rows into {} bytes, expected {}", what, weight_type_name(type), rows,
          packed.size(), rows * row_bytes);
-  // Zeroed first: the high bits are or-ed in, and `packed` may be a mapped buffer's uninitialized bytes.
-  std::fill(packed.begin(), packed.end(), std::byte{0});
+  // Each row is made in host memory and then copied out whole: the high bits are or-ed in, and `packed` may be
+  // a buffer mapped at creation, which the driver may give write-combined memory that is slow to read back
+  // (on the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).
+  std::vector<std::byte> row(row_bytes);
   for (uint64_t r = 0; r < rows; ++r) {
-    std::byte* quants = packed.data() + r * row_bytes;
+    std::fill(row.begin(), row.end(), std::byte{0});
+    std::byte* quants = row.data();
     std::byte* high = quants + chunks * layout.quant_bytes;
     std::byte* headers = high + chunks * layout.high_bytes;
     for (uint64_t b = 0; b < blocks; ++b) {
@@ -263,6 +266,7 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
                   high + chunk * layout.high_bytes);
       }
     }
+    std::copy(row.begin(), row.end(), packed.begin() + std::ptrdiff_t(r * row_bytes));
   }
 }
 
