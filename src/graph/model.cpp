@@ -131,7 +131,10 @@ class StepBuilder {
         add("argmax final", std::move(stages[1]));
       }
     } else if (greedy_token) {
-      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials}, {vocab, 0});
+      // The pick goes to the next step's input and to batch_tokens[0], where forward_batch_greedy() of one
+      // segment reads it as a batch's.
+      auto stages =
+          kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.argmax_partials}, {vocab, 0});
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
     }
