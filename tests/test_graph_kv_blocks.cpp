@@ -137,34 +137,48 @@ TEST(KvBlocks, SlotsTakeBlocksAsTheyGrowAndRewindingGivesThemBack) {
   EXPECT_EQ(small.kv_cache_bytes(), 2 * uint64_t(files.config().num_layers) * 2 * kBlock * row_bytes);
 }
 
-// Two blocks for two slots: slot 0 takes both, and every way slot 1 could take a block throws, naming the slot,
-// the tokens and the blocks, with nothing changed: slot 0 then goes on as a fresh model would.
+// A pool of 4 blocks: slot 0 fills block 0, slot 1 blocks 1 and 2; one is free. A step in which both need a
+// block throws, naming slot 1, and takes none (not even slot 0's); a prompt that needs two throws; slot 0 then
+// goes on as a fresh model would, taking the last block, and slot 1's decoding, with none left, throws before
+// its first step.
 TEST(KvBlocks, AStepWithoutFreeBlocksThrowsAndChangesNothing) {
   GERBIL_REQUIRE_FIXTURES();
   ModelFiles files = open_fixture("qwen2-tiny");
-  auto tokens = random_tokens(301, 2);
-  Model fresh(test::device(), files, {.context = 600});
-  fresh.forward(std::span(tokens).first(300));
-  auto want = fresh.forward(std::span(tokens).subspan(300, 1));
+  auto tokens = random_tokens(kBlock + 1, 2), other = random_tokens(2 * kBlock, 3);
+  auto first = std::span(tokens).first(kBlock), next = std::span(tokens).subspan(kBlock, 1);
+  Model fresh(test::device(), files, {.context = 1024});
+  fresh.forward(first);
+  auto want = fresh.forward(next);
 
-  Model model(test::device(), files, {.context = 600, .slots = 2, .kv_tokens = 2 * kBlock});
-  model.forward(std::span(tokens).first(300), false, 0);
-  ASSERT_EQ(model.kv_blocks().free, 0u);
-  auto full = AllOf(HasSubstr("KV cache full: slot 1 needs 5 tokens"), HasSubstr("0 of the pool's 2 blocks are free"));
-  EXPECT_THAT([&] { model.forward(std::span(tokens).first(5), false, 1); }, ThrowsMessage<Error>(full));
-  std::vector<int32_t> one = {7}, five(tokens.begin(), tokens.begin() + 5);
-  std::vector<Segment> batch = {{0, one}, {1, five}};
-  EXPECT_THAT([&] { model.forward_batch(batch); }, ThrowsMessage<Error>(full));
+  Model model(test::device(), files, {.context = 1024, .slots = 2, .kv_tokens = 4 * kBlock});
+  model.forward(first, false, 0);
+  model.forward(other, false, 1);
+  ASSERT_EQ(model.kv_blocks().free, 1u);
+  auto unchanged = [&] {
+    EXPECT_EQ(model.position(0), kBlock);
+    EXPECT_EQ(model.position(1), 2 * kBlock);
+    EXPECT_EQ(model.kv_blocks_held(0), 1u);
+    EXPECT_EQ(model.kv_blocks_held(1), 2u);
+    EXPECT_EQ(model.kv_blocks().free, 1u);
+  };
+  std::vector<int32_t> seven = {7};
+  std::vector<Segment> batch = {{0, next}, {1, seven}};
+  EXPECT_THAT([&] { model.forward_batch(batch); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("KV cache full: slot 1 needs 513 tokens"),
+                                         HasSubstr("1 of the pool's 4 blocks are free"))));
+  unchanged();
+  EXPECT_THAT([&] { model.forward(std::span(other).first(300), false, 1); },
+              ThrowsMessage<Error>(HasSubstr("KV cache full: slot 1 needs 812 tokens (4 blocks of 256; it holds 2)")));
+  unchanged();
+  EXPECT_EQ(model.forward(next, false, 0), want);
+  EXPECT_EQ(model.kv_blocks().free, 0u);
   EXPECT_THAT([&] { model.decode_greedy(7, 3, [](int32_t) { return true; }, 1); },
-              ThrowsMessage<Error>(HasSubstr("KV cache full: slot 1 needs 1 tokens")));
-  EXPECT_EQ(model.position(0), 300u);
-  EXPECT_EQ(model.position(1), 0u);
-  EXPECT_EQ(model.kv_blocks_held(1), 0u);
-  EXPECT_EQ(model.forward(std::span(tokens).subspan(300, 1), false, 0), want);
-  // Slot 0's blocks back in the pool: slot 1 runs.
+              ThrowsMessage<Error>(HasSubstr("KV cache full: slot 1 needs 513 tokens")));
+  EXPECT_EQ(model.position(1), 2 * kBlock);
+  // Slot 0's blocks back in the pool: slot 1 goes on.
   model.reset(0);
-  EXPECT_NO_THROW(model.forward(five, false, 1));
-  EXPECT_EQ(model.kv_blocks().free, 1u);
+  EXPECT_NO_THROW(model.decode_greedy(7, 3, [](int32_t) { return true; }, 1));
+  EXPECT_EQ(model.position(1), 2 * kBlock + 3);
 }
 
 // Batched steps whose sequences cross block edges (slot 0 from 250 tokens on, its second block taken while slot 1
