@@ -170,6 +170,7 @@ const std::vector<Shape>& shapes() {
       {8, 2, 40, 24, true, 0, KvType::F16, {3, 19, 30}, 31},
       {3, 1, 96, 64, false, 0, KvType::F32, {2, 270, 5}, 271},          // head_dim not dividing 1024
       {4, 1, 256, 128, false, 0, KvType::F32, {4, 1}, 6},               // the largest head
+      {4, 2, 16, 16, false, 40, KvType::F32, {280, 3, 300}, 301},       // a window's tile across a block edge
   };
   return all;
 }
@@ -245,9 +246,9 @@ TEST_P(RowKernels, AttentionRowsMatchesFloat64Reference) {
   EXPECT_LT(check::relative_error(gpu, ref), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, RowKernels, ::testing::Range<size_t>(0, 9));
+INSTANTIATE_TEST_SUITE_P(Shapes, RowKernels, ::testing::Range<size_t>(0, 10));
 
-TEST(RowKernels, CoverEveryShape) { EXPECT_EQ(shapes().size(), 9u); }
+TEST(RowKernels, CoverEveryShape) { EXPECT_EQ(shapes().size(), 10u); }
 
 TEST(RowTable, RefusesEntriesOutsideTheBuffers) {
   RowSpace space{4, 8, 16, KvType::F32};  // 8 table entries, blocks of 4 tokens below

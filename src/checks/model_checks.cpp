@@ -832,6 +832,8 @@ KernelCheck flash_attention_check(bool quick) {
       {4, 70, 2, 2, 80, 66, 1},
       {6, 20, 2, 1, 16, 10, 0},
       {3, 40, 3, 3, 18, 37, 0},
+      // the portable kernel's 256-key tiles from a window's first key: a tile across a block edge
+      {3, 600, 2, 1, 18, 597, 100},
       // query blocks (T >= kFlashBlockMinQueries): partial last blocks, offsets, windows inside a block
       {33, 33, 8, 8, 64, 0, 0},
       {65, 100, 2, 2, 40, 35, 70},
