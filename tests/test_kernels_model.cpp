@@ -262,6 +262,7 @@ TEST(LinearGrid, FewRowsTakeNoTallerTileThanTheirRows) {
 struct ShapeErrors : ::testing::Test {
   gpu::Buffer buf = device().create_buffer("buf", 1 << 16);
   BufferBinding any{&buf};
+  KvBlocks blocks{any, 1};  // one block of 256 tokens: pools of up to 64 elements a row fit `buf`
 };
 
 TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
@@ -341,7 +342,7 @@ TEST_F(ShapeErrors, LinearNormFusionsNeedTheirOperands) {
 TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto project = [&](LinearParams p, QkvHeads heads) {
-    linear_qkv_rope(device(), any, any, any, any, any, any, any, p, WeightType::F32, {}, heads);
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, blocks, p, WeightType::F32, {}, heads);
   };
   // 2 q heads and 1 kv head of 8 dims: N = 32.
   EXPECT_THAT([&] { project({1, 64, 30, 30, 0, 0, 0}, {2, 1, 8, 8, 4}); },
@@ -359,14 +360,14 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}));
   // A rotary pair's two rows are one group: a blocking of other than 2 columns is refused.
   EXPECT_THAT([&] {
-    linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, blocks, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
                     {2, 1, 8, 8, 4}, {4, 0});
   }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear_qkv_rope'"),
                                 HasSubstr("the rotary epilogue groups rows in 2 columns, 4 requested"))));
   // An f16 cache: groups of two pairs (4 columns), whole words of neighbouring dims: head_dim and rotary_dim
   // multiples of 4.
   EXPECT_THAT([&] {
-    linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, blocks, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
                     {2, 1, 8, 8, 4, KvType::F16}, {2, 0});
   }, ThrowsMessage<Error>(HasSubstr("the rotary epilogue groups rows in 4 columns, 2 requested")));
   EXPECT_THAT([&] { project({1, 64, 24, 24, 0, 0, 0}, {2, 1, 6, 6, 4, KvType::F16}); },
@@ -379,11 +380,11 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
 // An f16 cache holds dims in pairs: an odd head_dim is refused by every kernel that stores or reads it.
 TEST_F(ShapeErrors, F16CacheNeedsAnEvenHeadDim) {
   EXPECT_THAT([&] {
-    qkv_rope_store(device(), any, any, any, any, any, any, any, {1, 2, 1, 7, 0, 0, 0, 0}, 4, KvType::F16);
+    qkv_rope_store(device(), any, any, any, any, any, any, any, blocks, {1, 2, 1, 7, 0, 0, 0, 0}, 4, KvType::F16);
   }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'qkv_rope_store'"), HasSubstr("head_dim must be even, not 7"))));
-  EXPECT_THAT([&] { flash_attention(device(), any, any, any, any, {1, 1, 2, 1, 7, 0, 0, 0}, KvType::F16); },
+  EXPECT_THAT([&] { flash_attention(device(), any, any, any, any, blocks, {1, 1, 2, 1, 7, 0, 0, 0}, KvType::F16); },
               ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'flash_attention'"), HasSubstr("head_dim must be even"))));
-  EXPECT_NO_THROW(flash_attention(device(), any, any, any, any, {1, 1, 2, 1, 8, 0, 0, 0}, KvType::F16));
+  EXPECT_NO_THROW(flash_attention(device(), any, any, any, any, blocks, {1, 1, 2, 1, 8, 0, 0, 0}, KvType::F16));
 }
 
 TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
@@ -546,9 +547,10 @@ TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
 // Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.
 TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
   if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  gpu::Buffer pool = device().create_buffer("pool", 1 << 17);  // a block of 256 keys of head_dim 128
   auto kernel_for = [&](uint32_t head_dim) {
     FlashAttentionParams p{1, 8, 2, 1, head_dim, 7, 0, 0x3e000000u};  // scale 0.125
-    return flash_attention(device(), any, any, any, any, p).kernel;
+    return flash_attention(device(), any, {&pool}, {&pool}, any, blocks, p).kernel;
   };
   EXPECT_EQ(kernel_for(64), "flash_attention_sg");
   EXPECT_EQ(kernel_for(128), "flash_attention_sg");
@@ -563,7 +565,7 @@ TEST_F(ShapeErrors, PromptChunksSplitTheirKeysDeepInALongCache) {
   FlashAttentionParams p{40, 100, 14, 2, 64, 60, 0, 0x3e000000u};
   auto kernels_for = [&](uint32_t capacity) {
     std::vector<std::string> names;
-    for (const Dispatch& d : flash_attention(device(), b, b, b, b, p, b, capacity)) names.push_back(d.kernel);
+    for (const Dispatch& d : flash_attention(device(), b, b, b, b, {b, 32}, p, b, capacity)) names.push_back(d.kernel);
     return names;
   };
   EXPECT_THAT(kernels_for(8192), ElementsAre("flash_attention_block", "flash_attention_combine"));
@@ -612,7 +614,7 @@ TEST_F(ShapeErrors, GatedActRejectsUnknownActivations) {
 
 TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
   auto store = [&](QkvRopeParams p, uint32_t capacity) {
-    qkv_rope_store(device(), any, any, any, any, any, any, any, p, capacity);
+    qkv_rope_store(device(), any, any, any, any, any, any, any, blocks, p, capacity);
   };
   EXPECT_THAT([&] { store({1, 2, 1, 320, 64, 0, 0, 0}, 8); },
               ThrowsMessage<Error>(HasSubstr("head_dim must be at most 256")));
@@ -626,7 +628,7 @@ TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
 }
 
 TEST_F(ShapeErrors, FlashAttentionChecksKeysHeadsAndHeadDim) {
-  auto attend = [&](FlashAttentionParams p) { flash_attention(device(), any, any, any, any, p); };
+  auto attend = [&](FlashAttentionParams p) { flash_attention(device(), any, any, any, any, blocks, p); };
   EXPECT_THAT([&] { attend({2, 4, 4, 4, 16, 3, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("only S=4 keys")));
   EXPECT_THAT([&] { attend({1, 4, 6, 4, 16, 0, 0, 0}); },
               ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));

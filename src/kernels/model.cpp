@@ -77,6 +77,29 @@ void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv
 
 // The KV-cache type as the kernels' override constant (kv_cache.wgsl).
 std::pair<std::string, double> kv_constant(KvType kv) { return {"KV_TYPE", double(kv)}; }
+std::pair<std::string, double> block_constant(const KvBlocks& b) { return {"KV_BLOCK_TOKENS", double(b.block_tokens)}; }
+
+std::string blocks_shapes(const KvBlocks& b) { return fmt::format("blocks={}x{}", b.blocks, b.block_tokens); }
+
+}  // namespace
+
+uint64_t kv_pool_elements(std::string_view kernel, const std::string& shapes, const KvBlocks& b, uint32_t tile,
+                          uint64_t kv_width) {
+  if (b.block_tokens == 0 || b.block_tokens % tile != 0)
+    fail("kernel '{}' ({}): KV blocks of {} tokens are not a positive multiple of its key tile of {}", kernel, shapes,
+         b.block_tokens, tile);
+  if (b.blocks == 0) fail("kernel '{}' ({}): the KV pool has no blocks", kernel, shapes);
+  uint64_t elements = uint64_t(b.blocks) * b.block_tokens * kv_width;
+  if (elements > UINT32_MAX)
+    fail("kernel '{}' ({}): the KV pool's {} elements exceed the 2^32 its u32 indices reach", kernel, shapes, elements);
+  return elements;
+}
+
+Operand kv_table_operand(const KvBlocks& b, uint64_t tokens) {
+  return {"kv_table", b.table, std::max<uint64_t>(1, ceil_div(tokens, std::max(1u, b.block_tokens)))};
+}
+
+namespace {
 
 // Head rules shared by qkv_rope_store and linear_qkv_rope: `tokens` rows stored from cache row `position`.
 void check_heads(std::string_view kernel, const std::string& shapes, const QkvHeads& h, uint32_t position,
@@ -520,11 +543,12 @@ MatvecBlocking paired_blocking(const char* kernel, const std::string& shapes, co
 struct MatvecBindings {
   BufferBinding x, weight, bias, residual, out;
   LinearNorm norm;
-  BufferBinding k_cache, v_cache;
+  BufferBinding k_cache, v_cache, kv_table;
 };
 struct MatvecExtents {
   uint64_t residual, out, cache;
   uint32_t cache_bytes = 4;  // bytes per cache element (kv_bytes)
+  uint64_t table = 1;        // block-table entries (ROPE)
 };
 
 // Checks the norm fusions' flags against their operands.
@@ -567,7 +591,8 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
                   {"out", b.out, extents.out},
                   norm_in,
                   sixth,
-                  {"v_cache", b.v_cache, extents.cache, extents.cache_bytes}},
+                  {"v_cache", b.v_cache, extents.cache, extents.cache_bytes},
+                  {"kv_table", b.kv_table.buffer ? b.kv_table : b.x, extents.table}},
                  p, grid.grid, constants);
 }
 
@@ -788,13 +813,20 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   return dispatches;
 }
 
+bool linear_qkv_rope_fits(const gpu::Device& device) { return device.limits().maxStorageBuffersPerShaderStage >= 9; }
+
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& s,
-                         MatvecBlocking blocking) {
+                         const KvBlocks& blocks, const LinearParams& p, WeightType type, const LinearNorm& norm,
+                         const QkvHeads& s, MatvecBlocking blocking) {
   auto shapes = fmt::format(
-      "M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={} kv={}", p.M, p.K, p.N,
-      name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim, p.position, s.capacity, kv_type_name(s.kv));
+      "M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={} kv={} {}", p.M, p.K, p.N,
+      name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim, p.position, s.capacity, kv_type_name(s.kv),
+      blocks_shapes(blocks));
+  if (!linear_qkv_rope_fits(device))
+    fail("kernel 'linear_qkv_rope' ({}): needs 9 storage buffers per shader stage, the adapter allows {}", shapes,
+         device.limits().maxStorageBuffersPerShaderStage);
+  uint64_t pool = kv_pool_elements("linear_qkv_rope", shapes, blocks, 1, uint64_t(s.kv_heads) * s.head_dim);
   check_weight_type("linear_qkv_rope", shapes, type);
   check_linear("linear_qkv_rope", shapes, p.M, p.K, p.N, p.N, 0);
   if (!linear_can_fuse(device, p.M, p.K, type))
@@ -813,12 +845,13 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
   uint32_t columns = s.kv == KvType::F16 ? 4 : 2;
   blocking = linear_matvec_blocking(
       device, p.K, p.N, type, paired_blocking("linear_qkv_rope", shapes, "the rotary epilogue", blocking, columns));
-  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache}, p, type,
-                         blocking,
-                         {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,
-                          count_of(s.capacity, s.kv_heads) * s.head_dim, kv_bytes(s.kv)},
+  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache, blocks.table}, p,
+                         type, blocking,
+                         {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim, pool,
+                          kv_bytes(s.kv), kv_table_operand(blocks, s.capacity).elements},
                          {{"ROPE", 1.0},
                           kv_constant(s.kv),
+                          block_constant(blocks),
                           {"Q_HEADS", double(s.q_heads)},
                           {"KV_HEADS", double(s.kv_heads)},
                           {"HEAD_DIM", double(s.head_dim)},
@@ -862,15 +895,16 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache,
-                        BufferBinding v_cache, const QkvRopeParams& p, uint32_t cache_capacity, KvType kv) {
-  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={} kv={}",
+                        BufferBinding v_cache, const KvBlocks& blocks, const QkvRopeParams& p, uint32_t cache_capacity,
+                        KvType kv) {
+  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={} kv={} {}",
                             p.seq_len, p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim,
-                            p.position_offset, p.use_qk_norm, cache_capacity, kv_type_name(kv));
+                            p.position_offset, p.use_qk_norm, cache_capacity, kv_type_name(kv), blocks_shapes(blocks));
   if (p.head_dim > kMaxHeadDim) fail("kernel 'qkv_rope_store' ({}): head_dim must be at most {}", shapes, kMaxHeadDim);
   check_heads("qkv_rope_store", shapes,
               {p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim, cache_capacity, kv}, p.position_offset,
               p.seq_len);
-  uint64_t cache = count_of(cache_capacity, p.num_kv_heads) * p.head_dim;
+  uint64_t cache = kv_pool_elements("qkv_rope_store", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   return prepare(device, "qkv_rope_store", shapes,
                  {{"qkv", qkv, count_of(p.seq_len, p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim},
                   {"q_norm", q_norm, used(p.use_qk_norm, p.head_dim)},
@@ -878,8 +912,10 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                   {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
                   {"q_out", q_out, count_of(p.seq_len, p.num_q_heads) * p.head_dim},
                   {"k_cache", k_cache, cache, kv_bytes(kv)},
-                  {"v_cache", v_cache, cache, kv_bytes(kv)}},
-                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)), {kv_constant(kv)});
+                  {"v_cache", v_cache, cache, kv_bytes(kv)},
+                  kv_table_operand(blocks, cache_capacity)},
+                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)),
+                 {kv_constant(kv), block_constant(blocks)});
 }
 
 namespace {
@@ -887,9 +923,20 @@ namespace {
 constexpr uint32_t kSplitGranule = 128;  // flash_attention.wgsl CHUNK_GRANULE: split chunks are multiples of it
 constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer and the combine's loop
 
-std::string flash_shapes(const FlashAttentionParams& p, KvType kv) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={}", p.T, p.S, p.num_q_heads,
-                     p.num_kv_heads, p.head_dim, p.position_offset, p.window, kv_type_name(kv));
+std::string flash_shapes(const FlashAttentionParams& p, KvType kv, const KvBlocks& blocks) {
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={} {}", p.T, p.S, p.num_q_heads,
+                     p.num_kv_heads, p.head_dim, p.position_offset, p.window, kv_type_name(kv), blocks_shapes(blocks));
+}
+
+// The key tiles of the attention kernels (kv_blocks.wgsl): blocks must hold whole tiles.
+constexpr uint32_t kFlashTile = 256;     // flash_attention.wgsl TILE
+constexpr uint32_t kFlashSgKeys = 4;     // flash_attention_sg.wgsl KEYS, a row group's keys per round
+
+// The operands of every flash attention variant: Q, the pools and `out` (or the partial records), then the block
+// table covering `keys` keys.
+std::vector<Operand> flash_operands(BufferBinding Q, BufferBinding K, BufferBinding V, Operand out,
+                                    const KvBlocks& blocks, uint64_t pool, uint64_t q, uint64_t keys, KvType kv) {
+  return {{"Q", Q, q}, {"K", K, pool, kv_bytes(kv)}, {"V", V, pool, kv_bytes(kv)}, out, kv_table_operand(blocks, keys)};
 }
 
 void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvType kv) {
@@ -964,9 +1011,11 @@ uint32_t flash_block_splits(const FlashAttentionParams& p, uint32_t capacity) {
 }
 
 // The query-block kernel (use_flash_block), whole (splits 1) or in split mode writing partial records.
-Dispatch block_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
-                         const FlashAttentionParams& p, uint32_t splits, KvType kv) {
+Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
+                         const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks) {
   FlashBlock block = flash_block_shape(device, p);
+  kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
+                   uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
   uint64_t blocks = ceil_div(rows, flash_block_rows(block));
   Grid grid = splits > 1 ? Grid{uint32_t(blocks), p.num_kv_heads, splits}
@@ -974,6 +1023,7 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, std::initializ
   return prepare(device, "flash_attention_block", std::move(shapes), operands, p, grid,
                  {{"HEAD_DIM", double(p.head_dim)},
                   kv_constant(kv),
+                  block_constant(kv_blocks),
                   {"ROWS_PER_THREAD", double(block.rows_per_thread)},
                   {"KEYS_PER_THREAD", double(block.keys_per_thread)},
                   {"SPLITS", double(splits)}});
@@ -998,17 +1048,25 @@ FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParam
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
 // words, else flash_attention.wgsl; both take the same grid and write the same records in split mode.
-Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
-                             const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv) {
+bool use_flash_sg(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+  return has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
+         flash_sg_lanes(device, p, kv).pieces <= kFlashSgMaxPieces;
+}
+
+Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
+                             const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv,
+                             const KvBlocks& blocks) {
   FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
-  bool subgroups = has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
-                   lanes.pieces <= kFlashSgMaxPieces;
+  bool subgroups = use_flash_sg(device, p, kv);
+  const char* kernel = subgroups ? "flash_attention_sg" : "flash_attention";
+  kv_pool_elements(kernel, shapes, blocks, subgroups ? kFlashSgKeys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
   if (!subgroups)
-    return prepare(device, "flash_attention", std::move(shapes), operands, p, grid,
-                   {{"SPLITS", double(splits)}, kv_constant(kv)});
-  return prepare(device, "flash_attention_sg", std::move(shapes), operands, p, grid,
+    return prepare(device, kernel, std::move(shapes), operands, p, grid,
+                   {{"SPLITS", double(splits)}, kv_constant(kv), block_constant(blocks)});
+  return prepare(device, kernel, std::move(shapes), operands, p, grid,
                  {{"SPLITS", double(splits)},
                   kv_constant(kv),
+                  block_constant(blocks),
                   {"HEAD_DIM", double(p.head_dim)},
                   {"PIECES", double(lanes.pieces)},
                   {"ROW_LANES", double(lanes.row_lanes)},
@@ -1022,16 +1080,21 @@ uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
 }  // namespace
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                         BufferBinding out, const FlashAttentionParams& p, KvType kv) {
-  auto shapes = flash_shapes(p, kv);
+                         BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv) {
+  auto shapes = flash_shapes(p, kv, blocks);
   check_flash(shapes, p, kv);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
-  uint64_t keys = count_of(p.S, p.num_kv_heads) * p.head_dim;
-  std::initializer_list<Operand> operands = {
-      {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"out", out, q}};
-  if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv);
+  // The tile rules are checked by the variant; 1 here checks the pool's size.
+  uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
+  auto operands = flash_operands(Q, K, V, {"out", out, q}, blocks, pool, q, p.S, kv);
+  if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv, blocks);
   Grid queries = fold(p.T);
-  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv);
+  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv, blocks);
+}
+
+uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+  if (use_flash_block(device, p)) return 16 * flash_block_shape(device, p).keys_per_thread;
+  return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
 }
 
 uint32_t flash_attention_splits(uint32_t capacity) {
@@ -1058,10 +1121,10 @@ bool flash_attention_split_serves(const FlashAttentionParams& p, uint32_t keys) 
 }
 
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                                      BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
-                                      uint32_t capacity, KvType kv) {
+                                      BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,
+                                      BufferBinding scratch, uint32_t capacity, KvType kv) {
   std::vector<Dispatch> dispatches;
-  check_flash(flash_shapes(p, kv), p, kv);  // before the heads' ratio is taken below
+  check_flash(flash_shapes(p, kv, blocks), p, kv);  // before the heads' ratio is taken below
   bool prompt = p.T > kFlashSplitMaxQueries;
   uint32_t splits = 1;
   if (!prompt) {
@@ -1073,20 +1136,20 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
       splits = flash_block_splits(p, capacity);
   }
   if (splits < 2) {
-    dispatches.push_back(flash_attention(device, Q, K, V, out, p, kv));
+    dispatches.push_back(flash_attention(device, Q, K, V, out, blocks, p, kv));
     return dispatches;
   }
-  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv), capacity, splits);
+  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv, blocks), capacity, splits);
   if (p.S > capacity)
     fail("kernel 'flash_attention' ({}): S={} keys exceed the capacity of {}", shapes, p.S, capacity);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
-  uint64_t keys = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
+  uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t partials = flash_partials(p, splits);
-  std::initializer_list<Operand> operands = {
-      {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"partials", scratch, partials}};
-  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv)
+  // Later runs may see up to capacity keys: the table must cover them.
+  auto operands = flash_operands(Q, K, V, {"partials", scratch, partials}, blocks, pool, q, capacity, kv);
+  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv, blocks)
                               : per_query_attention(device, shapes, operands, p, Grid{p.T, p.num_q_heads, splits},
-                                                    splits, kv));
+                                                    splits, kv, blocks));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
                                {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
                                {{"SPLITS", double(splits)}}));

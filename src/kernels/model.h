@@ -68,6 +68,29 @@ enum class KvType : uint32_t { F32 = 0, F16 = 1 };
 uint32_t kv_bytes(KvType type);  // 4, 2
 const char* kv_type_name(KvType type);  // "f32", "f16"
 
+// The KV cache in blocks (kv_blocks.wgsl): each layer's K and V pools hold `blocks` blocks of `block_tokens` rows
+// (one token's Hkv * head_dim elements each, of type KvType), and a sequence's block table (u32 block ids) says
+// which blocks hold its tokens: token j lies in pool row table[j / block_tokens] * block_tokens + j % block_tokens.
+// Every kernel that writes or reads the cache addresses it through a table, so sequences of any lengths share one
+// pool. The kernels that serve one sequence bind its table (from its first entry); the row kernels
+// (kernels/batched.h) bind every sequence's tables and find each one's first entry in the row table.
+// kKvBlockTokens = 256: the attention kernels read the table once per tile of keys and need a tile's keys in at
+// most two blocks, so a block is at least (and, for whole tiles, a multiple of) every key tile: flash_attention.wgsl
+// and attention_rows.wgsl walk 256 keys a tile, flash_attention_block.wgsl 16 or 32, flash_attention_sg.wgsl 4 per
+// row group, and split-KV chunks are multiples of 128 keys (so at 256 a chunk's tiles cross at most one block edge).
+// Larger blocks waste more of a short sequence's last block (at most 255 tokens).
+constexpr uint32_t kKvBlockTokens = 256;
+struct KvBlocks {
+  BufferBinding table;  // u32 block ids (see above)
+  uint32_t blocks = 0;  // blocks in each pool
+  uint32_t block_tokens = kKvBlockTokens;
+};
+// For the cache kernels' dispatchers: checks that blocks hold whole key tiles of `tile` keys and that the pools'
+// element indices fit u32, and returns the pools' elements (rows of kv_width); the table operand for `tokens`.
+uint64_t kv_pool_elements(std::string_view kernel, const std::string& shapes, const KvBlocks& blocks, uint32_t tile,
+                          uint64_t kv_width);
+Operand kv_table_operand(const KvBlocks& blocks, uint64_t tokens);
+
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
 // for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
 // are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
@@ -181,7 +204,8 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first
 // rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
-// k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim] (of type `kv`). Needs
+// k and v heads to the pool rows of positions p.position + m in k_cache / v_cache (of type `kv`; the block table
+// `blocks` covers `capacity` tokens, kv_blocks.wgsl). Needs
 // linear_can_fuse() for the shape and qkv_rope_fusable() for the heads; head_dim and rotary_dim even, rotary_dim
 // <= head_dim (0: no rotary; bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
 struct QkvHeads {
@@ -191,9 +215,11 @@ struct QkvHeads {
 // Whether linear_qkv_rope can store these heads: an f16 cache's words hold two neighbouring dims, which the
 // kernel stores from one lane, in column groups of two rotary pairs: head_dim and rotary_dim multiples of 4.
 bool qkv_rope_fusable(const QkvHeads& heads);
+// The fused kernel binds nine storage buffers; adapters that allow fewer per stage store with qkv_rope_store.
+bool linear_qkv_rope_fits(const gpu::Device& device);
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
+                         const KvBlocks& blocks, const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
                          MatvecBlocking blocking = {});
 
 // Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
@@ -226,8 +252,10 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 // RMS-normalises each q and k head (weights q_norm [D], k_norm [D], eps); rotates the first
 // rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
 // (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
-// position_offset + t of the caches [capacity, Hkv * D] of type `kv` (f16: head_dim even).
-// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 params.
+// position_offset + t of the sequence whose block table `blocks` covers `capacity` tokens, in the cache pools of
+// type `kv` (f16: head_dim even).
+// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 kv_table,
+// 8 params.
 // One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).
 struct QkvRopeParams {
   uint32_t seq_len, num_q_heads, num_kv_heads, head_dim;
@@ -238,12 +266,12 @@ struct QkvRopeParams {
 };
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                        const QkvRopeParams& p, uint32_t cache_capacity, KvType kv = KvType::F32);
+                        const KvBlocks& blocks, const QkvRopeParams& p, uint32_t cache_capacity, KvType kv = KvType::F32);
 
 // Flash attention: causal GQA attention over the cache with an online softmax, K/V processed in tiles;
 // query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
-// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D]
-// (the cache, of type `kv`), out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
+// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], the K and V pools (of type `kv`)
+// with the sequence's block table `blocks` (covering S keys, or `capacity` for the split overload), out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
 // so a graph may rewrite those in the dispatches' uniforms between runs):
 // - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill, when a blocking fits the device's
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
@@ -266,7 +294,7 @@ constexpr uint32_t kFlashBlockMinQueries = 16;
 constexpr uint32_t kFlashSplitMaxQueries = 4;
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
-                         const FlashAttentionParams& p, KvType kv = KvType::F32);
+                         const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv = KvType::F32);
 
 // The same attention, with the split-KV variant where it applies: T <= kFlashSplitMaxQueries and a
 // `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk, or a
@@ -275,8 +303,12 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 // (each holds `p`) are rewritten. `scratch` must hold flash_attention_scratch_bytes(p, capacity) bytes.
 // Returns the dispatches to record in order (one or two).
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                                      BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
+                                      BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,
+                                      BufferBinding scratch,
                                       uint32_t capacity, KvType kv = KvType::F32);
+
+// The keys per tile of the variant flash_attention() runs for `p` on this device: KV blocks must hold whole tiles.
+uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv = KvType::F32);
 
 // The key chunks the decoding split variant uses for up to `capacity` keys (1: the split variant is not used).
 uint32_t flash_attention_splits(uint32_t capacity);
