@@ -196,6 +196,7 @@ TEST(GpuSampling, FlatRowsDrawTheHostSamplersTokens) {
   const std::vector<SamplingParams> settings = {
       {.top_p = 0.9f},
       {.top_k = 5000},
+      {.top_k = 2048},  // in "all equal", token 2047: the last of its sub-bin (positions of 512 tokens)
       {.top_k = 120000},
       {.top_k = 7000, .top_p = 0.6f},
       {.top_k = 120000, .top_p = 0.97f},

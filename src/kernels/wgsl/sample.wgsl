@@ -18,19 +18,21 @@
 // all PARTIALS = ceil(count / CHUNK) workgroups, so flat rows (thousands of tokens in the cut's bin, equal logits)
 // cost a few more passes over the logits, each spread over the GPU, instead of one workgroup's sweeps. A token's
 // place in sampling order is its 51-bit position (order key << 19 | (2^19 - 1 - index)): larger comes first.
-// Dispatches of this shader (STAGE), all but the last over PARTIALS workgroups:
+// Dispatches of this shader (STAGE), all but the last over PARTIALS workgroups (a row of them):
 // 0 each chunk's largest logit (its order key) into CHUNK_BEST; zeroes the histograms and the levels' bounds.
 // 1 a histogram of every token's d in BINS bins of 1 / BIN_SCALE nats (counts and weight sums), from each
 //   workgroup's own in workgroup memory.
-// 2, 3: level 0, and level L = 1 .. LEVELS - 1 (a dispatch of PARTIALS x L workgroups each). Every workgroup works out the same window from level L - 1's (level 0: from the
-//   histogram of stage 1) and level L - 1's result; workgroup 0 stores it. Then by the window's mode:
+// 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS x L workgroups: see main()). Every
+//   workgroup works out the same window from level L - 1's window and result (level 0: from the histogram of
+//   stage 1); workgroup 0 stores it. Then by the window's mode:
 //   FITS: gathers its tokens (at most CAPACITY) into GATHERED and sums each chunk's kept weight before the window
 //   into CHUNK_KEPT (once: later levels keep the window); BOUNDS: the smallest and largest order key in the window
 //   (a window of whole bins); REFINE: a histogram of the window's tokens in BINS sub-bins, aligned blocks of
 //   2^shift positions, which the next level picks the cut's sub-bin from (11 bits of position a level). With
 //   top-k and top-p together and too many tokens in range, the top-k cut is refined first, down to one order key
 //   (all of whose tokens weigh the same: the top-k total follows), then top-p's cut from that total.
-//   LEVELS covers the worst case (51 bits, both cuts); a level with nothing left to do returns at once.
+//   LEVELS covers the worst case (a bounds level and 3 refinements of 51 bits for the top-k cut's key, a bounds
+//   level and 4 for top-p's cut, 11 bits each, then the gather); a level with nothing left to do returns at once.
 // 4: one workgroup sorts the gathered tokens, finds the cut among them, then draws: the chunk that holds
 //   the mark from the chunks' kept sums, and the token within it.
 // Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
@@ -74,7 +76,8 @@ const NO_CUT_KEY: u32 = 0u;        // with index NONE: a cut after every token (
 const LEVELS: u32 = 10u;           // kernels/model.h kSampleLevels
 const INDEX_BITS: u32 = 19u;       // a position's index part: indices < 2^19 (kernels/model.h kMaxSampleCount)
 const INDEX_MASK: u32 = 0x7FFFFu;
-const LAST_POSITION: vec2<u32> = vec2<u32>(0xFFFFFFFFu, 0x7FFFFu);  // 2^51 - 1
+const POSITION_BITS: u32 = 32u + INDEX_BITS;
+const LAST_POSITION: vec2<u32> = vec2<u32>(0xFFFFFFFFu, 0x7FFFFu);  // 2^POSITION_BITS - 1
 // A window's mode (see the header) and flags.
 const FITS: u32 = 0u;
 const BOUNDS: u32 = 1u;
@@ -535,7 +538,7 @@ fn first_window(lid: u32) -> Window {
 // The smallest shift at which the window's positions fall in at most BINS aligned blocks.
 fn shift_for(w: Window) -> u32 {
   var s = 0u;
-  while (s < 2u * INDEX_BITS + 13u && !less64(sub64(shr64(w.first, s), shr64(w.last, s)), wide(BINS))) {
+  while (s < POSITION_BITS && !less64(sub64(shr64(w.first, s), shr64(w.last, s)), wide(BINS))) {
     s++;
   }
   return s;
