@@ -675,7 +675,7 @@ fn run_level(wid: u32, lid: u32, level: u32, best_key: u32, found: Window) {
   }
 }
 
-// ---- stage 3: the cut ----
+// ---- stage 4: the cut ----
 struct Cut {
   key: u32,    // the last kept token in sampling order (NO_CUT_KEY, NONE: none)
   index: u32,
@@ -774,7 +774,7 @@ fn cut_gathered(lid: u32, r: Window, best: f32) -> Cut {
   return Cut(cand_key[slot], cand_index[slot]);
 }
 
-// ---- stage 3: the draw ----
+// ---- stage 4: the draw ----
 fn kept_weight(i: u32, best: f32, cut: Cut, least: u32) -> u32 {
   if (!valid(i)) {
     return 0u;
