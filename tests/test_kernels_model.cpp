@@ -197,19 +197,19 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
 
 TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   // 8 columns per workgroup up to M = 4: the LM head N = 151936 needs 18992 workgroups.
-  EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}), (Grid{18992, 1, 1}));
-  EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));
-  EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}), (Grid{65535, 2, 1}));  // folded
+  EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{18992, 1, 1}));
+  EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{112, 1, 1}));
+  EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}, kH200.resident_tiles), (Grid{65535, 2, 1}));  // folded
   // Tiles from M = 5: 64x64 when K % 8 != 0 (linear.wgsl); for K % 8 == 0 (linear_tiled.wgsl) the largest of
   // 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
-  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
-  EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
-  EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));       // 64x64
-  EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}), (Grid{224, 1, 1}));      // 128x64
-  EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}), (Grid{128, 1, 1}));       // 64x128
-  EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}), (Grid{128, 1, 1}));    // 128x128
-  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{2374, 1, 1}));
-  EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
+  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{112, 1, 1}));       // 64x64
+  EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{224, 1, 1}));      // 128x64
+  EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}, kH200.resident_tiles), (Grid{128, 1, 1}));       // 64x128
+  EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}, kH200.resident_tiles), (Grid{128, 1, 1}));    // 128x128
+  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{2374, 1, 1}));
+  EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{9496, 1, 1}));
 }
 
 // linear_rows.wgsl takes M = 5 to kLinearRowsMax with K % 8 == 0 and element weights: 4 columns per thread up to
@@ -440,7 +440,7 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   // taken (two 128 x 128 slots of partial sums per share) where whole tiles would be 112 of 64 x 64.
   EXPECT_EQ(workers(512, 4864, 896), 264u);
   EXPECT_EQ(linear_split_scratch_floats(device(), {512, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 128);
-  EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}).x, 112u);  // linear(): whole tiles, 64 x 64
+  EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}, kH200.resident_tiles).x, 112u);  // linear(): whole tiles, 64 x 64
   EXPECT_EQ(linear_split_scratch_floats(device(), {512, 896, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);  // K = 896: small
   // ... but not where the large tile would pad the rows (M = 50: 128 rows for 64) or make shorter shares than 64
   // slabs (Qwen's o at M = 2048: 112 tiles of 112 slabs), both measured slower.

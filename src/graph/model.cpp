@@ -15,6 +15,7 @@
 #include "kernels/batched.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
+#include "kernels/tuning.h"
 #include "kernels/vector.h"
 
 namespace gerbil::graph {
@@ -86,8 +87,6 @@ struct Model::Step {
 
 namespace {
 
-constexpr uint32_t kPreparedNormMinHidden = 4096;  // see StepBuilder::prepared_norms_pay()
-
 // Blocks that hold `tokens` tokens.
 uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens - 1) / kernels::kKvBlockTokens; }
 // Entries between two slots' block tables: the blocks of a context, rounded up to 256 bytes, the largest
@@ -148,9 +147,13 @@ class StepBuilder {
       follow(p, 0);
       auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
                                     {&b_.token_counts}, p);
-      const char* labels[] = {"sample chunks", "sample histogram", "sample gather", "sample draw"};
-      for (size_t i = 0; i < stages.size(); ++i)
-        at_position<kernels::SampleParams>(add(labels[i], std::move(stages[i])), p, follow);
+      for (size_t i = 0; i < stages.size(); ++i) {
+        std::string label = i == 0                   ? "sample chunks"
+                            : i == 1                 ? "sample histogram"
+                            : i + 1 < stages.size() ? fmt::format("sample level {}", i - 2)
+                                                     : "sample draw";
+        at_position<kernels::SampleParams>(add(std::move(label), std::move(stages[i])), p, follow);
+      }
     }
   }
 
@@ -281,10 +284,11 @@ class StepBuilder {
   // norms. Measured on an H200 (docs/PERFORMANCE.md, runs 60-61): at hidden size 4096 (llama3-8b) decoding
   // gains 2.6 % (tg128 198.4 -> 203.5), the saved norm-weight loads outweighing the extra output; at 896
   // (qwen2.5-0.5b) it loses 1-2 % (1,021.5 -> 1,007.2 with gate|up's alone). q|k|v's norm is never prepared:
-  // with it, llama3-8b ran 201.6 against 202.8 without.
+  // with it, llama3-8b ran 201.6 against 202.8 without. The size from which it pays follows the adapter's
+  // tuning (kernels::prepared_norm_min_hidden: 4,096 on the H200).
   bool prepared_norms_pay() const {
     if (options_.prepared_norms != PreparedNorms::Auto) return options_.prepared_norms == PreparedNorms::Always;
-    return hidden() >= kPreparedNormMinHidden;
+    return hidden() >= kernels::prepared_norm_min_hidden(kernels::tuning(device_).resident_workgroups);
   }
 
   // The norm the last layer's output goes through, if the LM head reads the residual stream itself (not a

@@ -357,21 +357,20 @@ constexpr double kWaveSlack = 1.1;
 constexpr uint64_t kMinShareSlabs = 32;
 
 // linear_tiled.wgsl's tile: the largest of 128 x 128 (8x8 outputs per thread, the fewest workgroup-memory
-// reads per FMA), 128 x 64, 64 x 128 that still yields kTiledFill workgroups, else 64 x 64, so that a short
+// reads per FMA), 128 x 64, 64 x 128 that still yields tiled_fill() workgroups, else 64 x 64, so that a short
 // or narrow product leaves fewer SMs idle (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64). Where the
 // work may be `shared` out (linear_split_k), a larger tile is also taken when its (tile, slab) iterations make a
 // wave of `resident` shares of twice kMinShareSlabs and it pads M and N no more than 64-wide tiles would:
 // Qwen2.5-0.5B's down projection at M = 512 (K = 4864) then runs as 264 shares of its 28 large tiles, 0.1881 ->
 // 0.1682 ms, and the model's pp512 gains 5 % (H200 run 84). Shares of only kMinShareSlabs (Qwen's o at M = 2048:
 // 0.1285 -> 0.1416 ms) or padded rows (M = 50: its down 0.0475 -> 0.0593 ms) measured slower there. Whole tiles
-// (linear()) keep the first rule. kTiledFill is about one workgroup per SM of an H200 (132 SMs).
-constexpr uint32_t kTiledFill = 128;
+// (linear()) keep the first rule.
 
 uint64_t tile_count(const LinearParams& p, LinearTile tile) {
   return ceil_div(p.M, tile.rows) * ceil_div(p.N, tile.cols);
 }
 
-LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident = 0) {
+LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
     // Never taller than the rows rounded up to 64: a batched decode step of 17 to 64 rows computed half padding
@@ -381,7 +380,7 @@ LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident = 0
     bool unpadded = ceil_div(p.M, tile.rows) * tile.rows <= ceil_div(p.M, 64) * 64 &&
                     ceil_div(p.N, tile.cols) * tile.cols <= ceil_div(p.N, 64) * 64;
     bool fills_shares = unpadded && double(tiles * (p.K / 8) / (2 * kMinShareSlabs)) >= resident;
-    if (tiles >= kTiledFill || (shared && fills_shares)) return tile;
+    if (tiles >= tiled_fill(resident) || (shared && fills_shares)) return tile;
   }
   return {64, 64};
 }
@@ -436,7 +435,7 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
                   {"partials", b.partials, workers ? partial_floats(tile, workers) : 1}},
-                 p, workers ? fold(workers) : linear_grid(p), constants);
+                 p, workers ? fold(workers) : linear_grid(p, tuning(device).resident_tiles), constants);
 }
 
 }  // namespace
@@ -500,9 +499,9 @@ Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p) {
   return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes));
 }
 
-Grid linear_grid(const LinearParams& p) {
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles) {
   if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
-  return fold(tile_count(p, linear_tile(p, false)));
+  return fold(tile_count(p, linear_tile(p, false, resident_tiles)));
 }
 
 namespace {
@@ -764,7 +763,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
   if (use_linear_tiled(p))
     return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0,
                         arithmetic);
-  return prepare(device, "linear", shapes, operands, p, linear_grid(p),
+  return prepare(device, "linear", shapes, operands, p, linear_grid(p, tuning(device).resident_tiles),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
@@ -1186,9 +1185,11 @@ std::string sample_shapes(const SampleParams& p) {
 }
 }  // namespace
 
-// sample.wgsl's scratch: the histogram (2,048 bins of 3 words), a count, the range found (16 words), 1,024
-// gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
-uint64_t sample_candidates_words(uint32_t count) { return 3 * 2048 + 1 + 16 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk); }
+// sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, per level its window (16 words)
+// and key bounds (2), 1,024 gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
+uint64_t sample_candidates_words(uint32_t count) {
+  return kSampleLevels * (3 * 2048 + 16 + 2) + 1 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk);
+}
 
 void check_sample_params(const SampleParams& p) {
   auto shapes = sample_shapes(p);
@@ -1226,15 +1227,22 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   auto shapes = sample_shapes(p);
   uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
   std::vector<Dispatch> dispatches;
-  for (uint32_t stage = 0; stage < 4; ++stage)
+  auto stage = [&](uint32_t number, Grid grid) {
     dispatches.push_back(prepare(device, "sample", shapes,
                                  {{"logits", logits, p.count},
                                   {"next_ids", next_ids, 1},
                                   {"history", history, uint64_t(p.slot) + 1},
                                   {"candidates", candidates, sample_candidates_words(p.count)},
                                   {"counts", counts, p.count}},
-                                 p, {stage < 3 ? partials : 1, 1, 1},
-                                 {{"STAGE", double(stage)}, {"PARTIALS", double(partials)}}));
+                                 p, grid, {{"STAGE", double(number)}, {"PARTIALS", double(partials)}}));
+  };
+  stage(0, {partials, 1, 1});
+  stage(1, {partials, 1, 1});
+  stage(2, {partials, 1, 1});  // level 0
+  // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L rows of workgroups, the
+  // last of which works (the others return at once).
+  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials, level, 1});
+  stage(4, {1, 1, 1});
   return dispatches;
 }
 

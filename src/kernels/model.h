@@ -149,8 +149,9 @@ struct LinearNorm {
 struct MatvecBlocking {
   uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
-// The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels; linear_rows.wgsl's is linear_rows_grid().
-Grid linear_grid(const LinearParams& p);
+// The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
+// (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid().
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
 // types keep the tiled kernel, which decodes their blocks).
 bool use_linear_rows(const LinearParams& p, WeightType type);
@@ -342,8 +343,10 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 // sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
 // generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
 // and random numbers hashed from (seed, position). The drawn token goes to next_ids[0] and history[slot], as
-// argmax's. Four dispatches (record all, in order; only the last depends on the position): chunk maxima, a
-// histogram of the weights, the tokens around the cut gathered, then one workgroup finds the cut and draws.
+// argmax's. 3 + kSampleLevels dispatches (record all, in order; only the last depends on the position): chunk
+// maxima, a histogram of the weights, the levels that narrow the tokens around the cut down to at most
+// kSampleGathered and gather them (each over every chunk; those with nothing left to do return at once), then one
+// workgroup finds the cut among the gathered tokens and draws.
 // Penalties as the host sampler's apply to the tokens with counts[i] > 0; the drawn token's count goes up by one.
 // Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
 // [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
@@ -359,6 +362,7 @@ struct SampleParams {
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
 };
 constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
+constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
 constexpr uint32_t kMaxSampleCount = 524288;  // 256 chunks: the drawing workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
 // Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
