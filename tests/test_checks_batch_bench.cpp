@@ -1,13 +1,18 @@
 // bench_batch on a fixture model: one row per sequence count, with throughputs consistent with its timings, the
-// slots it used left empty; and clear errors for settings it cannot run.
+// slots it used left empty, a profile of each count's batched step on request; and clear errors for settings it
+// cannot run. And the batched greedy step it times: ids picked on the GPU for any vocabulary.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "gerbil/error.h"
 #include "checks/batch_bench.h"
+#include "model/synth.h"
 #include "model/weights.h"
 #include "support/device.h"
 #include "support/paths.h"
+#include "test_model_support.h"
 
 namespace gerbil {
 namespace {
@@ -37,6 +42,74 @@ TEST_F(BatchBench, ReportsEachCount) {
     EXPECT_DOUBLE_EQ(r.prefill_tokens_per_second, r.sequences * 5 / r.prefill_seconds);
   }
   for (uint32_t slot = 0; slot < 3; ++slot) EXPECT_EQ(model_->position(slot), 0u);
+}
+
+// With profile, each count's decode step is timed dispatch by dispatch: for several sequences the step of the
+// batched loop (one attention over the row table per layer, all sequences' ids picked on the GPU by one argmax);
+// none without.
+TEST_F(BatchBench, ProfilesTheBatchedStep) {
+  uint32_t layers = uint32_t(files_->config().num_layers);
+  auto results = bench_batch(*model_, {.prompt_tokens = 5, .generated_tokens = 2, .sequences = {1, 3}, .profile = true});
+  ASSERT_EQ(results.size(), 2u);
+  for (const BatchBenchResult& r : results) {
+    ASSERT_TRUE(r.profile.has_value()) << r.sequences;
+    uint32_t dispatches = 0;
+    for (const ProfileRow& row : r.profile->rows) dispatches += row.dispatches;
+    EXPECT_EQ(dispatches, r.profile->dispatches) << r.sequences;
+    EXPECT_GT(r.profile->total_microseconds, 0.0) << r.sequences;
+    auto kernel = [&](const char* name) {
+      return std::find_if(r.profile->rows.begin(), r.profile->rows.end(),
+                          [&](const ProfileRow& row) { return row.kernel == name; });
+    };
+    if (r.sequences == 1) {
+      EXPECT_EQ(kernel("attention_rows"), r.profile->rows.end());
+      continue;
+    }
+    ASSERT_NE(kernel("attention_rows"), r.profile->rows.end());
+    EXPECT_EQ(kernel("attention_rows")->dispatches, layers);
+    // Every sequence's id picked by the same two argmax dispatches ("argmax partials", "argmax final").
+    for (const ProfileRow& row : r.profile->rows)
+      if (row.kernel == "argmax") EXPECT_EQ(row.dispatches, 1u) << row.role;
+  }
+  for (uint32_t slot = 0; slot < 3; ++slot) EXPECT_EQ(model_->position(slot), 0u);
+  EXPECT_FALSE(bench_batch(*model_, {.prompt_tokens = 5, .generated_tokens = 2, .sequences = {2}}).front().profile);
+}
+
+// profile_batch refuses slots the model lacks and full ones, and leaves the positions alone.
+TEST_F(BatchBench, ProfileBatchChecksItsSlots) {
+  std::vector<int32_t> prompt(16, 1);
+  model_->forward(prompt, false, 1);  // slot 1 full
+  EXPECT_THAT([&] { model_->profile_batch(4); }, ThrowsMessage<Error>(HasSubstr("the model has 3")));
+  EXPECT_THAT([&] { model_->profile_batch(2); }, ThrowsMessage<Error>(HasSubstr("slot 1 holds 16 tokens")));
+  model_->forward(std::span(prompt).first(3), false, 0);
+  EXPECT_FALSE(model_->profile_batch(1).empty());
+  EXPECT_EQ(model_->position(0), 3u);
+  EXPECT_EQ(model_->position(1), 16u);
+}
+
+// A batched greedy step picks every sequence's id on the GPU whatever the vocabulary: 509 logits a row (rows not
+// at a bindable offset, 2,036 bytes apart) pick what the host's argmax of the same step's logits picks.
+TEST(BatchedPicks, AnyVocabularyPicksOnTheGpu) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-qwen2", .seed = 4, .vocab = 509});
+  ModelFiles files = ModelFiles::open(dir.path());
+  graph::Model model(test::device(), files, graph::ModelOptions{.context = 16, .slots = 3, .max_chunk = 16});
+  ASSERT_TRUE(model.can_pick_in_batch());
+  std::vector<std::vector<int32_t>> prompts = {{5, 9, 300}, {508, 1}, {77, 77, 2, 40}};
+  std::vector<graph::Segment> prefill;
+  for (uint32_t slot = 0; slot < 3; ++slot) prefill.push_back({slot, prompts[slot]});
+  model.forward_batch(prefill);
+  std::vector<int32_t> fed = {11, 400, 508};
+  std::vector<graph::Segment> step;
+  for (uint32_t slot = 0; slot < 3; ++slot) step.push_back({slot, std::span(&fed[slot], 1)});
+  auto logits = model.forward_batch(step);
+  std::vector<uint32_t> want;
+  for (size_t row = 0; row < 3; ++row) {
+    auto first = logits.begin() + std::ptrdiff_t(row * 509);
+    want.push_back(uint32_t(std::max_element(first, first + 509) - first));
+  }
+  for (uint32_t slot = 0; slot < 3; ++slot) model.rewind(model.position(slot) - 1, slot);
+  EXPECT_EQ(model.forward_batch_greedy(step), want);
 }
 
 TEST_F(BatchBench, RefusesWhatItCannotRun) {

@@ -67,10 +67,50 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
   EXPECT_NE(greedy, on_gpu);
 }
 
+// Draws `draws` tokens with kernels::sample from `logits` and token counts `seen` with settings `p`, at positions
+// 0, 1, ...: the stages before the draw once (they do not depend on the position), then the draw at each
+// position with the same counts. Every output and the scratch start poisoned.
+std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>& logits,
+                                  const std::vector<uint32_t>& seen, const SamplingParams& p, uint32_t draws) {
+  const auto count = uint32_t(logits.size());
+  auto logits_buffer = device.upload("logits", std::span<const float>(logits));
+  auto next = device.upload("next_ids", std::span<const uint32_t>(std::vector<uint32_t>{0xDEADu}));
+  auto drawn = device.upload("history", std::span<const uint32_t>(std::vector<uint32_t>(draws, 0xDEADu)));
+  auto candidates = device.upload(
+      "candidates", std::span<const uint32_t>(std::vector<uint32_t>(kernels::sample_candidates_words(count), 0xDEADu)));
+  auto counts = device.upload("counts", std::span<const uint32_t>(seen));
+  kernels::SampleParams q{count, 0, uint32_t(p.top_k), 0, p.top_p, p.min_p, 1.0f / p.temperature,
+                          uint32_t(p.seed), uint32_t(p.seed >> 32), p.repetition_penalty, p.presence_penalty,
+                          p.frequency_penalty};
+  auto stages = kernels::sample(device, {&logits_buffer}, {&next}, {&drawn}, {&candidates}, {&counts}, q);
+  kernels::run(device, std::span(stages).first(stages.size() - 1));  // position-free
+  for (uint32_t d = 0; d < draws; ++d) {
+    q.position = q.slot = d;
+    device.write(stages.back().params, std::as_bytes(std::span(&q, 1)));
+    device.write(counts, std::span<const uint32_t>(seen));  // each draw sees the same counts
+    kernels::run(device, stages.back());
+  }
+  return device.read_as<uint32_t>(drawn);
+}
+
+// The host Sampler's tokens for the same row, counts (as a history) and positions.
+std::vector<uint32_t> draw_on_host(const std::vector<float>& logits, const std::vector<uint32_t>& seen,
+                                   const SamplingParams& p, uint32_t draws) {
+  std::vector<int32_t> history;
+  for (size_t i = 0; i < seen.size(); ++i) history.insert(history.end(), seen[i], int32_t(i));
+  Sampler host(p);
+  std::vector<uint32_t> tokens;
+  for (uint32_t d = 0; d < draws; ++d) {
+    std::vector<float> scratch = logits;
+    tokens.push_back(uint32_t(host.sample(scratch, history, d)));
+  }
+  return tokens;
+}
+
 // The GPU sampler (kernels::sample) and the host Sampler draw the same tokens from the same logits, token
 // counts, seed and position, over random settings: temperature, top-k (off, 1..64, above 64, at or above the
 // vocabulary), top-p, min-p, the penalties, peaked and flat rows, rows of many equal logits (more tokens at the
-// cut than the GPU gathers: its radix passes over all logits), -inf and NaN, odd vocabularies over several
+// cut than the GPU gathers: its refinement levels), -inf and NaN, odd vocabularies over several
 // chunks. Both use the same integer weights and sums; only exp()'s rounding (the GPU's against the host's) at a
 // boundary between two tokens may tell them apart: at most 1 draw in 100. (With the host drawing from its own
 // random numbers, most draws differ.)
@@ -98,46 +138,85 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
     for (uint32_t i = 3; i < count; i += 11) logits[i] = NAN;
     for (uint32_t i = 7; c % 5 == 2 && i < count; i += 3) logits[i] = -INFINITY;
     std::vector<uint32_t> seen(count, 0);
-    std::vector<int32_t> history;  // the host's view of the same counts
-    for (uint32_t i = 1; penalties && i < count; i += 5) {
-      seen[i] = 1 + i % 3;
-      history.insert(history.end(), seen[i], int32_t(i));
-    }
+    for (uint32_t i = 1; penalties && i < count; i += 5) seen[i] = 1 + i % 3;
     SCOPED_TRACE(testing::Message() << "count " << count << " temperature " << p.temperature << " top_k " << p.top_k
                                     << " top_p " << p.top_p << " min_p " << p.min_p << " spread " << spread
                                     << (penalties ? " penalties" : "") << (ties ? " ties" : ""));
 
-    auto logits_buffer = device.upload("logits", std::span<const float>(logits));
-    auto next = device.upload("next_ids", std::span<const uint32_t>(std::vector<uint32_t>{0xDEADu}));
-    auto drawn = device.upload("history", std::span<const uint32_t>(std::vector<uint32_t>(kDraws, 0xDEADu)));
-    auto candidates = device.upload(
-        "candidates", std::span<const uint32_t>(std::vector<uint32_t>(kernels::sample_candidates_words(count), 0xDEADu)));
-    auto counts = device.upload("counts", std::span<const uint32_t>(seen));
-    kernels::SampleParams q{count, 0, uint32_t(p.top_k), 0, p.top_p, p.min_p, 1.0f / p.temperature,
-                            uint32_t(p.seed), uint32_t(p.seed >> 32), p.repetition_penalty, p.presence_penalty,
-                            p.frequency_penalty};
-    auto stages = kernels::sample(device, {&logits_buffer}, {&next}, {&drawn}, {&candidates}, {&counts}, q);
-    for (size_t s = 0; s + 1 < stages.size(); ++s) kernels::run(device, stages[s]);  // position-free
+    auto on_gpu = draw_on_gpu(device, logits, seen, p, kDraws);
+    auto on_host = draw_on_host(logits, seen, p, kDraws);
     for (uint32_t d = 0; d < kDraws; ++d) {
-      q.position = q.slot = d;
-      device.write(stages.back().params, std::as_bytes(std::span(&q, 1)));
-      device.write(counts, std::span<const uint32_t>(seen));  // each draw sees the same counts
-      kernels::run(device, stages.back());
-    }
-    auto on_gpu = device.read_as<uint32_t>(drawn);
-    Sampler host(p);
-    for (uint32_t d = 0; d < kDraws; ++d) {
-      std::vector<float> scratch = logits;
-      int32_t id = host.sample(scratch, history, d);
       ++draws;
-      if (uint32_t(id) != on_gpu[d]) {
+      if (on_host[d] != on_gpu[d]) {
         ++differing;
         differences += fmt::format("\n  count {} top_k {} top_p {} min_p {} position {}: host {}, GPU {}", count,
-                                   p.top_k, p.top_p, p.min_p, d, id, on_gpu[d]);
+                                   p.top_k, p.top_p, p.min_p, d, on_host[d], on_gpu[d]);
       }
     }
   }
   EXPECT_LE(differing * 100, draws) << differing << " of " << draws << " draws differ:" << differences;
+}
+
+// Flat rows, where far more tokens than the GPU gathers (kernels::kSampleGathered) lie in the bin of a cut, so
+// that its levels narrow the cut down across workgroups: every logit equal, near-equal logits (distinct, all in
+// one bin), a vocabulary of 150k whose top-p or top-k cut lands among 50k equal logits, and logits around zero
+// (order keys spanning most of 32 bits in one bin), under top-p, top-k, both, min-p and the penalties. Every
+// weight here is exact on both sides (or far from a boundary): the GPU must draw the host's token every time.
+TEST(GpuSampling, FlatRowsDrawTheHostSamplersTokens) {
+  gpu::Device& device = test::device();
+  std::mt19937 rng(5);
+  struct Row {
+    std::string name;
+    std::vector<float> logits;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"all equal", std::vector<float>(20000, 0.25f)});
+  {
+    std::uniform_real_distribution<float> near(1.0f, 1.002f);  // 1/5 of a bin of d
+    std::vector<float> logits(20000);
+    for (float& v : logits) v = near(rng);
+    rows.push_back({"near-equal", logits});
+  }
+  {
+    // 100k logits in [2, 3) weigh 63% of the total over the best, the 50k at 1.0 the rest: top-p 0.95's cut and
+    // top-k 120,000's lie among the equal ones.
+    std::uniform_real_distribution<float> high(2.0f, 3.0f);
+    std::vector<float> logits(150000, 1.0f);
+    for (uint32_t i = 0; i < logits.size(); ++i)
+      if (i % 3 != 1) logits[i] = high(rng);
+    rows.push_back({"150k, 50k tied", logits});
+  }
+  {
+    std::uniform_real_distribution<float> tiny(-1e-3f, 1e-3f);
+    std::vector<float> logits(20000);
+    for (uint32_t i = 0; i < logits.size(); ++i)
+      logits[i] = i % 4 == 0 ? 0.0f : i % 4 == 1 ? -0.0f : i % 8 == 2 ? tiny(rng) * 1e-35f : tiny(rng);
+    rows.push_back({"around zero", logits});
+  }
+  const std::vector<SamplingParams> settings = {
+      {.top_p = 0.9f},
+      {.top_k = 5000},
+      {.top_k = 2048},  // in "all equal", token 2047: the last of its sub-bin (positions of 512 tokens)
+      {.top_k = 120000},
+      {.top_k = 7000, .top_p = 0.6f},
+      {.top_k = 120000, .top_p = 0.97f},
+      {.top_p = 0.95f},
+      {.top_p = 0.3f, .min_p = 0.5f},
+      {.temperature = 0.7f, .top_k = 3000, .top_p = 0.9f, .repetition_penalty = 1.3f, .presence_penalty = 0.2f},
+  };
+  constexpr uint32_t kDraws = 6;
+  for (const Row& row : rows) {
+    for (SamplingParams p : settings) {
+      p.seed = rng() | 1ull << 33;
+      std::vector<uint32_t> seen(row.logits.size(), 0);
+      if (p.penalized())
+        for (uint32_t i = 0; i < seen.size(); i += 7) seen[i] = 1 + i % 2;
+      SCOPED_TRACE(testing::Message() << row.name << ": temperature " << p.temperature << " top_k " << p.top_k
+                                      << " top_p " << p.top_p << " min_p " << p.min_p
+                                      << (p.penalized() ? " penalties" : ""));
+      EXPECT_EQ(draw_on_gpu(device, row.logits, seen, p, kDraws), draw_on_host(row.logits, seen, p, kDraws));
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <random>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -152,6 +153,73 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
 // gemma3 and mistral-swa have sliding windows (and gemma3 q/k norms).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Batching,
                          ::testing::Values("qwen2-tiny", "llama-tiny", "gpt2-tiny", "gemma3-tiny", "mistral-swa-tiny"));
+
+// Random prompts from the fixtures' 512 ids.
+std::vector<int32_t> random_prompt(size_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> id(0, 511);
+  std::vector<int32_t> prompt(n);
+  for (int32_t& t : prompt) t = id(rng);
+  return prompt;
+}
+
+// A KV-cache pool of 3 blocks (768 tokens) for 4 sequences of up to 600 tokens: prompts and answers of many
+// lengths, some crossing block edges while decoding, one needing the whole pool, wait for blocks (and give them
+// back and feed their tokens again when none is free), take the blocks finished ones kept for reuse, and each
+// gets the greedy answer it gets alone in a pool of its own.
+TEST(SchedulerBlocks, APoolSmallerThanEverySlotsContextFinishesEverySequence) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
+  std::mt19937 rng(5);
+  std::vector<std::pair<size_t, uint32_t>> shapes = {{250, 12}, {20, 8},  {500, 20}, {5, 10},
+                                                     {300, 6},  {120, 140}, {255, 3}, {10, 4}};
+  std::vector<std::vector<int32_t>> prompts;
+  for (auto [length, answer] : shapes) prompts.push_back(random_prompt(length, rng));
+  auto requests = [&] {
+    std::vector<SequenceRequest> out;
+    for (size_t i = 0; i < shapes.size(); ++i) out.push_back(greedy_request(prompts[i], shapes[i].second));
+    return out;
+  };
+  std::vector<Generation> alone;
+  {
+    graph::Model model(test::device(), files, {.context = 600});
+    Scheduler scheduler(model, nullptr);
+    for (auto& request : requests()) alone.push_back(scheduler.run(std::move(request)));
+  }
+  graph::Model model(test::device(), files, {.context = 600, .slots = 4, .kv_tokens = 768, .max_chunk = 128});
+  ASSERT_EQ(model.kv_blocks().total, 3u);
+  Scheduler scheduler(model, nullptr, {.parallel = 4});
+  std::vector<Generation> together = run_together(scheduler, requests());
+  ASSERT_EQ(together.size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
+  }
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.finished, alone.size());
+  EXPECT_EQ(stats.kv_blocks_total, 3u);
+  EXPECT_LE(stats.kv_blocks_used, 3u);
+}
+
+// Alone in a pool of 2 blocks, a sequence that grows past 512 tokens can never get its third block: it ends with
+// an error saying so, and the pool serves the next request.
+TEST(SchedulerBlocks, ASequenceThatCanNeverFitEndsWithAnError) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
+  graph::Model model(test::device(), files, {.context = 600, .slots = 2, .kv_tokens = 512});
+  Scheduler scheduler(model, nullptr, {.parallel = 2});
+  std::mt19937 rng(6);
+  EXPECT_THAT([&] { scheduler.submit(greedy_request(random_prompt(512, rng), 1), {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("512 tokens but the KV-cache pool holds 512")));
+  std::promise<SequenceEvent> last;
+  scheduler.submit(greedy_request(random_prompt(500, rng), 30), [&](const SequenceEvent& event) {
+    if (event.done) last.set_value(event);
+    return true;
+  });
+  SequenceEvent done = last.get_future().get();
+  EXPECT_THAT(done.error, HasSubstr("KV cache full: the sequence needs 513 tokens (3 blocks of 256)"));
+  EXPECT_EQ(done.result.tokens.size(), 13u);  // positions 500..511 fed: the 13th id drawn, then no block
+  EXPECT_EQ(scheduler.run(greedy_request({1, 2, 3}, 4)).tokens.size(), 4u);
+}
 
 class SchedulerTest : public ::testing::Test {
  protected:

@@ -105,11 +105,16 @@ TEST_P(FixtureModel, PrefillLogitsMatchTransformers) {
 
 TEST_P(FixtureModel, DecodeThroughTheKvCacheMatches) { expect_decode_from_middle_matches(*model_, "decode-from-middle"); }
 
-// The fixtures' hidden sizes are below the rule's: the prepared norms (products writing x * the next norm's
-// weight for the one after) run only when asked for.
+// Both ways of normalising a decode step's product inputs, whichever the adapter's tuning picks for the
+// fixtures' hidden sizes (kernels::prepared_norm_min_hidden: an H200's rule leaves them out, lavapipe's takes
+// them): the prepared norms (products writing x * the next norm's weight for the one after) and the fused ones.
 TEST_P(FixtureModel, DecodeWithPreparedNormsMatches) {
   Model model(device(), *files_, ModelOptions{.context = 64, .prepared_norms = PreparedNorms::Always});
   expect_decode_from_middle_matches(model, "decode-from-middle, prepared norms");
+}
+TEST_P(FixtureModel, DecodeWithoutPreparedNormsMatches) {
+  Model model(device(), *files_, ModelOptions{.context = 64, .prepared_norms = PreparedNorms::Never});
+  expect_decode_from_middle_matches(model, "decode-from-middle, norms not prepared");
 }
 
 // f32 and bf16 weights converted to f16 as they upload (--weights f16) keep the logits within the bound of

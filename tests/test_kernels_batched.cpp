@@ -1,7 +1,8 @@
 // The batched-step kernels (kernels/batched.h) against their float64 references (reference/batched.h) on fresh
-// random inputs: slots of different lengths in one pool, table entries in shuffled order over activation rows
-// that include rows no entry names, odd head counts and dims, f32 and f16 caches, outputs and the cache rows
-// being written poisoned with NaN; and the shape and table checks.
+// random inputs: sequences of different lengths in one pool of blocks through scrambled, interleaved block tables
+// (check::scrambled_blocks), table entries in shuffled order over activation rows that include rows no entry
+// names, odd head counts and dims, f32 and f16 caches, outputs and the cache rows being written poisoned with NaN
+// (and, for attention, every pool row outside the tables); and the shape and table checks.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -41,34 +42,42 @@ std::string describe(const Shape& s) {
                      s.rotary_dim, s.qk_norm, s.window, kv_type_name(s.kv), s.positions.size());
 }
 
-// A pool of slots of `capacity` rows each (slot starts a whole 16-byte word apart, with a few words of gap, as
-// a layer's pool has them), the table that puts one entry per slot on shuffled activation rows, and buffers.
+// One sequence per entry, `capacity` rows each: the reference sees them one after another in a logical pool
+// (TableRow::cache_base), the kernels in a pool of blocks of `block_tokens` through scrambled block tables; the
+// table that puts one entry per sequence on shuffled activation rows.
 struct Batch {
   std::vector<kernels::RowEntry> entries;
   std::vector<reference::TableRow> rows;
   RowSpace space;
   uint32_t activation_rows;
+  check::ScrambledBlocks blocks;
+  uint64_t logical_elements, pool_elements;
 };
 
-Batch make_batch(const Shape& s, Rng& rng) {
+Batch make_batch(const Shape& s, Rng& rng, uint32_t block_tokens) {
   Batch b;
   b.space.kv_width = uint64_t(s.Hkv) * s.D;
   b.space.kv = s.kv;
-  uint64_t word = 16 / kv_bytes(s.kv);
-  uint64_t stride = (s.capacity * b.space.kv_width + word - 1) / word * word + 3 * word;
-  b.space.pool_elements = stride * s.positions.size();
+  b.blocks = check::scrambled_blocks(rng, std::vector<size_t>(s.positions.size(), s.capacity), block_tokens);
+  b.space.table_entries = uint32_t(b.blocks.table.size());
+  uint64_t stride = s.capacity * b.space.kv_width;
+  b.logical_elements = stride * s.positions.size();
+  b.pool_elements = b.blocks.pool_rows() * b.space.kv_width;
   b.activation_rows = uint32_t(s.positions.size()) + 2;  // two rows no entry names
   b.space.activation_rows = b.activation_rows;
   std::vector<uint32_t> row_of(b.activation_rows);
   std::iota(row_of.begin(), row_of.end(), 0u);
   std::shuffle(row_of.begin(), row_of.end(), rng);
   for (size_t i = 0; i < s.positions.size(); ++i) {
-    uint32_t base = uint32_t(stride * i);
-    b.entries.push_back({row_of[i], base, s.positions[i], 0});
-    b.rows.push_back({row_of[i], base, s.positions[i]});
+    b.entries.push_back({row_of[i], b.blocks.table_base[i], s.positions[i], 0});
+    b.rows.push_back({row_of[i], stride * i, s.positions[i]});
   }
-  check_row_table(b.entries, b.space);
+  check_row_table(b.entries, b.space, block_tokens);
   return b;
+}
+
+KvBlocks kv_blocks(check::Buffers& b, const Batch& batch) {
+  return {{&b.input("kv_table", batch.blocks.table)}, batch.blocks.pool_blocks, batch.blocks.block_tokens};
 }
 
 // A pool's values as the reference sees them and as the kernel's buffer holds them (f16: packed in pairs).
@@ -94,15 +103,44 @@ Pool make_pool(Rng& rng, uint64_t n, KvType kv) {
   return pool;
 }
 
-// Poisons the cache row each entry stores into: NaN for the reference's prior values and in the buffer.
+const uint32_t kNaNWord = std::bit_cast<uint32_t>(std::numeric_limits<float>::quiet_NaN());
+const uint32_t kNaNHalves = 0x7E007E00u;  // two f16 quiet NaNs
+
+// Poisons the cache row each entry stores into (in the logical pool): NaN for the reference's prior values and
+// in the words.
 void poison_rows(Pool& pool, const Batch& b) {
   uint32_t per_word = 4 / kv_bytes(b.space.kv);
-  for (const auto& e : b.entries) {
+  for (const auto& e : b.rows) {
     uint64_t first = e.cache_base + uint64_t(e.position) * b.space.kv_width;
     std::fill_n(pool.values.begin() + std::ptrdiff_t(first), b.space.kv_width, kNaN);
     std::fill_n(pool.words.begin() + std::ptrdiff_t(first / per_word), b.space.kv_width / per_word,
-                b.space.kv == KvType::F32 ? std::bit_cast<uint32_t>(std::numeric_limits<float>::quiet_NaN()) : 0x7E007E00u);
+                b.space.kv == KvType::F32 ? kNaNWord : kNaNHalves);
   }
+}
+
+// The kernels' pool: each sequence's logical rows through its block table, the rows outside the tables random
+// (which a store must leave alone) or NaN (which attention must never read).
+void scatter_sequences(const Pool& logical, const Batch& b, Pool& pool) {
+  size_t width = b.space.kv_width, per_word = 4 / kv_bytes(b.space.kv), rows = b.logical_elements / width / b.rows.size();
+  for (size_t seq = 0; seq < b.rows.size(); ++seq) {
+    size_t first = b.rows[seq].cache_base;
+    std::vector<double> values(logical.values.begin() + std::ptrdiff_t(first),
+                               logical.values.begin() + std::ptrdiff_t(first + rows * width));
+    std::vector<uint32_t> words(logical.words.begin() + std::ptrdiff_t(first / per_word),
+                                logical.words.begin() + std::ptrdiff_t((first + rows * width) / per_word));
+    b.blocks.scatter(seq, values, rows, width, pool.values);
+    b.blocks.scatter(seq, words, rows, width / per_word, pool.words);
+  }
+}
+
+Pool paged_pool(Rng& rng, const Pool& logical, const Batch& b, bool nan_others) {
+  Pool pool = make_pool(rng, b.pool_elements, b.space.kv);
+  if (nan_others) {
+    std::fill(pool.values.begin(), pool.values.end(), kNaN);
+    std::fill(pool.words.begin(), pool.words.end(), b.space.kv == KvType::F32 ? kNaNWord : kNaNHalves);
+  }
+  scatter_sequences(logical, b, pool);
+  return pool;
 }
 
 std::vector<float> read_pool(gpu::Device& device, const gpu::Buffer& buffer, uint64_t n, KvType kv) {
@@ -132,6 +170,7 @@ const std::vector<Shape>& shapes() {
       {8, 2, 40, 24, true, 0, KvType::F16, {3, 19, 30}, 31},
       {3, 1, 96, 64, false, 0, KvType::F32, {2, 270, 5}, 271},          // head_dim not dividing 1024
       {4, 1, 256, 128, false, 0, KvType::F32, {4, 1}, 6},               // the largest head
+      {4, 2, 16, 16, false, 40, KvType::F32, {280, 3, 300}, 301},       // a window's tile across a block edge
   };
   return all;
 }
@@ -144,25 +183,27 @@ TEST_P(RowKernels, RopeStoreRowsMatchesFloat64Reference) {
   uint64_t seed = std::random_device{}();
   SCOPED_TRACE(describe(s) + ", seed " + std::to_string(seed));
   Rng rng(seed);
-  Batch batch = make_batch(s, rng);
+  Batch batch = make_batch(s, rng, 3);  // the stores take blocks of any size: small ones, many edges
   size_t width = size_t(s.Hq + 2 * s.Hkv) * s.D, q_width = size_t(s.Hq) * s.D;
   auto qkv = check::random_floats(rng, batch.activation_rows * width);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
   std::vector<float> inv_freq;
   for (uint32_t i = 0; i < s.rotary_dim / 2; ++i) inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
-  Pool k = make_pool(rng, batch.space.pool_elements, s.kv), v = make_pool(rng, batch.space.pool_elements, s.kv);
+  Pool k = make_pool(rng, batch.logical_elements, s.kv), v = make_pool(rng, batch.logical_elements, s.kv);
   poison_rows(k, batch);
   poison_rows(v, batch);
+  Pool k_paged = paged_pool(rng, k, batch, false), v_paged = paged_pool(rng, v, batch, false);
   const float eps = 1e-6f;
 
   check::Buffers b{device};
   auto& q_out = b.poisoned("q_out", batch.activation_rows * q_width);
-  auto& k_pool = b.input("k_pool", k.words);
-  auto& v_pool = b.input("v_pool", v.words);
+  auto& k_pool = b.input("k_pool", k_paged.words);
+  auto& v_pool = b.input("v_pool", v_paged.words);
   QkvRopeParams p{uint32_t(batch.entries.size()), s.Hq, s.Hkv, s.D, s.rotary_dim, 0, s.qk_norm, float_bits(eps)};
   run(device, rope_store_rows(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)}, {&b.input("k_norm", k_norm)},
                               {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)}, {&q_out},
-                              {&k_pool}, {&v_pool}, {&b.input("table", batch.entries)}, p, batch.space));
+                              {&k_pool}, {&v_pool}, {&b.input("table", batch.entries)}, kv_blocks(b, batch), p,
+                              batch.space));
 
   auto ref = reference::rope_store_rows(check::widen(qkv), s.qk_norm ? check::widen(q_norm) : std::vector<double>{},
                                         s.qk_norm ? check::widen(k_norm) : std::vector<double>{}, check::widen(inv_freq),
@@ -172,8 +213,12 @@ TEST_P(RowKernels, RopeStoreRowsMatchesFloat64Reference) {
   EXPECT_LT(check::relative_error(gpu, ref.q), 1e-5);
   // An f16 store may round the other way where the f32 value lies on a rounding boundary: 2^-10 at most.
   double cache_bound = s.kv == KvType::F16 ? 1e-3 : 1e-5;
-  EXPECT_LT(check::relative_error(read_pool(device, k_pool, batch.space.pool_elements, s.kv), ref.k_cache), cache_bound);
-  EXPECT_LT(check::relative_error(read_pool(device, v_pool, batch.space.pool_elements, s.kv), ref.v_cache), cache_bound);
+  // The whole pools: the logical reference through the tables, and the rows outside them unchanged.
+  Pool k_expected = k_paged, v_expected = v_paged;
+  scatter_sequences({ref.k_cache, k.words}, batch, k_expected);
+  scatter_sequences({ref.v_cache, v.words}, batch, v_expected);
+  EXPECT_LT(check::relative_error(read_pool(device, k_pool, batch.pool_elements, s.kv), k_expected.values), cache_bound);
+  EXPECT_LT(check::relative_error(read_pool(device, v_pool, batch.pool_elements, s.kv), v_expected.values), cache_bound);
 }
 
 TEST_P(RowKernels, AttentionRowsMatchesFloat64Reference) {
@@ -182,51 +227,57 @@ TEST_P(RowKernels, AttentionRowsMatchesFloat64Reference) {
   uint64_t seed = std::random_device{}();
   SCOPED_TRACE(describe(s) + ", seed " + std::to_string(seed));
   Rng rng(seed);
-  Batch batch = make_batch(s, rng);
+  Batch batch = make_batch(s, rng, kKvBlockTokens);  // attention_rows' smallest blocks: its 256-key tiles
   size_t q_width = size_t(s.Hq) * s.D;
   auto Q = check::random_floats(rng, batch.activation_rows * q_width);
-  Pool k = make_pool(rng, batch.space.pool_elements, s.kv), v = make_pool(rng, batch.space.pool_elements, s.kv);
+  Pool k = make_pool(rng, batch.logical_elements, s.kv), v = make_pool(rng, batch.logical_elements, s.kv);
+  Pool k_paged = paged_pool(rng, k, batch, true), v_paged = paged_pool(rng, v, batch, true);
   float scale = 1.f / std::sqrt(float(s.D));
 
   check::Buffers b{device};
   auto& out = b.poisoned("out", batch.activation_rows * q_width);
   FlashAttentionParams p{uint32_t(batch.entries.size()), 0, s.Hq, s.Hkv, s.D, 0, s.window, float_bits(scale)};
-  run(device, attention_rows(device, {&b.input("Q", Q)}, {&b.input("k_pool", k.words)}, {&b.input("v_pool", v.words)},
-                             {&out}, {&b.input("table", batch.entries)}, p, batch.space));
+  run(device, attention_rows(device, {&b.input("Q", Q)}, {&b.input("k_pool", k_paged.words)},
+                             {&b.input("v_pool", v_paged.words)}, {&out}, {&b.input("table", batch.entries)},
+                             kv_blocks(b, batch), p, batch.space));
 
   auto ref = reference::attention_rows(check::widen(Q), k.values, v.values, batch.rows, s.Hq, s.Hkv, s.D, s.window, scale);
   auto gpu = entry_rows(b.read(out, batch.activation_rows * q_width), batch, q_width);
   EXPECT_LT(check::relative_error(gpu, ref), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, RowKernels, ::testing::Range<size_t>(0, 9));
+INSTANTIATE_TEST_SUITE_P(Shapes, RowKernels, ::testing::Range<size_t>(0, 10));
 
-TEST(RowKernels, CoverEveryShape) { EXPECT_EQ(shapes().size(), 9u); }
+TEST(RowKernels, CoverEveryShape) { EXPECT_EQ(shapes().size(), 10u); }
 
 TEST(RowTable, RefusesEntriesOutsideTheBuffers) {
-  RowSpace space{4, 2 * 64, 16, KvType::F32};
-  std::vector<RowEntry> fine = {{3, 64, 3, 0}};
-  EXPECT_NO_THROW(check_row_table(fine, space));
+  RowSpace space{4, 8, 16, KvType::F32};  // 8 table entries, blocks of 4 tokens below
+  std::vector<RowEntry> fine = {{3, 6, 7, 0}};  // entry 6 + 7 / 4 = 7: the last
+  EXPECT_NO_THROW(check_row_table(fine, space, 4));
   std::vector<RowEntry> row = {{0, 0, 0, 0}, {4, 0, 0, 0}};
-  EXPECT_THAT([&] { check_row_table(row, space); }, ThrowsMessage<Error>(HasSubstr("entry 1: activation row 4")));
-  std::vector<RowEntry> position = {{0, 64, 4, 0}};  // rows 0..4 of 16 from 64: past 128
-  EXPECT_THAT([&] { check_row_table(position, space); }, ThrowsMessage<Error>(HasSubstr("position 4")));
-  std::vector<RowEntry> base = {{0, 6, 0, 0}};
-  EXPECT_THAT([&] { check_row_table(base, space); }, ThrowsMessage<Error>(HasSubstr("cache_base 6")));
+  EXPECT_THAT([&] { check_row_table(row, space, 4); }, ThrowsMessage<Error>(HasSubstr("entry 1: activation row 4")));
+  std::vector<RowEntry> position = {{0, 6, 8, 0}};  // entry 6 + 8 / 4 = 8: past the table
+  EXPECT_THAT([&] { check_row_table(position, space, 4); }, ThrowsMessage<Error>(HasSubstr("position 8")));
 }
 
 TEST(RowKernels, RefuseShapesTheyCannotRun) {
   gpu::Device& device = test::device();
   check::Buffers b{device};
   auto& any = b.input("any", std::vector<float>(4096, 0.f));
-  RowSpace space{4, 1024, 2 * 6, KvType::F32};
+  RowSpace space{4, 4, 2 * 6, KvType::F32};
+  KvBlocks blocks{{&any}, 1, 256};
   FlashAttentionParams p{2, 0, 4, 2, 6, 0, 0, float_bits(1.f)};  // head_dim 6: not whole 16-byte words
-  EXPECT_THAT([&] { attention_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, p, space); },
+  EXPECT_THAT([&] { attention_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, blocks, p, space); },
               ThrowsMessage<Error>(HasSubstr("16-byte words")));
   QkvRopeParams odd{2, 3, 2, 8, 8, 0, 0, 0};  // 3 q heads over 2 kv heads
-  EXPECT_THAT([&] { rope_store_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, odd,
-                                    {4, 1024, 16, KvType::F32}); },
+  EXPECT_THAT([&] { rope_store_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, {&any}, blocks,
+                                    odd, {4, 4, 16, KvType::F32}); },
               ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));
+  // attention_rows reads the table once per 256-key tile: blocks must hold whole tiles.
+  FlashAttentionParams fine{2, 0, 4, 2, 8, 0, 0, float_bits(1.f)};
+  RowSpace eight{4, 4, 2 * 8, KvType::F32};
+  EXPECT_THAT([&] { attention_rows(device, {&any}, {&any}, {&any}, {&any}, {&any}, {{&any}, 1, 128}, fine, eight); },
+              ThrowsMessage<Error>(HasSubstr("not a positive multiple of its key tile of 256")));
   EXPECT_FALSE(attention_rows_fits(12, KvType::F16));
   EXPECT_TRUE(attention_rows_fits(16, KvType::F16));
 }

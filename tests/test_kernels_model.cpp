@@ -60,7 +60,8 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
 }
 
 // On lavapipe (one resident tile) linear_rows.wgsl always takes 32-column slices; with an H200's tuning the same
-// checks take its 8- and 16-column slices (the narrow products of linear_check's batched decode steps).
+// checks take its 8- and 16-column slices and 1 or 2 columns a thread (the narrow products of linear_check's
+// batched decode steps).
 TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
   gpu::Device h200;
   h200.set_tuning(kH200);
@@ -196,24 +197,25 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
 
 TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   // 8 columns per workgroup up to M = 4: the LM head N = 151936 needs 18992 workgroups.
-  EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}), (Grid{18992, 1, 1}));
-  EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));
-  EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}), (Grid{65535, 2, 1}));  // folded
+  EXPECT_EQ(linear_grid({1, 896, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{18992, 1, 1}));
+  EXPECT_EQ(linear_grid({4, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{112, 1, 1}));
+  EXPECT_EQ(linear_grid({1, 4, 600000, 600000, 0, 0, 0}, kH200.resident_tiles), (Grid{65535, 2, 1}));  // folded
   // Tiles from M = 5: 64x64 when K % 8 != 0 (linear.wgsl); for K % 8 == 0 (linear_tiled.wgsl) the largest of
   // 128x128, 128x64, 64x128 that gives 128 workgroups, else 64x64.
-  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
-  EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}), (Grid{14, 1, 1}));
-  EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));       // 64x64
-  EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}), (Grid{224, 1, 1}));      // 128x64
-  EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}), (Grid{128, 1, 1}));       // 64x128
-  EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}), (Grid{128, 1, 1}));    // 128x128
-  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}), (Grid{2374, 1, 1}));
-  EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}), (Grid{9496, 1, 1}));
+  EXPECT_EQ(linear_grid({5, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({kLinearRowsMax + 1, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{14, 1, 1}));
+  EXPECT_EQ(linear_grid({512, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{112, 1, 1}));       // 64x64
+  EXPECT_EQ(linear_grid({2048, 896, 896, 896, 0, 0, 0}, kH200.resident_tiles), (Grid{224, 1, 1}));      // 128x64
+  EXPECT_EQ(linear_grid({4033, 24, 131, 131, 0, 0, 0}, kH200.resident_tiles), (Grid{128, 1, 1}));       // 64x128
+  EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}, kH200.resident_tiles), (Grid{128, 1, 1}));    // 128x128
+  EXPECT_EQ(linear_grid({200, 896, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{2374, 1, 1}));
+  EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{9496, 1, 1}));
 }
 
 // linear_rows.wgsl takes M = 5 to kLinearRowsMax with K % 8 == 0 and element weights: 4 columns per thread up to
 // 8 rows, then 2, in slices of 32 columns where they make the resident tiles' 264 workgroups (two per H200 SM),
-// else of 16, else of 8.
+// else of 16, else of 8, and then fewer columns per thread (2, 1) where 8-column slices still make fewer than 132
+// (one per SM).
 TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   device().set_tuning(kH200);
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
@@ -224,17 +226,35 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
     EXPECT_FALSE(use_linear_rows({8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
   }
   EXPECT_FALSE(use_linear_rows({8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: the tiled kernel decodes them
-  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(device(), 8, 896).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(device(), 9, 896).columns, 2u);
-  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 2u);
-  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{28, 1, 1}));            // 8-column slices
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 9728).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 9728).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 9, 9728).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 9728).columns, 2u);
+  // Qwen2.5-0.5B's o and down: 28 workgroups of 4 columns a thread, 56 of 2, 112 of 1.
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 1u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 1u);
+  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));           // 8-column slices
   EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));       // Llama's o: 8
   EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 4096).columns, 2u);  // 128 workgroups of 4 columns, 256 of 2
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
   EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));     // gate_up: 32
   EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));      // 32
   EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));      // 16
   EXPECT_EQ(linear_rows_blocking(device(), 8, 20000).lanes, 16u);
+}
+
+// A product of 17 to 64 rows (a batched decode step) takes tiles no taller than its rows rounded up to 64: a
+// 128-row tile would be half padding. From 65 rows the 128-row tiles come back. (The tile shows in the partial
+// sums' scratch: two tile-sized slots per worker.)
+TEST(LinearGrid, FewRowsTakeNoTallerTileThanTheirRows) {
+  device().set_tuning(kH200);
+  LinearParams gate_up{64, 4096, 28672, 28672, 0, 0, 0};
+  EXPECT_EQ(linear_split_scratch_floats(device(), gate_up, 1), 2u * 64 * 128);
+  gate_up.M = 33;
+  EXPECT_EQ(linear_split_scratch_floats(device(), gate_up, 1), 2u * 64 * 128);
+  gate_up.M = 65;
+  EXPECT_EQ(linear_split_scratch_floats(device(), gate_up, 1), 2u * 128 * 128);
 }
 
 // --- shape errors -------------------------------------------------------------------------------------
@@ -242,6 +262,7 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
 struct ShapeErrors : ::testing::Test {
   gpu::Buffer buf = device().create_buffer("buf", 1 << 16);
   BufferBinding any{&buf};
+  KvBlocks blocks{any, 1};  // one block of 256 tokens: pools of up to 64 elements a row fit `buf`
 };
 
 TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
@@ -321,7 +342,7 @@ TEST_F(ShapeErrors, LinearNormFusionsNeedTheirOperands) {
 TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
   auto project = [&](LinearParams p, QkvHeads heads) {
-    linear_qkv_rope(device(), any, any, any, any, any, any, any, p, WeightType::F32, {}, heads);
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, blocks, p, WeightType::F32, {}, heads);
   };
   // 2 q heads and 1 kv head of 8 dims: N = 32.
   EXPECT_THAT([&] { project({1, 64, 30, 30, 0, 0, 0}, {2, 1, 8, 8, 4}); },
@@ -339,14 +360,14 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
   EXPECT_NO_THROW(project({1, 64, 32, 32, 0, 0, 0, 0, 0, 0, 3}, {2, 1, 8, 8, 4}));
   // A rotary pair's two rows are one group: a blocking of other than 2 columns is refused.
   EXPECT_THAT([&] {
-    linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, blocks, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
                     {2, 1, 8, 8, 4}, {4, 0});
   }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'linear_qkv_rope'"),
                                 HasSubstr("the rotary epilogue groups rows in 2 columns, 4 requested"))));
   // An f16 cache: groups of two pairs (4 columns), whole words of neighbouring dims: head_dim and rotary_dim
   // multiples of 4.
   EXPECT_THAT([&] {
-    linear_qkv_rope(device(), any, any, any, any, any, any, any, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
+    linear_qkv_rope(device(), any, any, any, any, any, any, any, blocks, {1, 64, 32, 32, 0, 0, 0}, WeightType::F32, {},
                     {2, 1, 8, 8, 4, KvType::F16}, {2, 0});
   }, ThrowsMessage<Error>(HasSubstr("the rotary epilogue groups rows in 4 columns, 2 requested")));
   EXPECT_THAT([&] { project({1, 64, 24, 24, 0, 0, 0}, {2, 1, 6, 6, 4, KvType::F16}); },
@@ -359,11 +380,11 @@ TEST_F(ShapeErrors, LinearQkvRopeChecksHeadsCacheAndInputs) {
 // An f16 cache holds dims in pairs: an odd head_dim is refused by every kernel that stores or reads it.
 TEST_F(ShapeErrors, F16CacheNeedsAnEvenHeadDim) {
   EXPECT_THAT([&] {
-    qkv_rope_store(device(), any, any, any, any, any, any, any, {1, 2, 1, 7, 0, 0, 0, 0}, 4, KvType::F16);
+    qkv_rope_store(device(), any, any, any, any, any, any, any, blocks, {1, 2, 1, 7, 0, 0, 0, 0}, 4, KvType::F16);
   }, ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'qkv_rope_store'"), HasSubstr("head_dim must be even, not 7"))));
-  EXPECT_THAT([&] { flash_attention(device(), any, any, any, any, {1, 1, 2, 1, 7, 0, 0, 0}, KvType::F16); },
+  EXPECT_THAT([&] { flash_attention(device(), any, any, any, any, blocks, {1, 1, 2, 1, 7, 0, 0, 0}, KvType::F16); },
               ThrowsMessage<Error>(AllOf(HasSubstr("kernel 'flash_attention'"), HasSubstr("head_dim must be even"))));
-  EXPECT_NO_THROW(flash_attention(device(), any, any, any, any, {1, 1, 2, 1, 8, 0, 0, 0}, KvType::F16));
+  EXPECT_NO_THROW(flash_attention(device(), any, any, any, any, blocks, {1, 1, 2, 1, 8, 0, 0, 0}, KvType::F16));
 }
 
 TEST_F(ShapeErrors, MatvecBlockingRejectsEmptyShapesAndBlockingsOutOfRange) {
@@ -419,7 +440,7 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   // taken (two 128 x 128 slots of partial sums per share) where whole tiles would be 112 of 64 x 64.
   EXPECT_EQ(workers(512, 4864, 896), 264u);
   EXPECT_EQ(linear_split_scratch_floats(device(), {512, 4864, 896, 896, 0, 0, 0}), 2u * 264 * 128 * 128);
-  EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}).x, 112u);  // linear(): whole tiles, 64 x 64
+  EXPECT_EQ(linear_grid({512, 4864, 896, 896, 0, 0, 0}, kH200.resident_tiles).x, 112u);  // linear(): whole tiles, 64 x 64
   EXPECT_EQ(linear_split_scratch_floats(device(), {512, 896, 896, 896, 0, 0, 0}), 2u * 264 * 64 * 64);  // K = 896: small
   // ... but not where the large tile would pad the rows (M = 50: 128 rows for 64) or make shorter shares than 64
   // slabs (Qwen's o at M = 2048: 112 tiles of 112 slabs), both measured slower.
@@ -526,9 +547,10 @@ TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
 // Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.
 TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
   if (!linear_can_fuse(device(), 1, 64, WeightType::F32)) GTEST_SKIP() << "the adapter lacks subgroups";
+  gpu::Buffer pool = device().create_buffer("pool", 1 << 17);  // a block of 256 keys of head_dim 128
   auto kernel_for = [&](uint32_t head_dim) {
     FlashAttentionParams p{1, 8, 2, 1, head_dim, 7, 0, 0x3e000000u};  // scale 0.125
-    return flash_attention(device(), any, any, any, any, p).kernel;
+    return flash_attention(device(), any, {&pool}, {&pool}, any, blocks, p).kernel;
   };
   EXPECT_EQ(kernel_for(64), "flash_attention_sg");
   EXPECT_EQ(kernel_for(128), "flash_attention_sg");
@@ -543,7 +565,7 @@ TEST_F(ShapeErrors, PromptChunksSplitTheirKeysDeepInALongCache) {
   FlashAttentionParams p{40, 100, 14, 2, 64, 60, 0, 0x3e000000u};
   auto kernels_for = [&](uint32_t capacity) {
     std::vector<std::string> names;
-    for (const Dispatch& d : flash_attention(device(), b, b, b, b, p, b, capacity)) names.push_back(d.kernel);
+    for (const Dispatch& d : flash_attention(device(), b, b, b, b, {b, 32}, p, b, capacity)) names.push_back(d.kernel);
     return names;
   };
   EXPECT_THAT(kernels_for(8192), ElementsAre("flash_attention_block", "flash_attention_combine"));
@@ -592,7 +614,7 @@ TEST_F(ShapeErrors, GatedActRejectsUnknownActivations) {
 
 TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
   auto store = [&](QkvRopeParams p, uint32_t capacity) {
-    qkv_rope_store(device(), any, any, any, any, any, any, any, p, capacity);
+    qkv_rope_store(device(), any, any, any, any, any, any, any, blocks, p, capacity);
   };
   EXPECT_THAT([&] { store({1, 2, 1, 320, 64, 0, 0, 0}, 8); },
               ThrowsMessage<Error>(HasSubstr("head_dim must be at most 256")));
@@ -606,13 +628,22 @@ TEST_F(ShapeErrors, QkvRopeStoreChecksHeadDimRotaryAndCapacity) {
 }
 
 TEST_F(ShapeErrors, FlashAttentionChecksKeysHeadsAndHeadDim) {
-  auto attend = [&](FlashAttentionParams p) { flash_attention(device(), any, any, any, any, p); };
+  auto attend = [&](FlashAttentionParams p) { flash_attention(device(), any, any, any, any, blocks, p); };
   EXPECT_THAT([&] { attend({2, 4, 4, 4, 16, 3, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("only S=4 keys")));
   EXPECT_THAT([&] { attend({1, 4, 6, 4, 16, 0, 0, 0}); },
               ThrowsMessage<Error>(HasSubstr("multiple of kv_heads")));
   EXPECT_THAT([&] { attend({1, 4, 4, 4, 512, 0, 0, 0}); },
               ThrowsMessage<Error>(HasSubstr("head_dim must be in 1..256")));
   EXPECT_NO_THROW(attend({1, 4, 4, 4, 16, 3, 2, 0}));
+}
+
+// A batched argmax needs rows that do not overlap and at least one of them.
+TEST_F(ShapeErrors, ArgmaxChecksRows) {
+  auto pick = [&](ArgmaxParams p) { argmax(device(), any, any, any, any, p); };
+  EXPECT_THAT([&] { pick({8, 0, 0, 0}); }, ThrowsMessage<Error>(HasSubstr("rows must be 1 to")));
+  EXPECT_THAT([&] { pick({8, 0, 3, 7}); }, ThrowsMessage<Error>(HasSubstr("rows of 8 logits overlap at a stride of 7")));
+  EXPECT_NO_THROW(pick({8, 0, 3, 8}));
+  EXPECT_NO_THROW(pick({8, 0, 1, 0}));  // one row: no stride
 }
 
 }  // namespace

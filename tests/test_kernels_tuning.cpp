@@ -105,5 +105,25 @@ TEST(TunedRules, FollowTheDevicesTuning) {
     EXPECT_EQ(linear_matvec_blocking(fresh, 4096, 4096, WeightType::F16).workgroups, 320u);
 }
 
+// The choices no GPU's figures are written into: the H200's tuning (1,056 resident workgroups, 264 resident
+// tiles) gives the constants they replace (128 tiles, hidden size 4,096), lavapipe's (1, 1) its own, and the
+// prompt products' tile follows the resident tiles it is given.
+TEST(TunedChoices, FollowTheResidentCounts) {
+  EXPECT_EQ(tiled_fill(264), 128u);  // an H200
+  EXPECT_EQ(tiled_fill(1), 1u);      // lavapipe
+  EXPECT_EQ(tiled_fill(80), 32u);
+  EXPECT_EQ(tiled_fill(512), 256u);
+  EXPECT_EQ(prepared_norm_min_hidden(1056), 4096u);  // an H200: llama3-8b prepares, qwen2.5-7b (3,584) does not
+  EXPECT_EQ(prepared_norm_min_hidden(1), 4u);        // lavapipe: every model
+  EXPECT_EQ(prepared_norm_min_hidden(320), 1024u);
+  // M = 512, N = 896: 28 tiles of 128 x 128, 56 of 128 x 64, 112 of 64 x 64.
+  LinearParams p{512, 896, 896, 896, 0, 0, 0};
+  EXPECT_EQ(linear_grid(p, 264).x, 112u);  // fill 128: 64 x 64
+  EXPECT_EQ(linear_grid(p, 64).x, 56u);    // fill 32: 128 x 64
+  EXPECT_EQ(linear_grid(p, 1).x, 28u);     // fill 1: 128 x 128
+  // Exactly the H200's fill (M = 512, N = 4096: 128 tiles of 128 x 128) keeps the large tile.
+  EXPECT_EQ(linear_grid({512, 4096, 4096, 4096, 0, 0, 0}, 264).x, 128u);
+}
+
 }  // namespace
 }  // namespace gerbil::kernels

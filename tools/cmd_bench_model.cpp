@@ -61,7 +61,9 @@ int bench_batch_command(BenchModelCommand c) {
   BatchBenchOptions options{.prompt_tokens = c.bench.prompt_tokens,
                             .generated_tokens = c.bench.generated_tokens,
                             .sequences = c.batch,
-                            .seed = c.bench.seed};
+                            .seed = c.bench.seed,
+                            .profile = c.profile};
+  c.model.precise_timestamps = c.profile;
   c.model.slots = *std::max_element(c.batch.begin(), c.batch.end());
   if (c.model.context == 0) c.model.context = options.prompt_tokens + options.generated_tokens;
   auto loaded = load_model(c.model, !c.json);
@@ -77,6 +79,8 @@ int bench_batch_command(BenchModelCommand c) {
                                  {"prefill_tokens_per_second", r.prefill_tokens_per_second},
                                  {"decode_seconds", r.decode_seconds},
                                  {"decode_tokens_per_second", r.decode_tokens_per_second}});
+  for (auto& r : results)
+    if (r.profile) report["profiles"].push_back(profile_json(*r.profile));
   if (c.json) {
     std::printf("%s\n", report.dump(2).c_str());
     return 0;
@@ -85,6 +89,8 @@ int bench_batch_command(BenchModelCommand c) {
   for (auto& r : results)
     std::printf("%-10u %12.2f %14.1f %12.2f %14.1f\n", r.sequences, r.prefill_seconds * 1000,
                 r.prefill_tokens_per_second, r.decode_seconds * 1000, r.decode_tokens_per_second);
+  for (auto& r : results)
+    if (r.profile) print_profile(*r.profile);
   return 0;
 }
 
@@ -169,7 +175,8 @@ GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, li
                  "(e.g. --batch 1,4,16,64; like llama-batched-bench)")
       ->delimiter(',');
   app.add_flag("--profile", c->profile,
-               "Also time every dispatch of a prefill and of a decode step on its own (GPU timestamps)");
+               "Also time every dispatch of a prefill and of a decode step on its own (GPU timestamps); with "
+               "--batch, of a decode step of each count");
   app.add_flag("--json", c->json, "Print JSON");
   return [c] { return bench_model_command(*c); };
 });

@@ -81,6 +81,10 @@ GERBIL_COMMAND("serve", "Serve a model over an OpenAI-compatible HTTP API", [](C
       ->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--parallel", c->server.scheduler.parallel, "Sequences decoded at once (KV-cache slots)")
       ->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--kv-tokens", c->model.kv_tokens,
+                 "Tokens the KV cache holds for all sequences together, in blocks of 256 (default: --parallel x --ctx, each "
+                 "sequence's rounded up to whole blocks): "
+                 "short conversations leave room to long ones");
   app.add_option("--max-queue", c->server.scheduler.max_queue,
                  "Requests waiting while every slot is busy (0: none wait); more are answered 429")->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--api-key", c->server.api_key, "Require `Authorization: Bearer KEY` (default: $GERBIL_API_KEY)")

@@ -20,6 +20,10 @@ GERBIL_COMMAND("tune", "Measure this adapter's tuning (resident workgroups) agai
     std::printf("adapter: %s\n", device.adapter().summary().c_str());
     std::printf("resident workgroups (256 invocations): %u\n", tuning.resident_workgroups);
     std::printf("resident linear_tiled workgroups: %u\n", tuning.resident_tiles);
+    std::printf("prompt products keep their large tiles at %u tiles and more\n",
+                kernels::tiled_fill(tuning.resident_tiles));
+    std::printf("decode steps prepare RMSNorm inputs from hidden size %u (--prepared-norms auto)\n",
+                kernels::prepared_norm_min_hidden(tuning.resident_workgroups));
     std::printf("measured in %.0f ms; kept in %s\n", tuning.probe_seconds * 1000,
                 file.empty() ? "(no cache folder: not kept)" : file.c_str());
     return 0;

@@ -94,6 +94,7 @@ LoadedModel load_model(const ModelOptions& options, bool report) {
   loaded.device = std::make_unique<gpu::Device>(device);
   graph::ModelOptions model = model_options(engine);
   model.slots = options.slots;
+  model.kv_tokens = options.kv_tokens;
   model.token_count = options.token_count;
   loaded.model = std::make_unique<graph::Model>(*loaded.device, *loaded.files, model);
   if (report) {

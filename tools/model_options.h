@@ -21,6 +21,7 @@ struct ModelOptions {
   std::string model_dir;
   uint32_t context = 0;  // 0: the library's default
   uint32_t slots = 1;    // KV-cache slots: sequences decoded at once (serve --parallel, bench batch)
+  uint32_t kv_tokens = 0;  // tokens of the KV-cache pool the slots share (serve --kv-tokens; 0: slots x context)
   uint32_t token_count = 0;  // ids the model may pick: the tokenizer's where one is served (0: every logit)
   uint32_t max_prefill_chunk = EngineOptions{}.max_prefill_chunk;
   std::string adapter;

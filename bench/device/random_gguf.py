@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A GGUF file of random quantized weights in a real model's shapes, for speed measurements only.
 
-    bench/device/random_gguf.py {llama3-8b|qwen2.5-0.5b|tiny} {Q4_0|Q4_K_M|Q8_0|Q6_K|Q4_K} OUT.gguf
+    bench/device/random_gguf.py {llama3-8b|qwen2.5-0.5b|tiny} {F16|Q4_0|Q4_K_M|Q8_0|Q6_K|Q4_K} OUT.gguf
 
 Every block is random bytes with its scales set to a small f16 (so activations stay finite), laid out as
-ggml-common.h defines the type; norms are ones, biases zeros. Q4_K_M follows llama-quantize's mix: Q6_K for the
+ggml-common.h defines the type (F16: random signs and mantissas under one exponent per matrix); norms are ones, biases zeros. Q4_K_M follows llama-quantize's mix: Q6_K for the
 output, and for attn_v / ffn_down in the first and last eighth of the layers and every third one between, Q4_K
 elsewhere; rows that are not whole 256-element super-blocks take llama-quantize's stand-ins (Q5_0, Q8_0). The
 tokenizer is "none" with the vocabulary's size, which llama.cpp fills with dummy tokens (so llama-bench runs the
@@ -22,7 +22,7 @@ SHAPES = {  # hidden, intermediate, layers, heads, kv heads, head_dim, vocab, ti
     "tiny": (256, 512, 2, 4, 2, 64, 512, False, True, "qwen2", 10000.0),
 }
 # type: (ggml id, elements per block, bytes per block, byte offsets of f16 scales inside a block)
-TYPES = {"Q4_0": (2, 32, 18, (0,)), "Q5_0": (6, 32, 22, (0,)), "Q8_0": (8, 32, 34, (0,)),
+TYPES = {"F16": (1, 1, 2, ()), "Q4_0": (2, 32, 18, (0,)), "Q5_0": (6, 32, 22, (0,)), "Q8_0": (8, 32, 34, (0,)),
          "Q4_K": (12, 256, 144, (0, 2)), "Q6_K": (14, 256, 210, (208,))}
 # llama-quantize's stand-ins for rows that are not whole 256-element super-blocks (Qwen2.5-0.5B's 896).
 K_FALLBACK = {"Q4_K": "Q5_0", "Q6_K": "Q8_0"}
@@ -39,6 +39,13 @@ def random_blocks(type_name, rows, cols):
     blocks = rows * cols // per_block
     size = blocks * block_bytes
     data = bytearray(b"".join(random.randbytes(min(CHUNK, size - at)) for at in range(0, size, CHUNK)))
+    if type_name == "F16":
+        # Keep each value's sign and two top mantissa bits from its high byte; the exponent makes it about
+        # 1 / (8 sqrt(cols)), like the quantized types' weights.
+        exponent = 15 + round(math.log2(1.0 / (8.0 * math.sqrt(cols))))
+        high = bytes((b & 0x83) | (exponent << 2) for b in range(256))
+        data[1::2] = data[1::2].translate(high)
+        return bytes(data)
     # Small scales: weights of about 1 / sqrt(cols) whatever the integer range of the type.
     scale = f16_bits(1.0 / (64.0 * math.sqrt(cols)))
     for at in scales:

@@ -15,5 +15,5 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DBUILD_SHARED_LIBS=OFF
-cmake --build "$build" --target llama-bench llama-quantize -j "${JOBS:-$(nproc)}"
-ls -l "$build/bin/llama-bench" "$build/bin/llama-quantize"
+cmake --build "$build" --target llama-bench llama-batched-bench llama-quantize -j "${JOBS:-$(nproc)}"
+ls -l "$build/bin/llama-bench" "$build/bin/llama-batched-bench" "$build/bin/llama-quantize"

@@ -40,9 +40,9 @@ std::vector<int32_t> argmax_rows(const std::vector<float>& logits, size_t rows) 
 }
 
 // One run for COUNT sequences: the prompts prefilled in steps of as many whole prompts as a step holds, then the
-// decode steps.
+// decode steps; with `profile`, one decode step profiled in between (untimed).
 BatchBenchResult run_once(graph::Model& model, const BatchBenchOptions& options, uint32_t count,
-                          const std::vector<std::vector<int32_t>>& prompts) {
+                          const std::vector<std::vector<int32_t>>& prompts, bool profile) {
   for (uint32_t slot = 0; slot < count; ++slot) model.reset(slot);
   BatchBenchResult result{count};
   uint32_t per_step = std::max<uint32_t>(1, model.max_chunk() / options.prompt_tokens);
@@ -55,6 +55,12 @@ BatchBenchResult run_once(graph::Model& model, const BatchBenchOptions& options,
     next.insert(next.end(), picked.begin(), picked.end());
   }
   result.prefill_seconds = seconds_since(start);
+  if (profile) {
+    model.profile_batch(count);  // warm-up: the timer's passes
+    result.profile = summarise_profile(fmt::format("decode step of {} sequences at depth {}", count,
+                                                   options.prompt_tokens),
+                                       model.profile_batch(count));
+  }
   start = Clock::now();
   for (uint32_t step = 0; step < options.generated_tokens; ++step) {
     std::vector<graph::Segment> segments;
@@ -84,8 +90,8 @@ std::vector<BatchBenchResult> bench_batch(graph::Model& model, const BatchBenchO
     for (auto& id : prompt) id = token(rng);
   std::vector<BatchBenchResult> results;
   for (uint32_t count : options.sequences) {
-    run_once(model, options, count, prompts);  // warm-up: pipelines compiled, graphs built
-    results.push_back(run_once(model, options, count, prompts));
+    run_once(model, options, count, prompts, false);  // warm-up: pipelines compiled, graphs built
+    results.push_back(run_once(model, options, count, prompts, options.profile));
   }
   for (uint32_t slot = 0; slot < most; ++slot) model.reset(slot);
   return results;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "checks/model_bench.h"
 #include "graph/model.h"
 
 namespace gerbil {
@@ -15,6 +17,9 @@ struct BatchBenchOptions {
   uint32_t generated_tokens = 128;
   std::vector<uint32_t> sequences = {1, 4, 16, 64};
   uint64_t seed = 1;
+  // Also time every dispatch of one decode step of each count on its own (at the prompts' end; the model's
+  // device needs gpu::request_precise_timestamps() for GPU times).
+  bool profile = false;
 };
 
 struct BatchBenchResult {
@@ -22,6 +27,7 @@ struct BatchBenchResult {
   double prefill_seconds = 0, decode_seconds = 0;
   double prefill_tokens_per_second = 0;  // all sequences' prompt tokens / prefill_seconds
   double decode_tokens_per_second = 0;   // sequences * generated_tokens / decode_seconds
+  std::optional<StepProfile> profile;    // BatchBenchOptions::profile
 };
 
 // Runs the benchmark on `model`, whose slots must number at least the largest count and hold prompt_tokens +

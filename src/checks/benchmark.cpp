@@ -193,9 +193,17 @@ class Workspace {
   const gpu::Buffer& indices(std::string label, uint64_t n, uint32_t bound) {
     return fill(std::move(label), fmt::format("index {}", bound), n, [&] { return next() % bound; });
   }
-  const gpu::Buffer& values(std::string label, const std::vector<float>& values) {
-    buffers_.push_back(device_.upload(std::move(label), std::span<const float>(values)));
+  template <typename T>
+  const gpu::Buffer& values(std::string label, const std::vector<T>& values) {
+    buffers_.push_back(device_.upload(std::move(label), std::span<const T>(values)));
     return buffers_.back();
+  }
+  // The block table of a sequence of `tokens` tokens in a pool of just its blocks, in order (as the first sequence
+  // of a model takes them), and the pool's rows.
+  kernels::KvBlocks contiguous_blocks(uint64_t tokens) {
+    std::vector<uint32_t> table(ceil_div(tokens, kernels::kKvBlockTokens));
+    for (uint32_t i = 0; i < table.size(); ++i) table[i] = i;
+    return {{&values("kv_table", table)}, uint32_t(table.size())};
   }
   // A copy of `source` made on the GPU (many copies of large weights, without generating them on the host).
   // Keyed by the source buffer itself: f16 and bf16 weights of one shape share label and size.
@@ -461,7 +469,9 @@ AttentionInputs attention_inputs(Workspace& w, const Shape& s, Case& c) {
   uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, kv = uint64_t(s.S) * kKvHeads * kHeadDim;
   c.flops = 2.0 * s.T * s.S * kHeadDim * kHeads;  // the reference's formula (counts Q K^T only)
   c.bytes = 4.0 * (2 * q + 2 * kv);
-  return {&w.floats("Q", q), &w.floats("K", kv), &w.floats("V", kv), &w.output("out", q)};
+  // flash_attention's K and V are pools of whole blocks (the seed kernel reads their first S rows).
+  uint64_t pool = ceil_div(s.S, kKvBlockTokens) * kKvBlockTokens * kKvHeads * kHeadDim;
+  return {&w.floats("Q", q), &w.floats("K", pool), &w.floats("V", pool), &w.output("out", q)};
 }
 
 Case seed_attention(Workspace& w, const Shape& s) {
@@ -478,11 +488,13 @@ Case flash_case(Workspace& w, const Shape& s) {
   FlashAttentionParams p{s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T, 0, float_bits(1 / std::sqrt(float(kHeadDim)))};
   // As a model step over a full cache of S keys runs it: split-KV where the graph would take it.
   const gpu::Buffer& scratch = w.output("partials", flash_attention_scratch_bytes(p, s.S) / 4);
-  auto dispatches = flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), p,
+  KvBlocks blocks = w.contiguous_blocks(s.S);
+  auto dispatches = flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p,
                                     whole(scratch), s.S);
   if (dispatches.size() > 1 && !flash_attention_split_serves(p, s.S)) {
     dispatches.clear();
-    dispatches.push_back(flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), p));
+    dispatches.push_back(
+        flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p));
   }
   c.dispatches = std::move(dispatches);
   return c;
@@ -577,12 +589,13 @@ Case qkv_case(Workspace& w, const Shape& s) {
   const gpu::Buffer& qkv = w.floats("qkv", q + 2 * kv);
   const gpu::Buffer& freq = w.values("inv_freq", inv_freq);
   const gpu::Buffer& q_out = w.output("q_out", q);
-  const gpu::Buffer& k_cache = w.output("k_cache", kv);
-  const gpu::Buffer& v_cache = w.output("v_cache", kv);
+  uint64_t pool = ceil_div(s.T, kKvBlockTokens) * kKvBlockTokens * kKvHeads * kHeadDim;
+  const gpu::Buffer& k_cache = w.output("k_cache", pool);
+  const gpu::Buffer& v_cache = w.output("v_cache", pool);
   // inv_freq stands in for the unused q / k norm weights (Qwen2.5 has none).
   QkvRopeParams p{s.T, kHeads, kKvHeads, kHeadDim, kHeadDim, 0, 0, float_bits(1e-6f)};
   c.dispatches.push_back(qkv_rope_store(w.device(), whole(qkv), whole(freq), whole(freq), whole(freq), whole(q_out),
-                                        whole(k_cache), whole(v_cache), p, s.T));
+                                        whole(k_cache), whole(v_cache), w.contiguous_blocks(s.T), p, s.T));
   return c;
 }
 
@@ -684,12 +697,14 @@ std::vector<Shape> decode_projection_shapes() {
 }
 
 // Batched decode steps: Llama's projections at 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
-// once), and at kLinearRowsMax + 1 and 32 rows, the tiled prompt kernel's, whose 64-row tiles cost about what they
-// cost at fewer rows: the tiled path's time for such a step (the crossover, 16 to 32 rows on an H200).
+// once), and at kLinearRowsMax + 1, 32 and 64 rows, the tiled prompt kernel's, in 64-row tiles: the tiled path's
+// time for such a step (the crossover, 16 to 32 rows on an H200); Qwen's, whose narrow products leave SMs idle.
 std::vector<Shape> batch_projection_shapes() {
   std::vector<Shape> shapes;
-  for (uint32_t T : {8u, kLinearRowsMax, kLinearRowsMax + 1, 32u})
+  for (uint32_t T : {8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 64u})
     for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, T, false));
+  for (uint32_t T : {8u, kLinearRowsMax, 64u})  // Qwen's narrow products (N = 896) at M = 8 and 16
+    for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, T, false));
   return shapes;
 }
 

@@ -192,7 +192,9 @@ std::pair<std::string, std::string> role_and_kernel(const std::string& label) {
   return {role, kernel};
 }
 
-StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings) {
+}  // namespace
+
+StepProfile summarise_profile(std::string step, const std::vector<gpu::Timing>& timings) {
   StepProfile profile{std::move(step), 0, uint32_t(timings.size()), {}};
   for (const auto& timing : timings) {
     auto [role, kernel] = role_and_kernel(timing.label);
@@ -208,8 +210,6 @@ StepProfile summarise(std::string step, const std::vector<gpu::Timing>& timings)
   return profile;
 }
 
-}  // namespace
-
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
   named_sampling(model, options);  // refused the same way as by bench_model, though the profile has no sampled row
@@ -217,7 +217,7 @@ std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOpti
   std::vector<int32_t> filler(options.prompt_tokens, 0);
   model.reset();
   model.profile(options.prompt_tokens);  // warm-up: pipelines compiled
-  profiles.push_back(summarise(fmt::format("prefill of {} tokens", options.prompt_tokens),
+  profiles.push_back(summarise_profile(fmt::format("prefill of {} tokens", options.prompt_tokens),
                                model.profile(options.prompt_tokens)));
   for (uint32_t depth : options.depths) {
     model.reset();
@@ -227,7 +227,7 @@ std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOpti
       done += n;
     }
     model.profile(1);
-    profiles.push_back(summarise(fmt::format("decode at depth {}", depth), model.profile(1)));
+    profiles.push_back(summarise_profile(fmt::format("decode at depth {}", depth), model.profile(1)));
   }
   model.reset();
   return profiles;

@@ -58,6 +58,9 @@ struct StepProfile {
   std::vector<ProfileRow> rows;
 };
 
+// The timings of one profiled step (graph::Model::profile) grouped into a StepProfile named `step`.
+StepProfile summarise_profile(std::string step, const std::vector<gpu::Timing>& timings);
+
 // Profiles a decode step at each depth and a prefill of `prompt_tokens` tokens (the cache is reset). Throws as
 // bench_model() does.
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options);

@@ -519,49 +519,86 @@ KernelCheck linear_fused_check() {
       });
 }
 
+// A sequence's cache (`rows` rows of `row` elements of type kv) in a pool of blocks through a scrambled block
+// table (check::scrambled_blocks), the pool's other rows filled with `others` (random values the kernel must leave
+// alone, or NaN that a kernel reading past its table would bring into its output).
+struct PagedCache {
+  Weights pool;
+  const gpu::Buffer* buffer;
+};
+
+PagedCache paged_cache(Buffers& b, Rng& rng, const ScrambledBlocks& blocks, const Weights& logical, size_t rows,
+                       size_t row, KvType kv, bool nan_others, const char* name) {
+  size_t per_word = kv == KV16 ? 2 : 1;
+  PagedCache paged{random_cache(rng, blocks.pool_rows() * row, kv), nullptr};
+  if (nan_others) poison_cache(paged.pool, 0, blocks.pool_rows() * row, kv);
+  blocks.scatter(0, logical.values, rows, row, paged.pool.values);
+  blocks.scatter(0, logical.words, rows, row / per_word, paged.pool.words);
+  paged.buffer = &b.input(name, paged.pool.words);
+  return paged;
+}
+
 // What both q / k / v store kernels (qkv_rope_store, linear_qkv_rope) take and write: inverse frequencies of
-// the rotary dims, caches whose earlier rows must survive (the rows written now start as NaN), and a poisoned
-// q output. check() compares q and both caches with the reference at once.
+// the rotary dims, caches in pools of blocks through a scrambled block table whose earlier rows must survive (the
+// rows written now start as NaN, the pool's rows outside the table hold values that must stay), and a poisoned
+// q output. check() compares q and both whole pools with the reference at once.
 struct QkvStoreIo {
   uint32_t capacity;
   size_t row;  // elements per cache row
   KvType kv;
+  ScrambledBlocks blocks;
   std::vector<float> inv_freq;
-  std::vector<double> k_prior, v_prior;  // the caches' values before the kernel runs
-  const gpu::Buffer *q_out, *k_cache, *v_cache, *inv_freq_buffer;
+  std::vector<double> k_prior, v_prior;  // the caches' logical values before the kernel runs
+  std::vector<double> k_pool, v_pool;    // the pools' values before the kernel runs
+  const gpu::Buffer *q_out, *k_cache, *v_cache, *inv_freq_buffer, *table;
 
-  // Against the reference's q and caches; an f16 cache within kF16CacheBound (at least `bound`).
+  KvBlocks kv_blocks() const { return {{table}, blocks.pool_blocks, blocks.block_tokens}; }
+
+  // Against the reference's q and caches (scattered into the pools); an f16 cache within kF16CacheBound (at least
+  // `bound`).
   CaseResult check(Buffers& b, reference::QkvRopeOutput ref, const std::string& kernel, std::string shape,
                    double bound) const {
+    size_t pool_elements = blocks.pool_rows() * row;
     auto gpu = b.read(*q_out, ref.q.size());
     for (auto* cache : {k_cache, v_cache}) {
-      auto values = read_cache(b.device, *cache, capacity * row, kv);
+      auto values = read_cache(b.device, *cache, pool_elements, kv);
       gpu.insert(gpu.end(), values.begin(), values.end());
     }
     if (kv == KV16) bound = std::max(bound, kF16CacheBound);
-    ref.q.insert(ref.q.end(), ref.k_cache.begin(), ref.k_cache.end());
-    ref.q.insert(ref.q.end(), ref.v_cache.begin(), ref.v_cache.end());
-    return result(kernel, std::move(shape), gpu, ref.q, bound);
+    std::vector<double> expected_k = k_pool, expected_v = v_pool;
+    blocks.scatter(0, ref.k_cache, capacity, row, expected_k);
+    blocks.scatter(0, ref.v_cache, capacity, row, expected_v);
+    ref.q.insert(ref.q.end(), expected_k.begin(), expected_k.end());
+    ref.q.insert(ref.q.end(), expected_v.begin(), expected_v.end());
+    return result(kernel, std::move(shape) + fmt::format(" blocks={}x{}", blocks.pool_blocks, blocks.block_tokens),
+                  gpu, ref.q, bound);
   }
 };
 
-// `tokens` rows stored from cache row `position`, in a cache of position + tokens + `spare` rows of type kv.
+// `tokens` rows stored from cache row `position`, in a cache of position + tokens + `spare` rows of type kv, in
+// blocks of `block_tokens`.
 QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint32_t Hkv, uint32_t D,
-                        uint32_t rotary_dim, uint32_t position, uint32_t spare, KvType kv) {
+                        uint32_t rotary_dim, uint32_t position, uint32_t spare, KvType kv, uint32_t block_tokens) {
   QkvStoreIo io;
   io.capacity = position + tokens + spare;
   io.row = size_t(Hkv) * D;
   io.kv = kv;
+  io.blocks = scrambled_blocks(rng, {io.capacity}, block_tokens);
   for (uint32_t i = 0; i < rotary_dim / 2; ++i)
     io.inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
   Weights k_prior = random_cache(rng, io.capacity * io.row, kv), v_prior = random_cache(rng, io.capacity * io.row, kv);
   poison_cache(k_prior, position * io.row, tokens * io.row, kv);
   poison_cache(v_prior, position * io.row, tokens * io.row, kv);
+  PagedCache k_pool = paged_cache(b, rng, io.blocks, k_prior, io.capacity, io.row, kv, false, "k_cache");
+  PagedCache v_pool = paged_cache(b, rng, io.blocks, v_prior, io.capacity, io.row, kv, false, "v_cache");
   io.k_prior = std::move(k_prior.values);
   io.v_prior = std::move(v_prior.values);
+  io.k_pool = std::move(k_pool.pool.values);
+  io.v_pool = std::move(v_pool.pool.values);
   io.q_out = &b.poisoned("q_out", size_t(tokens) * Hq * D);
-  io.k_cache = &b.input("k_cache", k_prior.words);
-  io.v_cache = &b.input("v_cache", v_prior.words);
+  io.k_cache = k_pool.buffer;
+  io.v_cache = v_pool.buffer;
+  io.table = &b.input("kv_table", io.blocks.table);
   io.inv_freq_buffer = &b.input("inv_freq", io.inv_freq.empty() ? std::vector<float>{0.f} : io.inv_freq);
   return io;
 }
@@ -616,7 +653,8 @@ KernelCheck linear_qkv_rope_check() {
         auto x = random_floats(rng, size_t(s.M) * s.K);
         auto bias = random_floats(rng, N);
         auto norm_weight = random_floats(rng, s.K, 0.5f, 1.5f);
-        auto io = qkv_store_io(b, rng, s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, 2, s.kv);
+        // Blocks of 4 tokens: the M rows cross a block edge at most positions.
+        auto io = qkv_store_io(b, rng, s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, 2, s.kv, 4);
         const float eps = 1e-6f;
         LinearParams p{s.M, s.K, N, N, 0, s.bias, 0, 0, s.norm, float_bits(eps), s.position};
         std::vector<float> x_in = x;  // a prepared x holds x * weight in f32, as the product before writes it
@@ -626,7 +664,8 @@ KernelCheck linear_qkv_rope_check() {
           norm = {{}, {&b.input("raw x", x)}, {}};
         }
         run(device, linear_qkv_rope(device, {&b.input("x", x_in)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
-                                    {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, p, s.type, norm,
+                                    {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, io.kv_blocks(), p,
+                                    s.type, norm,
                                     {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity, s.kv}, s.blocking));
         std::vector<double> input = widen(x);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
@@ -751,12 +790,12 @@ KernelCheck qkv_rope_store_check(bool quick) {
         auto qkv = random_floats(rng, size_t(s.T) * (s.Hq + 2 * s.Hkv) * s.D);
         auto q_norm = random_floats(rng, s.D, 0.5f, 1.5f), k_norm = random_floats(rng, s.D, 0.5f, 1.5f);
         Buffers b{device};
-        auto io = qkv_store_io(b, rng, s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, 3, s.kv);
+        auto io = qkv_store_io(b, rng, s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, 3, s.kv, 2 + s.T % 5);
         const float eps = 1e-6f;
         QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.qk_norm, float_bits(eps)};
         run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)},
                                    {&b.input("k_norm", k_norm)}, {io.inv_freq_buffer}, {io.q_out}, {io.k_cache},
-                                   {io.v_cache}, p, io.capacity, s.kv));
+                                   {io.v_cache}, io.kv_blocks(), p, io.capacity, s.kv));
         std::vector<double> no_norm;
         auto ref = reference::qkv_rope_store(widen(qkv), s.qk_norm ? widen(q_norm) : no_norm,
                                              s.qk_norm ? widen(k_norm) : no_norm, widen(io.inv_freq),
@@ -793,6 +832,8 @@ KernelCheck flash_attention_check(bool quick) {
       {4, 70, 2, 2, 80, 66, 1},
       {6, 20, 2, 1, 16, 10, 0},
       {3, 40, 3, 3, 18, 37, 0},
+      // the portable kernel's 256-key tiles from a window's first key: a tile across a block edge
+      {3, 600, 2, 1, 18, 597, 100},
       // query blocks (T >= kFlashBlockMinQueries): partial last blocks, offsets, windows inside a block
       {33, 33, 8, 8, 64, 0, 0},
       {65, 100, 2, 2, 40, 35, 70},
@@ -863,7 +904,8 @@ KernelCheck flash_attention_check(bool quick) {
       "f32 dot products, exp and a weighted sum per query, rescaled per tile (and per chunk when split): a few "
       "ulp times sqrt(keys)",
       shapes, describe_flash, [](gpu::Device& device, Rng& rng, const FlashShape& s) {
-        // K and V hold max(S, capacity) rows, as a cache does; rows from S on must not matter.
+        // K and V hold max(S, capacity) rows, as a cache does; rows from S on must not matter. They lie in pools
+        // of the smallest blocks the kernel takes, through a scrambled table; the pools' other rows are NaN.
         size_t rows = std::max(s.S, s.capacity), row = size_t(s.Hkv) * s.D;
         auto Q = random_floats(rng, size_t(s.T) * s.Hq * s.D, -2.f, 2.f);
         Weights K = random_cache(rng, rows * row, s.kv), V = random_cache(rng, rows * row, s.kv);
@@ -871,60 +913,79 @@ KernelCheck flash_attention_check(bool quick) {
         FlashAttentionParams p{s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)};
         Buffers b{device};
         auto& out = b.poisoned("out", Q.size());
-        BufferBinding q{&b.input("Q", Q)}, k{&b.input("K", K.words)}, v{&b.input("V", V.words)};
+        ScrambledBlocks blocks = scrambled_blocks(rng, {rows}, flash_attention_key_tile(device, p, s.kv));
+        PagedCache k_pool = paged_cache(b, rng, blocks, K, rows, row, s.kv, true, "K");
+        PagedCache v_pool = paged_cache(b, rng, blocks, V, rows, row, s.kv, true, "V");
+        KvBlocks kv_blocks{{&b.input("kv_table", blocks.table)}, blocks.pool_blocks, blocks.block_tokens};
+        BufferBinding q{&b.input("Q", Q)}, k{k_pool.buffer}, v{v_pool.buffer};
         if (s.capacity) {
           auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(p, s.capacity) / 4);
-          for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, p, {&scratch}, s.capacity, s.kv))
+          for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, kv_blocks, p, {&scratch}, s.capacity, s.kv))
             run(device, d);
         } else {
-          run(device, flash_attention(device, q, k, v, {&out}, p, s.kv));
+          run(device, flash_attention(device, q, k, v, {&out}, kv_blocks, p, s.kv));
         }
         std::vector<double> Kd(K.values.begin(), K.values.begin() + s.S * row);
         std::vector<double> Vd(V.values.begin(), V.values.begin() + s.S * row);
         auto ref = reference::flash_attention(widen(Q), Kd, Vd, s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window,
                                               scale);
-        return result("flash_attention", describe_flash(s), b.read(out, ref.size()), ref, bound);
+        return result("flash_attention",
+                      describe_flash(s) + fmt::format(" blocks={}x{}", blocks.pool_blocks, blocks.block_tokens),
+                      b.read(out, ref.size()), ref, bound);
       });
 }
 
 }  // namespace
 
-// Argmax: exact (an index), so the "error" is 0 when the GPU picks the reference's index and 1 otherwise.
-// Shapes include ties (many equal maxima), NaN logits and a vocabulary-sized row.
+// Argmax: exact (an index), so the "error" is 0 when the GPU picks the reference's index of every row and 1
+// otherwise. Shapes include ties (many equal maxima), NaN logits, a vocabulary-sized row, and several rows (a
+// batched step's sequences) whose stride leaves a gap of larger values between them, which no row may pick.
 KernelCheck argmax_check(bool quick) {
   struct Shape {
     uint32_t count;
     bool ties, nans;
     bool all_nan = false;  // then no token: kNoToken
+    uint32_t rows = 1;
   };
   // Counts below, at and above one element per chunk; ties across chunk boundaries (count / 4 apart); every
-  // logit NaN.
-  std::vector<Shape> shapes = {{1, false, false},  {5, true, false},    {256, true, false},
-                               {1000, true, true}, {4097, false, true}, {70001, true, true},
-                               {3000, false, true, true}};
-  if (!quick) shapes.push_back({151936, true, false});
+  // logit NaN; 3 to 7 rows.
+  std::vector<Shape> shapes = {{1, false, false},         {5, true, false},         {256, true, false},
+                               {1000, true, true},        {4097, false, true},      {70001, true, true},
+                               {3000, false, true, true}, {1, false, false, false, 3}, {1000, true, true, false, 7},
+                               {4097, false, false, false, 5}, {300, false, true, true, 3}};
+  if (!quick) shapes.push_back({151936, true, false, false, 3});
   return make_check<Shape>(
       "argmax", 0.5, "an index: exactly the reference's or wrong", shapes,
       [](const Shape& s) {
-        return fmt::format("count={}{}{}", s.count, s.ties ? " ties" : "", s.all_nan ? " all NaN" : s.nans ? " NaN" : "");
+        return fmt::format("count={}{}{}{}", s.count, s.rows > 1 ? fmt::format(" rows={}", s.rows) : "",
+                           s.ties ? " ties" : "", s.all_nan ? " all NaN" : s.nans ? " NaN" : "");
       },
       [](gpu::Device& device, Rng& rng, const Shape& s) {
-        auto logits = random_floats(rng, s.count, -10.f, 10.f);
-        if (s.ties)  // several copies of the maximum: the lowest index must win
-          for (uint32_t i = s.count / 3; i < s.count; i += std::max(1u, s.count / 4)) logits[i] = 11.f;
-        if (s.nans)
-          for (uint32_t i = 0; i < s.count; i += s.all_nan ? 1 : 7) logits[i] = std::numeric_limits<float>::quiet_NaN();
+        constexpr uint32_t kGap = 3, kSlot = 2;
+        uint32_t stride = s.rows > 1 ? s.count + kGap : 0;
+        std::vector<float> logits(size_t(s.rows - 1) * stride + s.count, 100.f);  // the gaps: larger than any logit
+        std::vector<uint32_t> want;
+        for (uint32_t r = 0; r < s.rows; ++r) {
+          auto row = random_floats(rng, s.count, -10.f, 10.f);
+          if (s.ties)  // several copies of the maximum: the lowest index must win (another one in each row)
+            for (uint32_t i = (s.count / 3 + r) % s.count; i < s.count; i += std::max(1u, s.count / 4)) row[i] = 11.f;
+          if (s.nans)
+            for (uint32_t i = 0; i < s.count; i += s.all_nan ? 1 : 7) row[i] = std::numeric_limits<float>::quiet_NaN();
+          std::copy(row.begin(), row.end(), logits.begin() + std::ptrdiff_t(r * stride));
+          want.push_back(s.all_nan ? kNoToken : uint32_t(reference::argmax(widen(row))));
+        }
         Buffers b{device};
-        auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
-        auto& history = b.input("history", std::vector<uint32_t>(4, 0xDEADu));
-        auto& partials = b.poisoned("partials", 2 * kArgmaxPartials);
-        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {&partials}, {s.count, 2}));
-        auto want = s.all_nan ? kNoToken : reference::argmax(widen(logits));
+        auto& next = b.input("next_ids", std::vector<uint32_t>(s.rows + 1, 0xDEADu));
+        auto& history = b.input("history", std::vector<uint32_t>(kSlot + s.rows + 1, 0xDEADu));
+        auto& partials = b.poisoned("partials", 2 * kArgmaxPartials * s.rows);
+        run(device, argmax(device, {&b.input("logits", logits)}, {&next}, {&history}, {&partials},
+                           {s.count, kSlot, s.rows, stride}));
         auto got_next = device.read_as<uint32_t>(next);
         auto got_history = device.read_as<uint32_t>(history);
-        bool ok = got_next[0] == want && got_history[2] == want && got_history[1] == 0xDEADu;
-        CaseResult r{"argmax", fmt::format("count={}", s.count), ok ? 0.0 : 1.0, 0.5};
-        return r;
+        bool ok = got_next[s.rows] == 0xDEADu && got_history[kSlot - 1] == 0xDEADu &&
+                  got_history[kSlot + s.rows] == 0xDEADu;
+        for (uint32_t r = 0; r < s.rows; ++r) ok = ok && got_next[r] == want[r] && got_history[kSlot + r] == want[r];
+        return CaseResult{"argmax", fmt::format("count={} rows={}", s.count, s.rows), ok ? 0.0 : 1.0, 0.5};
       });
 }
 

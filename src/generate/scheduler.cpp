@@ -73,6 +73,10 @@ struct Scheduler::Sequence {
   const std::vector<int32_t>& prompt() const { return request.prompt; }
   const GenerateOptions& options() const { return request.options; }
   bool prefilling() const { return !next; }
+  // Whether the cache must take tokens before the next draw or decode step: the prompt's, or after a preemption
+  // (Scheduler::unblock) those the sequence had.
+  bool feeding() const { return !next || fed < refeed; }
+  std::span<const int32_t> input() const { return next ? std::span(history).first(refeed) : std::span(prompt()); }
 
   uint64_t id;
   SequenceRequest request;
@@ -83,7 +87,8 @@ struct Scheduler::Sequence {
   StopStringFilter filter;
   std::vector<int32_t> stop_ids;
   std::vector<int32_t> history;  // the prompt and every drawn id
-  size_t fed = 0;                // prompt tokens in the slot's cache
+  size_t fed = 0;                // input() tokens in the slot's cache
+  size_t refeed = 0;             // tokens of `history` to feed again after a preemption
   std::optional<int32_t> next;   // the last drawn id, fed by the next step
   Generation result;
   SequenceEvent pending;  // what the next event delivers
@@ -106,6 +111,7 @@ Scheduler::Scheduler(graph::Model& model, const Tokenizer* tokenizer, const Sche
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->index = i;
   }
+  record_blocks();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -118,6 +124,10 @@ uint64_t Scheduler::submit(SequenceRequest request, SequenceCallback on_event) {
   if (request.prompt.size() >= model_.context())
     fail("the prompt has {} tokens but the context holds {} (prompt and answer; --ctx)", request.prompt.size(),
          model_.context());
+  uint64_t pool_tokens = uint64_t(model_.kv_blocks().total) * model_.kv_block_tokens();
+  if (request.prompt.size() >= pool_tokens)
+    fail("the prompt has {} tokens but the KV-cache pool holds {} (prompt and answer; --kv-tokens)",
+         request.prompt.size(), pool_tokens);
   for (size_t i = 0; i < request.prompt.size(); ++i)
     check_token_id(model_.config(), request.prompt[i], fmt::format("prompt token {}", i));
   if (!tokenizer_ && !request.options.stop_strings.empty()) fail("stop strings need a tokenizer");
@@ -249,32 +259,52 @@ void Scheduler::step() {
   }
   std::vector<Slot*> decoding, prefilling;
   for (auto& slot : slots_)
-    if (slot->sequence) (slot->sequence->prefilling() ? prefilling : decoding).push_back(slot.get());
-  if (decoding.empty() && prefilling.empty()) return;
-  if (decoding.size() == 1 && prefilling.empty() && !newcomer_can_join() && decode_solo_on_gpu(*decoding.front())) return;
+    if (slot->sequence) (slot->sequence->feeding() ? prefilling : decoding).push_back(slot.get());
+  if (decoding.empty() && prefilling.empty()) return record_blocks();
+  if (decoding.size() == 1 && prefilling.empty() && !newcomer_can_join() && decode_solo_on_gpu(*decoding.front()))
+    return record_blocks();
 
+  // Blocks for the next token of every decoding sequence, oldest first: idle slots' caches are given up for them;
+  // one that still gets none waits.
+  std::sort(decoding.begin(), decoding.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
+  uint64_t wanted = 0;
+  for (Slot* slot : decoding) wanted += model_.kv_blocks_needed(slot->index, model_.position(slot->index) + 1);
+  reclaim_blocks(wanted);
+  uint64_t available = model_.kv_blocks().free;
   std::vector<graph::Segment> segments;
-  std::vector<Slot*> owners;
+  std::vector<Slot*> owners, stepping;
   uint32_t rows = 0;
   for (Slot* slot : decoding) {
+    uint32_t need = model_.kv_blocks_needed(slot->index, model_.position(slot->index) + 1);
+    if (need > available) continue;
+    available -= need;
     segments.push_back({slot->index, std::span(&*slot->sequence->next, 1)});
     owners.push_back(slot);
+    stepping.push_back(slot);
     ++rows;
   }
-  // The oldest prompt first, so a long one is not starved by newer short ones.
+  // The oldest prompt first, so a long one is not starved by newer short ones; each chunk as long as the step's
+  // rows and the free blocks (idle slots' caches given up for it) allow.
   std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
   for (Slot* slot : prefilling) {
     Sequence& s = *slot->sequence;
     uint32_t budget = model_.max_chunk() - rows;
     if (options_.prefill_chunk) budget = std::min(budget, options_.prefill_chunk);
-    size_t n = std::min<size_t>(budget, s.prompt().size() - s.fed);
+    size_t n = std::min<size_t>(budget, s.input().size() - s.fed);
     if (n == 0) break;
-    segments.push_back({slot->index, std::span(s.prompt()).subspan(s.fed, n)});
+    uint64_t used = model_.kv_blocks().free - available;  // taken by this step's earlier segments
+    reclaim_blocks(used + model_.kv_blocks_needed(slot->index, s.fed + n));
+    available = model_.kv_blocks().free - used;
+    n = size_t(std::min<uint64_t>(n, tokens_within(*slot, available) - s.fed));
+    if (n == 0) continue;  // waits for blocks
+    available -= model_.kv_blocks_needed(slot->index, s.fed + n);
+    segments.push_back({slot->index, s.input().subspan(s.fed, n)});
     owners.push_back(slot);
     rows += uint32_t(n);
   }
+  if (segments.empty()) return unblock();
 
-  if (prefilling.empty() && decode_batch_on_gpu(decoding, segments)) return;
+  if (owners.size() == stepping.size() && decode_batch_on_gpu(stepping, segments)) return record_blocks();
   std::vector<float> logits;
   try {
     logits = model_.forward_batch(segments);
@@ -286,9 +316,9 @@ void Scheduler::step() {
   for (size_t i = 0; i < owners.size(); ++i) {
     Sequence& s = *owners[i]->sequence;
     owners[i]->cached.insert(owners[i]->cached.end(), segments[i].tokens.begin(), segments[i].tokens.end());
-    if (s.prefilling()) {
+    if (s.feeding()) {
       s.fed += segments[i].tokens.size();
-      if (s.fed < s.prompt().size()) continue;
+      if (s.fed < s.input().size() || s.next) continue;  // a refed sequence decodes its next id in the next step
       s.result.stats.prefill_seconds = seconds_since(s.prefill_start);
       s.decode_start = Clock::now();
     }
@@ -298,6 +328,65 @@ void Scheduler::step() {
       finish(*owners[i], FinishReason::Cancelled, e.what());
     }
   }
+  record_blocks();
+}
+
+bool Scheduler::reclaim_blocks(uint64_t needed) {
+  while (model_.kv_blocks().free < needed) {
+    Slot* oldest = nullptr;
+    for (auto& slot : slots_)
+      if (!slot->sequence && model_.kv_blocks_held(slot->index) > 0 && (!oldest || slot->last_used < oldest->last_used))
+        oldest = slot.get();
+    if (!oldest) return false;
+    std::lock_guard lock(mutex_);
+    model_.reset(oldest->index);
+    oldest->cached.clear();
+  }
+  return true;
+}
+
+uint64_t Scheduler::tokens_within(const Slot& slot, uint64_t available) const {
+  uint64_t tokens = (model_.kv_blocks_held(slot.index) + available) * model_.kv_block_tokens();
+  return std::min<uint64_t>(tokens, model_.context());
+}
+
+void Scheduler::unblock() {
+  // The youngest that holds blocks (one that holds none frees nothing); there is one: the blocks that are not
+  // free belong to running sequences once idle slots' caches are given up.
+  Slot* youngest = nullptr;
+  size_t active = 0;
+  for (auto& slot : slots_) {
+    if (!slot->sequence) continue;
+    ++active;
+    bool holds = model_.kv_blocks_held(slot->index) > 0;
+    if (holds && (!youngest || slot->sequence->id > youngest->sequence->id)) youngest = slot.get();
+  }
+  if (!youngest) return record_blocks();
+  Sequence& s = *youngest->sequence;
+  graph::KvBlockCount blocks = model_.kv_blocks();
+  if (active > 1) {
+    // Preempted: its tokens are fed again once blocks are free (the delivered ones stay delivered).
+    std::lock_guard lock(mutex_);
+    if (s.next) s.refeed = s.history.size() - 1;  // all but the id its next step feeds
+    model_.reset(youngest->index);
+    youngest->cached.clear();
+    s.fed = 0;
+  } else {
+    uint32_t held = model_.kv_blocks_held(youngest->index);
+    finish(*youngest, FinishReason::Cancelled,
+           fmt::format("KV cache full: the sequence needs {} tokens ({} blocks of {}) and the running sequences hold "
+                       "{} of the pool's {} blocks (--kv-tokens)",
+                       model_.position(youngest->index) + 1, held + 1, model_.kv_block_tokens(),
+                       blocks.total - blocks.free, blocks.total));
+  }
+  record_blocks();
+}
+
+void Scheduler::record_blocks() {
+  graph::KvBlockCount blocks = model_.kv_blocks();
+  std::lock_guard lock(mutex_);
+  stats_.kv_blocks_used = blocks.total - blocks.free;
+  stats_.kv_blocks_total = blocks.total;
 }
 
 // Whether a waiting request could join the running sequence (a slot is free beside it): then the solo loop
@@ -356,6 +445,15 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   if (!argmax && !model_.sampling_on_gpu(on_gpu)) return false;
   int32_t first = *s.next;
   uint32_t steps = s.options().max_new_tokens - uint32_t(s.result.tokens.size());
+  // As many steps as the free blocks hold (each step feeds a token); where none, an idle slot's cache gives one
+  // up; alone, a sequence that still gets none can never go on.
+  uint32_t position = model_.position(slot.index);
+  if (tokens_within(slot, model_.kv_blocks().free) <= position) reclaim_blocks(1);
+  steps = uint32_t(std::min<uint64_t>(steps, tokens_within(slot, model_.kv_blocks().free) - position));
+  if (steps == 0) {
+    unblock();
+    return true;
+  }
   auto on_token = [&](int32_t id) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
     if (!accept(slot, id)) return false;  // finished: `s` is gone

@@ -1,6 +1,11 @@
 // The scheduler: the one generation path. Requests (a prompt, sampling settings, stop conditions, an
 // optional token constraint) join a queue; up to `parallel` of them run at once, each in a slot of the
-// model's KV-cache pool. Each step runs one batched model step over the active slots: the next token of
+// model's KV-cache pool, whose blocks (graph::Model::kv_blocks) the slots share: a step takes blocks for the
+// tokens it adds (decoding sequences first, then prompt chunks as far as blocks are free; a chunk that gets none
+// waits), a finished sequence's blocks stay with its slot for a follow-up request that extends the conversation
+// until a running sequence needs them (the least recently used slot's first), and where no running sequence can
+// get a block at all, the youngest gives its blocks back and feeds its tokens again later, or, alone, ends with an
+// error. Each step runs one batched model step over the active slots: the next token of
 // every decoding sequence, plus a chunk of a prompt being prefilled, so a long prompt does not freeze the
 // streams already running. Tokens are sampled per sequence with its own settings, penalties, mask and stop
 // conditions, and streamed to the request's callback as final text.
@@ -80,6 +85,7 @@ struct SchedulerStats {
   size_t queued = 0, active = 0;
   uint64_t finished = 0, cancelled = 0, failed = 0;
   uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+  uint32_t kv_blocks_used = 0, kv_blocks_total = 0;  // the KV-cache pool's blocks after the last step
 };
 
 class Scheduler {
@@ -126,6 +132,15 @@ class Scheduler {
   void deliver(Sequence& sequence);
   void finish(Slot& slot, FinishReason reason, std::string error = {});
   void finish_unstarted(std::unique_ptr<Sequence> sequence);
+  // Gives idle slots' cached blocks back, least recently used first, until `needed` blocks are free; returns
+  // whether they are.
+  bool reclaim_blocks(uint64_t needed);
+  // The most tokens the slot can hold with the blocks it has and `available` more.
+  uint64_t tokens_within(const Slot& slot, uint64_t available) const;
+  // No running sequence could get a block: the youngest that holds blocks gives them back and feeds its tokens
+  // again later (beside others), or, alone, can never fit and ends with an error.
+  void unblock();
+  void record_blocks();
   SchedulerOptions options_;
   graph::Model& model_;
   const Tokenizer* tokenizer_;

@@ -15,6 +15,7 @@
 #include "kernels/batched.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
+#include "kernels/tuning.h"
 #include "kernels/vector.h"
 
 namespace gerbil::graph {
@@ -35,8 +36,11 @@ struct Model::Buffers {
   gpu::Buffer ids;
   gpu::Buffer residual[2];  // the residual stream, ping-ponged: a kernel never reads and writes one buffer
   gpu::Buffer normed, qkv, q, attn, branch, branch_normed, up, act, last, logits;
-  std::vector<gpu::Buffer> k_cache, v_cache;
+  std::vector<gpu::Buffer> k_cache, v_cache;  // per layer: pools of `kv_blocks` blocks
   kernels::KvType kv = kernels::KvType::F32;  // their element type
+  uint32_t kv_blocks = 0;
+  gpu::Buffer kv_tables;     // each slot's block table (u32 block ids), table_stride entries apart
+  uint32_t table_stride = 0;
   std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
   gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
@@ -83,17 +87,11 @@ struct Model::Step {
 
 namespace {
 
-constexpr uint32_t kPreparedNormMinHidden = 4096;  // see StepBuilder::prepared_norms_pay()
-
-// Bytes of one slot's `context` rows of `kv_width` elements of type `kv` in a layer's cache pool.
-uint64_t slot_bytes(uint32_t context, uint64_t kv_width, kernels::KvType kv) {
-  return uint64_t(context) * kv_width * kernels::kv_bytes(kv);
-}
-// Bytes between two slots of a layer's cache pool: one slot's bytes rounded up to 256, the largest
-// storage-binding offset alignment WebGPU allows, so every slot can be bound on its own.
-uint64_t slot_stride(uint32_t context, uint64_t kv_width, kernels::KvType kv) {
-  return (slot_bytes(context, kv_width, kv) + 255) / 256 * 256;
-}
+// Blocks that hold `tokens` tokens.
+uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens - 1) / kernels::kKvBlockTokens; }
+// Entries between two slots' block tables: the blocks of a context, rounded up to 256 bytes, the largest
+// storage-binding offset alignment WebGPU allows, so every slot's table can be bound on its own.
+uint32_t table_stride(uint32_t context) { return uint32_t((blocks_for(context) + 63) / 64 * 64); }
 
 // ModelOptions::kv_cache. Auto is f32 for now: on the H200 (2026-12-01, bench/device/kv_and_batch_run.sh) the
 // f16 cache decoded slower at every depth (qwen2.5-0.5b tg128 at depth 8,192: 663.1 f32, 614.0 f16; llama3-8b
@@ -122,17 +120,17 @@ class StepBuilder {
     logits(current);
     uint32_t vocab = token_count_;
     if (greedy_token && batched()) {
-      // Each sequence's argmax into its entry of batch_tokens, read back by the host (the next inputs differ
-      // per sequence, so they do not stay on the GPU).
-      uint64_t row_bytes = uint64_t(config_.vocab_size) * 4;
-      for (uint32_t i = 0; i < step_.segments.size(); ++i) {
-        auto stages = kernels::argmax(device_, {&b_.logits, i * row_bytes, row_bytes}, unused(), {&b_.batch_tokens},
-                                      {&b_.argmax_partials}, {vocab, i});
-        add("argmax partials", std::move(stages[0]));
-        add("argmax final", std::move(stages[1]));
-      }
+      // Every sequence's argmax in the same two dispatches: row i's id into batch_tokens[i], read back by the
+      // host, and into ids[i], the input of segment i's row in the next step of the same slots (Model::speculate).
+      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.argmax_partials},
+                                    {vocab, 0, uint32_t(step_.segments.size()), uint32_t(config_.vocab_size)});
+      add("argmax partials", std::move(stages[0]));
+      add("argmax final", std::move(stages[1]));
     } else if (greedy_token) {
-      auto stages = kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.argmax_partials}, {vocab, 0});
+      // The pick goes to the next step's input and to batch_tokens[0], where forward_batch_greedy() of one
+      // segment reads it as a batch's.
+      auto stages =
+          kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.argmax_partials}, {vocab, 0});
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
     }
@@ -149,9 +147,13 @@ class StepBuilder {
       follow(p, 0);
       auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
                                     {&b_.token_counts}, p);
-      const char* labels[] = {"sample chunks", "sample histogram", "sample gather", "sample draw"};
-      for (size_t i = 0; i < stages.size(); ++i)
-        at_position<kernels::SampleParams>(add(labels[i], std::move(stages[i])), p, follow);
+      for (size_t i = 0; i < stages.size(); ++i) {
+        std::string label = i == 0                   ? "sample chunks"
+                            : i == 1                 ? "sample histogram"
+                            : i + 1 < stages.size() ? fmt::format("sample level {}", i - 2)
+                                                     : "sample draw";
+        at_position<kernels::SampleParams>(add(std::move(label), std::move(stages[i])), p, follow);
+      }
     }
   }
 
@@ -169,10 +171,12 @@ class StepBuilder {
   static BufferBinding rows_of(const gpu::Buffer& buffer, uint32_t first, uint32_t rows, uint64_t width) {
     return {&buffer, uint64_t(first) * width * 4, uint64_t(rows) * width * 4};
   }
-  // The part of a layer's cache pool that belongs to `slot`.
-  BufferBinding slot_of(const gpu::Buffer& pool, uint32_t slot) const {
-    return {&pool, uint64_t(slot) * slot_stride(context_, kv_width(), b_.kv), slot_bytes(context_, kv_width(), b_.kv)};
+  // The pools with the block table of `slot` (or, for the row kernels, every slot's).
+  kernels::KvBlocks blocks_of(uint32_t slot) const {
+    uint64_t stride = uint64_t(b_.table_stride) * 4;
+    return {{&b_.kv_tables, slot * stride, stride}, b_.kv_blocks};
   }
+  kernels::KvBlocks all_blocks() const { return {{&b_.kv_tables}, b_.kv_blocks}; }
   uint64_t kv_width() const { return uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim); }
 
   // Re-writes a position-dependent dispatch's uniform before every step that records it: `update` sets the
@@ -280,10 +284,11 @@ class StepBuilder {
   // norms. Measured on an H200 (docs/PERFORMANCE.md, runs 60-61): at hidden size 4096 (llama3-8b) decoding
   // gains 2.6 % (tg128 198.4 -> 203.5), the saved norm-weight loads outweighing the extra output; at 896
   // (qwen2.5-0.5b) it loses 1-2 % (1,021.5 -> 1,007.2 with gate|up's alone). q|k|v's norm is never prepared:
-  // with it, llama3-8b ran 201.6 against 202.8 without.
+  // with it, llama3-8b ran 201.6 against 202.8 without. The size from which it pays follows the adapter's
+  // tuning (kernels::prepared_norm_min_hidden: 4,096 on the H200).
   bool prepared_norms_pay() const {
     if (options_.prepared_norms != PreparedNorms::Auto) return options_.prepared_norms == PreparedNorms::Always;
-    return hidden() >= kPreparedNormMinHidden;
+    return hidden() >= kernels::prepared_norm_min_hidden(kernels::tuning(device_).resident_workgroups);
   }
 
   // The norm the last layer's output goes through, if the LM head reads the residual stream itself (not a
@@ -381,7 +386,8 @@ class StepBuilder {
     // Decoding one sequence without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
     if (!batched() && !L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 &&
-        kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type) && kernels::qkv_rope_fusable(qkv_heads())) {
+        kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type) && kernels::qkv_rope_fusable(qkv_heads()) &&
+        kernels::linear_qkv_rope_fits(device_)) {
       project_qkv_rope(l, L, label, in);
     } else {
       linear(label("qkv"), qkv, in, T_, nullptr, b_.qkv);
@@ -407,7 +413,7 @@ class StepBuilder {
     add(label("rope_store_rows"),
         kernels::rope_store_rows(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
                                  L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l), {&b_.q}, k_pool,
-                                 v_pool, {&b_.row_table}, rp, space));
+                                 v_pool, {&b_.row_table}, all_blocks(), rp, space));
     uint32_t single = uint32_t(std::count_if(step_.segments.begin(), step_.segments.end(),
                                              [](const auto& segment) { return segment.second == 1; }));
     if (single > 0) {
@@ -415,7 +421,8 @@ class StepBuilder {
       kernels::FlashAttentionParams ap{single, 0, heads(), kv_heads(), head_dim(), 0, window,
                                        kernels::float_bits(float(config_.attention_scale))};
       add(label("attention_rows"),
-          kernels::attention_rows(device_, {&b_.q}, k_pool, v_pool, {&b_.attn}, {&b_.row_table}, ap, space));
+          kernels::attention_rows(device_, {&b_.q}, k_pool, v_pool, {&b_.attn}, {&b_.row_table}, all_blocks(), ap,
+                                  space));
     }
     uint32_t first = 0;
     for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) {
@@ -430,8 +437,7 @@ class StepBuilder {
   }
 
   kernels::RowSpace row_space() const {
-    uint64_t pool_bytes = b_.k_cache.front().size();
-    return {uint32_t(b_.q.size() / (uint64_t(heads()) * head_dim() * 4)), pool_bytes / kernels::kv_bytes(b_.kv),
+    return {uint32_t(b_.q.size() / (uint64_t(heads()) * head_dim() * 4)), uint32_t(b_.kv_tables.size() / 4),
             kv_width(), b_.kv};
   }
 
@@ -445,8 +451,8 @@ class StepBuilder {
         label("qkv_rope"),
         kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
                                  qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq(l), {&b_.q},
-                                 slot_of(b_.k_cache[size_t(l)], slot), slot_of(b_.v_cache[size_t(l)], slot), p,
-                                 qkv.type, norm, qkv_heads()));
+                                 {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]}, blocks_of(slot), p, qkv.type,
+                                 norm, qkv_heads()));
     at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
     fused_qkv_ = true;
   }
@@ -466,7 +472,8 @@ class StepBuilder {
               uint32_t rows, uint32_t slot) {
     uint64_t q_width = uint64_t(heads()) * head_dim();
     uint64_t qkv_width = q_width + 2 * kv_width();
-    BufferBinding k_cache = slot_of(b_.k_cache[size_t(l)], slot), v_cache = slot_of(b_.v_cache[size_t(l)], slot);
+    BufferBinding k_cache{&b_.k_cache[size_t(l)]}, v_cache{&b_.v_cache[size_t(l)]};
+    kernels::KvBlocks blocks = blocks_of(slot);
     BufferBinding q = rows_of(b_.q, first, rows, q_width);
     if (!std::exchange(fused_qkv_, false)) {
       uint32_t eps = kernels::float_bits(float(config_.norm_eps));
@@ -475,7 +482,7 @@ class StepBuilder {
                             kernels::qkv_rope_store(device_, rows_of(b_.qkv, first, rows, qkv_width),
                                                     L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
                                                     L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l),
-                                                    q, k_cache, v_cache, rp, context_, b_.kv));
+                                                    q, k_cache, v_cache, blocks, rp, context_, b_.kv));
       at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
     }
 
@@ -487,12 +494,12 @@ class StepBuilder {
     // graph also holds the one-dispatch variant for caches short enough not to need the split (it spares
     // the combine dispatch), and each step records the variant its key count calls for.
     auto dispatches =
-        kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, {&b_.attention_scratch}, context_, b_.kv);
+        kernels::flash_attention(device_, q, k_cache, v_cache, out, blocks, ap, {&b_.attention_scratch}, context_, b_.kv);
     std::function<bool(uint32_t)> split_keys;
     if (dispatches.size() > 1) {
       auto unsplit = [ap](uint32_t keys) { return !kernels::flash_attention_split_serves(ap, keys); };
-      attention_dispatch(label("attention"), kernels::flash_attention(device_, q, k_cache, v_cache, out, ap, b_.kv),
-                         ap, unsplit);
+      attention_dispatch(label("attention"),
+                         kernels::flash_attention(device_, q, k_cache, v_cache, out, blocks, ap, b_.kv), ap, unsplit);
       split_keys = [unsplit](uint32_t keys) { return !unsplit(keys); };
     }
     for (size_t i = 0; i < dispatches.size(); ++i)
@@ -569,6 +576,13 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   context_ = options.context ? options.context : std::min<uint32_t>(max_positions ? max_positions : 4096, 4096);
   if (options_.slots == 0) fail("the KV cache needs at least one slot");
   positions_.assign(options_.slots, 0);
+  slot_blocks_.resize(options_.slots);
+  // By default every slot can hold a whole context at once, as before blocks (a context's last block rounded up).
+  uint64_t pool_blocks = options_.kv_tokens ? blocks_for(options_.kv_tokens) : options_.slots * blocks_for(context_);
+  if (pool_blocks > UINT32_MAX) fail("a KV-cache pool of {} blocks of {} tokens is too many", pool_blocks, kernels::kKvBlockTokens);
+  total_blocks_ = uint32_t(pool_blocks);
+  for (uint32_t block = total_blocks_; block-- > 0;) free_blocks_.push_back(block);  // block 0 is taken first
+  table_stride_ = table_stride(context_);
   uint32_t vocab_size = uint32_t(config_.vocab_size);
   token_count_ = options_.token_count ? std::min(options_.token_count, vocab_size) : vocab_size;
   if (config_.arch->positions == PositionKind::Learned && context_ > max_positions)
@@ -617,7 +631,17 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
          options_.slots, b.logit_rows);
   b.logits = f32("logits", b.logit_rows * vocab);
   b.kv = kv_type_;
-  uint64_t pool_bytes = slot_stride(context_, kv_width, kv_type_) * options_.slots;
+  b.kv_blocks = total_blocks_;
+  b.table_stride = table_stride_;
+  // Every kernel binds a layer's whole pool and indexes it in u32 elements.
+  uint64_t pool_elements = uint64_t(total_blocks_) * kernels::kKvBlockTokens * kv_width;
+  uint64_t pool_bytes = pool_elements * kernels::kv_bytes(kv_type_);
+  if (pool_bytes > device_.limits().maxStorageBufferBindingSize || pool_elements > UINT32_MAX)
+    fail("a KV-cache pool of {} tokens ({} blocks of {}) needs {} bytes per layer's K (and V), more than one storage "
+         "binding of this adapter holds ({}) or 2^32 elements: use fewer tokens (--kv-tokens, --ctx or --parallel)",
+         uint64_t(total_blocks_) * kernels::kKvBlockTokens, total_blocks_, kernels::kKvBlockTokens, pool_bytes,
+         device_.limits().maxStorageBufferBindingSize);
+  b.kv_tables = device_.create_buffer("KV block tables", uint64_t(table_stride_) * options_.slots * 4);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     b.k_cache.push_back(device_.create_buffer(fmt::format("layer {} k cache", l), pool_bytes));
     b.v_cache.push_back(device_.create_buffer(fmt::format("layer {} v cache", l), pool_bytes));
@@ -626,11 +650,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   uint64_t alignment = device_.limits().minStorageBufferOffsetAlignment;
   batchable_ = config_.arch->positions != PositionKind::Learned && (q_width * 4) % alignment == 0 &&
                ((q_width + 2 * kv_width) * 4) % alignment == 0;
-  batch_argmax_ = batchable_ && (vocab * 4) % alignment == 0;  // each sequence's logits row bound on its own
-  // The row kernels bind a layer's whole pool and address it in u32 elements.
-  row_kernels_ = batchable_ && kernels::attention_rows_fits(uint32_t(config_.head_dim), kv_type_) &&
-                 pool_bytes <= device_.limits().maxStorageBufferBindingSize &&
-                 pool_bytes / kernels::kv_bytes(kv_type_) <= UINT32_MAX;
+  row_kernels_ = batchable_ && kernels::attention_rows_fits(uint32_t(config_.head_dim), kv_type_);
   b.row_table = device_.create_buffer("row table", chunk * sizeof(kernels::RowEntry));
   for (auto& picks : b.batch_picks) picks = device_.create_buffer("batch picks read-back", 4ull * options_.slots, gpu::BufferKind::Readback);
   if (config_.arch->positions == PositionKind::Rotary) {
@@ -651,7 +671,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound(device_));
   b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);
-  b.argmax_partials = f32("argmax partials", 2 * kernels::kArgmaxPartials);
+  b.argmax_partials = f32("argmax partials", 2ull * kernels::kArgmaxPartials * options_.slots);
   if (vocab <= kernels::kMaxSampleCount) {
     b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
     b.token_counts = f32("token counts", vocab);
@@ -682,7 +702,7 @@ size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
   trace({{0, 1}}, Output::LastLogits);
   trace({{0, 1}}, Output::GreedyToken);
   if (token_count_ <= kernels::kMaxSampleCount) trace({{0, 1}}, Output::SampledToken);
-  if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, batch_argmax_ ? Output::GreedyToken : Output::LastLogits);
+  if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, Output::GreedyToken);
   uint32_t longest = std::min(chunk_, context_);  // a prompt chunk never outgrows the cache
   std::vector<uint32_t> lengths;
   if (prompt_lengths.empty())
@@ -696,16 +716,54 @@ size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
 }
 
 uint64_t Model::kv_cache_bytes() const {
-  uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
-  return 2 * uint64_t(config_.num_layers) * slot_stride(context_, kv_width, kv_type_) * slots();
+  return 2 * uint64_t(config_.num_layers) * buffers_->k_cache.front().size();
 }
 
 void Model::rewind(uint32_t position, uint32_t slot) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (position > positions_[slot])
     fail("cannot rewind the cache to {}: it holds {} tokens", position, positions_[slot]);
-  discard_speculation();  // it was queued for the positions before
+  discard_speculation();  // it was queued for the positions before (and may hold blocks past them)
   positions_[slot] = position;
+  std::vector<uint32_t>& held = slot_blocks_[slot];
+  while (held.size() > blocks_for(position)) {
+    free_blocks_.push_back(held.back());
+    held.pop_back();
+  }
+}
+
+uint32_t Model::kv_blocks_needed(uint32_t slot, uint64_t tokens) const {
+  uint64_t needed = blocks_for(tokens), held = slot_blocks_.at(slot).size();
+  return uint32_t(needed > held ? needed - held : 0);
+}
+
+bool Model::blocks_available(std::span<const std::pair<uint32_t, uint64_t>> needs) const {
+  uint64_t wanted = 0;
+  for (auto [slot, tokens] : needs) wanted += kv_blocks_needed(slot, tokens);
+  return wanted <= free_blocks_.size();
+}
+
+void Model::reserve_blocks(std::span<const std::pair<uint32_t, uint64_t>> needs) {
+  uint64_t wanted = 0;
+  for (auto [slot, tokens] : needs) {
+    wanted += kv_blocks_needed(slot, tokens);
+    if (wanted > free_blocks_.size())
+      fail("KV cache full: slot {} needs {} tokens ({} blocks of {}; it holds {}), and {} of the pool's {} blocks are "
+           "free{} (--kv-tokens)",
+           slot, tokens, blocks_for(tokens), kernels::kKvBlockTokens, slot_blocks_[slot].size(), free_blocks_.size(),
+           total_blocks_, needs.size() > 1 ? " for the step's sequences" : "");
+  }
+  for (auto [slot, tokens] : needs) {
+    std::vector<uint32_t>& held = slot_blocks_[slot];
+    size_t first = held.size();
+    while (held.size() < blocks_for(tokens)) {
+      held.push_back(free_blocks_.back());
+      free_blocks_.pop_back();
+    }
+    if (held.size() > first)
+      device_.write(buffers_->kv_tables, std::span<const uint32_t>(held).subspan(first),
+                    (uint64_t(slot) * table_stride_ + first) * 4);
+  }
 }
 
 Model::Step& Model::step(const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output) {
@@ -736,8 +794,23 @@ void Model::check_segment(const Segment& segment) const {
          segment.tokens.size(), context_);
 }
 
+namespace {
+
+// The blocks the segments' slots need to hold their tokens after the step.
+std::vector<std::pair<uint32_t, uint64_t>> segment_needs(std::span<const Segment> segments,
+                                                         const std::vector<uint32_t>& positions) {
+  std::vector<std::pair<uint32_t, uint64_t>> needs;
+  for (const Segment& segment : segments)
+    needs.emplace_back(segment.slot, uint64_t(positions[segment.slot]) + segment.tokens.size());
+  return needs;
+}
+
+}  // namespace
+
 std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logits, uint32_t slot) {
-  check_segment({slot, tokens});
+  Segment whole{slot, tokens};
+  check_segment(whole);
+  reserve_blocks(segment_needs(std::span(&whole, 1), positions_));
   uint32_t chunk = std::min(chunk_, context_);
   if (all_logits) chunk = std::min(chunk, buffers_->logit_rows);
   std::vector<float> logits;
@@ -752,7 +825,8 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 
 std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
   check_batch(segments);
-  if (!batch_argmax_) fail("forward_batch_greedy: this model's batched steps cannot pick tokens on the GPU");
+  if (!batchable_) fail("forward_batch_greedy: this model's steps cannot batch (can_batch())");
+  reserve_blocks(segment_needs(segments, positions_));
   std::vector<uint32_t> slots;
   std::vector<int32_t> fed;
   for (const Segment& segment : segments) {
@@ -793,8 +867,13 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
 }
 
 void Model::speculate(std::span<const Segment> segments) {
-  for (const Segment& segment : segments)
+  std::vector<std::pair<uint32_t, uint64_t>> needs;
+  for (const Segment& segment : segments) {
     if (positions_[segment.slot] + 1 > context_) return;
+    needs.emplace_back(segment.slot, positions_[segment.slot] + 1);
+  }
+  if (!blocks_available(needs)) return;  // the real step will say so, if it comes
+  reserve_blocks(needs);
   std::vector<std::pair<uint32_t, uint32_t>> shape;
   std::vector<uint32_t> slots;
   for (const Segment& segment : segments) {
@@ -802,11 +881,9 @@ void Model::speculate(std::span<const Segment> segments) {
     slots.push_back(segment.slot);
   }
   Step& s = step(shape, Output::GreedyToken);
-  Buffers& b = *buffers_;
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "batch step ahead");
-  // Row i is segment i's one token: the picks of the step before are this one's ids, in order.
-  recorder.copy(b.batch_tokens, 0, b.ids, 0, 4ull * segments.size());
+  // Row i is segment i's one token: the step before wrote its picks into ids, in order (its argmax).
   record(s, recorder);
   speculation_ = Speculation{std::move(slots), {}, read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
 }
@@ -835,6 +912,7 @@ void Model::check_batch(std::span<const Segment> segments) const {
 
 std::vector<float> Model::forward_batch(std::span<const Segment> segments) {
   check_batch(segments);
+  reserve_blocks(segment_needs(segments, positions_));
   if (batchable_) return run_step(segments, false);
   std::vector<float> logits;
   for (const Segment& segment : segments) {
@@ -847,15 +925,13 @@ std::vector<float> Model::forward_batch(std::span<const Segment> segments) {
 void Model::write_row_table(const Step& s) {
   // One-token segments first (attention_rows takes the table's first entries), then the rows of longer ones.
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
-  uint64_t slot_elements = slot_stride(context_, kv_width, kv_type_) / kernels::kv_bytes(kv_type_);
   std::vector<kernels::RowEntry> single, longer;
   uint32_t row = 0;
   for (auto [slot, tokens] : s.segments)
     for (uint32_t t = 0; t < tokens; ++t, ++row)
-      (tokens == 1 ? single : longer).push_back({row, uint32_t(slot * slot_elements), positions_[slot] + t, 0});
+      (tokens == 1 ? single : longer).push_back({row, slot * table_stride_, positions_[slot] + t, 0});
   single.insert(single.end(), longer.begin(), longer.end());
-  const gpu::Buffer& pool = buffers_->k_cache.front();
-  kernels::check_row_table(single, {chunk_, pool.size() / kernels::kv_bytes(kv_type_), kv_width, kv_type_});
+  kernels::check_row_table(single, {chunk_, table_stride_ * slots(), kv_width, kv_type_}, kernels::kKvBlockTokens);
   device_.write(buffers_->row_table, std::span<const kernels::RowEntry>(single));
 }
 
@@ -1015,6 +1091,8 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
     };
     while (!stopped && (submitted < max_steps || !in_flight.empty())) {
       if (submitted < max_steps && in_flight.size() <= lag) {
+        std::pair<uint32_t, uint64_t> need{slot, position + 1};
+        reserve_blocks(std::span(&need, 1));
         const gpu::Buffer& ring_slot = b.token_ring[submitted % b.token_ring.size()];
         gpu::Recorder recorder(device_, "decode step");
         record(s, recorder);
@@ -1038,7 +1116,31 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
 std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
   if (tokens == 0 || positions_[0] + tokens > context_)
     fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, positions_[0], context_);
-  Step& s = step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0);
+  std::pair<uint32_t, uint64_t> need{0, positions_[0] + tokens};
+  reserve_blocks(std::span(&need, 1));
+  return time_step(step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0));
+}
+
+std::vector<gpu::Timing> Model::profile_batch(uint32_t sequences) {
+  if (!batchable_) fail("profile_batch: this model's steps cannot batch (can_batch())");
+  if (sequences == 0 || sequences > slots())
+    fail("profile_batch: {} sequences need as many KV-cache slots; the model has {}", sequences, slots());
+  discard_speculation();  // its step would run in between
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  std::vector<std::pair<uint32_t, uint64_t>> needs;
+  for (uint32_t slot = 0; slot < sequences; ++slot) {
+    if (positions_[slot] + 1 > context_)
+      fail("profile_batch: slot {} holds {} tokens, a full context of {}", slot, positions_[slot], context_);
+    shape.emplace_back(slot, 1);
+    needs.emplace_back(slot, positions_[slot] + 1);
+  }
+  reserve_blocks(needs);
+  Step& s = step(shape, Output::GreedyToken);
+  if (s.row_kernels) write_row_table(s);
+  return time_step(s);
+}
+
+std::vector<gpu::Timing> Model::time_step(Step& s) {
   size_t dispatches = std::count_if(s.entries.begin(), s.entries.end(), [](const auto& e) { return e.dispatch.has_value(); });
   gpu::GpuTimer timer(device_, uint32_t(dispatches));
   gpu::Recorder recorder(device_, "profiled step");

@@ -34,8 +34,11 @@ enum class PreparedNorms { Auto, Always, Never };
 enum class KvCache { Auto, F32, F16 };
 
 struct ModelOptions {
-  uint32_t context = 0;       // KV-cache capacity of one slot in tokens; 0: min(max_position_embeddings, 4096)
-  uint32_t slots = 1;         // sequences the KV-cache pool holds at once, each with `context` tokens
+  uint32_t context = 0;       // the most tokens one slot may hold; 0: min(max_position_embeddings, 4096)
+  uint32_t slots = 1;         // sequences the KV-cache pool serves at once, each up to `context` tokens
+  // Tokens the KV-cache pool holds in all, shared by the slots in blocks of kernels::kKvBlockTokens (rounded up to
+  // whole blocks): a short sequence takes few blocks, leaving the rest to long ones. 0: a context's blocks per slot.
+  uint32_t kv_tokens = 0;
   uint32_t max_chunk = 512;   // rows of one step: prompt tokens per prefill step, or a batch's tokens in all
   // Ids at or above this are never picked on the GPU: the tokenizer's vocabulary where the model's logits are
   // padded past it (Qwen2.5: 151,665 ids, 151,936 logits). 0: every logit.
@@ -58,6 +61,11 @@ struct LoadStats {
   double pipelines_seconds = 0;  // tracing steps and creating their pipelines (ModelOptions::pipelines_at_load)
   size_t traced_steps = 0;       // step graphs traced for their pipelines
   size_t pipelines = 0;          // pipelines created at load
+};
+
+// The KV cache's blocks (Model::kv_blocks()): each holds kernels::kKvBlockTokens tokens of every layer.
+struct KvBlockCount {
+  uint32_t free = 0, total = 0;
 };
 
 // One sequence's part of a batched step: TOKENS fed to the KV-cache slot SLOT at its current position.
@@ -88,12 +96,22 @@ class Model {
   uint32_t token_count() const { return token_count_; }
   uint32_t position(uint32_t slot = 0) const { return positions_.at(slot); }  // tokens in the slot's KV cache
   uint64_t weight_bytes() const { return weights_.bytes; }
-  uint64_t kv_cache_bytes() const;
+  uint64_t kv_cache_bytes() const;  // the whole pool's, every layer's K and V
+
+  // The KV cache is a pool of blocks (kernels::KvBlocks) that slots take as their positions grow, before the step
+  // that needs them, and give back when rewound or reset. A step whose slots need more blocks than are free
+  // throws, changing nothing, naming the slot.
+  uint32_t kv_block_tokens() const { return kernels::kKvBlockTokens; }
+  KvBlockCount kv_blocks() const { return {uint32_t(free_blocks_.size()), total_blocks_}; }
+  uint32_t kv_blocks_held(uint32_t slot) const { return uint32_t(slot_blocks_.at(slot).size()); }
+  // The blocks `slot` must still take to hold `tokens` tokens in all (0 when it holds them).
+  uint32_t kv_blocks_needed(uint32_t slot, uint64_t tokens) const;
   kernels::KvType kv_type() const { return kv_type_; }
   const LoadStats& load_stats() const { return load_stats_; }  // the cache's element type, ModelOptions::kv_cache resolved
 
   void reset(uint32_t slot = 0) { rewind(0, slot); }
-  // Rewinds the slot's cache to `position` tokens (keeps what came before; e.g. a shared chat prefix).
+  // Rewinds the slot's cache to `position` tokens (keeps what came before; e.g. a shared chat prefix) and gives
+  // back the blocks past it.
   void rewind(uint32_t position, uint32_t slot = 0);
 
   // Runs `tokens` at positions position()..position()+n-1 (prompt chunks of at most max_chunk) and returns
@@ -117,7 +135,8 @@ class Model {
   // its result instead of running a step, so the GPU never waits for the host between such calls. Any other
   // call discards it (its cache rows lie past the slots' positions, rewritten by the next real step).
   std::vector<uint32_t> forward_batch_greedy(std::span<const Segment> segments);
-  bool can_pick_in_batch() const { return batch_argmax_; }
+  // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
+  bool can_pick_in_batch() const { return batchable_; }
 
   // Greedy decoding with the token kept on the GPU: `first` is fed at the current position, and each step's
   // argmax (computed on the GPU) becomes the next step's input, so steps are submitted back to back
@@ -159,6 +178,10 @@ class Model {
   // position does not move (the step's cache rows are rewritten by the next real step). Precise only on
   // a device created with gpu::request_precise_timestamps(); without timestamp-query, timed on the host.
   std::vector<gpu::Timing> profile(uint32_t tokens);
+  // profile() of the greedy step forward_batch_greedy() runs for `sequences` sequences of one token each, in
+  // slots 0..sequences-1 at their current positions (the step the batched decode loop repeats). Throws where
+  // a slot is missing or full, or where the model cannot batch (can_batch()).
+  std::vector<gpu::Timing> profile_batch(uint32_t sequences);
 
   // Creates every pipeline that decode steps (greedy, sampled, logits; batched where the model batches) and
   // prompt steps of `prompt_lengths` tokens (empty: every length up to max_chunk()) use, in parallel; returns how
@@ -183,6 +206,11 @@ class Model {
   // Runs one step over SEGMENTS (already checked) and advances their slots; returns the logits rows.
   std::vector<float> run_step(std::span<const Segment> segments, bool all_logits);
   void check_segment(const Segment& segment) const;
+  // Gives each (slot, tokens) the blocks it needs to hold `tokens` tokens in all, writing their table entries;
+  // throws, taking none, when they are more than the free ones.
+  void reserve_blocks(std::span<const std::pair<uint32_t, uint64_t>> needs);
+  // Whether reserve_blocks(needs) would succeed.
+  bool blocks_available(std::span<const std::pair<uint32_t, uint64_t>> needs) const;
   void check_batch(std::span<const Segment> segments) const;
   // Writes the row table of a step with Step::row_kernels for the slots' current positions.
   void write_row_table(const Step& s);
@@ -203,6 +231,8 @@ class Model {
   gpu::Device::PendingRead read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr);
+  // Records and runs `step` with every dispatch in its own timed pass; returns the timings (profile()).
+  std::vector<gpu::Timing> time_step(Step& step);
 
   gpu::Device& device_;
   ModelConfig config_;
@@ -212,9 +242,12 @@ class Model {
   uint32_t chunk_ = 0;
   uint32_t token_count_ = 0;
   bool batchable_ = false;
-  bool batch_argmax_ = false;
   bool row_kernels_ = false;  // batched steps run the row-table kernels (kernels/batched.h)
   std::vector<uint32_t> positions_;  // tokens in each slot's cache
+  uint32_t total_blocks_ = 0;
+  uint32_t table_stride_ = 0;                     // block-table entries per slot (Buffers::kv_tables)
+  std::vector<uint32_t> free_blocks_;             // taken from the back
+  std::vector<std::vector<uint32_t>> slot_blocks_;  // each slot's blocks, in token order (its block table)
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
   std::map<StepKey, std::unique_ptr<Step>> steps_;

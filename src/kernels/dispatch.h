@@ -62,6 +62,13 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
   return prepare(device, kernel, std::move(shapes), std::span<const Operand>(operands.begin(), operands.size()),
                  std::as_bytes(std::span<const Params>(&params, 1)), grid, constants);
 }
+// The same for operands built at run time.
+template <typename Params>
+Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes, const std::vector<Operand>& operands,
+                 const Params& params, Grid grid, const gpu::Constants& constants = {}) {
+  return prepare(device, kernel, std::move(shapes), std::span<const Operand>(operands),
+                 std::as_bytes(std::span<const Params>(&params, 1)), grid, constants);
+}
 
 // Records and submits one dispatch, or several in order in one pass (tests, selftest, one-off work).
 void run(gpu::Device& device, const Dispatch& dispatch);

@@ -77,6 +77,29 @@ void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv
 
 // The KV-cache type as the kernels' override constant (kv_cache.wgsl).
 std::pair<std::string, double> kv_constant(KvType kv) { return {"KV_TYPE", double(kv)}; }
+std::pair<std::string, double> block_constant(const KvBlocks& b) { return {"KV_BLOCK_TOKENS", double(b.block_tokens)}; }
+
+std::string blocks_shapes(const KvBlocks& b) { return fmt::format("blocks={}x{}", b.blocks, b.block_tokens); }
+
+}  // namespace
+
+uint64_t kv_pool_elements(std::string_view kernel, const std::string& shapes, const KvBlocks& b, uint32_t tile,
+                          uint64_t kv_width) {
+  if (b.block_tokens == 0 || b.block_tokens % tile != 0)
+    fail("kernel '{}' ({}): KV blocks of {} tokens are not a positive multiple of its key tile of {}", kernel, shapes,
+         b.block_tokens, tile);
+  if (b.blocks == 0) fail("kernel '{}' ({}): the KV pool has no blocks", kernel, shapes);
+  uint64_t elements = uint64_t(b.blocks) * b.block_tokens * kv_width;
+  if (elements > UINT32_MAX)
+    fail("kernel '{}' ({}): the KV pool's {} elements exceed the 2^32 its u32 indices reach", kernel, shapes, elements);
+  return elements;
+}
+
+Operand kv_table_operand(const KvBlocks& b, uint64_t tokens) {
+  return {"kv_table", b.table, std::max<uint64_t>(1, ceil_div(tokens, std::max(1u, b.block_tokens)))};
+}
+
+namespace {
 
 // Head rules shared by qkv_rope_store and linear_qkv_rope: `tokens` rows stored from cache row `position`.
 void check_heads(std::string_view kernel, const std::string& shapes, const QkvHeads& h, uint32_t position,
@@ -248,10 +271,13 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
   if (packed.size() != rows * row_bytes)
     fail("tensor '{}' ({}): packing {} rows into {} bytes, expected {}", what, weight_type_name(type), rows,
          packed.size(), rows * row_bytes);
-  // Zeroed first: the high bits are or-ed in, and `packed` may be a mapped buffer's uninitialized bytes.
-  std::fill(packed.begin(), packed.end(), std::byte{0});
+  // Each row is made in host memory and then copied out whole: the high bits are or-ed in, and `packed` may be
+  // a buffer mapped at creation, which the driver may give write-combined memory that is slow to read back
+  // (on the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).
+  std::vector<std::byte> row(row_bytes);
   for (uint64_t r = 0; r < rows; ++r) {
-    std::byte* quants = packed.data() + r * row_bytes;
+    std::fill(row.begin(), row.end(), std::byte{0});
+    std::byte* quants = row.data();
     std::byte* high = quants + chunks * layout.quant_bytes;
     std::byte* headers = high + chunks * layout.high_bytes;
     for (uint64_t b = 0; b < blocks; ++b) {
@@ -263,6 +289,7 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
                   high + chunk * layout.high_bytes);
       }
     }
+    std::copy(row.begin(), row.end(), packed.begin() + std::ptrdiff_t(r * row_bytes));
   }
 }
 
@@ -330,28 +357,30 @@ constexpr double kWaveSlack = 1.1;
 constexpr uint64_t kMinShareSlabs = 32;
 
 // linear_tiled.wgsl's tile: the largest of 128 x 128 (8x8 outputs per thread, the fewest workgroup-memory
-// reads per FMA), 128 x 64, 64 x 128 that still yields kTiledFill workgroups, else 64 x 64, so that a short
+// reads per FMA), 128 x 64, 64 x 128 that still yields tiled_fill() workgroups, else 64 x 64, so that a short
 // or narrow product leaves fewer SMs idle (M = 512, N = 896: 28 tiles of 128 x 128, 112 of 64 x 64). Where the
 // work may be `shared` out (linear_split_k), a larger tile is also taken when its (tile, slab) iterations make a
 // wave of `resident` shares of twice kMinShareSlabs and it pads M and N no more than 64-wide tiles would:
 // Qwen2.5-0.5B's down projection at M = 512 (K = 4864) then runs as 264 shares of its 28 large tiles, 0.1881 ->
 // 0.1682 ms, and the model's pp512 gains 5 % (H200 run 84). Shares of only kMinShareSlabs (Qwen's o at M = 2048:
 // 0.1285 -> 0.1416 ms) or padded rows (M = 50: its down 0.0475 -> 0.0593 ms) measured slower there. Whole tiles
-// (linear()) keep the first rule. kTiledFill is about one workgroup per SM of an H200 (132 SMs).
-constexpr uint32_t kTiledFill = 128;
+// (linear()) keep the first rule.
 
 uint64_t tile_count(const LinearParams& p, LinearTile tile) {
   return ceil_div(p.M, tile.rows) * ceil_div(p.N, tile.cols);
 }
 
-LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident = 0) {
+LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
+    // Never taller than the rows rounded up to 64: a batched decode step of 17 to 64 rows computed half padding
+    // in 128-row tiles (H200, 2026-12-02: Llama-3-8B's gate_up took 0.74 ms at M = 64 and at M = 32 alike).
+    if (tile.rows > ceil_div(p.M, 64) * 64) continue;
     uint64_t tiles = tile_count(p, tile);
     bool unpadded = ceil_div(p.M, tile.rows) * tile.rows <= ceil_div(p.M, 64) * 64 &&
                     ceil_div(p.N, tile.cols) * tile.cols <= ceil_div(p.N, 64) * 64;
     bool fills_shares = unpadded && double(tiles * (p.K / 8) / (2 * kMinShareSlabs)) >= resident;
-    if (tiles >= kTiledFill || (shared && fills_shares)) return tile;
+    if (tiles >= tiled_fill(resident) || (shared && fills_shares)) return tile;
   }
   return {64, 64};
 }
@@ -406,7 +435,7 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
                   {"partials", b.partials, workers ? partial_floats(tile, workers) : 1}},
-                 p, workers ? fold(workers) : linear_grid(p), constants);
+                 p, workers ? fold(workers) : linear_grid(p, tuning(device).resident_tiles), constants);
 }
 
 }  // namespace
@@ -454,7 +483,14 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // would leave fewer workgroups than tuning().resident_tiles (an H200: two per SM), which reading the weights
   // at bandwidth needs (Llama-3-8B's o, N = 4096 at M = 16: 64 workgroups of 32-column slices, 256 of 8).
   uint32_t lanes = 32;
-  while (lanes > 8 && ceil_div(N, uint64_t(lanes) * columns) < tuning(device).resident_tiles) lanes /= 2;
+  auto workgroups = [&] { return ceil_div(N, uint64_t(lanes) * columns); };
+  while (lanes > 8 && workgroups() < tuning(device).resident_tiles) lanes /= 2;
+  // Fewer columns a thread (down to 1) while 8-column slices still leave fewer workgroups than half the resident
+  // tiles (an H200: one per SM). On an H200 (2026-12-02, bench model --batch --profile): Qwen2.5-0.5B's down
+  // (N = 896) went from 28 workgroups to 112 at M = 8, 57.6 -> 37.1 us, and from 56 to 112 at M = 16, 70.8 ->
+  // 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but from 256 (already about
+  // the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
+  while (columns > 1 && workgroups() < tuning(device).resident_tiles / 2) columns /= 2;
   return {columns, lanes};
 }
 
@@ -463,9 +499,9 @@ Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p) {
   return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes));
 }
 
-Grid linear_grid(const LinearParams& p) {
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles) {
   if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
-  return fold(tile_count(p, linear_tile(p, false)));
+  return fold(tile_count(p, linear_tile(p, false, resident_tiles)));
 }
 
 namespace {
@@ -506,11 +542,12 @@ MatvecBlocking paired_blocking(const char* kernel, const std::string& shapes, co
 struct MatvecBindings {
   BufferBinding x, weight, bias, residual, out;
   LinearNorm norm;
-  BufferBinding k_cache, v_cache;
+  BufferBinding k_cache, v_cache, kv_table;
 };
 struct MatvecExtents {
   uint64_t residual, out, cache;
   uint32_t cache_bytes = 4;  // bytes per cache element (kv_bytes)
+  uint64_t table = 1;        // block-table entries (ROPE)
 };
 
 // Checks the norm fusions' flags against their operands.
@@ -553,7 +590,8 @@ Dispatch subgroup_matvec(gpu::Device& device, std::string shapes, const MatvecBi
                   {"out", b.out, extents.out},
                   norm_in,
                   sixth,
-                  {"v_cache", b.v_cache, extents.cache, extents.cache_bytes}},
+                  {"v_cache", b.v_cache, extents.cache, extents.cache_bytes},
+                  {"kv_table", b.kv_table.buffer ? b.kv_table : b.x, extents.table}},
                  p, grid.grid, constants);
 }
 
@@ -725,7 +763,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
   if (use_linear_tiled(p))
     return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0,
                         arithmetic);
-  return prepare(device, "linear", shapes, operands, p, linear_grid(p),
+  return prepare(device, "linear", shapes, operands, p, linear_grid(p, tuning(device).resident_tiles),
                  {{"WEIGHT_TYPE", double(type)}, {"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
@@ -774,13 +812,20 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   return dispatches;
 }
 
+bool linear_qkv_rope_fits(const gpu::Device& device) { return device.limits().maxStorageBuffersPerShaderStage >= 9; }
+
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& s,
-                         MatvecBlocking blocking) {
+                         const KvBlocks& blocks, const LinearParams& p, WeightType type, const LinearNorm& norm,
+                         const QkvHeads& s, MatvecBlocking blocking) {
   auto shapes = fmt::format(
-      "M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={} kv={}", p.M, p.K, p.N,
-      name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim, p.position, s.capacity, kv_type_name(s.kv));
+      "M={} K={} N={} type={} heads={}/{} head_dim={} rotary_dim={} position={} capacity={} kv={} {}", p.M, p.K, p.N,
+      name_of(type), s.q_heads, s.kv_heads, s.head_dim, s.rotary_dim, p.position, s.capacity, kv_type_name(s.kv),
+      blocks_shapes(blocks));
+  if (!linear_qkv_rope_fits(device))
+    fail("kernel 'linear_qkv_rope' ({}): needs 9 storage buffers per shader stage, the adapter allows {}", shapes,
+         device.limits().maxStorageBuffersPerShaderStage);
+  uint64_t pool = kv_pool_elements("linear_qkv_rope", shapes, blocks, 1, uint64_t(s.kv_heads) * s.head_dim);
   check_weight_type("linear_qkv_rope", shapes, type);
   check_linear("linear_qkv_rope", shapes, p.M, p.K, p.N, p.N, 0);
   if (!linear_can_fuse(device, p.M, p.K, type))
@@ -799,12 +844,13 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
   uint32_t columns = s.kv == KvType::F16 ? 4 : 2;
   blocking = linear_matvec_blocking(
       device, p.K, p.N, type, paired_blocking("linear_qkv_rope", shapes, "the rotary epilogue", blocking, columns));
-  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache}, p, type,
-                         blocking,
-                         {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim,
-                          count_of(s.capacity, s.kv_heads) * s.head_dim, kv_bytes(s.kv)},
+  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache, blocks.table}, p,
+                         type, blocking,
+                         {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim, pool,
+                          kv_bytes(s.kv), kv_table_operand(blocks, s.capacity).elements},
                          {{"ROPE", 1.0},
                           kv_constant(s.kv),
+                          block_constant(blocks),
                           {"Q_HEADS", double(s.q_heads)},
                           {"KV_HEADS", double(s.kv_heads)},
                           {"HEAD_DIM", double(s.head_dim)},
@@ -848,15 +894,16 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache,
-                        BufferBinding v_cache, const QkvRopeParams& p, uint32_t cache_capacity, KvType kv) {
-  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={} kv={}",
+                        BufferBinding v_cache, const KvBlocks& blocks, const QkvRopeParams& p, uint32_t cache_capacity,
+                        KvType kv) {
+  auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={} kv={} {}",
                             p.seq_len, p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim,
-                            p.position_offset, p.use_qk_norm, cache_capacity, kv_type_name(kv));
+                            p.position_offset, p.use_qk_norm, cache_capacity, kv_type_name(kv), blocks_shapes(blocks));
   if (p.head_dim > kMaxHeadDim) fail("kernel 'qkv_rope_store' ({}): head_dim must be at most {}", shapes, kMaxHeadDim);
   check_heads("qkv_rope_store", shapes,
               {p.num_q_heads, p.num_kv_heads, p.head_dim, p.rotary_dim, cache_capacity, kv}, p.position_offset,
               p.seq_len);
-  uint64_t cache = count_of(cache_capacity, p.num_kv_heads) * p.head_dim;
+  uint64_t cache = kv_pool_elements("qkv_rope_store", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   return prepare(device, "qkv_rope_store", shapes,
                  {{"qkv", qkv, count_of(p.seq_len, p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim},
                   {"q_norm", q_norm, used(p.use_qk_norm, p.head_dim)},
@@ -864,8 +911,10 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                   {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
                   {"q_out", q_out, count_of(p.seq_len, p.num_q_heads) * p.head_dim},
                   {"k_cache", k_cache, cache, kv_bytes(kv)},
-                  {"v_cache", v_cache, cache, kv_bytes(kv)}},
-                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)), {kv_constant(kv)});
+                  {"v_cache", v_cache, cache, kv_bytes(kv)},
+                  kv_table_operand(blocks, cache_capacity)},
+                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)),
+                 {kv_constant(kv), block_constant(blocks)});
 }
 
 namespace {
@@ -873,9 +922,20 @@ namespace {
 constexpr uint32_t kSplitGranule = 128;  // flash_attention.wgsl CHUNK_GRANULE: split chunks are multiples of it
 constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer and the combine's loop
 
-std::string flash_shapes(const FlashAttentionParams& p, KvType kv) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={}", p.T, p.S, p.num_q_heads,
-                     p.num_kv_heads, p.head_dim, p.position_offset, p.window, kv_type_name(kv));
+std::string flash_shapes(const FlashAttentionParams& p, KvType kv, const KvBlocks& blocks) {
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={} {}", p.T, p.S, p.num_q_heads,
+                     p.num_kv_heads, p.head_dim, p.position_offset, p.window, kv_type_name(kv), blocks_shapes(blocks));
+}
+
+// The key tiles of the attention kernels (kv_blocks.wgsl): blocks must hold whole tiles.
+constexpr uint32_t kFlashTile = 256;     // flash_attention.wgsl TILE
+constexpr uint32_t kFlashSgKeys = 4;     // flash_attention_sg.wgsl KEYS, a row group's keys per round
+
+// The operands of every flash attention variant: Q, the pools and `out` (or the partial records), then the block
+// table covering `keys` keys.
+std::vector<Operand> flash_operands(BufferBinding Q, BufferBinding K, BufferBinding V, Operand out,
+                                    const KvBlocks& blocks, uint64_t pool, uint64_t q, uint64_t keys, KvType kv) {
+  return {{"Q", Q, q}, {"K", K, pool, kv_bytes(kv)}, {"V", V, pool, kv_bytes(kv)}, out, kv_table_operand(blocks, keys)};
 }
 
 void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvType kv) {
@@ -950,9 +1010,11 @@ uint32_t flash_block_splits(const FlashAttentionParams& p, uint32_t capacity) {
 }
 
 // The query-block kernel (use_flash_block), whole (splits 1) or in split mode writing partial records.
-Dispatch block_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
-                         const FlashAttentionParams& p, uint32_t splits, KvType kv) {
+Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
+                         const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks) {
   FlashBlock block = flash_block_shape(device, p);
+  kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
+                   uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
   uint64_t blocks = ceil_div(rows, flash_block_rows(block));
   Grid grid = splits > 1 ? Grid{uint32_t(blocks), p.num_kv_heads, splits}
@@ -960,6 +1022,7 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, std::initializ
   return prepare(device, "flash_attention_block", std::move(shapes), operands, p, grid,
                  {{"HEAD_DIM", double(p.head_dim)},
                   kv_constant(kv),
+                  block_constant(kv_blocks),
                   {"ROWS_PER_THREAD", double(block.rows_per_thread)},
                   {"KEYS_PER_THREAD", double(block.keys_per_thread)},
                   {"SPLITS", double(splits)}});
@@ -984,17 +1047,25 @@ FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParam
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
 // words, else flash_attention.wgsl; both take the same grid and write the same records in split mode.
-Dispatch per_query_attention(gpu::Device& device, std::string shapes, std::initializer_list<Operand> operands,
-                             const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv) {
+bool use_flash_sg(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+  return has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
+         flash_sg_lanes(device, p, kv).pieces <= kFlashSgMaxPieces;
+}
+
+Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
+                             const FlashAttentionParams& p, Grid grid, uint32_t splits, KvType kv,
+                             const KvBlocks& blocks) {
   FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
-  bool subgroups = has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
-                   lanes.pieces <= kFlashSgMaxPieces;
+  bool subgroups = use_flash_sg(device, p, kv);
+  const char* kernel = subgroups ? "flash_attention_sg" : "flash_attention";
+  kv_pool_elements(kernel, shapes, blocks, subgroups ? kFlashSgKeys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
   if (!subgroups)
-    return prepare(device, "flash_attention", std::move(shapes), operands, p, grid,
-                   {{"SPLITS", double(splits)}, kv_constant(kv)});
-  return prepare(device, "flash_attention_sg", std::move(shapes), operands, p, grid,
+    return prepare(device, kernel, std::move(shapes), operands, p, grid,
+                   {{"SPLITS", double(splits)}, kv_constant(kv), block_constant(blocks)});
+  return prepare(device, kernel, std::move(shapes), operands, p, grid,
                  {{"SPLITS", double(splits)},
                   kv_constant(kv),
+                  block_constant(blocks),
                   {"HEAD_DIM", double(p.head_dim)},
                   {"PIECES", double(lanes.pieces)},
                   {"ROW_LANES", double(lanes.row_lanes)},
@@ -1008,16 +1079,21 @@ uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
 }  // namespace
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                         BufferBinding out, const FlashAttentionParams& p, KvType kv) {
-  auto shapes = flash_shapes(p, kv);
+                         BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv) {
+  auto shapes = flash_shapes(p, kv, blocks);
   check_flash(shapes, p, kv);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
-  uint64_t keys = count_of(p.S, p.num_kv_heads) * p.head_dim;
-  std::initializer_list<Operand> operands = {
-      {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"out", out, q}};
-  if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv);
+  // The tile rules are checked by the variant; 1 here checks the pool's size.
+  uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
+  auto operands = flash_operands(Q, K, V, {"out", out, q}, blocks, pool, q, p.S, kv);
+  if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv, blocks);
   Grid queries = fold(p.T);
-  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv);
+  return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv, blocks);
+}
+
+uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+  if (use_flash_block(device, p)) return 16 * flash_block_shape(device, p).keys_per_thread;
+  return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
 }
 
 uint32_t flash_attention_splits(uint32_t capacity) {
@@ -1044,10 +1120,10 @@ bool flash_attention_split_serves(const FlashAttentionParams& p, uint32_t keys) 
 }
 
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                                      BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
-                                      uint32_t capacity, KvType kv) {
+                                      BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,
+                                      BufferBinding scratch, uint32_t capacity, KvType kv) {
   std::vector<Dispatch> dispatches;
-  check_flash(flash_shapes(p, kv), p, kv);  // before the heads' ratio is taken below
+  check_flash(flash_shapes(p, kv, blocks), p, kv);  // before the heads' ratio is taken below
   bool prompt = p.T > kFlashSplitMaxQueries;
   uint32_t splits = 1;
   if (!prompt) {
@@ -1059,20 +1135,20 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
       splits = flash_block_splits(p, capacity);
   }
   if (splits < 2) {
-    dispatches.push_back(flash_attention(device, Q, K, V, out, p, kv));
+    dispatches.push_back(flash_attention(device, Q, K, V, out, blocks, p, kv));
     return dispatches;
   }
-  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv), capacity, splits);
+  auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv, blocks), capacity, splits);
   if (p.S > capacity)
     fail("kernel 'flash_attention' ({}): S={} keys exceed the capacity of {}", shapes, p.S, capacity);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
-  uint64_t keys = count_of(capacity, p.num_kv_heads) * p.head_dim;  // later runs may see up to capacity keys
+  uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t partials = flash_partials(p, splits);
-  std::initializer_list<Operand> operands = {
-      {"Q", Q, q}, {"K", K, keys, kv_bytes(kv)}, {"V", V, keys, kv_bytes(kv)}, {"partials", scratch, partials}};
-  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv)
+  // Later runs may see up to capacity keys: the table must cover them.
+  auto operands = flash_operands(Q, K, V, {"partials", scratch, partials}, blocks, pool, q, capacity, kv);
+  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv, blocks)
                               : per_query_attention(device, shapes, operands, p, Grid{p.T, p.num_q_heads, splits},
-                                                    splits, kv));
+                                                    splits, kv, blocks));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
                                {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
                                {{"SPLITS", double(splits)}}));
@@ -1081,19 +1157,24 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
 
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p) {
-  auto shapes = fmt::format("count={} slot={}", p.count, p.slot);
+  auto shapes = fmt::format("count={} slot={} rows={} row_stride={}", p.count, p.slot, p.rows, p.row_stride);
   if (p.count == 0) fail("kernel 'argmax' ({}): no logits", shapes);
+  if (p.rows == 0 || p.rows > device.limits().maxComputeWorkgroupsPerDimension)
+    fail("kernel 'argmax' ({}): rows must be 1 to {} (one workgroup row each)", shapes,
+         device.limits().maxComputeWorkgroupsPerDimension);
+  if (p.rows > 1 && p.row_stride < p.count)
+    fail("kernel 'argmax' ({}): rows of {} logits overlap at a stride of {}", shapes, p.count, p.row_stride);
   auto stage = [&](gpu::Grid grid, bool final) {
     return prepare(device, "argmax", shapes,
-                   {{"logits", logits, p.count},
-                    {"next_ids", next_ids, 1},
-                    {"history", history, uint64_t(p.slot) + 1},
-                    {"partials", partials, 2 * kArgmaxPartials}},
+                   {{"logits", logits, uint64_t(p.rows - 1) * p.row_stride + p.count},
+                    {"next_ids", next_ids, p.rows},
+                    {"history", history, uint64_t(p.slot) + p.rows},
+                    {"partials", partials, 2ull * kArgmaxPartials * p.rows}},
                    p, grid, {{"FINAL", final ? 1.0 : 0.0}, {"PARTIALS", double(kArgmaxPartials)}});
   };
   std::vector<Dispatch> dispatches;
-  dispatches.push_back(stage({kArgmaxPartials, 1, 1}, false));
-  dispatches.push_back(stage({1, 1, 1}, true));
+  dispatches.push_back(stage({kArgmaxPartials, p.rows, 1}, false));
+  dispatches.push_back(stage({1, p.rows, 1}, true));
   return dispatches;
 }
 
@@ -1104,9 +1185,11 @@ std::string sample_shapes(const SampleParams& p) {
 }
 }  // namespace
 
-// sample.wgsl's scratch: the histogram (2,048 bins of 3 words), a count, the range found (16 words), 1,024
-// gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
-uint64_t sample_candidates_words(uint32_t count) { return 3 * 2048 + 1 + 16 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk); }
+// sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, per level its window (16 words)
+// and key bounds (2), 1,024 gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
+uint64_t sample_candidates_words(uint32_t count) {
+  return kSampleLevels * (3 * 2048 + 16 + 2) + 1 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk);
+}
 
 void check_sample_params(const SampleParams& p) {
   auto shapes = sample_shapes(p);
@@ -1144,15 +1227,22 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   auto shapes = sample_shapes(p);
   uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
   std::vector<Dispatch> dispatches;
-  for (uint32_t stage = 0; stage < 4; ++stage)
+  auto stage = [&](uint32_t number, Grid grid) {
     dispatches.push_back(prepare(device, "sample", shapes,
                                  {{"logits", logits, p.count},
                                   {"next_ids", next_ids, 1},
                                   {"history", history, uint64_t(p.slot) + 1},
                                   {"candidates", candidates, sample_candidates_words(p.count)},
                                   {"counts", counts, p.count}},
-                                 p, {stage < 3 ? partials : 1, 1, 1},
-                                 {{"STAGE", double(stage)}, {"PARTIALS", double(partials)}}));
+                                 p, grid, {{"STAGE", double(number)}, {"PARTIALS", double(partials)}}));
+  };
+  stage(0, {partials, 1, 1});
+  stage(1, {partials, 1, 1});
+  stage(2, {partials, 1, 1});  // level 0
+  // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L rows of workgroups, the
+  // last of which works (the others return at once).
+  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials, level, 1});
+  stage(4, {1, 1, 1});
   return dispatches;
 }
 

@@ -68,6 +68,29 @@ enum class KvType : uint32_t { F32 = 0, F16 = 1 };
 uint32_t kv_bytes(KvType type);  // 4, 2
 const char* kv_type_name(KvType type);  // "f32", "f16"
 
+// The KV cache in blocks (kv_blocks.wgsl): each layer's K and V pools hold `blocks` blocks of `block_tokens` rows
+// (one token's Hkv * head_dim elements each, of type KvType), and a sequence's block table (u32 block ids) says
+// which blocks hold its tokens: token j lies in pool row table[j / block_tokens] * block_tokens + j % block_tokens.
+// Every kernel that writes or reads the cache addresses it through a table, so sequences of any lengths share one
+// pool. The kernels that serve one sequence bind its table (from its first entry); the row kernels
+// (kernels/batched.h) bind every sequence's tables and find each one's first entry in the row table.
+// kKvBlockTokens = 256: the attention kernels read the table once per tile of keys and need a tile's keys in at
+// most two blocks, so a block is at least (and, for whole tiles, a multiple of) every key tile: flash_attention.wgsl
+// and attention_rows.wgsl walk 256 keys a tile, flash_attention_block.wgsl 16 or 32, flash_attention_sg.wgsl 4 per
+// row group, and split-KV chunks are multiples of 128 keys (so at 256 a chunk's tiles cross at most one block edge).
+// Larger blocks waste more of a short sequence's last block (at most 255 tokens).
+constexpr uint32_t kKvBlockTokens = 256;
+struct KvBlocks {
+  BufferBinding table;  // u32 block ids (see above)
+  uint32_t blocks = 0;  // blocks in each pool
+  uint32_t block_tokens = kKvBlockTokens;
+};
+// For the cache kernels' dispatchers: checks that blocks hold whole key tiles of `tile` keys and that the pools'
+// element indices fit u32, and returns the pools' elements (rows of kv_width); the table operand for `tokens`.
+uint64_t kv_pool_elements(std::string_view kernel, const std::string& shapes, const KvBlocks& blocks, uint32_t tile,
+                          uint64_t kv_width);
+Operand kv_table_operand(const KvBlocks& blocks, uint64_t tokens);
+
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
 // for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
 // are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
@@ -126,13 +149,15 @@ struct LinearNorm {
 struct MatvecBlocking {
   uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
-// The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels; linear_rows.wgsl's is linear_rows_grid().
-Grid linear_grid(const LinearParams& p);
+// The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
+// (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid().
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
 // types keep the tiled kernel, which decodes their blocks).
 bool use_linear_rows(const LinearParams& p, WeightType type);
-// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 or 2) and columns per slice of
-// k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8); its grid.
+// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 up to 8 rows, else 2) and columns
+// per slice of k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8),
+// then fewer columns per thread (down to 1) while the workgroups are fewer than half of those; its grid.
 struct RowsBlocking {
   uint32_t columns, lanes;
 };
@@ -180,7 +205,8 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first
 // rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
-// k and v heads to rows p.position + m of k_cache / v_cache [capacity, kv_heads * head_dim] (of type `kv`). Needs
+// k and v heads to the pool rows of positions p.position + m in k_cache / v_cache (of type `kv`; the block table
+// `blocks` covers `capacity` tokens, kv_blocks.wgsl). Needs
 // linear_can_fuse() for the shape and qkv_rope_fusable() for the heads; head_dim and rotary_dim even, rotary_dim
 // <= head_dim (0: no rotary; bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
 struct QkvHeads {
@@ -190,9 +216,11 @@ struct QkvHeads {
 // Whether linear_qkv_rope can store these heads: an f16 cache's words hold two neighbouring dims, which the
 // kernel stores from one lane, in column groups of two rotary pairs: head_dim and rotary_dim multiples of 4.
 bool qkv_rope_fusable(const QkvHeads& heads);
+// The fused kernel binds nine storage buffers; adapters that allow fewer per stage store with qkv_rope_store.
+bool linear_qkv_rope_fits(const gpu::Device& device);
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                          BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                         const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
+                         const KvBlocks& blocks, const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
                          MatvecBlocking blocking = {});
 
 // Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
@@ -225,8 +253,10 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 // RMS-normalises each q and k head (weights q_norm [D], k_norm [D], eps); rotates the first
 // rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
 // (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
-// position_offset + t of the caches [capacity, Hkv * D] of type `kv` (f16: head_dim even).
-// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 params.
+// position_offset + t of the sequence whose block table `blocks` covers `capacity` tokens, in the cache pools of
+// type `kv` (f16: head_dim even).
+// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 kv_table,
+// 8 params.
 // One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).
 struct QkvRopeParams {
   uint32_t seq_len, num_q_heads, num_kv_heads, head_dim;
@@ -237,12 +267,12 @@ struct QkvRopeParams {
 };
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
-                        const QkvRopeParams& p, uint32_t cache_capacity, KvType kv = KvType::F32);
+                        const KvBlocks& blocks, const QkvRopeParams& p, uint32_t cache_capacity, KvType kv = KvType::F32);
 
 // Flash attention: causal GQA attention over the cache with an online softmax, K/V processed in tiles;
 // query t (position p = position_offset + t) attends keys j with max(0, p - window + 1) <= j <= p
-// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], K [S, Hkv * D], V [S, Hkv * D]
-// (the cache, of type `kv`), out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
+// (window 0: no window), scores scaled by `scale`. Operands: Q [T, Hq * D], the K and V pools (of type `kv`)
+// with the sequence's block table `blocks` (covering S keys, or `capacity` for the split overload), out [T, Hq * D]. Variants, picked by T, the heads, head_dim and the device (never by S or position_offset,
 // so a graph may rewrite those in the dispatches' uniforms between runs):
 // - flash_attention_block.wgsl (T >= kFlashBlockMinQueries, prefill, when a blocking fits the device's
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
@@ -265,7 +295,7 @@ constexpr uint32_t kFlashBlockMinQueries = 16;
 constexpr uint32_t kFlashSplitMaxQueries = 4;
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
-                         const FlashAttentionParams& p, KvType kv = KvType::F32);
+                         const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv = KvType::F32);
 
 // The same attention, with the split-KV variant where it applies: T <= kFlashSplitMaxQueries and a
 // `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk, or a
@@ -274,8 +304,12 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 // (each holds `p`) are rewritten. `scratch` must hold flash_attention_scratch_bytes(p, capacity) bytes.
 // Returns the dispatches to record in order (one or two).
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                                      BufferBinding out, const FlashAttentionParams& p, BufferBinding scratch,
+                                      BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,
+                                      BufferBinding scratch,
                                       uint32_t capacity, KvType kv = KvType::F32);
+
+// The keys per tile of the variant flash_attention() runs for `p` on this device: KV blocks must hold whole tiles.
+uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv = KvType::F32);
 
 // The key chunks the decoding split variant uses for up to `capacity` keys (1: the split variant is not used).
 uint32_t flash_attention_splits(uint32_t capacity);
@@ -290,15 +324,17 @@ uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t c
 // A token id argmax and sample write when every logit is NaN (a broken model): the host stops on it.
 constexpr uint32_t kNoToken = 0xFFFFFFFF;
 
-// argmax.wgsl: greedy sampling on the GPU. The index of the largest logit (lowest index on ties, NaN
-// never wins; every logit NaN: kNoToken) goes to next_ids[0] — the next decode step's input — and to
-// history[slot].
-// Two dispatches (record both, in order): kArgmaxPartials workgroups reduce chunks of the logits to
-// (value, index) pairs in `partials`, then one workgroup reduces those.
-// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 partials
-// [2 * kArgmaxPartials] u32 (scratch), 4 params.
+// argmax.wgsl: greedy sampling on the GPU, for each of `rows` rows of `count` logits (row r from element
+// r * row_stride: a batched step's sequences). Row r's largest logit's index (lowest index on ties, NaN never
+// wins; every logit NaN: kNoToken) goes to next_ids[r] — the next decode step's input — and to history[slot + r].
+// Two dispatches (record both, in order): kArgmaxPartials workgroups per row reduce chunks of the logits to
+// (value, index) pairs in `partials`, then one workgroup per row reduces those.
+// Bindings: 0 logits [(rows - 1) * row_stride + count], 1 next_ids [>= rows] u32, 2 history [>= slot + rows]
+// u32, 3 partials [2 * kArgmaxPartials * rows] u32 (scratch), 4 params. Throws for no logits, no rows, more
+// rows than a grid dimension holds, or rows that overlap (row_stride < count with several rows).
 struct ArgmaxParams {
   uint32_t count, slot;
+  uint32_t rows = 1, row_stride = 0;
 };
 constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
@@ -307,8 +343,10 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 // sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
 // generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
 // and random numbers hashed from (seed, position). The drawn token goes to next_ids[0] and history[slot], as
-// argmax's. Four dispatches (record all, in order; only the last depends on the position): chunk maxima, a
-// histogram of the weights, the tokens around the cut gathered, then one workgroup finds the cut and draws.
+// argmax's. 3 + kSampleLevels dispatches (record all, in order; only the last depends on the position): chunk
+// maxima, a histogram of the weights, the levels that narrow the tokens around the cut down to at most
+// kSampleGathered and gather them (each over every chunk; those with nothing left to do return at once), then one
+// workgroup finds the cut among the gathered tokens and draws.
 // Penalties as the host sampler's apply to the tokens with counts[i] > 0; the drawn token's count goes up by one.
 // Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
 // [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
@@ -324,6 +362,7 @@ struct SampleParams {
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
 };
 constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
+constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
 constexpr uint32_t kMaxSampleCount = 524288;  // 256 chunks: the drawing workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
 // Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
@@ -337,7 +376,7 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
 double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
-static_assert(sizeof(ArgmaxParams) == 8 && sizeof(SampleParams) == 48);
+static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 48);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 
 }  // namespace gerbil::kernels

@@ -1,5 +1,6 @@
 #include "kernels/tuning.h"
 
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -28,6 +29,8 @@ constexpr uint32_t kMaxWorkgroups = 1u << 15;
 // once asked for 65,536 and the H200 refused it).
 static_assert(kMaxWorkgroups <= 65535);
 constexpr uint32_t kTileShare = 4;           // resident_tiles = resident_workgroups / kTileShare
+constexpr uint32_t kTiledFillWaves = 2;              // tiled_fill: 1 / kTiledFillWaves of the resident tiles
+constexpr uint32_t kPreparedNormHiddenPerWorkgroup = 4;  // prepared_norm_min_hidden's hidden size a workgroup
 
 struct ProbeParams {
   uint32_t rounds;
@@ -106,6 +109,14 @@ Tuning probe_tuning(gpu::Device& device) {
   tuning.resident_tiles = std::max<uint32_t>(1, low / kTileShare);
   tuning.probe_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return tuning;
+}
+
+uint32_t tiled_fill(uint32_t resident_tiles) {
+  return std::bit_floor(std::max<uint32_t>(1, resident_tiles / kTiledFillWaves));
+}
+
+uint32_t prepared_norm_min_hidden(uint32_t resident_workgroups) {
+  return std::bit_floor(std::max<uint32_t>(1, resident_workgroups) * kPreparedNormHiddenPerWorkgroup);
 }
 
 void write_tuning(const std::filesystem::path& file, const gpu::AdapterInfo& adapter, const Tuning& tuning) {

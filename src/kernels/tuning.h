@@ -23,6 +23,19 @@ std::filesystem::path tuning_file(const gpu::AdapterInfo& adapter);
 // invocations hold 64 accumulators each), a quarter of it (the register file holds a quarter as many).
 Tuning probe_tuning(gpu::Device& device);
 
+// The launch choices that follow from a tuning (`gerbil tune` prints them), so that no GPU's figures are constants:
+// - tiled_fill: the tile count from which a prompt product keeps linear_tiled.wgsl's larger tiles (kernels/model.cpp
+//   linear_tile()): half a wave of resident tiles (where two fit on an SM, one a SM), rounded down to a power of
+//   two as model widths and so tile counts are, so that a product of exactly that many tiles stays on the side the
+//   half wave puts it (an H200: 264 resident tiles -> 128, the 128 fitted there; lavapipe, 1 -> 1).
+// - prepared_norm_min_hidden: the hidden size from which decode steps prepare their RMSNorms' input in the product
+//   before (graph/model.cpp). Preparing saves every workgroup of the next product its load of the norm weight and
+//   costs a second output: fitted on the H200 (1,056 resident workgroups: pays at hidden 4,096, loses at 896), the
+//   hidden size is taken to scale with the workgroups sharing a product, 4 a resident workgroup, rounded down to a
+//   power of two (an H200: 4,224 -> 4,096; lavapipe, 1 -> 4: always).
+uint32_t tiled_fill(uint32_t resident_tiles);
+uint32_t prepared_norm_min_hidden(uint32_t resident_workgroups);
+
 // The tuning file's JSON; read_tuning throws naming the file and what is wrong with it.
 void write_tuning(const std::filesystem::path& file, const gpu::AdapterInfo& adapter, const Tuning& tuning);
 Tuning read_tuning(const std::filesystem::path& file);

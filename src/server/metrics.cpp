@@ -57,6 +57,10 @@ std::string Metrics::text(const SchedulerStats& scheduler, bool ready) const {
   out += fmt::format("gerbil_active_sequences {}\n", scheduler.active);
   metric("gerbil_sequences_cancelled_total", "counter", "Sequences cancelled (client gone, timeout, shutdown)");
   out += fmt::format("gerbil_sequences_cancelled_total {}\n", scheduler.cancelled);
+  metric("gerbil_kv_cache_blocks_used", "gauge", "KV-cache blocks held by sequences (running, or kept for reuse)");
+  out += fmt::format("gerbil_kv_cache_blocks_used {}\n", scheduler.kv_blocks_used);
+  metric("gerbil_kv_cache_blocks_total", "gauge", "KV-cache blocks in the pool");
+  out += fmt::format("gerbil_kv_cache_blocks_total {}\n", scheduler.kv_blocks_total);
   metric("gerbil_cached_prompt_tokens_total", "counter", "Prompt tokens taken from the KV cache");
   out += fmt::format("gerbil_cached_prompt_tokens_total {}\n", scheduler.cached_tokens);
   metric("gerbil_ready", "gauge", "1 once the model is loaded");

@@ -1,29 +1,32 @@
 // Decode attention for the rows of several sequences in one dispatch: table entry i (row_table.wgsl) is one
-// query, activation row `row` of Q at `position` of its sequence, which attends the keys j of its own slot
-// (cache elements from `cache_base`) with max(0, position - window + 1) <= j <= position, causal GQA as
-// flash_attention.wgsl computes it:
+// query, activation row `row` of Q at `position` of its sequence, which attends the keys j of its own sequence
+// (the pool rows its block table gives: kv_table from entry `table_base`, kv_blocks.wgsl) with
+// max(0, position - window + 1) <= j <= position, causal GQA as flash_attention.wgsl computes it:
 //   out[row, h] = sum_j softmax_j(scale * Q[row, h] . K[j, kv]) V[j, kv],  kv = h / (num_q_heads / num_kv_heads).
 // One workgroup of 256 per (entry, q head); keys in tiles of 256, one key per thread, its row read as 16-byte
 // words (whole vec4 pieces: head_dim a multiple of 4, of 8 for an f16 cache); the tile's weights go through
 // workgroup memory, and for the weighted sum of V thread i owns piece i % (head_dim / 4) of the output for the
 // tile keys k with k % (1024 / head_dim) == i / (head_dim / 4), so a V row is read by consecutive threads. An
-// online softmax rescales the sums whenever the max grows. Nothing is sized by the cache length.
-// Bindings (group 0): 0 Q [*, Hq * head_dim] read, 1 K pool, 2 V pool (KV_TYPE, kv_cache.wgsl; rows of
-//                     Hkv * head_dim from each entry's cache_base) read, 3 out [*, Hq * head_dim] read_write,
-//                     4 table [T] RowEntry read, 5 params uniform (flash_params.wgsl's: T the table's entries;
-//                     S and position_offset unused).
+// online softmax rescales the sums whenever the max grows. Nothing is sized by the cache length. A tile's rows
+// come from the block table once per tile (KV_BLOCK_TOKENS >= TILE: at most two blocks).
+// Bindings (group 0): 0 Q [*, Hq * head_dim] read, 1 K pool, 2 V pool (KV_TYPE, kv_cache.wgsl; blocks of
+//                     KV_BLOCK_TOKENS rows of Hkv * head_dim) read, 3 out [*, Hq * head_dim] read_write,
+//                     4 table [T] RowEntry read, 5 kv_table (every sequence's block ids) u32 read, 6 params
+//                     uniform (flash_params.wgsl's: T the table's entries; S and position_offset unused).
 // Dispatch: (T, num_q_heads, 1). head_dim <= 256.
 
 //!include flash_params.wgsl
 //!include kv_cache.wgsl
 //!include row_table.wgsl
+//!include kv_blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> K: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> V: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> table: array<RowEntry>;
-@group(0) @binding(5) var<uniform> params: Params;
+@group(0) @binding(5) var<storage, read> kv_table: array<u32>;
+@group(0) @binding(6) var<uniform> params: Params;
 
 override HEAD_DIM: u32 = 64u;  // params.head_dim
 const WORKGROUP_SIZE: u32 = 256u;
@@ -53,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let D4 = HEAD_DIM / 4u;
   let kv = h / (params.num_q_heads / params.num_kv_heads);
   let kv_stride = params.num_kv_heads * D4;  // pieces per cache row
-  let kv_offset = entry.cache_base / 4u + kv * D4;
+  let kv_offset = kv * D4;
   let q_base = (entry.row * params.num_q_heads + h) * D4;
   let scale = bitcast<f32>(params.scale_bits);
   let first = first_key(entry.position);
@@ -73,9 +76,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   for (var start = first; start <= last; start += TILE) {
     let j = start + lid;
     let valid = j <= last;
+    let rows = tile_rows(entry.table_base, start, min(last, start + TILE - 1u));
     var score = LOWEST_F32;
     if (valid) {
-      let k_row = kv_offset + j * kv_stride;
+      let k_row = kv_offset + tile_row(rows, j) * kv_stride;
       var qk: f32 = 0.0;
       for (var d = 0u; d < D4; d++) {
         qk += dot(q[d], piece_at(0u, k_row + d));
@@ -94,9 +98,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let keys = min(TILE, last + 1u - start);
     var a = acc * rescale;
     if (split < splits) {  // threads past the last whole split (head_dim not dividing 1024) only score keys
-      let v_base = kv_offset + start * kv_stride + piece;
+      let v_base = kv_offset + piece;
       for (var k = split; k < keys; k += splits) {
-        a += weights[k] * piece_at(1u, v_base + k * kv_stride);
+        a += weights[k] * piece_at(1u, v_base + tile_row(rows, start + k) * kv_stride);
       }
     }
     acc = a;

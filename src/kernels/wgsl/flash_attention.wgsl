@@ -7,9 +7,12 @@
 // the tile keys k with k % (256 / head_dim) == i / head_dim, which keeps (nearly) all threads busy at any
 // head_dim; accumulators (and each thread's share of the softmax denominator) are rescaled whenever the max grows,
 // and the key subsets' partial outputs are added up at the end. Nothing is sized by S. head_dim <= 256.
-// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read
-//                     (K and V in the cache's KV_TYPE, kv_cache.wgsl), 3 out [T, Hq * head_dim] read_write,
-//                     4 params uniform (scale as f32 bits).
+// Key j is row j of the sequence in the cache pools: the pool row its block table gives (kv_blocks.wgsl), read
+// from the table once per tile (KV_BLOCK_TOKENS >= TILE: a tile's keys lie in at most two blocks).
+// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K pool [blocks * KV_BLOCK_TOKENS, Hkv * head_dim] read,
+//                     2 V pool (as K) read (K and V in the cache's KV_TYPE, kv_cache.wgsl), 3 out [T, Hq *
+//                     head_dim] read_write, 4 kv_table [ceil(S / KV_BLOCK_TOKENS)] u32 (the sequence's block
+//                     ids) read, 5 params uniform (scale as f32 bits).
 // Dispatch: (min(T, 65535), num_q_heads, ceil(T / 65535)); query t = wid.x + wid.z * num_workgroups.x.
 //
 // Split-KV mode (SPLITS > 1, for decoding over a long cache: flash-decoding). The dispatch is (T, num_q_heads,
@@ -21,12 +24,14 @@
 
 //!include flash_params.wgsl
 //!include kv_cache.wgsl
+//!include kv_blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
 @group(0) @binding(1) var<storage, read> K: array<u32>;
 @group(0) @binding(2) var<storage, read> V: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
+@group(0) @binding(4) var<storage, read> kv_table: array<u32>;
+@group(0) @binding(5) var<uniform> params: Params;
 
 override SPLITS: u32 = 1u;
 
@@ -78,9 +83,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var start = first; start <= last; start += TILE) {
     let j = start + lid;
     let valid = j <= last;
+    let rows = tile_rows(0u, start, min(last, start + TILE - 1u));
     var score = LOWEST_F32;
     if (valid) {
-      let k_base = j * kv_stride + kv_offset;
+      let k_base = tile_row(rows, j) * kv_stride + kv_offset;
       // Four dims per step (and a scalar tail), so that several independent loads are in flight.
       var qk: f32 = 0.0;
       var d: u32 = 0u;
@@ -106,16 +112,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var a = acc * rescale;
     if (split < splits) {
       // Four keys per step (and a tail), again for independent loads.
-      let v_base = start * kv_stride + kv_offset + dim;
+      let v_base = kv_offset + dim;
       var k = split;
       for (; k + 3u * splits < keys; k += 4u * splits) {
-        let v = vec4<f32>(value_at(v_base + k * kv_stride), value_at(v_base + (k + splits) * kv_stride),
-                          value_at(v_base + (k + 2u * splits) * kv_stride), value_at(v_base + (k + 3u * splits) * kv_stride));
+        let v = vec4<f32>(value_at(v_base + tile_row(rows, start + k) * kv_stride),
+                          value_at(v_base + tile_row(rows, start + k + splits) * kv_stride),
+                          value_at(v_base + tile_row(rows, start + k + 2u * splits) * kv_stride),
+                          value_at(v_base + tile_row(rows, start + k + 3u * splits) * kv_stride));
         let p = vec4<f32>(weights[k], weights[k + splits], weights[k + 2u * splits], weights[k + 3u * splits]);
         a += dot(p, v);
       }
       for (; k < keys; k += splits) {
-        a += weights[k] * value_at(v_base + k * kv_stride);
+        a += weights[k] * value_at(v_base + tile_row(rows, start + k) * kv_stride);
       }
     }
     acc = a;

@@ -37,20 +37,24 @@
 // block's keys are cut into SPLITS chunks of whole tiles, chunk wid.z, and each row writes its unnormalised
 // record [max, denominator, acc[head_dim]] for its keys in the chunk where flash_attention_combine.wgsl reads
 // it (a row without keys there writes max LOWEST_F32 and zeros, which the combine weighs 0).
+// Key j is the pool row the sequence's block table gives (kv_blocks.wgsl), read from the table once per staged
+// tile (KV_BLOCK_TOKENS >= TILE_KEYS: at most two blocks).
 // Bindings and params: those of flash_attention.wgsl (head_dim must equal HEAD_DIM; out holds the records in
-// split mode).
+// split mode; 4 kv_table, 5 params).
 // Dispatch: (min(B, 65535), num_kv_heads, ceil(B / 65535)), B = ceil(T * G / BLOCK_ROWS) blocks;
 // index = wid.x + wid.z * num_workgroups.x, block = B - 1 - index; split mode: (B, num_kv_heads, SPLITS),
 // index = wid.x.
 
 //!include flash_params.wgsl
 //!include kv_cache.wgsl
+//!include kv_blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
 @group(0) @binding(1) var<storage, read> K: array<u32>;
 @group(0) @binding(2) var<storage, read> V: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
+@group(0) @binding(4) var<storage, read> kv_table: array<u32>;
+@group(0) @binding(5) var<uniform> params: Params;
 
 override HEAD_DIM: u32 = 64u;
 override ROWS_PER_THREAD: u32 = 4u;  // 1, 2 or 4
@@ -85,13 +89,14 @@ var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * 4u>;     // [row][key thread]:
 fn load_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32, is_value: bool, start: u32, keys: u32,
              kv_offset: u32) {
   let kv_stride = params.num_kv_heads * HEAD_DIM;
+  let rows = tile_rows(0u, start, start + keys - 1u);
   for (var n: u32 = 0u; n < STAGE; n++) {
     let e = lid + n * WORKGROUP_SIZE;
     let k = e / DPAD;
     let d = e % DPAD;
     var value: f32 = 0.0;
     if (k < keys && d < HEAD_DIM) {
-      let index = (start + k) * kv_stride + kv_offset + d;
+      let index = tile_row(rows, start + k) * kv_stride + kv_offset + d;
       if (is_value) {
         value = kv_element(V[kv_word(index)], index);
       } else {

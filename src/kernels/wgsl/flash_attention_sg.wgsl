@@ -17,21 +17,27 @@
 // K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words: an f32 word is one vec4 piece of a
 // row, an f16 word two neighbouring pieces, which a lane takes together (lane_piece), so head_dim is a multiple
 // of 8 there.
-// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K [S, Hkv * head_dim] read, 2 V [S, Hkv * head_dim] read
-//                     (K and V in KV_TYPE),
-//                     3 out [T, Hq * head_dim] (split mode: the partial records) read_write, 4 params uniform.
+// Key j is the pool row the sequence's block table gives (kv_blocks.wgsl): a row group keeps the rows of its
+// current block in registers and reads the table again only when its KEYS keys reach another block (once per
+// block, not per round; KV_BLOCK_TOKENS >= KEYS: a round's keys lie in at most two blocks).
+// Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K pool [blocks * KV_BLOCK_TOKENS, Hkv * head_dim] read,
+//                     2 V pool (as K) read (K and V in KV_TYPE), 3 out [T, Hq * head_dim] (split mode: the
+//                     partial records) read_write, 4 kv_table [ceil(S / KV_BLOCK_TOKENS)] u32 (the sequence's
+//                     block ids) read, 5 params uniform.
 // Dispatch: as flash_attention.wgsl: (min(T, 65535), num_q_heads, ceil(T / 65535)), or (T, num_q_heads,
 // SPLITS) in split mode.
 enable subgroups;
 
 //!include flash_params.wgsl
 //!include kv_cache.wgsl
+//!include kv_blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> Q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> K: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> V: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
+@group(0) @binding(4) var<storage, read> kv_table: array<u32>;
+@group(0) @binding(5) var<uniform> params: Params;
 
 override SPLITS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
@@ -87,6 +93,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var running_max = LOWEST_F32;
   var denominator: f32 = 0.0;
   var acc: array<vec4<f32>, 8>;
+  var rows = TileRows(0u, 0u, 0u);
+  var rows_block = 0xFFFFFFFFu;  // the block whose rows `rows` holds (none yet)
   // Rounds are walked by the whole workgroup (shuffles need uniform control flow); a row group whose
   // keys lie past `last` adds zeros.
   for (var round = first; round <= last; round += ROW_GROUPS * KEYS) {
@@ -96,9 +104,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var partial = vec4<f32>(0.0);
     // [key][piece]; a lane past D4 loads none and adds what its slots hold to sums that are never stored.
     var v_rows: array<array<vec4<f32>, 8>, KEYS>;
+    let round_last = min(last, base + KEYS - 1u);
+    if (base <= last && (base / KV_BLOCK_TOKENS != rows_block || round_last >= rows.boundary)) {
+      rows = tile_rows(0u, base, round_last);
+      rows_block = base / KV_BLOCK_TOKENS;
+    }
     for (var r = 0u; r < KEYS; r++) {
       if (base + r <= last) {
-        let row = (base + r) * kv_stride + kv_offset;
+        let row = tile_row(rows, base + r) * kv_stride + kv_offset;
         for (var i = 0u; i < PIECES; i++) {
           let d4 = lane_piece(row_lane, i);
           if (d4 < D4) {

@@ -28,8 +28,9 @@
 // (without its q/k norm): N = (Q_HEADS + 2 KV_HEADS) * HEAD_DIM, COLS = 2, and column group g holds a
 // rotary pair of one head, (j, j + r/2) for j < r/2 = ROTARY_DIM / 2 in q and k heads, else the neighbours
 // (2j, 2j + 1); the pair is rotated in rotate-half style at angle (position + m) * inv_freq[j] and stored
-// to q_out [M, Q_HEADS * HEAD_DIM] (bound as out) or to rows position + m of the k and v caches
-// [capacity, KV_HEADS * HEAD_DIM] (KV_TYPE elements, kv_cache.wgsl). It saves the store kernel's dispatch per
+// to q_out [M, Q_HEADS * HEAD_DIM] (bound as out) or to the k and v cache pools [blocks * KV_BLOCK_TOKENS,
+// KV_HEADS * HEAD_DIM] (KV_TYPE elements, kv_cache.wgsl) at the row of position + m in the sequence's block
+// table kv_table (kv_blocks.wgsl). It saves the store kernel's dispatch per
 // layer. An f16 cache word holds two neighbouring dims, which one lane must store together, so there COLS = 4:
 // group g holds the pairs (2j, 2j + r/2) and (2j + 1, 2j + 1 + r/2) for 2j < r/2, else the dims 4j .. 4j + 3
 // (HEAD_DIM and ROTARY_DIM multiples of 4). kernels::linear_qkv_rope sets COLS.
@@ -38,7 +39,8 @@
 //                     5 norm_weight read: [K] (NORM_X 1), the raw x [M, K] (NORM_X 2), [out_stride]
 //                     (NORM_OUT), any buffer otherwise; 6 k_cache read_write (ROPE; NORM_OUT: the prepared
 //                     output [M, out_stride], f32 bits), 7 v_cache read_write (ROPE), any buffer when unused;
-//                     8 params uniform.
+//                     8 kv_table u32 read (ROPE: the block ids of the sequence; any buffer otherwise),
+//                     9 params uniform.
 // Work is cut in units of one workgroup's 256 / (lanes * SPLIT) column groups. Dispatch: one workgroup per
 // unit, U = ceil(N / (COLS * 256 / (max_subgroup_size * SPLIT))), or W < U with LOOPS (then, of a launched
 // grid of G workgroups, workgroup w takes units w, w + G, w + 2G, ...: a grid that stays resident, each
@@ -53,6 +55,7 @@ enable subgroups;
 //!include linear_store.wgsl
 //!include activations.wgsl
 //!include kv_cache.wgsl
+//!include kv_blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -62,7 +65,8 @@ enable subgroups;
 @group(0) @binding(5) var<storage, read> norm_weight: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
-@group(0) @binding(8) var<uniform> params: Params;
+@group(0) @binding(8) var<storage, read> kv_table: array<u32>;
+@group(0) @binding(9) var<uniform> params: Params;
 
 override ROWS: u32 = 1u;         // M, 1..4
 override COLS: u32 = 1u;         // output columns per column group, 1..4
@@ -182,7 +186,8 @@ fn rope_group(g: u32) -> RopeGroup {
 }
 
 // ROPE: row m's values of group g's columns (bias not yet added), rotated where they rotate, then stored to
-// q_out or to the cache row of position + m (an f16 word per two neighbouring dims: dims[0, 1] and dims[2, 3]).
+// q_out or to the cache pool's row of position + m (an f16 word per two neighbouring dims: dims[0, 1] and
+// dims[2, 3]).
 fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
   let group = rope_group(g);
   let pairs = COLS / 2u;
@@ -210,7 +215,7 @@ fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
   }
   let is_k = group.head < Q_HEADS + KV_HEADS;
   let kv = select(group.head - Q_HEADS - KV_HEADS, group.head - Q_HEADS, is_k);
-  let row = ((params.position + m) * KV_HEADS + kv) * HEAD_DIM;
+  let row = (kv_row(0u, params.position + m) * KV_HEADS + kv) * HEAD_DIM;
   for (var c = 0u; c < COLS; c += kv_per_word()) {
     let word = kv_word(row + group.dims[c]);
     let packed = kv_pack(x[c], x[min(c + 1u, 3u)]);

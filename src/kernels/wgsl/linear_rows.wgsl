@@ -11,7 +11,8 @@
 // * the 256 / LANES slices of a workgroup take every slices-th block of UNROLL pieces (4 in flight per
 //   thread: UNROLL * COLS = 4) and add up through workgroup memory, 8 sums per thread at a time (8 KiB).
 // No subgroups, no shader-f16: it runs on every adapter. The dispatcher (kernels::linear_rows_blocking) sets
-// ROWS = M, COLS (4 up to 8 rows, else 2) and LANES; grid: ceil(N / (LANES * COLS)) workgroups, folded.
+// ROWS = M, COLS (4 up to 8 rows, else 2; 1 or 2 for narrow N) and LANES; grid: ceil(N / (LANES * COLS)) workgroups,
+// folded.
 // A row's sum is the same f32 sum of K terms as in the other linear kernels, in another order (COLS and LANES
 // set which pieces each slice adds up): a row can differ in its last bits between steps of other sizes, as it
 // already does between the matrix-vector (M <= 4) and tiled kernels; tests/test_generate_scheduler holds the

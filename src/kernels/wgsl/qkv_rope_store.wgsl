@@ -5,18 +5,21 @@
 //   for i < r/2, r = rotary_dim (rotate-half, Hugging Face convention), angle a = f32(p) * inv_freq[i]:
 //     out[i]       = y[i] * cos(a) - y[i + r/2] * sin(a)
 //     out[i + r/2] = y[i + r/2] * cos(a) + y[i] * sin(a)
-//   and out[d] = y[d] for d >= r. q heads go to q_out[t, h]; k head j to k_cache[p, j], and the workgroup of
-//   k head j also copies v head j unchanged to v_cache[p, j]. The caches hold KV_TYPE elements (kv_cache.wgsl);
+//   and out[d] = y[d] for d >= r. q heads go to q_out[t, h]; k head j to k_cache[row(p), j], and the workgroup
+//   of k head j also copies v head j unchanged to v_cache[row(p), j], row(p) the pool row of position p in the
+//   sequence's block table kv_table (kv_blocks.wgsl). The caches hold KV_TYPE elements (kv_cache.wgsl);
 //   for f16 (head_dim even) a thread computes two neighbouring dims and stores their word whole.
 // Bindings (group 0): 0 qkv [T, (Hq + 2 Hkv) * head_dim] read, 1 q_norm [head_dim] read, 2 k_norm [head_dim]
 //                     read, 3 inv_freq [rotary_dim / 2] read, 4 q_out [T, Hq * head_dim] read_write,
-//                     5 k_cache [capacity, Hkv * head_dim] (KV_TYPE words) read_write, 6 v_cache (as k_cache) read_write,
-//                     7 params uniform (eps as f32 bits).
+//                     5 k_cache pool [blocks * KV_BLOCK_TOKENS, Hkv * head_dim] (KV_TYPE words) read_write,
+//                     6 v_cache (as k_cache) read_write, 7 kv_table [ceil(capacity / KV_BLOCK_TOKENS)] u32 (the
+//                     sequence's block ids) read, 8 params uniform (eps as f32 bits).
 // Dispatch: T * (Hq + Hkv) workgroups, folded as (min(W, 65535), ceil(W / x), 1). head_dim <= 256.
 
 //!include qkv_rope_operands.wgsl
 
-@group(0) @binding(7) var<uniform> params: Params;
+@group(0) @binding(7) var<storage, read> kv_table: array<u32>;
+@group(0) @binding(8) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 64u;
 //!include head_store.wgsl

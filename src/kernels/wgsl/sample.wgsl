@@ -12,15 +12,29 @@
 // Penalties first, as the host sampler's: a token seen counts[i] > 0 times has its logit divided (if positive) or
 // multiplied by repetition_penalty, then lowered by presence_penalty + frequency_penalty * counts[i]; the drawn
 // token's count goes up by one. Every logit NaN: NONE = 0xFFFFFFFF instead of a token.
-// Four dispatches of this shader (STAGE), the first three over PARTIALS = ceil(count / CHUNK) workgroups:
-// 0 each chunk's largest logit (its order key) into CHUNK_BEST; zeroes the histogram.
+//
+// The cut is found in a window of tokens, contiguous in sampling order, narrowed down until it holds at most
+// CAPACITY tokens, which one workgroup then sorts. Every step but that sort and the draw within one chunk runs on
+// all PARTIALS = ceil(count / CHUNK) workgroups, so flat rows (thousands of tokens in the cut's bin, equal logits)
+// cost a few more passes over the logits, each spread over the GPU, instead of one workgroup's sweeps. A token's
+// place in sampling order is its 51-bit position (order key << 19 | (2^19 - 1 - index)): larger comes first.
+// Dispatches of this shader (STAGE), all but the last over PARTIALS workgroups (a row of them):
+// 0 each chunk's largest logit (its order key) into CHUNK_BEST; zeroes the histograms and the levels' bounds.
 // 1 a histogram of every token's d in BINS bins of 1 / BIN_SCALE nats (counts and weight sums), from each
 //   workgroup's own in workgroup memory.
-// 2 every workgroup finds from the histogram the bins [lo, hi] the cut lies in (select_range); gathers the tokens
-//   in them (at most CAPACITY) into GATHERED and sums its chunk's kept weight before them into CHUNK_KEPT.
-// 3 one workgroup sorts the gathered tokens and finds the cut among them — or, with more than CAPACITY (ties,
-//   very flat rows), narrows it down by radix passes over all logits — then draws: the chunk that holds the
-//   mark from the chunks' kept sums, and the token within it.
+// 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS x L workgroups: see main()). Every
+//   workgroup works out the same window from level L - 1's window and result (level 0: from the histogram of
+//   stage 1); workgroup 0 stores it. Then by the window's mode:
+//   FITS: gathers its tokens (at most CAPACITY) into GATHERED and sums each chunk's kept weight before the window
+//   into CHUNK_KEPT (once: later levels keep the window); BOUNDS: the smallest and largest order key in the window
+//   (a window of whole bins); REFINE: a histogram of the window's tokens in BINS sub-bins, aligned blocks of
+//   2^shift positions, which the next level picks the cut's sub-bin from (11 bits of position a level). With
+//   top-k and top-p together and too many tokens in range, the top-k cut is refined first, down to one order key
+//   (all of whose tokens weigh the same: the top-k total follows), then top-p's cut from that total.
+//   LEVELS covers the worst case (a bounds level and 3 refinements of 51 bits for the top-k cut's key, a bounds
+//   level and 4 for top-p's cut, 11 bits each, then the gather); a level with nothing left to do returns at once.
+// 4: one workgroup sorts the gathered tokens, finds the cut among them, then draws: the chunk that holds
+//   the mark from the chunks' kept sums, and the token within it.
 // Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
 //                     [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params uniform.
 //!include token_order.wgsl
@@ -59,16 +73,31 @@ const CAPACITY: u32 = 1024u;       // kernels/model.h kSampleGathered
 const ONE: f32 = 2147483648.0;     // the best's weight, 2^31
 const LARGEST: f32 = 0x1.fffffep+127f;
 const NO_CUT_KEY: u32 = 0u;        // with index NONE: a cut after every token (order keys of tokens are > 0)
+const LEVELS: u32 = 10u;           // kernels/model.h kSampleLevels
+const INDEX_BITS: u32 = 19u;       // a position's index part: indices < 2^19 (kernels/model.h kMaxSampleCount)
+const INDEX_MASK: u32 = 0x7FFFFu;
+const POSITION_BITS: u32 = 32u + INDEX_BITS;
+const LAST_POSITION: vec2<u32> = vec2<u32>(0xFFFFFFFFu, 0x7FFFFu);  // 2^POSITION_BITS - 1
+// A window's mode (see the header) and flags.
+const FITS: u32 = 0u;
+const BOUNDS: u32 = 1u;
+const REFINE: u32 = 2u;
+const K_PENDING: u32 = 1u;   // the top-k cut lies in the window (found by count)
+const P_AFTER_K: u32 = 2u;   // top-p's cut is looked for once the top-k cut's order key is known
+const GATHERED_ONCE: u32 = 4u;  // the window's tokens have been gathered
+const WINDOW_WORDS: u32 = 16u;
 // scratch, in words
-const HIST: u32 = 0u;                          // [BINS][count, weight low, weight high]
-const GATHERED_COUNT: u32 = 3u * BINS;
-const STATE: u32 = GATHERED_COUNT + 1u;        // select_range's result, written by workgroup 0 of stage 2
-const GATHERED: u32 = STATE + 16u;             // [CAPACITY][order key, index]
+const HIST: u32 = 0u;                                 // [LEVELS][BINS][count, weight low, weight high]; level 0's:
+                                                      // stage 1's bins of d, the others' sub-bins
+const GATHERED_COUNT: u32 = LEVELS * 3u * BINS;
+const WINDOWS: u32 = GATHERED_COUNT + 1u;             // [LEVELS][WINDOW_WORDS]: each level's window
+const KEY_BOUNDS: u32 = WINDOWS + LEVELS * WINDOW_WORDS;  // [LEVELS][largest key, ~smallest key] (atomicMax)
+const GATHERED: u32 = KEY_BOUNDS + 2u * LEVELS;       // [CAPACITY][order key, index]
 const CHUNK_BEST: u32 = GATHERED + 2u * CAPACITY;
 override CHUNK_KEPT: u32 = CHUNK_BEST + PARTIALS;  // [PARTIALS][weight low, high]
 
-var<workgroup> bin_low: array<atomic<u32>, BINS>;     // stage 1: weight's low word; stage 3: radix histograms
-var<workgroup> bin_packed: array<atomic<u32>, BINS>;  // stage 1: count + weight's high word << 16
+var<workgroup> bin_low: array<atomic<u32>, BINS>;     // histograms: weight's low word
+var<workgroup> bin_packed: array<atomic<u32>, BINS>;  // histograms: count + weight's high word << 16
 var<workgroup> cand_key: array<u32, CAPACITY>;
 var<workgroup> cand_index: array<u32, CAPACITY>;
 var<workgroup> scan_count: array<u32, WORKGROUP_SIZE>;
@@ -77,7 +106,6 @@ var<workgroup> scan_high: array<u32, WORKGROUP_SIZE>;
 var<workgroup> chunk_low: array<atomic<u32>, WORKGROUP_SIZE>;
 var<workgroup> chunk_high: array<atomic<u32>, WORKGROUP_SIZE>;
 var<workgroup> shared_u32: array<u32, 8>;  // a result found by one invocation, for all
-var<workgroup> state_words: array<u32, 16>;  // stage 3: STATE
 
 // ---- 64-bit unsigned arithmetic on vec2<u32> (low, high) ----
 fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
@@ -92,6 +120,31 @@ fn less64(a: vec2<u32>, b: vec2<u32>) -> bool {
 }
 fn wide(a: u32) -> vec2<u32> {
   return vec2<u32>(a, 0u);
+}
+fn min64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  return select(b, a, less64(a, b));
+}
+fn max64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  return select(a, b, less64(a, b));
+}
+// a >> s and a << s, s < 64 (WGSL takes shift amounts modulo 32: the cases keep them below).
+fn shr64(a: vec2<u32>, s: u32) -> vec2<u32> {
+  if (s == 0u) {
+    return a;
+  }
+  if (s >= 32u) {
+    return vec2<u32>(a.y >> (s - 32u), 0u);
+  }
+  return vec2<u32>((a.x >> s) | (a.y << (32u - s)), a.y >> s);
+}
+fn shl64(a: vec2<u32>, s: u32) -> vec2<u32> {
+  if (s == 0u) {
+    return a;
+  }
+  if (s >= 32u) {
+    return vec2<u32>(0u, a.x << (s - 32u));
+  }
+  return vec2<u32>(a.x << s, (a.y << s) | (a.x >> (32u - s)));
 }
 fn mul32(a: u32, b: u32) -> vec2<u32> {
   let a0 = a & 0xFFFFu;
@@ -143,6 +196,14 @@ fn key_value(key: u32) -> f32 {
   return bitcast<f32>(select(~key, key ^ 0x80000000u, (key & 0x80000000u) != 0u));
 }
 
+// Token (key, index)'s position: larger comes first in sampling order.
+fn position(key: u32, i: u32) -> vec2<u32> {
+  return vec2<u32>((key << INDEX_BITS) | (INDEX_MASK - i), key >> (32u - INDEX_BITS));
+}
+fn position_key(p: vec2<u32>) -> u32 {
+  return shr64(p, INDEX_BITS).x;
+}
+
 // Whether token (key a, index i) comes before (key b, index j) in sampling order, or is it.
 fn at_or_before(a: u32, i: u32, b: u32, j: u32) -> bool {
   return a > b || (a == b && i <= j);
@@ -168,17 +229,34 @@ fn top_p24() -> u32 {
 }
 
 // ---- workgroup reductions and scans (called in uniform control flow) ----
+// In GROUPS groups of GROUPS invocations, each group's first invocation walking its group: a few barriers, where
+// a tree takes two a level (lavapipe compiles every barrier into a coroutine suspension: a stage with hundreds
+// took minutes to compile).
+const GROUPS: u32 = 16u;  // GROUPS * GROUPS = WORKGROUP_SIZE
+var<workgroup> group_count: array<u32, GROUPS>;
+var<workgroup> group_low: array<u32, GROUPS>;
+var<workgroup> group_high: array<u32, GROUPS>;
+
 fn max_all(lid: u32, value: u32) -> u32 {
   workgroupBarrier();  // the arrays' last readers are done
   scan_count[lid] = value;
   workgroupBarrier();
-  for (var stride = WORKGROUP_SIZE / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      scan_count[lid] = max(scan_count[lid], scan_count[lid + stride]);
+  if (lid < GROUPS) {
+    var m = 0u;
+    for (var j = lid * GROUPS; j < (lid + 1u) * GROUPS; j++) {
+      m = max(m, scan_count[j]);
     }
-    workgroupBarrier();
+    group_count[lid] = m;
   }
-  let result = workgroupUniformLoad(&scan_count[0]);
+  workgroupBarrier();
+  if (lid == 0u) {
+    var m = 0u;
+    for (var g = 0u; g < GROUPS; g++) {
+      m = max(m, group_count[g]);
+    }
+    shared_u32[7] = m;
+  }
+  let result = workgroupUniformLoad(&shared_u32[7]);
   return result;
 }
 
@@ -189,20 +267,41 @@ fn scan(lid: u32, count: u32, weight: vec2<u32>) {
   scan_low[lid] = weight.x;
   scan_high[lid] = weight.y;
   workgroupBarrier();
-  for (var offset = 1u; offset < WORKGROUP_SIZE; offset *= 2u) {
+  if (lid < GROUPS) {  // each group's inclusive scan, and its total
     var c = 0u;
     var w = vec2<u32>(0u, 0u);
-    if (lid >= offset) {
-      c = scan_count[lid - offset];
-      w = vec2<u32>(scan_low[lid - offset], scan_high[lid - offset]);
+    for (var j = lid * GROUPS; j < (lid + 1u) * GROUPS; j++) {
+      c += scan_count[j];
+      w = add64(w, vec2<u32>(scan_low[j], scan_high[j]));
+      scan_count[j] = c;
+      scan_low[j] = w.x;
+      scan_high[j] = w.y;
     }
-    workgroupBarrier();
-    scan_count[lid] += c;
-    let sum = add64(vec2<u32>(scan_low[lid], scan_high[lid]), w);
-    scan_low[lid] = sum.x;
-    scan_high[lid] = sum.y;
-    workgroupBarrier();
+    group_count[lid] = c;
+    group_low[lid] = w.x;
+    group_high[lid] = w.y;
   }
+  workgroupBarrier();
+  if (lid == 0u) {  // the groups' totals into what comes before each group
+    var c = 0u;
+    var w = vec2<u32>(0u, 0u);
+    for (var g = 0u; g < GROUPS; g++) {
+      let total = vec2<u32>(group_low[g], group_high[g]);
+      let count_here = group_count[g];
+      group_count[g] = c;
+      group_low[g] = w.x;
+      group_high[g] = w.y;
+      c += count_here;
+      w = add64(w, total);
+    }
+  }
+  workgroupBarrier();
+  let g = lid / GROUPS;
+  scan_count[lid] += group_count[g];
+  let sum = add64(vec2<u32>(scan_low[lid], scan_high[lid]), vec2<u32>(group_low[g], group_high[g]));
+  scan_low[lid] = sum.x;
+  scan_high[lid] = sum.y;
+  workgroupBarrier();
 }
 fn scanned_weight(lid: u32) -> vec2<u32> {
   return vec2<u32>(scan_low[lid], scan_high[lid]);
@@ -235,13 +334,20 @@ fn chunk_best(wid: u32, lid: u32) {
   }
 }
 
-// ---- stage 1 ----
-fn histogram(wid: u32, lid: u32) {
-  let best_key = global_best(lid);
-  if (best_key == 0u) {
-    return;
-  }
-  let best = key_value(best_key);
+// ---- histograms: stage 1's bins of d, REFINE levels' sub-bins of positions ----
+fn hist_base(level: u32) -> u32 {
+  return HIST + level * 3u * BINS;
+}
+fn bin_count(base: u32, b: u32) -> u32 {
+  return atomicLoad(&scratch[base + 3u * b]);
+}
+fn bin_weight(base: u32, b: u32) -> vec2<u32> {
+  return vec2<u32>(atomicLoad(&scratch[base + 3u * b + 1u]), atomicLoad(&scratch[base + 3u * b + 2u]));
+}
+
+// Adds this workgroup's tokens into the histogram at `base`: by bin of d (stage 1), or (refine) those in window
+// `w` by sub-bin.
+fn histogram(wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) {
   for (var b = lid; b < BINS; b += WORKGROUP_SIZE) {
     atomicStore(&bin_low[b], 0u);
     atomicStore(&bin_packed[b], 0u);
@@ -250,9 +356,17 @@ fn histogram(wid: u32, lid: u32) {
   for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
     let i = wid * CHUNK + s;
     if (valid(i)) {
-      let t = weigh(logit(i), best);
-      let old = atomicAdd(&bin_low[t.bin], t.weight);
-      atomicAdd(&bin_packed[t.bin], 1u + select(0u, 0x10000u, old + t.weight < old));
+      let v = logit(i);
+      let t = weigh(v, best);
+      var bin = t.bin;
+      if (refine) {
+        let p = position(order_key(v), i);
+        bin = select(BINS, sub_bin(w, p), in_window(w, t.bin, p));
+      }
+      if (bin < BINS) {
+        let old = atomicAdd(&bin_low[bin], t.weight);
+        atomicAdd(&bin_packed[bin], 1u + select(0u, 0x10000u, old + t.weight < old));
+      }
     }
   }
   workgroupBarrier();
@@ -260,41 +374,34 @@ fn histogram(wid: u32, lid: u32) {
     let packed = atomicLoad(&bin_packed[b]);
     if (packed != 0u) {
       let low = atomicLoad(&bin_low[b]);
-      atomicAdd(&scratch[HIST + 3u * b], packed & 0xFFFFu);
-      let old = atomicAdd(&scratch[HIST + 3u * b + 1u], low);
-      atomicAdd(&scratch[HIST + 3u * b + 2u], (packed >> 16u) + select(0u, 1u, old + low < old));
+      atomicAdd(&scratch[base + 3u * b], packed & 0xFFFFu);
+      let old = atomicAdd(&scratch[base + 3u * b + 1u], low);
+      atomicAdd(&scratch[base + 3u * b + 2u], (packed >> 16u) + select(0u, 1u, old + low < old));
     }
   }
 }
 
-// ---- stage 2: the range of bins the cut lies in ----
-struct Range {
-  lo: u32,                  // the range's bins [lo, hi] (lo > hi: empty, no cut)
-  hi: u32,
-  count_before: u32,        // tokens in bins before lo
-  weight_before: vec2<u32>,
-  total: vec2<u32>,         // weight of all tokens
-  nonzero: u32,             // tokens of weight > 0 (bins before ZERO_BIN)
-  gathered: u32,            // tokens in [lo, hi]
+// Scans the histogram at `base`, bins below `limit` (stage 1's: the zero bin left out), for find_bin().
+fn scan_histogram(lid: u32, base: u32, limit: u32) {
+  var count = 0u;
+  var weight = vec2<u32>(0u, 0u);
+  for (var b = lid * BINS_EACH; b < (lid + 1u) * BINS_EACH && b < limit; b++) {
+    count += bin_count(base, b);
+    weight = add64(weight, bin_weight(base, b));
+  }
+  scan(lid, count, weight);
 }
 
-fn bin_count(b: u32) -> u32 {
-  return atomicLoad(&scratch[HIST + 3u * b]);
-}
-fn bin_weight(b: u32) -> vec2<u32> {
-  return vec2<u32>(atomicLoad(&scratch[HIST + 3u * b + 1u]), atomicLoad(&scratch[HIST + 3u * b + 2u]));
-}
-
-// The first bin whose tokens, with those before, reach `goal` tokens (by_weight false) or weight (after scan()
-// of the invocations' BINS_EACH bins, the zero bin left out): its index, its count, and the count and weight
-// before it, the same in every invocation.
+// The first bin below `limit` whose tokens, with those before, reach `goal` tokens (by_weight false) or weight
+// (after scan_histogram() of the same histogram): its index, its count, and the count and weight before it, the
+// same in every invocation.
 struct Found {
   bin: u32,
   count: u32,
   count_before: u32,
   weight_before: vec2<u32>,
 }
-fn find_bin(lid: u32, by_weight: bool, goal: vec2<u32>) -> Found {
+fn find_bin(lid: u32, base: u32, limit: u32, by_weight: bool, goal: vec2<u32>) -> Found {
   let through = select(wide(scan_count[lid]), scanned_weight(lid), by_weight);
   var before = vec2<u32>(0u, 0u);
   var count = 0u;
@@ -305,91 +412,195 @@ fn find_bin(lid: u32, by_weight: bool, goal: vec2<u32>) -> Found {
     weight = scanned_weight(lid - 1u);
   }
   if (!less64(through, goal) && (lid == 0u || less64(before, goal))) {
-    for (var b = lid * BINS_EACH; b < (lid + 1u) * BINS_EACH && b < ZERO_BIN; b++) {
-      let c = bin_count(b);
-      let w = bin_weight(b);
+    for (var b = lid * BINS_EACH; b < (lid + 1u) * BINS_EACH && b < limit; b++) {
+      let c = bin_count(base, b);
+      let w = bin_weight(base, b);
       if (!less64(select(wide(count + c), add64(weight, w), by_weight), goal)) {
-        shared_u32[0] = b;
-        shared_u32[1] = c;
-        shared_u32[2] = count;
-        shared_u32[3] = weight.x;
-        shared_u32[4] = weight.y;
+        shared_found = Found(b, c, count, weight);
         break;
       }
       count += c;
       weight = add64(weight, w);
     }
   }
-  return Found(workgroupUniformLoad(&shared_u32[0]), workgroupUniformLoad(&shared_u32[1]),
-               workgroupUniformLoad(&shared_u32[2]),
-               vec2<u32>(workgroupUniformLoad(&shared_u32[3]), workgroupUniformLoad(&shared_u32[4])));
+  return workgroupUniformLoad(&shared_found);
 }
 
-// From the histogram: with top-k on, the bin of the k-th token; with top-p, the bins its cut may lie in (its
-// goal depends on the top-k total, not known to the bin); small top-k sets are gathered whole.
-fn select_range(lid: u32) -> Range {
-  var count = 0u;
-  var weight = vec2<u32>(0u, 0u);
-  for (var b = lid * BINS_EACH; b < (lid + 1u) * BINS_EACH && b < ZERO_BIN; b++) {
-    count += bin_count(b);
-    weight = add64(weight, bin_weight(b));
+// ---- windows: tokens contiguous in sampling order, one of which is the cut ----
+struct Window {
+  mode: u32,                // FITS, BOUNDS or REFINE
+  flags: u32,               // K_PENDING, P_AFTER_K, GATHERED_ONCE
+  lo: u32,                  // the window's tokens are those in bins [lo, hi] (lo > hi: none, no cut) ...
+  hi: u32,
+  first: vec2<u32>,         // ... at positions [last, first]
+  last: vec2<u32>,
+  count_before: u32,        // tokens before the window in sampling order
+  weight_before: vec2<u32>,
+  p_total: vec2<u32>,       // the weight top-p's goal is a share of: all tokens' or, once known, top-k's
+  count: u32,               // tokens in the window (at most)
+  nonzero: u32,             // tokens of weight > 0 (bins before ZERO_BIN)
+  shift: u32,               // REFINE: a position's sub-bin is (first >> shift) - (position >> shift)
+}
+
+fn in_window(w: Window, bin: u32, p: vec2<u32>) -> bool {
+  return bin >= w.lo && bin <= w.hi && !less64(p, w.last) && !less64(w.first, p);
+}
+fn before_window(w: Window, bin: u32, p: vec2<u32>) -> bool {
+  return bin < w.lo || (bin <= w.hi && less64(w.first, p));
+}
+fn sub_bin(w: Window, p: vec2<u32>) -> u32 {
+  return sub64(shr64(w.first, w.shift), shr64(p, w.shift)).x;
+}
+
+var<workgroup> shared_found: Found;  // find_bin()'s result, for all
+var<workgroup> shared_level: Level;  // load_level()'s, for all
+
+fn store_window(level: u32, w: Window) {
+  var words = array<u32, WINDOW_WORDS>(w.mode, w.flags, w.lo, w.hi, w.first.x, w.first.y, w.last.x, w.last.y,
+                                       w.count_before, w.weight_before.x, w.weight_before.y, w.p_total.x,
+                                       w.p_total.y, w.count, w.nonzero, w.shift);
+  for (var j = 0u; j < WINDOW_WORDS; j++) {
+    atomicStore(&scratch[WINDOWS + level * WINDOW_WORDS + j], words[j]);
   }
-  scan(lid, count, weight);
-  var r: Range;
-  r.nonzero = workgroupUniformLoad(&scan_count[WORKGROUP_SIZE - 1u]);
-  r.total = vec2<u32>(workgroupUniformLoad(&scan_low[WORKGROUP_SIZE - 1u]), workgroupUniformLoad(&scan_high[WORKGROUP_SIZE - 1u]));
-  r.lo = ZERO_BIN;
-  r.hi = ZERO_BIN - 1u;
-  r.count_before = r.nonzero;
-  r.weight_before = r.total;
+}
+// Level `level`'s window and key bounds, the same in every invocation.
+struct Level {
+  window: Window,
+  largest: u32,              // BOUNDS: the largest order key in the window
+  smallest_complement: u32,  // ... and ~ the smallest
+}
+fn load_level(lid: u32, level: u32) -> Level {
+  if (lid == 0u) {
+    var u: array<u32, WINDOW_WORDS>;
+    for (var j = 0u; j < WINDOW_WORDS; j++) {
+      u[j] = atomicLoad(&scratch[WINDOWS + level * WINDOW_WORDS + j]);
+    }
+    let w = Window(u[0], u[1], u[2], u[3], vec2<u32>(u[4], u[5]), vec2<u32>(u[6], u[7]), u[8],
+                   vec2<u32>(u[9], u[10]), vec2<u32>(u[11], u[12]), u[13], u[14], u[15]);
+    shared_level = Level(w, atomicLoad(&scratch[KEY_BOUNDS + 2u * level]),
+                         atomicLoad(&scratch[KEY_BOUNDS + 2u * level + 1u]));
+  }
+  return workgroupUniformLoad(&shared_level);
+}
+
+// ---- level 0: the window from stage 1's histogram ----
+// With top-k on, the bin of the k-th token; with top-p, the bins its cut may lie in (its goal depends on the top-k
+// total, not known to the bin); small top-k sets are gathered whole. More than CAPACITY tokens: the top-k cut's
+// bin (or top-p's) to be refined.
+fn first_window(lid: u32) -> Window {
+  scan_histogram(lid, HIST, ZERO_BIN);
+  let nonzero = workgroupUniformLoad(&scan_count[WORKGROUP_SIZE - 1u]);
+  let total = vec2<u32>(workgroupUniformLoad(&scan_low[WORKGROUP_SIZE - 1u]), workgroupUniformLoad(&scan_high[WORKGROUP_SIZE - 1u]));
+  var w = Window(FITS, 0u, ZERO_BIN, ZERO_BIN - 1u, LAST_POSITION, vec2<u32>(0u, 0u), nonzero, total, total, 0u,
+                 nonzero, 0u);
   let p = top_p24();
-  if (params.top_k > 0u && params.top_k < r.nonzero) {
-    let k = find_bin(lid, false, wide(params.top_k));
-    r.hi = k.bin;
+  if (params.top_k > 0u && params.top_k < nonzero) {
+    let k = find_bin(lid, HIST, ZERO_BIN, false, wide(params.top_k));
+    w.hi = k.bin;
+    w.flags = K_PENDING;
     let through = k.count_before + k.count;
     if (through <= CAPACITY) {
-      r.lo = 0u;
-      r.count_before = 0u;
-      r.weight_before = vec2<u32>(0u, 0u);
+      w.lo = 0u;
+      w.count_before = 0u;
+      w.weight_before = vec2<u32>(0u, 0u);
+      w.count = through;
     } else {
       var first = k;
       if (p < 16777216u) {  // the top-k total is at least the weight before its bin
-        first = find_bin(lid, true, scale24(k.weight_before, p, true));
+        first = find_bin(lid, HIST, ZERO_BIN, true, scale24(k.weight_before, p, true));
       }
-      r.lo = first.bin;
-      r.count_before = first.count_before;
-      r.weight_before = first.weight_before;
+      w.lo = first.bin;
+      w.count_before = first.count_before;
+      w.weight_before = first.weight_before;
+      w.count = through - first.count_before;
+      if (w.count > CAPACITY) {
+        w.lo = k.bin;
+        w.count_before = k.count_before;
+        w.weight_before = k.weight_before;
+        w.count = k.count;
+        w.flags |= select(0u, P_AFTER_K, p < 16777216u);
+        w.mode = BOUNDS;
+      }
     }
-    r.gathered = through - r.count_before;
   } else if (p < 16777216u) {
-    let first = find_bin(lid, true, scale24(r.total, p, true));
-    r.lo = first.bin;
-    r.hi = first.bin;
-    r.count_before = first.count_before;
-    r.weight_before = first.weight_before;
-    r.gathered = first.count;
+    let first = find_bin(lid, HIST, ZERO_BIN, true, scale24(total, p, true));
+    w.lo = first.bin;
+    w.hi = first.bin;
+    w.count_before = first.count_before;
+    w.weight_before = first.weight_before;
+    w.count = first.count;
+    w.mode = select(FITS, BOUNDS, first.count > CAPACITY);
   }
-  return r;
+  return w;
 }
 
-fn gather(wid: u32, lid: u32) {
-  let best_key = global_best(lid);
-  let r = select_range(lid);
-  if (wid == 0u && lid == 0u) {
-    atomicStore(&scratch[STATE], r.lo);
-    atomicStore(&scratch[STATE + 1u], r.hi);
-    atomicStore(&scratch[STATE + 2u], r.count_before);
-    atomicStore(&scratch[STATE + 3u], r.weight_before.x);
-    atomicStore(&scratch[STATE + 4u], r.weight_before.y);
-    atomicStore(&scratch[STATE + 5u], r.total.x);
-    atomicStore(&scratch[STATE + 6u], r.total.y);
-    atomicStore(&scratch[STATE + 7u], r.gathered);
-    atomicStore(&scratch[STATE + 8u], r.nonzero);
+// ---- levels 1 on: the window narrowed down ----
+// The smallest shift at which the window's positions fall in at most BINS aligned blocks.
+fn shift_for(w: Window) -> u32 {
+  var s = 0u;
+  while (s < POSITION_BITS && !less64(sub64(shr64(w.first, s), shr64(w.last, s)), wide(BINS))) {
+    s++;
   }
-  if (best_key == 0u) {
-    return;
+  return s;
+}
+
+// After the top-k cut's window has come down to one order key, whose tokens weigh the same: the top-k total,
+// and top-p's window from it, a bin of stage 1's histogram (in the top-k cut's bin: from its window's start on).
+fn top_p_window(lid: u32, k: Window, best: f32) -> Window {
+  let weight = weigh(key_value(position_key(k.first)), best).weight;
+  let total = add64(k.weight_before, mul32(params.top_k - k.count_before, weight));
+  scan_histogram(lid, HIST, ZERO_BIN);
+  let f = find_bin(lid, HIST, ZERO_BIN, true, scale24(total, top_p24(), true));
+  let last = select(vec2<u32>(0u, 0u), k.last, f.bin == k.hi);
+  return Window(select(BOUNDS, FITS, f.count <= CAPACITY), 0u, f.bin, f.bin, LAST_POSITION, last, f.count_before,
+                f.weight_before, total, f.count, k.nonzero, 0u);
+}
+
+// What a window of known positions does next: fits (gathered), moves on to top-p's cut, or is refined.
+fn settle(lid: u32, w: Window, best: f32) -> Window {
+  var next = w;
+  if ((w.flags & P_AFTER_K) != 0u) {
+    if (position_key(w.first) == position_key(w.last)) {
+      return top_p_window(lid, w, best);
+    }
+  } else if (w.count <= CAPACITY) {
+    next.mode = FITS;
+    return next;
   }
-  let best = key_value(best_key);
+  next.mode = REFINE;
+  next.shift = shift_for(w);
+  return next;
+}
+
+// Level `level`'s window from the one before and its result.
+fn advance(lid: u32, level: u32, loaded: Level, best: f32) -> Window {
+  let previous = loaded.window;
+  if (previous.mode == FITS) {
+    return previous;
+  }
+  var w = previous;
+  if (previous.mode == BOUNDS) {
+    w.first = min64(w.first, position(loaded.largest, 0u));
+    w.last = max64(w.last, position(~loaded.smallest_complement, INDEX_MASK));
+  } else {
+    let base = hist_base(level - 1u);
+    scan_histogram(lid, base, BINS);
+    let by_count = (previous.flags & K_PENDING) != 0u;
+    let goal = select(sub64(scale24(previous.p_total, top_p24(), true), previous.weight_before),
+                      wide(params.top_k - previous.count_before), by_count);
+    let f = find_bin(lid, base, BINS, !by_count, goal);
+    w.count_before += f.count_before;
+    w.weight_before = add64(w.weight_before, f.weight_before);
+    w.count = f.count;
+    let block = shl64(sub64(shr64(previous.first, previous.shift), wide(f.bin)), previous.shift);
+    w.first = min64(previous.first, add64(block, sub64(shl64(wide(1u), previous.shift), wide(1u))));
+    w.last = max64(previous.last, block);
+  }
+  return settle(lid, w, best);
+}
+
+// FITS: the window's tokens into GATHERED, and each chunk's kept weight before the window into CHUNK_KEPT.
+fn gather(wid: u32, lid: u32, w: Window, best: f32) {
   let least = least_weight();
   var kept = vec2<u32>(0u, 0u);
   for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
@@ -397,13 +608,17 @@ fn gather(wid: u32, lid: u32) {
     if (valid(i)) {
       let v = logit(i);
       let t = weigh(v, best);
-      if (t.bin < r.lo && t.weight >= least) {
+      let key = order_key(v);
+      let p = position(key, i);
+      if (before_window(w, t.bin, p) && t.weight >= least) {
         kept = add64(kept, wide(t.weight));
       }
-      if (t.bin >= r.lo && t.bin <= r.hi && r.gathered <= CAPACITY) {
+      if (in_window(w, t.bin, p)) {
         let slot = atomicAdd(&scratch[GATHERED_COUNT], 1u);
-        atomicStore(&scratch[GATHERED + 2u * slot], order_key(v));
-        atomicStore(&scratch[GATHERED + 2u * slot + 1u], i);
+        if (slot < CAPACITY) {
+          atomicStore(&scratch[GATHERED + 2u * slot], key);
+          atomicStore(&scratch[GATHERED + 2u * slot + 1u], i);
+        }
       }
     }
   }
@@ -414,7 +629,53 @@ fn gather(wid: u32, lid: u32) {
   }
 }
 
-// ---- stage 3: the cut ----
+// BOUNDS: the largest order key in the window and the complement of the smallest, into KEY_BOUNDS[level].
+fn key_bounds(wid: u32, lid: u32, level: u32, w: Window, best: f32) {
+  var largest = 0u;
+  var smallest_complement = 0u;
+  for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
+    let i = wid * CHUNK + s;
+    if (valid(i)) {
+      let v = logit(i);
+      let key = order_key(v);
+      if (in_window(w, weigh(v, best).bin, position(key, i))) {
+        largest = max(largest, key);
+        smallest_complement = max(smallest_complement, ~key);
+      }
+    }
+  }
+  let workgroup_largest = max_all(lid, largest);
+  let workgroup_smallest_complement = max_all(lid, smallest_complement);
+  if (lid == 0u) {
+    atomicMax(&scratch[KEY_BOUNDS + 2u * level], workgroup_largest);
+    atomicMax(&scratch[KEY_BOUNDS + 2u * level + 1u], workgroup_smallest_complement);
+  }
+}
+
+// Level `level` with its window `found`.
+fn run_level(wid: u32, lid: u32, level: u32, best_key: u32, found: Window) {
+  let best = key_value(best_key);
+  var w = found;
+  let gather_now = w.mode == FITS && (w.flags & GATHERED_ONCE) == 0u;
+  if (gather_now) {
+    w.flags |= GATHERED_ONCE;
+  }
+  if (wid == 0u && lid == 0u) {
+    store_window(level, w);
+  }
+  if (best_key == 0u) {
+    return;
+  }
+  if (gather_now) {
+    gather(wid, lid, w, best);
+  } else if (w.mode == BOUNDS) {
+    key_bounds(wid, lid, level, w, best);
+  } else if (w.mode == REFINE) {
+    histogram(wid, lid, hist_base(level), best, true, w);
+  }
+}
+
+// ---- stage 4: the cut ----
 struct Cut {
   key: u32,    // the last kept token in sampling order (NO_CUT_KEY, NONE: none)
   index: u32,
@@ -451,9 +712,9 @@ fn sort_gathered(lid: u32, size: u32) {
 
 const GATHERED_EACH: u32 = CAPACITY / WORKGROUP_SIZE;
 
-// The sorted slot at which the count of tokens (by_weight false) or their weight, with those before the range
+// The sorted slot at which the count of tokens (by_weight false) or their weight, with those before the window
 // (r), reaches `goal`, into shared_u32[4], and its weight with all before it into shared_u32[5, 6]; `n` slots.
-fn find_slot(lid: u32, by_weight: bool, goal: vec2<u32>, r: Range, n: u32, best: f32) {
+fn find_slot(lid: u32, by_weight: bool, goal: vec2<u32>, r: Window, n: u32, best: f32) {
   var weight = vec2<u32>(0u, 0u);
   for (var s = lid * GATHERED_EACH; s < (lid + 1u) * GATHERED_EACH && s < n; s++) {
     weight = add64(weight, wide(weigh(key_value(cand_key[s]), best).weight));
@@ -478,8 +739,8 @@ fn find_slot(lid: u32, by_weight: bool, goal: vec2<u32>, r: Range, n: u32, best:
   workgroupBarrier();
 }
 
-// The cut among the gathered tokens (at most CAPACITY).
-fn cut_gathered(lid: u32, r: Range, best: f32) -> Cut {
+// The cut among the gathered tokens (at most CAPACITY), those of window r.
+fn cut_gathered(lid: u32, r: Window, best: f32) -> Cut {
   if (lid == 0u) {
     shared_u32[7] = min(atomicLoad(&scratch[GATHERED_COUNT]), CAPACITY);
   }
@@ -496,12 +757,11 @@ fn cut_gathered(lid: u32, r: Range, best: f32) -> Cut {
   sort_gathered(lid, size);
   if (lid == 0u) {
     shared_u32[4] = n - 1u;
-    shared_u32[5] = r.total.x;
-    shared_u32[6] = r.total.y;
+    shared_u32[5] = r.p_total.x;
+    shared_u32[6] = r.p_total.y;
   }
   workgroupBarrier();
-  let k_on = params.top_k > 0u && params.top_k < r.nonzero;
-  if (k_on) {
+  if ((r.flags & K_PENDING) != 0u) {
     find_slot(lid, false, wide(params.top_k), r, n, best);
   }
   let k_slot = workgroupUniformLoad(&shared_u32[4]);
@@ -514,92 +774,7 @@ fn cut_gathered(lid: u32, r: Range, best: f32) -> Cut {
   return Cut(cand_key[slot], cand_index[slot]);
 }
 
-// The token at which the count (by_weight false) or weight of the tokens in bins [lo, hi], in sampling order,
-// from `before` on reaches `goal`, narrowed down 8 bits a sweep over all logits: the order key's 4 bytes, high
-// first, then the index's 3 (< 2^19), low first. Into shared_u32[0, 1] (key, index), [2, 3, 4] (count, weight
-// before it). Slow (7 passes of one workgroup over all logits): only for more than CAPACITY tokens in the range.
-fn narrow(lid: u32, r: Range, by_weight: bool, goal: vec2<u32>, best: f32) {
-  if (lid == 0u) {
-    shared_u32[0] = 0u;
-    shared_u32[1] = 0u;
-    shared_u32[2] = r.count_before;
-    shared_u32[3] = r.weight_before.x;
-    shared_u32[4] = r.weight_before.y;
-  }
-  for (var sweep = 0u; sweep < 7u; sweep++) {
-    let key_pass = sweep < 4u;
-    let shift = select(16u - 8u * (sweep - 4u), 24u - 8u * sweep, key_pass);
-    for (var b = lid; b < 3u * 256u; b += WORKGROUP_SIZE) {
-      atomicStore(&bin_low[b], 0u);
-    }
-    let prefix_key = workgroupUniformLoad(&shared_u32[0]);
-    let prefix_index = workgroupUniformLoad(&shared_u32[1]);
-    for (var i = lid; i < params.count; i += WORKGROUP_SIZE) {
-      if (!valid(i)) {
-        continue;
-      }
-      let v = logit(i);
-      let t = weigh(v, best);
-      let key = order_key(v);
-      var matches = t.bin >= r.lo && t.bin <= r.hi;
-      if (key_pass && sweep > 0u) {
-        matches = matches && (key >> (shift + 8u)) == (prefix_key >> (shift + 8u));
-      } else if (!key_pass) {
-        matches = matches && key == prefix_key && (sweep == 4u || (i >> (shift + 8u)) == (prefix_index >> (shift + 8u)));
-      }
-      if (matches) {
-        let digit = (select(i, key, key_pass) >> shift) & 255u;
-        atomicAdd(&bin_low[digit], 1u);
-        let old = atomicAdd(&bin_low[256u + digit], t.weight);
-        if (old + t.weight < old) {
-          atomicAdd(&bin_low[512u + digit], 1u);
-        }
-      }
-    }
-    workgroupBarrier();
-    if (lid == 0u) {
-      var count = shared_u32[2];
-      var weight = vec2<u32>(shared_u32[3], shared_u32[4]);
-      for (var step = 0u; step < 256u; step++) {
-        let digit = select(step, 255u - step, key_pass);  // the key's larger digits first, the index's smaller
-        let c = atomicLoad(&bin_low[digit]);
-        let w = vec2<u32>(atomicLoad(&bin_low[256u + digit]), atomicLoad(&bin_low[512u + digit]));
-        let reached = select(wide(count + c), add64(weight, w), by_weight);
-        if (c > 0u && !less64(reached, goal)) {
-          if (key_pass) {
-            shared_u32[0] = prefix_key | (digit << shift);
-          } else {
-            shared_u32[1] = prefix_index | (digit << shift);
-          }
-          break;
-        }
-        count += c;
-        weight = add64(weight, w);
-      }
-      shared_u32[2] = count;
-      shared_u32[3] = weight.x;
-      shared_u32[4] = weight.y;
-    }
-    workgroupBarrier();
-  }
-}
-
-fn cut_narrowed(lid: u32, r: Range, best: f32) -> Cut {
-  var total = r.total;
-  let k_on = params.top_k > 0u && params.top_k < r.nonzero;
-  if (k_on) {
-    narrow(lid, r, false, wide(params.top_k), best);
-    let weight = vec2<u32>(workgroupUniformLoad(&shared_u32[3]), workgroupUniformLoad(&shared_u32[4]));
-    total = add64(weight, wide(weigh(key_value(workgroupUniformLoad(&shared_u32[0])), best).weight));
-  }
-  let p = top_p24();
-  if (p < 16777216u) {
-    narrow(lid, r, true, scale24(total, p, true), best);
-  }
-  return Cut(workgroupUniformLoad(&shared_u32[0]), workgroupUniformLoad(&shared_u32[1]));
-}
-
-// ---- stage 3: the draw ----
+// ---- stage 4: the draw ----
 fn kept_weight(i: u32, best: f32, cut: Cut, least: u32) -> u32 {
   if (!valid(i)) {
     return 0u;
@@ -609,9 +784,9 @@ fn kept_weight(i: u32, best: f32, cut: Cut, least: u32) -> u32 {
   return select(0u, w, w >= least && at_or_before(order_key(v), i, cut.key, cut.index));
 }
 
-// The kept token of [first, end) at `mark` (from_total: at floor(u total), the total of [first, end)), in index
-// order: each invocation sums a contiguous share, the one whose share holds the mark walks it.
-fn draw_span(lid: u32, first: u32, end: u32, mark_given: vec2<u32>, from_total: bool, best: f32, cut: Cut) -> u32 {
+// The kept token of [first, end) at `mark`, in index order: each invocation sums a contiguous share, the one whose
+// share holds the mark walks it.
+fn draw_span(lid: u32, first: u32, end: u32, mark: vec2<u32>, best: f32, cut: Cut) -> u32 {
   let least = least_weight();
   let share = (end - first + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
   let start = first + lid * share;
@@ -621,8 +796,6 @@ fn draw_span(lid: u32, first: u32, end: u32, mark_given: vec2<u32>, from_total: 
     sum = add64(sum, wide(kept_weight(i, best, cut, least)));
   }
   scan(lid, 0u, sum);
-  let total = vec2<u32>(workgroupUniformLoad(&scan_low[WORKGROUP_SIZE - 1u]), scan_high[WORKGROUP_SIZE - 1u]);
-  let mark = select(mark_given, scale24(total, random24(), false), from_total);
   if (lid == 0u) {
     shared_u32[7] = NONE;
   }
@@ -660,8 +833,8 @@ fn random24() -> u32 {
   return mix(params.seed_lo ^ mix(params.seed_hi ^ mix(params.position ^ mix(0u)))) >> 8u;
 }
 
-fn draw_gathered(lid: u32, r: Range, best: f32, cut: Cut) -> u32 {
-  // The chunks' kept weight: before the range (stage 2), plus the gathered tokens kept.
+fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
+  // The chunks' kept weight: before the window (the level that gathered), plus the gathered tokens kept.
   atomicStore(&chunk_low[lid], select(0u, atomicLoad(&scratch[CHUNK_KEPT + 2u * lid]), lid < PARTIALS));
   atomicStore(&chunk_high[lid], select(0u, atomicLoad(&scratch[CHUNK_KEPT + 2u * lid + 1u]), lid < PARTIALS));
   workgroupBarrier();
@@ -697,31 +870,19 @@ fn draw_gathered(lid: u32, r: Range, best: f32, cut: Cut) -> u32 {
   let before = vec2<u32>(shared_u32[1], shared_u32[2]);
   let chunk_mark = sub64(mark, before);
   workgroupBarrier();
-  return draw_span(lid, chunk * CHUNK, min(chunk * CHUNK + CHUNK, params.count), chunk_mark, false, best, cut);
+  return draw_span(lid, chunk * CHUNK, min(chunk * CHUNK + CHUNK, params.count), chunk_mark, best, cut);
 }
 
 fn finish(lid: u32) {
   let best_key = global_best(lid);
+  let w = load_level(lid, LEVELS - 1u).window;  // FITS: LEVELS is enough for every row
   var token = NONE;
   if (best_key != 0u) {
     let best = key_value(best_key);
-    if (lid < 16u) {
-      state_words[lid] = atomicLoad(&scratch[STATE + lid]);
-    }
-    var r: Range;
-    r.lo = workgroupUniformLoad(&state_words[0]);
-    r.hi = workgroupUniformLoad(&state_words[1]);
-    r.count_before = workgroupUniformLoad(&state_words[2]);
-    r.weight_before = vec2<u32>(workgroupUniformLoad(&state_words[3]), workgroupUniformLoad(&state_words[4]));
-    r.total = vec2<u32>(workgroupUniformLoad(&state_words[5]), workgroupUniformLoad(&state_words[6]));
-    r.gathered = workgroupUniformLoad(&state_words[7]);
-    r.nonzero = workgroupUniformLoad(&state_words[8]);
-    if (r.lo > r.hi) {
-      token = draw_gathered(lid, r, best, Cut(NO_CUT_KEY, NONE));
-    } else if (r.gathered <= CAPACITY) {
-      token = draw_gathered(lid, r, best, cut_gathered(lid, r, best));
+    if (w.lo > w.hi) {
+      token = draw_gathered(lid, best, Cut(NO_CUT_KEY, NONE));
     } else {
-      token = draw_span(lid, 0u, params.count, vec2<u32>(0u, 0u), true, best, cut_narrowed(lid, r, best));
+      token = draw_gathered(lid, best, cut_gathered(lid, w, best));
     }
   }
   if (lid == 0u) {
@@ -734,13 +895,27 @@ fn finish(lid: u32) {
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) groups: vec3<u32>) {
   if (STAGE == 0u) {
     chunk_best(wid.x, lid);
   } else if (STAGE == 1u) {
-    histogram(wid.x, lid);
+    let best_key = global_best(lid);
+    if (best_key != 0u) {
+      var unused: Window;
+      histogram(wid.x, lid, HIST, key_value(best_key), false, unused);
+    }
   } else if (STAGE == 2u) {
-    gather(wid.x, lid);
+    let best_key = global_best(lid);
+    run_level(wid.x, lid, 0u, best_key, first_window(lid));
+  } else if (STAGE == 3u) {
+    // Level groups.y, one pipeline for all (lavapipe takes half a minute to compile one): the dispatcher runs
+    // level L over PARTIALS x L workgroups, the last row of which works.
+    let level = groups.y;
+    if (wid.y + 1u == level) {
+      let best_key = global_best(lid);
+      run_level(wid.x, lid, level, best_key, advance(lid, level, load_level(lid, level - 1u), key_value(best_key)));
+    }
   } else {
     finish(lid);
   }

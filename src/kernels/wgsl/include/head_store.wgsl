@@ -1,14 +1,16 @@
 // One (token, head) of the q|k|v split + q/k RMSNorm + rotary + KV-cache store, shared by qkv_rope_store.wgsl
 // (rows of one sequence, positions position_offset + t) and rope_store_rows.wgsl (rows of several sequences, each
-// with its own position and cache slot, from a row table). The including kernel declares WORKGROUP_SIZE, the
-// bindings qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache (kv_cache.wgsl words) and a uniform `params`
-// with num_q_heads, num_kv_heads, head_dim, rotary_dim, use_qk_norm and eps_bits (qkv_rope_store.wgsl's Params).
+// with its own position and block table, from a row table). The including kernel declares WORKGROUP_SIZE, the
+// bindings qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache (kv_cache.wgsl words, pools of blocks),
+// kv_table (kv_blocks.wgsl) and a uniform `params` with num_q_heads, num_kv_heads, head_dim, rotary_dim,
+// use_qk_norm and eps_bits (qkv_rope_store.wgsl's Params).
 
 const MAX_HEAD_DIM: u32 = 256u;
 
 var<workgroup> head: array<f32, MAX_HEAD_DIM>;  // the head's input values: rotation pairs cross threads
 //!include workgroup_reduce.wgsl
 //!include kv_cache.wgsl
+//!include kv_blocks.wgsl
 
 // Element d of the head after the optional RMSNorm (inv_rms is 1 without it).
 fn normed(d: u32, inv_rms: f32, is_q: bool) -> f32 {
@@ -39,9 +41,10 @@ fn rotated(d: u32, inv_rms: f32, is_q: bool, position: u32) -> f32 {
 }
 
 // Head h (q heads first, then k heads: their order within the qkv row) of activation row t, at `position`: a q
-// head to q_out[t, h]; k head j to cache element cache_base + (position * Hkv + j) * head_dim, and v head j
-// beside it in v_cache. Call from uniform control flow (the whole workgroup shares the head).
-fn store_head(t: u32, h: u32, position: u32, cache_base: u32, lid: u32) {
+// head to q_out[t, h]; k head j to cache element (row * Hkv + j) * head_dim, row = the pool row of `position` in
+// the block table from entry table_base, and v head j beside it in v_cache. Call from uniform control flow (the
+// whole workgroup shares the head).
+fn store_head(t: u32, h: u32, position: u32, table_base: u32, lid: u32) {
   let Hq = params.num_q_heads;
   let Hkv = params.num_kv_heads;
   let is_q = h < Hq;
@@ -61,7 +64,7 @@ fn store_head(t: u32, h: u32, position: u32, cache_base: u32, lid: u32) {
   }
 
   let j = h - Hq;  // the kv head, for k heads
-  let cache_row = cache_base + (position * Hkv + j) * D;
+  let cache_row = (kv_row(table_base, position) * Hkv + j) * D;
   let v_row = row + (Hq + Hkv + j) * D;
   let per_word = kv_per_word();
   for (var w = lid; w * per_word < D; w += WORKGROUP_SIZE) {
