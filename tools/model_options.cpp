@@ -54,7 +54,8 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
       ->check(CLI::IsMember({"checkpoint", "f16"}));
   app.add_option("--prepared-norms", prepared_norms,
                  "Decoding: products writing the residual stream also write the next RMSNorm's x * weight for the "
-                 "product after: auto (where measured to pay: hidden size >= 4096), always or never")
+                 "product after: auto (from a hidden size the adapter's tuning sets: 4096 on an H200; `gerbil tune` "
+                 "prints it), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--arithmetic", arithmetic,
                  "Prompt products: f32 (default, nothing rounded) or f16 (needs shader-f16: inputs rounded to f16, "

@@ -47,7 +47,7 @@ enum class KvCacheType { Auto, F32, F16 };
 // residual stream also writes x * norm weight for the next product): one dispatch less per norm, a little
 // more work in the product. The results are the same either way.
 enum class PreparedNorms {
-  Auto,    // where it was measured to pay (on the H200: hidden size >= 4096)
+  Auto,    // from a hidden size the adapter's tuning sets (4096 on the H200; `gerbil tune` prints it)
   Always,  // e.g. to measure it on another GPU
   Never,
 };
