@@ -36,6 +36,15 @@ SequenceRequest greedy_request(std::vector<int32_t> prompt, uint32_t new_tokens)
   return request;
 }
 
+// Each request run together gave the tokens it gave alone, and ran to its token budget.
+void expect_alone_tokens(const std::vector<Generation>& together, const std::vector<Generation>& alone) {
+  ASSERT_EQ(together.size(), alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
+  }
+}
+
 // Submits every request at once and waits for all; returns each one's result in order.
 std::vector<Generation> run_together(Scheduler& scheduler, std::vector<SequenceRequest> requests) {
   std::mutex mutex;
@@ -104,12 +113,7 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
     auto entries = model.describe(chunk);
     ASSERT_TRUE(std::any_of(entries.begin(), entries.end(), [](auto& e) { return e.kernel == "linear_rows"; }));
     Scheduler scheduler(model, nullptr, {.parallel = slots});
-    std::vector<Generation> together = run_together(scheduler, requests());
-    ASSERT_EQ(together.size(), alone.size());
-    for (size_t i = 0; i < alone.size(); ++i) {
-      EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
-      EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
-    }
+    expect_alone_tokens(run_together(scheduler, requests()), alone);
     SchedulerStats stats = scheduler.stats();
     EXPECT_EQ(stats.finished, alone.size());
     EXPECT_EQ(stats.active, 0u);
@@ -188,12 +192,7 @@ TEST(SchedulerBlocks, APoolSmallerThanEverySlotsContextFinishesEverySequence) {
   graph::Model model(test::device(), files, {.context = 600, .slots = 4, .kv_tokens = 768, .max_chunk = 128});
   ASSERT_EQ(model.kv_blocks().total, 3u);
   Scheduler scheduler(model, nullptr, {.parallel = 4});
-  std::vector<Generation> together = run_together(scheduler, requests());
-  ASSERT_EQ(together.size(), alone.size());
-  for (size_t i = 0; i < alone.size(); ++i) {
-    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
-    EXPECT_EQ(together[i].finish, FinishReason::MaxTokens) << "request " << i;
-  }
+  expect_alone_tokens(run_together(scheduler, requests()), alone);
   SchedulerStats stats = scheduler.stats();
   EXPECT_EQ(stats.finished, alone.size());
   EXPECT_EQ(stats.kv_blocks_total, 3u);
