@@ -272,7 +272,7 @@ void Scheduler::step() {
   reclaim_blocks(wanted);
   uint64_t available = model_.kv_blocks().free;
   std::vector<graph::Segment> segments;
-  std::vector<Slot*> owners, stepping;
+  std::vector<Slot*> owners;
   uint32_t rows = 0;
   for (Slot* slot : decoding) {
     uint32_t need = model_.kv_blocks_needed(slot->index, model_.position(slot->index) + 1);
@@ -280,9 +280,9 @@ void Scheduler::step() {
     available -= need;
     segments.push_back({slot->index, std::span(&*slot->sequence->next, 1)});
     owners.push_back(slot);
-    stepping.push_back(slot);
     ++rows;
   }
+  size_t decoding_segments = segments.size();
   // The oldest prompt first, so a long one is not starved by newer short ones; each chunk as long as the step's
   // rows and the free blocks (idle slots' caches given up for it) allow.
   std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
@@ -304,7 +304,8 @@ void Scheduler::step() {
   }
   if (segments.empty()) return unblock();
 
-  if (owners.size() == stepping.size() && decode_batch_on_gpu(stepping, segments)) return record_blocks();
+  // Only decoding sequences: their next ids can be picked on the GPU.
+  if (owners.size() == decoding_segments && decode_batch_on_gpu(owners, segments)) return record_blocks();
   std::vector<float> logits;
   try {
     logits = model_.forward_batch(segments);
@@ -331,18 +332,17 @@ void Scheduler::step() {
   record_blocks();
 }
 
-bool Scheduler::reclaim_blocks(uint64_t needed) {
+void Scheduler::reclaim_blocks(uint64_t needed) {
   while (model_.kv_blocks().free < needed) {
     Slot* oldest = nullptr;
     for (auto& slot : slots_)
       if (!slot->sequence && model_.kv_blocks_held(slot->index) > 0 && (!oldest || slot->last_used < oldest->last_used))
         oldest = slot.get();
-    if (!oldest) return false;
+    if (!oldest) return;
     std::lock_guard lock(mutex_);
     model_.reset(oldest->index);
     oldest->cached.clear();
   }
-  return true;
 }
 
 uint64_t Scheduler::tokens_within(const Slot& slot, uint64_t available) const {

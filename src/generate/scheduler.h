@@ -132,9 +132,9 @@ class Scheduler {
   void deliver(Sequence& sequence);
   void finish(Slot& slot, FinishReason reason, std::string error = {});
   void finish_unstarted(std::unique_ptr<Sequence> sequence);
-  // Gives idle slots' cached blocks back, least recently used first, until `needed` blocks are free; returns
-  // whether they are.
-  bool reclaim_blocks(uint64_t needed);
+  // Gives idle slots' cached blocks back, least recently used first, until `needed` blocks are free or no idle
+  // slot holds any.
+  void reclaim_blocks(uint64_t needed);
   // The most tokens the slot can hold with the blocks it has and `available` more.
   uint64_t tokens_within(const Slot& slot, uint64_t available) const;
   // No running sequence could get a block: the youngest that holds blocks gives them back and feeds its tokens
