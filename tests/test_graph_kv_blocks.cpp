@@ -181,6 +181,16 @@ TEST(KvBlocks, AStepWithoutFreeBlocksThrowsAndChangesNothing) {
   EXPECT_EQ(model.position(1), 2 * kBlock + 3);
 }
 
+// A pool larger than one storage binding of the adapter (or than the 2^32 elements the kernels index) is refused
+// at load, naming the option that sizes it.
+TEST(KvBlocks, APoolPastOneBindingIsRefusedAtLoad) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = open_fixture("qwen2-tiny");
+  EXPECT_THAT([&] { Model(test::device(), files, {.context = 1024, .kv_tokens = UINT32_MAX}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("a KV-cache pool of 4294967296 tokens (16777216 blocks of 256)"),
+                                         HasSubstr("--kv-tokens"))));
+}
+
 // Batched steps whose sequences cross block edges (slot 0 from 250 tokens on, its second block taken while slot 1
 // holds its first) match each sequence run alone: their logits, and the ids picked on the GPU, down to a step of
 // one segment (whose pick forward_batch_greedy reads like a batch's).
