@@ -54,6 +54,21 @@ TEST(ModelBench, MeasuresEveryRowAtEveryDepth) {
   EXPECT_THAT([&] { profile_model(model, options); }, ThrowsMessage<Error>(HasSubstr("needs a context")));
 }
 
+// A prompt longer than one step is profiled by its last chunk, after the earlier ones ran (it was one step of
+// the whole prompt, past the step's buffers); Model::profile refuses more rows than a step holds.
+TEST(ModelBench, ProfilesALongPromptsLastChunk) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-qwen2", .seed = 2});
+  ModelFiles files = ModelFiles::open(dir.path());
+  graph::Model model(test::device(), files, graph::ModelOptions{.context = 128, .max_chunk = 16});
+  auto profiles = profile_model(model, {.prompt_tokens = 40, .generated_tokens = 1, .depths = {0}, .repeats = 1});
+  ASSERT_EQ(profiles.size(), 2u);
+  EXPECT_EQ(profiles[0].step, "prefill of the last 8 tokens of 40 (chunks of 16)");
+  EXPECT_GT(profiles[0].total_microseconds, 0);
+  EXPECT_EQ(model.position(), 0u);
+  EXPECT_THAT([&] { model.profile(17); }, ThrowsMessage<Error>(HasSubstr("17 tokens exceed the 16 rows of one step")));
+}
+
 // --sampling: "defaults" takes generation_config.json's settings (Qwen2.5's here), KEY=NUMBER items override
 // them or stand alone; the row is measured and named by its settings; a bad item is named.
 TEST(ModelBench, SamplingRowTakesTheModelsDefaults) {

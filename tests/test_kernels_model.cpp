@@ -68,6 +68,14 @@ TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
   test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "linear");
 }
 
+// On lavapipe (one resident tile) flash_attention_block.wgsl takes 4 rows per thread wherever they fit its 32 KiB
+// of workgroup memory; with an H200's tuning the check's short prompts take 2 rows per thread.
+TEST(ModelKernels, FlashBlocksAtEveryBlocking) {
+  gpu::Device h200;
+  h200.set_tuning(kH200);
+  test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "flash_attention");
+}
+
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the
 // feature, instead of compiling a shader the device cannot run; products the f16 kernel does not take
 // (decoding, batched decode steps, K % 8 != 0) stay f32 and run anywhere.

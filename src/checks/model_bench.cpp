@@ -215,10 +215,20 @@ std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOpti
   named_sampling(model, options);  // refused the same way as by bench_model, though the profile has no sampled row
   std::vector<StepProfile> profiles;
   std::vector<int32_t> filler(options.prompt_tokens, 0);
-  model.reset();
-  model.profile(options.prompt_tokens);  // warm-up: pipelines compiled
-  profiles.push_back(summarise_profile(fmt::format("prefill of {} tokens", options.prompt_tokens),
-                               model.profile(options.prompt_tokens)));
+  // A prompt longer than one step runs in chunks: the last, which attends to the whole prompt, is profiled.
+  uint32_t chunk = model.max_chunk();
+  uint32_t earlier = (options.prompt_tokens - 1) / chunk * chunk;
+  uint32_t last = options.prompt_tokens - earlier;
+  auto profile_last_chunk = [&] {
+    model.reset();
+    if (earlier > 0) model.forward(std::span(filler.data(), earlier));
+    return model.profile(last);
+  };
+  profile_last_chunk();  // warm-up: pipelines compiled
+  profiles.push_back(summarise_profile(
+      earlier == 0 ? fmt::format("prefill of {} tokens", last)
+                   : fmt::format("prefill of the last {} tokens of {} (chunks of {})", last, options.prompt_tokens, chunk),
+      profile_last_chunk()));
   for (uint32_t depth : options.depths) {
     model.reset();
     for (uint32_t done = 0; done < depth;) {

@@ -87,6 +87,11 @@ struct Model::Step {
 
 namespace {
 
+// Rows of all-position logits one step writes at most (`gerbil logits`, perplexity): 512 rows of a
+// 151,936-token vocabulary are 311 MB, where all the step's other buffers for 2,048 rows of Qwen2.5-0.5B are
+// 180 MB.
+constexpr uint64_t kAllLogitsRows = 512;
+
 // Blocks that hold `tokens` tokens.
 uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens - 1) / kernels::kKvBlockTokens; }
 // Entries between two slots' block tables: the blocks of a context, rounded up to 256 bytes, the largest
@@ -623,8 +628,9 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   b.up = f32("up", chunk * I * (config_.arch->gated_mlp() ? 2 : 1));
   b.act = f32("act", chunk * I);
   b.last = f32("last rows", H * options_.slots);
-  // All-position logits are kept to chunks whose logits fit one storage binding.
-  uint64_t max_rows = device_.limits().maxStorageBufferBindingSize / (vocab * 4);
+  // All-position logits are kept to chunks of at most kAllLogitsRows rows whose logits fit one storage
+  // binding: prompts stepped for their last logits alone take whole chunks.
+  uint64_t max_rows = std::min<uint64_t>(kAllLogitsRows, device_.limits().maxStorageBufferBindingSize / (vocab * 4));
   b.logit_rows = uint32_t(std::max<uint64_t>(1, std::min(chunk, max_rows)));
   if (b.logit_rows < options_.slots)
     fail("{} slots need {} rows of logits, more than one storage binding of this adapter holds ({})", options_.slots,
@@ -1116,6 +1122,7 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
 std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
   if (tokens == 0 || positions_[0] + tokens > context_)
     fail("profile: {} tokens at position {} do not fit in the context of {}", tokens, positions_[0], context_);
+  if (tokens > chunk_) fail("profile: {} tokens exceed the {} rows of one step (max_chunk)", tokens, chunk_);
   std::pair<uint32_t, uint64_t> need{0, positions_[0] + tokens};
   reserve_blocks(std::span(&need, 1));
   return time_step(step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0));

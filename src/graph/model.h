@@ -39,7 +39,7 @@ struct ModelOptions {
   // Tokens the KV-cache pool holds in all, shared by the slots in blocks of kernels::kKvBlockTokens (rounded up to
   // whole blocks): a short sequence takes few blocks, leaving the rest to long ones. 0: a context's blocks per slot.
   uint32_t kv_tokens = 0;
-  uint32_t max_chunk = 512;   // rows of one step: prompt tokens per prefill step, or a batch's tokens in all
+  uint32_t max_chunk = 2048;  // rows of one step: prompt tokens per prefill step, or a batch's tokens in all
   // Ids at or above this are never picked on the GPU: the tokenizer's vocabulary where the model's logits are
   // padded past it (Qwen2.5: 151,665 ids, 151,936 logits). 0: every logit.
   uint32_t token_count = 0;

@@ -966,17 +966,17 @@ uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
   return 4 * ((rows + keys) * row + rows * (keys + 4) + rows * 16);
 }
 
-// About two workgroups per SM of an H200 (132 SMs): a prompt whose 4-row-per-thread blocks leave fewer
-// (Qwen2.5-0.5B at T = 512: 224) takes 2 rows per thread for more workgroups in flight. Not yet measured.
-constexpr uint64_t kFlashBlockFill = 256;
 constexpr uint64_t kFlashMaxStage = 32;  // flash_attention_block.wgsl MAX_STAGE
 
 // The first blocking, most reuse first, whose workgroup memory fits the device: at head_dim 64, 4 x 2 needs
 // 23.5 KiB; at 128, 4 x 2 needs 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and
-// 1 x 1 25.5 KiB. Returns {0, 0} when none fits.
+// 1 x 1 25.5 KiB. Four rows per thread are taken only where their blocks fill a wave of the adapter's resident
+// workgroups (tuning().resident_tiles, as many as of the tiled products, which hold as many registers); a
+// prompt with fewer (Qwen2.5-0.5B at T = 512 on an H200: 224 of 264) takes 2 rows per thread for more
+// workgroups in flight. Returns {0, 0} when none fits.
 FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p) {
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
-  bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= kFlashBlockFill;
+  bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= tuning(device).resident_tiles;
   for (FlashBlock b : {FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 2}, FlashBlock{2, 1}, FlashBlock{1, 1}}) {
     if (b.rows_per_thread == 4 && !fill) continue;
     // Each of the 128 threads stages its share of a K / V tile in registers (the shader's MAX_STAGE).
