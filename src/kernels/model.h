@@ -64,9 +64,20 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
 // the low half), which needs no shader-f16: values are rounded to f16 as they are stored (2^-11 relative; up to
 // 2^-10 where the adapter rounds the other way, which WGSL allows) and widened to f32 as they are read, so the
 // arithmetic stays f32 while decoding at depth reads half the bytes. An f16 cache needs an even head_dim.
-enum class KvType : uint32_t { F32 = 0, F16 = 1 };
-uint32_t kv_bytes(KvType type);  // 4, 2
-const char* kv_type_name(KvType type);  // "f32", "f16"
+// Q8 keeps each (token, kv head) row of head_dim elements as int8 with one f32 scale (absmax / 127), four to a
+// word, the pool's row scales after its data (kv_cache.wgsl): a quarter of f32's bytes plus 4 per row, each
+// value within half its row's scale; head_dim a multiple of 4. No fused writer (linear_qkv_rope) and no
+// subgroup reader (flash_attention_sg) takes it: qkv_rope_store and flash_attention.wgsl serve it instead.
+enum class KvType : uint32_t { F32 = 0, F16 = 1, Q8 = 2 };
+uint32_t kv_bytes(KvType type);  // 4, 2, 1 (q8: its data bytes; the row scales come on top, kv_pool_bytes)
+const char* kv_type_name(KvType type);  // "f32", "f16", "q8"
+// The bytes of a pool of `elements` elements in rows of head_dim: elements * kv_bytes, plus 4 per row for q8.
+uint64_t kv_pool_bytes(KvType type, uint64_t elements, uint32_t head_dim);
+// The cache kernels' override constants (kv_cache.wgsl): KV_TYPE, and for q8 KV_SCALES, the word where the row
+// scales of a pool of `pool` elements start (0 otherwise, so the other types' pipelines do not depend on the pool).
+gpu::Constants kv_constants(KvType kv, uint64_t pool);
+// Throws, naming `kernel` and its shapes, for a type that is none of the above or a head_dim it cannot store.
+void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv, uint32_t head_dim);
 
 // The KV cache in blocks (kv_blocks.wgsl): each layer's K and V pools hold `blocks` blocks of `block_tokens` rows
 // (one token's Hkv * head_dim elements each, of type KvType), and a sequence's block table (u32 block ids) says

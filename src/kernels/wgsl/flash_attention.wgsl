@@ -43,12 +43,26 @@ var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 var<workgroup> weights: array<f32, TILE>;
 //!include workgroup_reduce.wgsl
 
+// Key element e as stored: a q8 key's integer, its row's scale applied to the whole score (key_scale).
 fn key_at(e: u32) -> f32 {
   return kv_element(K[kv_word(e)], e);
 }
 
+// The scale of the key row holding element e: q8's row scale, 1 for f32 / f16.
+fn key_scale(e: u32) -> f32 {
+  if (KV_TYPE == 2u) {
+    return bitcast<f32>(K[kv_scale_word(e, params.head_dim)]);
+  }
+  return 1.0;
+}
+
+// Value element e (q8: times its row's scale).
 fn value_at(e: u32) -> f32 {
-  return kv_element(V[kv_word(e)], e);
+  let value = kv_element(V[kv_word(e)], e);
+  if (KV_TYPE == 2u) {
+    return value * bitcast<f32>(V[kv_scale_word(e, params.head_dim)]);
+  }
+  return value;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -97,7 +111,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (; d < D; d++) {
         qk += q[d] * key_at(k_base + d);
       }
-      score = qk * scale;
+      score = qk * scale * key_scale(k_base);
     }
     // The tile has a valid key, so new_max is finite; on the first tile the rescale is exp(-huge) = 0.
     let new_max = max(running_max, workgroup_max(lid, score));
