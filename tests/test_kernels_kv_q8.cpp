@@ -112,8 +112,8 @@ std::vector<uint32_t> random_words(Rng& rng, const Q8Layout& l) {
   return words;
 }
 
-// q|k|v rows for the writers: heads of magnitudes 10^-12 .. 10^12, one k head and one v head all zeros, and one
-// head with an outlier 10^4 times its others (its other codes round to zero or +-1).
+// q|k|v rows for the writers: heads of magnitudes 10^-12 .. 10^12, in row 0 one k head and one v head all zeros,
+// in row 1 a v head with an outlier 10^4 times its others (its other codes round to zero or +-1).
 std::vector<float> writer_qkv(Rng& rng, uint32_t rows, uint32_t Hq, uint32_t Hkv, uint32_t D) {
   uint32_t heads = Hq + 2 * Hkv;
   auto x = random_rows(rng, uint64_t(rows) * heads * D, D, -12, 12);
@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Q8Writers,
                          ::testing::Values(WriterShape{5, 4, 2, 64, 64, false, 1021},  // crosses a block edge
                                            WriterShape{3, 3, 1, 36, 20, true, 1500},   // rotary short of head_dim
                                            WriterShape{2, 2, 2, 256, 0, false, 1030},  // every thread a word
-                                           WriterShape{1, 2, 1, 4, 4, true, 1100}));
+                                           WriterShape{2, 2, 1, 4, 4, true, 1100}));
 
 // --- readers ---------------------------------------------------------------------------------------------
 
