@@ -454,6 +454,24 @@ TEST(ModelErrors, F16ArithmeticWithoutShaderF16) {
   }
 }
 
+// A q8 cache stores head dims four to a word: GPT-2's fixture with 32 heads of 2 dims (its weights do not depend
+// on the head count) is refused at load with --kv-cache q8, naming the option and the head_dim, and loads with f16.
+TEST(ModelErrors, Q8CacheNeedsAHeadDimMultipleOf4) {
+  GERBIL_REQUIRE_FIXTURES();
+  test::ScratchDir dir;
+  for (const char* name : {"model.safetensors", "generation_config.json"})
+    std::filesystem::copy_file(fixtures_dir() / "gpt2-tiny" / name, dir.path() / name);
+  auto config = nlohmann::json::parse(test::read_text(fixtures_dir() / "gpt2-tiny" / "config.json"));
+  config["n_head"] = 32;
+  std::ofstream(dir.path() / "config.json") << config.dump();
+  auto files = ModelFiles::open(dir.path());
+  EXPECT_THAT([&] { Model model(device(), files, ModelOptions{.context = 8, .kv_cache = KvCache::Q8}); },
+              testing::ThrowsMessage<Error>(testing::AllOf(testing::HasSubstr("q8 KV cache"),
+                                                           testing::HasSubstr("head_dim 2"),
+                                                           testing::HasSubstr("--kv-cache"))));
+  EXPECT_NO_THROW(Model(device(), files, ModelOptions{.context = 8, .kv_cache = KvCache::F16}));
+}
+
 TEST(ModelErrors, TokenOutOfRangeAndContextOverflow) {
   GERBIL_REQUIRE_FIXTURES();
   auto files = ModelFiles::open(fixtures_dir() / "qwen2-tiny");

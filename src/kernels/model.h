@@ -289,7 +289,7 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
 //   heads sharing a kv head share each K/V tile staged in workgroup memory;
 // - otherwise one workgroup per (t, q head): flash_attention_sg.wgsl where the adapter has subgroups (of 4
-//   lanes or more) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
+//   lanes or more), the cache is not q8 (which it does not decode) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
 //   reads a K / V row together; an f16 cache's head_dim a multiple of 8), else flash_attention.wgsl (a thread
 //   scores one key);
 // - split-KV, only through the overload with a scratch buffer: decoding (T <= kFlashSplitMaxQueries), either

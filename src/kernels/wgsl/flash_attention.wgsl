@@ -7,6 +7,7 @@
 // the tile keys k with k % (256 / head_dim) == i / head_dim, which keeps (nearly) all threads busy at any
 // head_dim; accumulators (and each thread's share of the softmax denominator) are rescaled whenever the max grows,
 // and the key subsets' partial outputs are added up at the end. Nothing is sized by S. head_dim <= 256.
+// A q8 cache (kv_cache.wgsl) scales each key's score by its row's scale once, and each value element by its own.
 // Key j is row j of the sequence in the cache pools: the pool row its block table gives (kv_blocks.wgsl), read
 // from the table once per tile (KV_BLOCK_TOKENS >= TILE: a tile's keys lie in at most two blocks).
 // Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K pool [blocks * KV_BLOCK_TOKENS, Hkv * head_dim] read,
