@@ -265,7 +265,7 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 // rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
 // (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
 // position_offset + t of the sequence whose block table `blocks` covers `capacity` tokens, in the cache pools of
-// type `kv` (f16: head_dim even).
+// type `kv` (f16: head_dim even; q8: a multiple of 4, each row's scale from the workgroup's absmax).
 // Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 kv_table,
 // 8 params.
 // One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).

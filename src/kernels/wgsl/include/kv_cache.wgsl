@@ -5,12 +5,13 @@
 // stays f32. An f16 cache reads half the bytes per key; values round to f16 as they are stored (2^-11
 // relative; WGSL lets the conversion round either way, and magnitudes above 65504 become infinite).
 // KV_TYPE 2 (q8, llama.cpp's q8_0 cache in spirit) keeps each (token, kv head) row of head_dim elements as
-// signed 8-bit integers q with one f32 scale s = absmax(row) / 127 (q = round(x / s), clamped to +-127; an
-// all-zero row has s = 0 and q = 0), so x ~ q * s within s / 2. Four elements per word (pack4xI8: the
+// signed 8-bit integers q with one f32 scale s = absmax(row) / 127 (q = round(x / s), ties to even, clamped to
+// +-127; an all-zero row has s = 0 and q = 0), so x ~ q * s within s / 2. Four elements per word (pack4xI8: the
 // lowest-indexed element in the lowest byte), so a word never spans two rows (head_dim a multiple of 4); the
 // pool's row scales follow its data words in the same buffer, scale of row r (element e: r = e / head_dim) at
 // word KV_SCALES + r (the host sets KV_SCALES = the pool's data words), so the readers need no new binding and
-// the data keeps the f32 / f16 layouts' addressing (16-byte reads of whole rows stay aligned). One scale per
+// element e stays in word e / 4 (a 16-byte reader takes piece p from u32 p % 4 of vec4 word p / 4, whatever row
+// its neighbours belong to). One scale per
 // row rather than per 32 elements: a writer reduces its row once and a reader scales a whole dot product once;
 // rotated keys and values are spread evenly enough across a head that a per-row absmax costs little.
 override KV_TYPE: u32 = 0u;
