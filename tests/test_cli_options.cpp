@@ -47,6 +47,16 @@ TEST(CliOptions, ArithmeticTakesF32OrF16) {
   EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
 }
 
+TEST(CliOptions, KvCacheTakesAutoF32F16OrQ8) {
+  Outcome bad = run_gerbil("generate --model /nonexistent --kv-cache q4");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_THAT(bad.output, testing::HasSubstr("--kv-cache: q4 not in {auto,f32,f16,q8}"));
+  Outcome good = run_gerbil("generate --model /nonexistent --kv-cache q8 --tokens 1,2");
+  EXPECT_NE(good.status, 0);
+  EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--kv-cache")));
+  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
+}
+
 // bench model's numbers that would measure nothing are refused naming the option, before a preset is written or
 // a device created.
 TEST(CliOptions, BenchModelRefusesCountsThatMeasureNothing) {

@@ -62,9 +62,10 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
                  "faster where the GPU runs f16 faster)")
       ->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--kv-cache", kv_cache,
-                 "KV-cache elements: auto (the one measured faster: f32 so far), f32 (exact) or f16 (half the memory; "
-                 "keys and values rounded to f16)")
-      ->check(CLI::IsMember({"auto", "f32", "f16"}));
+                 "KV-cache elements: auto (the one measured faster: f32 so far), f32 (exact), f16 (half the memory; "
+                 "keys and values rounded to f16) or q8 (about a quarter: 8-bit integers with a scale per token and "
+                 "kv head; head_dim a multiple of 4)")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "q8"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }
 
@@ -75,7 +76,10 @@ EngineOptions ModelOptions::engine_options(bool report) const {
       .max_prefill_chunk = max_prefill_chunk,
       .weights = weights == "f16" ? WeightStorage::F16 : WeightStorage::Checkpoint,
       .arithmetic = arithmetic == "f16" ? Arithmetic::F16 : Arithmetic::F32,
-      .kv_cache = kv_cache == "f16" ? KvCacheType::F16 : kv_cache == "f32" ? KvCacheType::F32 : KvCacheType::Auto,
+      .kv_cache = kv_cache == "q8"    ? KvCacheType::Q8
+                  : kv_cache == "f16" ? KvCacheType::F16
+                  : kv_cache == "f32" ? KvCacheType::F32
+                                      : KvCacheType::Auto,
       .prepared_norms = prepared_norms == "always"  ? PreparedNorms::Always
                         : prepared_norms == "never" ? PreparedNorms::Never
                                                     : PreparedNorms::Auto,

@@ -40,8 +40,10 @@ enum class Arithmetic {
 };
 
 // The KV cache's element type: Auto is the one measured faster (f32 so far: the f16 cache decoded slower on an
-// H200); F16 halves the cache's memory (keys and values rounded to f16), for long contexts and many sequences.
-enum class KvCacheType { Auto, F32, F16 };
+// H200); F16 halves the cache's memory (keys and values rounded to f16), for long contexts and many sequences;
+// Q8 stores about a quarter of f32's bytes (8-bit integers with one f32 scale per token and kv head, each value
+// within half of its row's largest magnitude / 127), for the longest contexts; it needs head_dim a multiple of 4.
+enum class KvCacheType { Auto, F32, F16, Q8 };
 
 // Whether decode steps prepare each RMSNorm's input in the product before it (the product writing the
 // residual stream also writes x * norm weight for the next product): one dispatch less per norm, a little

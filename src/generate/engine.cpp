@@ -91,7 +91,8 @@ graph::ModelOptions model_options(const EngineOptions& options) {
                                                            : graph::WeightPolicy::Checkpoint,
           .prepared_norms = prepared_norms,
           .arithmetic = options.arithmetic == Arithmetic::F16 ? kernels::Arithmetic::F16 : kernels::Arithmetic::F32,
-          .kv_cache = options.kv_cache == KvCacheType::F16   ? graph::KvCache::F16
+          .kv_cache = options.kv_cache == KvCacheType::Q8    ? graph::KvCache::Q8
+                      : options.kv_cache == KvCacheType::F16 ? graph::KvCache::F16
                       : options.kv_cache == KvCacheType::F32 ? graph::KvCache::F32
                                                              : graph::KvCache::Auto,
           .progress = options.progress,

@@ -103,6 +103,7 @@ uint32_t table_stride(uint32_t context) { return uint32_t((blocks_for(context) +
 // 167.4 against 155.2, same call), its unpacking costing more than the bytes it saves; f16 stays a choice for
 // memory (half the bytes per token).
 kernels::KvType resolve_kv_cache(KvCache choice) {
+  if (choice == KvCache::Q8) return kernels::KvType::Q8;
   return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
 }
 
@@ -598,6 +599,9 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   if (kv_type_ == kernels::KvType::F16 && config_.head_dim % 2 != 0)
     fail("an f16 KV cache stores head dims in pairs, and head_dim {} is odd: use an f32 cache (--kv-cache f32)",
          config_.head_dim);
+  if (kv_type_ == kernels::KvType::Q8 && config_.head_dim % 4 != 0)
+    fail("a q8 KV cache stores head dims four to a word, and head_dim {} is not a multiple of 4: use an f32 or f16 "
+         "cache (--kv-cache f32 or f16)", config_.head_dim);
   if (options_.arithmetic == kernels::Arithmetic::F16 && !device.features().shader_f16)
     fail("f16 arithmetic for prompts needs the adapter's shader-f16 feature, which {} does not offer",
          device.adapter().summary());
@@ -641,7 +645,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   b.table_stride = table_stride_;
   // Every kernel binds a layer's whole pool and indexes it in u32 elements.
   uint64_t pool_elements = uint64_t(total_blocks_) * kernels::kKvBlockTokens * kv_width;
-  uint64_t pool_bytes = pool_elements * kernels::kv_bytes(kv_type_);
+  uint64_t pool_bytes = kernels::kv_pool_bytes(kv_type_, pool_elements, uint32_t(config_.head_dim));
   if (pool_bytes > device_.limits().maxStorageBufferBindingSize || pool_elements > UINT32_MAX)
     fail("a KV-cache pool of {} tokens ({} blocks of {}) needs {} bytes per layer's K (and V), more than one storage "
          "binding of this adapter holds ({}) or 2^32 elements: use fewer tokens (--kv-tokens, --ctx or --parallel)",

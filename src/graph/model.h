@@ -30,8 +30,9 @@ enum class PreparedNorms { Auto, Always, Never };
 
 // The KV cache's element type (kernels::KvType). Auto: the one measured faster, f32 so far (model.cpp's
 // resolve_kv_cache: the f16 cache decoded slower on the H200); F16 halves the cache's memory, keys and values
-// rounded to f16.
-enum class KvCache { Auto, F32, F16 };
+// rounded to f16; Q8 stores about a quarter of f32's bytes (int8 with an f32 scale per token and kv head,
+// kernels::KvType::Q8), each value within half its row's absmax / 127, and needs head_dim a multiple of 4.
+enum class KvCache { Auto, F32, F16, Q8 };
 
 struct ModelOptions {
   uint32_t context = 0;       // the most tokens one slot may hold; 0: min(max_position_embeddings, 4096)

@@ -17,10 +17,7 @@ void check_heads(std::string_view kernel, const std::string& shapes, uint32_t en
     fail("kernel '{}' ({}): q_heads must be a positive multiple of kv_heads", kernel, shapes);
   if (head_dim == 0 || head_dim > kMaxHeadDim)
     fail("kernel '{}' ({}): head_dim must be in 1..{}", kernel, shapes, kMaxHeadDim);
-  if (space.kv != KvType::F32 && space.kv != KvType::F16)
-    fail("kernel '{}' ({}): KV-cache type {} is not f32 (0) or f16 (1)", kernel, shapes, uint32_t(space.kv));
-  if (space.kv == KvType::F16 && head_dim % 2 != 0)
-    fail("kernel '{}' ({}): an f16 KV cache stores dims in pairs, so head_dim must be even", kernel, shapes);
+  check_kv_type(kernel, shapes, space.kv, head_dim);
   if (space.kv_width != uint64_t(kv_heads) * head_dim)
     fail("kernel '{}' ({}): the pool's rows hold {} elements, not kv_heads * head_dim", kernel, shapes, space.kv_width);
 }
@@ -34,8 +31,16 @@ Operand tables_operand(const KvBlocks& blocks, const RowSpace& space) {
   return {"kv_table", blocks.table, std::max(1u, space.table_entries)};
 }
 
-gpu::Constants row_constants(const RowSpace& space, const KvBlocks& blocks) {
-  return {{"KV_TYPE", double(space.kv)}, {"KV_BLOCK_TOKENS", double(blocks.block_tokens)}};
+// The cache's constants (kv_constants) for pools of `pool` elements, and the blocks'.
+gpu::Constants row_constants(const RowSpace& space, const KvBlocks& blocks, uint64_t pool) {
+  gpu::Constants constants = kv_constants(space.kv, pool);
+  constants.push_back({"KV_BLOCK_TOKENS", double(blocks.block_tokens)});
+  return constants;
+}
+
+Operand pool_operand(std::string_view name, BufferBinding pool_binding, uint64_t pool, const RowSpace& space,
+                     uint32_t head_dim) {
+  return {name, pool_binding, kv_pool_bytes(space.kv, pool, head_dim), 1};
 }
 
 uint64_t table_words(uint32_t entries) { return uint64_t(entries) * sizeof(RowEntry) / 4; }
@@ -70,15 +75,17 @@ Dispatch rope_store_rows(gpu::Device& device, BufferBinding qkv, BufferBinding q
                   {"k_norm", k_norm, p.use_qk_norm ? p.head_dim : 1u},
                   {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
                   {"q_out", q_out, count_of(rows, p.num_q_heads) * p.head_dim},
-                  {"k_pool", k_pool, pool, kv_bytes(space.kv)},
-                  {"v_pool", v_pool, pool, kv_bytes(space.kv)},
+                  pool_operand("k_pool", k_pool, pool, space, p.head_dim),
+                  pool_operand("v_pool", v_pool, pool, space, p.head_dim),
                   {"table", table, table_words(p.seq_len)},
                   tables_operand(blocks, space)},
-                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)), row_constants(space, blocks));
+                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)), row_constants(space, blocks, pool));
 }
 
+// (A q8 row's words are single u32 of a vec4 word: head_dim a multiple of 4 is enough, as for f32.)
 bool attention_rows_fits(uint32_t head_dim, KvType kv) {
-  return head_dim > 0 && head_dim <= kMaxHeadDim && (uint64_t(head_dim) * kv_bytes(kv)) % 16 == 0;
+  uint64_t word_bytes = kv == KvType::Q8 ? 4 : 16;
+  return head_dim > 0 && head_dim <= kMaxHeadDim && (uint64_t(head_dim) * kv_bytes(kv)) % word_bytes == 0;
 }
 
 Dispatch attention_rows(gpu::Device& device, BufferBinding Q, BufferBinding k_pool, BufferBinding v_pool,
@@ -92,12 +99,12 @@ Dispatch attention_rows(gpu::Device& device, BufferBinding Q, BufferBinding k_po
   if (p.T > 65535) fail("kernel 'attention_rows' ({}): at most 65535 entries", shapes);
   uint64_t q = count_of(space.activation_rows, p.num_q_heads) * p.head_dim;
   uint64_t pool = kv_pool_elements("attention_rows", shapes, blocks, kRowsTile, space.kv_width);
-  gpu::Constants constants = row_constants(space, blocks);
+  gpu::Constants constants = row_constants(space, blocks, pool);
   constants.push_back({"HEAD_DIM", double(p.head_dim)});
   return prepare(device, "attention_rows", shapes,
                  {{"Q", Q, q},
-                  {"K", k_pool, pool, kv_bytes(space.kv)},
-                  {"V", v_pool, pool, kv_bytes(space.kv)},
+                  pool_operand("K", k_pool, pool, space, p.head_dim),
+                  pool_operand("V", v_pool, pool, space, p.head_dim),
                   {"out", out, q},
                   {"table", table, table_words(p.T)},
                   tables_operand(blocks, space)},

@@ -40,7 +40,7 @@ Dispatch rope_store_rows(gpu::Device& device, BufferBinding qkv, BufferBinding q
                          BufferBinding table, const KvBlocks& blocks, const QkvRopeParams& p, const RowSpace& space);
 
 // Whether attention_rows takes this head_dim with this cache: whole 16-byte words per row (head_dim a multiple
-// of 4, of 8 for f16), at most 256.
+// of 4, of 8 for f16; q8: whole u32 words, head_dim a multiple of 4), at most 256.
 bool attention_rows_fits(uint32_t head_dim, KvType kv);
 
 // attention_rows.wgsl: flash attention's causal GQA attention (kernels/model.h) of one query per entry of

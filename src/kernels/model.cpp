@@ -67,21 +67,34 @@ Grid linear_like_grid(uint32_t M, uint32_t N, uint32_t matvec_columns) {
   return fold(ceil_div(N, kTile) * ceil_div(M, kTile));
 }
 
-void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv, uint32_t head_dim) {
-  if (kv != KvType::F32 && kv != KvType::F16)
-    fail("kernel '{}' ({}): KV-cache type {} is not f32 (0) or f16 (1)", kernel, shapes, static_cast<uint32_t>(kv));
-  if (kv == KvType::F16 && head_dim % 2 != 0)
-    fail("kernel '{}' ({}): an f16 KV cache stores dims in pairs, so head_dim must be even, not {}", kernel, shapes,
-         head_dim);
+// A K or V pool of `pool` elements in rows of head_dim, as a kernel operand (its bytes, q8 scales included).
+Operand kv_pool_operand(std::string_view name, BufferBinding binding, uint64_t pool, KvType kv, uint32_t head_dim) {
+  return {name, binding, kv_pool_bytes(kv, pool, head_dim), 1};
 }
-
-// The KV-cache type as the kernels' override constant (kv_cache.wgsl).
-std::pair<std::string, double> kv_constant(KvType kv) { return {"KV_TYPE", double(kv)}; }
 std::pair<std::string, double> block_constant(const KvBlocks& b) { return {"KV_BLOCK_TOKENS", double(b.block_tokens)}; }
+
+// A cache kernel's constants: the cache's (kv_constants), its blocks', then the kernel's own.
+gpu::Constants with_blocks(gpu::Constants cache, const KvBlocks& b, const gpu::Constants& more = {}) {
+  cache.push_back(block_constant(b));
+  cache.insert(cache.end(), more.begin(), more.end());
+  return cache;
+}
 
 std::string blocks_shapes(const KvBlocks& b) { return fmt::format("blocks={}x{}", b.blocks, b.block_tokens); }
 
 }  // namespace
+
+void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv, uint32_t head_dim) {
+  if (kv != KvType::F32 && kv != KvType::F16 && kv != KvType::Q8)
+    fail("kernel '{}' ({}): KV-cache type {} is not f32 (0), f16 (1) or q8 (2)", kernel, shapes,
+         static_cast<uint32_t>(kv));
+  if (kv == KvType::F16 && head_dim % 2 != 0)
+    fail("kernel '{}' ({}): an f16 KV cache stores dims in pairs, so head_dim must be even, not {}", kernel, shapes,
+         head_dim);
+  if (kv == KvType::Q8 && head_dim % 4 != 0)
+    fail("kernel '{}' ({}): a q8 KV cache stores dims four to a word, so head_dim must be a multiple of 4, not {}",
+         kernel, shapes, head_dim);
+}
 
 uint64_t kv_pool_elements(std::string_view kernel, const std::string& shapes, const KvBlocks& b, uint32_t tile,
                           uint64_t kv_width) {
@@ -299,13 +312,29 @@ uint32_t kv_bytes(KvType type) {
       return 4;
     case KvType::F16:
       return 2;
+    case KvType::Q8:
+      return 1;
   }
-  fail("KV-cache type {} is not one of f32 (0), f16 (1)", static_cast<uint32_t>(type));
+  fail("KV-cache type {} is not one of f32 (0), f16 (1), q8 (2)", static_cast<uint32_t>(type));
 }
 
-const char* kv_type_name(KvType type) { return type == KvType::F16 ? "f16" : "f32"; }
+const char* kv_type_name(KvType type) {
+  return type == KvType::Q8 ? "q8" : type == KvType::F16 ? "f16" : "f32";
+}
 
+uint64_t kv_pool_bytes(KvType type, uint64_t elements, uint32_t head_dim) {
+  uint64_t bytes = elements * kv_bytes(type);
+  return type == KvType::Q8 ? bytes + 4 * (elements / std::max(1u, head_dim)) : bytes;
+}
+
+gpu::Constants kv_constants(KvType kv, uint64_t pool) {
+  return {{"KV_TYPE", double(kv)}, {"KV_SCALES", kv == KvType::Q8 ? double(pool / 4) : 0.0}};
+}
+
+// A q8 row's scale needs the whole row's absmax, which linear_qkv_rope's lanes (a few dims of a head each,
+// across workgroups) cannot reduce: q8 caches are stored by qkv_rope_store after the plain product.
 bool qkv_rope_fusable(const QkvHeads& heads) {
+  if (heads.kv == KvType::Q8) return false;
   return heads.kv == KvType::F32 || (heads.head_dim % 4 == 0 && heads.rotary_dim % 4 == 0);
 }
 
@@ -849,7 +878,7 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
                          {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim, pool,
                           kv_bytes(s.kv), kv_table_operand(blocks, s.capacity).elements},
                          {{"ROPE", 1.0},
-                          kv_constant(s.kv),
+                          {"KV_TYPE", double(s.kv)},
                           block_constant(blocks),
                           {"Q_HEADS", double(s.q_heads)},
                           {"KV_HEADS", double(s.kv_heads)},
@@ -910,11 +939,11 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                   {"k_norm", k_norm, used(p.use_qk_norm, p.head_dim)},
                   {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
                   {"q_out", q_out, count_of(p.seq_len, p.num_q_heads) * p.head_dim},
-                  {"k_cache", k_cache, cache, kv_bytes(kv)},
-                  {"v_cache", v_cache, cache, kv_bytes(kv)},
+                  kv_pool_operand("k_cache", k_cache, cache, kv, p.head_dim),
+                  kv_pool_operand("v_cache", v_cache, cache, kv, p.head_dim),
                   kv_table_operand(blocks, cache_capacity)},
                  p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)),
-                 {kv_constant(kv), block_constant(blocks)});
+                 with_blocks(kv_constants(kv, cache), blocks));
 }
 
 namespace {
@@ -934,8 +963,10 @@ constexpr uint32_t kFlashSgKeys = 4;     // flash_attention_sg.wgsl KEYS, a row 
 // The operands of every flash attention variant: Q, the pools and `out` (or the partial records), then the block
 // table covering `keys` keys.
 std::vector<Operand> flash_operands(BufferBinding Q, BufferBinding K, BufferBinding V, Operand out,
-                                    const KvBlocks& blocks, uint64_t pool, uint64_t q, uint64_t keys, KvType kv) {
-  return {{"Q", Q, q}, {"K", K, pool, kv_bytes(kv)}, {"V", V, pool, kv_bytes(kv)}, out, kv_table_operand(blocks, keys)};
+                                    const KvBlocks& blocks, uint64_t pool, uint64_t q, uint64_t keys, KvType kv,
+                                    uint32_t head_dim) {
+  return {{"Q", Q, q}, kv_pool_operand("K", K, pool, kv, head_dim), kv_pool_operand("V", V, pool, kv, head_dim), out,
+          kv_table_operand(blocks, keys)};
 }
 
 void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvType kv) {
@@ -1013,19 +1044,18 @@ uint32_t flash_block_splits(const FlashAttentionParams& p, uint32_t capacity) {
 Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
                          const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks) {
   FlashBlock block = flash_block_shape(device, p);
-  kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
-                   uint64_t(p.num_kv_heads) * p.head_dim);
+  uint64_t pool = kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
+                                   uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
   uint64_t blocks = ceil_div(rows, flash_block_rows(block));
   Grid grid = splits > 1 ? Grid{uint32_t(blocks), p.num_kv_heads, splits}
                          : Grid{fold(blocks).x, p.num_kv_heads, fold(blocks).y};
   return prepare(device, "flash_attention_block", std::move(shapes), operands, p, grid,
-                 {{"HEAD_DIM", double(p.head_dim)},
-                  kv_constant(kv),
-                  block_constant(kv_blocks),
-                  {"ROWS_PER_THREAD", double(block.rows_per_thread)},
-                  {"KEYS_PER_THREAD", double(block.keys_per_thread)},
-                  {"SPLITS", double(splits)}});
+                 with_blocks(kv_constants(kv, pool), kv_blocks,
+                             {{"HEAD_DIM", double(p.head_dim)},
+                              {"ROWS_PER_THREAD", double(block.rows_per_thread)},
+                              {"KEYS_PER_THREAD", double(block.keys_per_thread)},
+                              {"SPLITS", double(splits)}}));
 }
 
 // flash_attention_sg.wgsl: the row lanes that read a K / V row together, its 16-byte words rounded up to a
@@ -1047,8 +1077,9 @@ FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParam
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
 // words, else flash_attention.wgsl; both take the same grid and write the same records in split mode.
+// A q8 cache takes flash_attention.wgsl: flash_attention_sg.wgsl does not decode it.
 bool use_flash_sg(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
-  return has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
+  return kv != KvType::Q8 && has_subgroups(device) && (uint64_t(p.head_dim) * kv_bytes(kv)) % 16 == 0 &&
          flash_sg_lanes(device, p, kv).pieces <= kFlashSgMaxPieces;
 }
 
@@ -1058,13 +1089,14 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
   FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
   bool subgroups = use_flash_sg(device, p, kv);
   const char* kernel = subgroups ? "flash_attention_sg" : "flash_attention";
-  kv_pool_elements(kernel, shapes, blocks, subgroups ? kFlashSgKeys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
+  uint64_t pool = kv_pool_elements(kernel, shapes, blocks, subgroups ? kFlashSgKeys : kFlashTile,
+                                   uint64_t(p.num_kv_heads) * p.head_dim);
   if (!subgroups)
     return prepare(device, kernel, std::move(shapes), operands, p, grid,
-                   {{"SPLITS", double(splits)}, kv_constant(kv), block_constant(blocks)});
+                   with_blocks(kv_constants(kv, pool), blocks, {{"SPLITS", double(splits)}}));
   return prepare(device, kernel, std::move(shapes), operands, p, grid,
                  {{"SPLITS", double(splits)},
-                  kv_constant(kv),
+                  {"KV_TYPE", double(kv)},
                   block_constant(blocks),
                   {"HEAD_DIM", double(p.head_dim)},
                   {"PIECES", double(lanes.pieces)},
@@ -1085,7 +1117,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
   // The tile rules are checked by the variant; 1 here checks the pool's size.
   uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
-  auto operands = flash_operands(Q, K, V, {"out", out, q}, blocks, pool, q, p.S, kv);
+  auto operands = flash_operands(Q, K, V, {"out", out, q}, blocks, pool, q, p.S, kv, p.head_dim);
   if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv, blocks);
   Grid queries = fold(p.T);
   return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv, blocks);
@@ -1145,7 +1177,7 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
   uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t partials = flash_partials(p, splits);
   // Later runs may see up to capacity keys: the table must cover them.
-  auto operands = flash_operands(Q, K, V, {"partials", scratch, partials}, blocks, pool, q, capacity, kv);
+  auto operands = flash_operands(Q, K, V, {"partials", scratch, partials}, blocks, pool, q, capacity, kv, p.head_dim);
   dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv, blocks)
                               : per_query_attention(device, shapes, operands, p, Grid{p.T, p.num_q_heads, splits},
                                                     splits, kv, blocks));

@@ -64,9 +64,20 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
 // the low half), which needs no shader-f16: values are rounded to f16 as they are stored (2^-11 relative; up to
 // 2^-10 where the adapter rounds the other way, which WGSL allows) and widened to f32 as they are read, so the
 // arithmetic stays f32 while decoding at depth reads half the bytes. An f16 cache needs an even head_dim.
-enum class KvType : uint32_t { F32 = 0, F16 = 1 };
-uint32_t kv_bytes(KvType type);  // 4, 2
-const char* kv_type_name(KvType type);  // "f32", "f16"
+// Q8 keeps each (token, kv head) row of head_dim elements as int8 with one f32 scale (absmax / 127), four to a
+// word, the pool's row scales after its data (kv_cache.wgsl): a quarter of f32's bytes plus 4 per row, each
+// value within half its row's scale; head_dim a multiple of 4. No fused writer (linear_qkv_rope) and no
+// subgroup reader (flash_attention_sg) takes it: qkv_rope_store and flash_attention.wgsl serve it instead.
+enum class KvType : uint32_t { F32 = 0, F16 = 1, Q8 = 2 };
+uint32_t kv_bytes(KvType type);  // 4, 2, 1 (q8: its data bytes; the row scales come on top, kv_pool_bytes)
+const char* kv_type_name(KvType type);  // "f32", "f16", "q8"
+// The bytes of a pool of `elements` elements in rows of head_dim: elements * kv_bytes, plus 4 per row for q8.
+uint64_t kv_pool_bytes(KvType type, uint64_t elements, uint32_t head_dim);
+// The cache kernels' override constants (kv_cache.wgsl): KV_TYPE, and for q8 KV_SCALES, the word where the row
+// scales of a pool of `pool` elements start (0 otherwise, so the other types' pipelines do not depend on the pool).
+gpu::Constants kv_constants(KvType kv, uint64_t pool);
+// Throws, naming `kernel` and its shapes, for a type that is none of the above or a head_dim it cannot store.
+void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv, uint32_t head_dim);
 
 // The KV cache in blocks (kv_blocks.wgsl): each layer's K and V pools hold `blocks` blocks of `block_tokens` rows
 // (one token's Hkv * head_dim elements each, of type KvType), and a sequence's block table (u32 block ids) says
@@ -254,7 +265,7 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 // rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
 // (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
 // position_offset + t of the sequence whose block table `blocks` covers `capacity` tokens, in the cache pools of
-// type `kv` (f16: head_dim even).
+// type `kv` (f16: head_dim even; q8: a multiple of 4, each row's scale from the workgroup's absmax).
 // Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 kv_table,
 // 8 params.
 // One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).
@@ -278,7 +289,7 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 //   workgroup memory): one workgroup per block of (query, q head) rows of one kv head's group, so all q
 //   heads sharing a kv head share each K/V tile staged in workgroup memory;
 // - otherwise one workgroup per (t, q head): flash_attention_sg.wgsl where the adapter has subgroups (of 4
-//   lanes or more) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
+//   lanes or more), the cache is not q8 (which it does not decode) and head_dim is a multiple of 4 and at most 32 x the smallest subgroup size (a subgroup
 //   reads a K / V row together; an f16 cache's head_dim a multiple of 8), else flash_attention.wgsl (a thread
 //   scores one key);
 // - split-KV, only through the overload with a scratch buffer: decoding (T <= kFlashSplitMaxQueries), either

@@ -4,7 +4,8 @@
 // max(0, position - window + 1) <= j <= position, causal GQA as flash_attention.wgsl computes it:
 //   out[row, h] = sum_j softmax_j(scale * Q[row, h] . K[j, kv]) V[j, kv],  kv = h / (num_q_heads / num_kv_heads).
 // One workgroup of 256 per (entry, q head); keys in tiles of 256, one key per thread, its row read as 16-byte
-// words (whole vec4 pieces: head_dim a multiple of 4, of 8 for an f16 cache); the tile's weights go through
+// words (whole vec4 pieces: head_dim a multiple of 4, of 8 for an f16 cache; a q8 word's four u32 are four
+// pieces, possibly of two rows, each scaled by its row's scale); the tile's weights go through
 // workgroup memory, and for the weighted sum of V thread i owns piece i % (head_dim / 4) of the output for the
 // tile keys k with k % (1024 / head_dim) == i / (head_dim / 4), so a V row is read by consecutive threads. An
 // online softmax rescales the sums whenever the max grows. Nothing is sized by the cache length. A tile's rows
@@ -38,11 +39,24 @@ var<workgroup> weights: array<f32, TILE>;
 var<workgroup> sums: array<vec4<f32>, WORKGROUP_SIZE>;
 //!include workgroup_reduce.wgsl
 
+// Piece p (vec4 index) of the K (cache 0) or V pool as stored: q8 integers, not yet times their row's scale.
 fn piece_at(cache: u32, p: u32) -> vec4<f32> {
   if (cache == 0u) {
     return kv_piece(K[kv_piece_word(p)], p);
   }
   return kv_piece(V[kv_piece_word(p)], p);
+}
+
+// The scale of the K (cache 0) or V row holding piece p: q8's row scale (kv_cache.wgsl), 1 for f32 / f16.
+fn row_scale(cache: u32, p: u32) -> f32 {
+  if (KV_TYPE != 2u) {
+    return 1.0;
+  }
+  let w = kv_scale_word(4u * p, HEAD_DIM);
+  if (cache == 0u) {
+    return bitcast<f32>(K[w / 4u][w % 4u]);
+  }
+  return bitcast<f32>(V[w / 4u][w % 4u]);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -84,7 +98,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       for (var d = 0u; d < D4; d++) {
         qk += dot(q[d], piece_at(0u, k_row + d));
       }
-      score = qk;
+      score = qk * row_scale(0u, k_row);
     }
     // The tile has a valid key, so new_max is finite; on the first tile the rescale is exp(-huge) = 0.
     let new_max = max(running_max, workgroup_max(lid, score));
@@ -100,7 +114,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (split < splits) {  // threads past the last whole split (head_dim not dividing 1024) only score keys
       let v_base = kv_offset + piece;
       for (var k = split; k < keys; k += splits) {
-        a += weights[k] * piece_at(1u, v_base + tile_row(rows, start + k) * kv_stride);
+        let p = v_base + tile_row(rows, start + k) * kv_stride;
+        a += (weights[k] * row_scale(1u, p)) * piece_at(1u, p);
       }
     }
     acc = a;

@@ -7,6 +7,7 @@
 // the tile keys k with k % (256 / head_dim) == i / head_dim, which keeps (nearly) all threads busy at any
 // head_dim; accumulators (and each thread's share of the softmax denominator) are rescaled whenever the max grows,
 // and the key subsets' partial outputs are added up at the end. Nothing is sized by S. head_dim <= 256.
+// A q8 cache (kv_cache.wgsl) scales each key's score by its row's scale once, and each value element by its own.
 // Key j is row j of the sequence in the cache pools: the pool row its block table gives (kv_blocks.wgsl), read
 // from the table once per tile (KV_BLOCK_TOKENS >= TILE: a tile's keys lie in at most two blocks).
 // Bindings (group 0): 0 Q [T, Hq * head_dim] read, 1 K pool [blocks * KV_BLOCK_TOKENS, Hkv * head_dim] read,
@@ -43,12 +44,26 @@ var<workgroup> q: array<f32, MAX_HEAD_DIM>;
 var<workgroup> weights: array<f32, TILE>;
 //!include workgroup_reduce.wgsl
 
+// Key element e as stored: a q8 key's integer, its row's scale applied to the whole score (key_scale).
 fn key_at(e: u32) -> f32 {
   return kv_element(K[kv_word(e)], e);
 }
 
+// The scale of the key row holding element e: q8's row scale, 1 for f32 / f16.
+fn key_scale(e: u32) -> f32 {
+  if (KV_TYPE == 2u) {
+    return bitcast<f32>(K[kv_scale_word(e, params.head_dim)]);
+  }
+  return 1.0;
+}
+
+// Value element e (q8: times its row's scale).
 fn value_at(e: u32) -> f32 {
-  return kv_element(V[kv_word(e)], e);
+  let value = kv_element(V[kv_word(e)], e);
+  if (KV_TYPE == 2u) {
+    return value * bitcast<f32>(V[kv_scale_word(e, params.head_dim)]);
+  }
+  return value;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -97,7 +112,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (; d < D; d++) {
         qk += q[d] * key_at(k_base + d);
       }
-      score = qk * scale;
+      score = qk * scale * key_scale(k_base);
     }
     // The tile has a valid key, so new_max is finite; on the first tile the rescale is exp(-huge) = 0.
     let new_max = max(running_max, workgroup_max(lid, score));

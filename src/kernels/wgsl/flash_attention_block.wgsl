@@ -2,7 +2,8 @@
 // attention as flash_attention.wgsl. Query t (position p = position_offset + t) attends keys j with
 // first_key(p) <= j <= p (first_key: max(0, p - window + 1), window 0: no window), scores scaled by scale.
 // Q [T, Hq * D], K / V [S, Hkv * D], out [T, Hq * D], f32 but K / V in the cache's KV_TYPE (kv_cache.wgsl:
-// f16 is widened to f32 as a tile is staged); D = HEAD_DIM = params.head_dim (any 1..256).
+// f16 is widened to f32 and q8 times its row's scale as a tile is staged); D = HEAD_DIM = params.head_dim (any
+// 1..256; a multiple of 4 for q8).
 //
 // Work split. The rows of one kv head are the (query t, q head of its group) pairs, row = t * G + h % G with
 // G = Hq / Hkv; a workgroup takes BLOCK_ROWS consecutive rows of one kv head, so all q heads sharing a K/V
@@ -101,6 +102,10 @@ fn load_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32, is_value: bo
         value = kv_element(V[kv_word(index)], index);
       } else {
         value = kv_element(K[kv_word(index)], index);
+      }
+      if (KV_TYPE == 2u) {  // q8: times the row's scale, which follows the pool's data (kv_cache.wgsl)
+        let scale_word = kv_scale_word(index, HEAD_DIM);
+        value *= bitcast<f32>(select(K[scale_word], V[scale_word], is_value));
       }
     }
     (*stage)[n] = value;

@@ -33,7 +33,8 @@
 // table kv_table (kv_blocks.wgsl). It saves the store kernel's dispatch per
 // layer. An f16 cache word holds two neighbouring dims, which one lane must store together, so there COLS = 4:
 // group g holds the pairs (2j, 2j + r/2) and (2j + 1, 2j + 1 + r/2) for 2j < r/2, else the dims 4j .. 4j + 3
-// (HEAD_DIM and ROTARY_DIM multiples of 4). kernels::linear_qkv_rope sets COLS.
+// (HEAD_DIM and ROTARY_DIM multiples of 4). kernels::linear_qkv_rope sets COLS. A q8 cache is never stored here: a
+// row's scale needs the absmax of its whole head, spread over workgroups (kernels::qkv_rope_fusable).
 // Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
 //                     3 residual read (ROPE: inv_freq [ROTARY_DIM / 2]), 4 out [M, out_stride] read_write,
 //                     5 norm_weight read: [K] (NORM_X 1), the raw x [M, K] (NORM_X 2), [out_stride]

@@ -8,7 +8,8 @@
 //   and out[d] = y[d] for d >= r. q heads go to q_out[t, h]; k head j to k_cache[row(p), j], and the workgroup
 //   of k head j also copies v head j unchanged to v_cache[row(p), j], row(p) the pool row of position p in the
 //   sequence's block table kv_table (kv_blocks.wgsl). The caches hold KV_TYPE elements (kv_cache.wgsl);
-//   for f16 (head_dim even) a thread computes two neighbouring dims and stores their word whole.
+//   for f16 (head_dim even) a thread computes two neighbouring dims and stores their word whole; for q8 (head_dim a
+//   multiple of 4) a thread holds four, and the workgroup's max of |value| gives each row's scale (head_store.wgsl).
 // Bindings (group 0): 0 qkv [T, (Hq + 2 Hkv) * head_dim] read, 1 q_norm [head_dim] read, 2 k_norm [head_dim]
 //                     read, 3 inv_freq [rotary_dim / 2] read, 4 q_out [T, Hq * head_dim] read_write,
 //                     5 k_cache pool [blocks * KV_BLOCK_TOKENS, Hkv * head_dim] (KV_TYPE words) read_write,

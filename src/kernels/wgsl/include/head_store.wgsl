@@ -3,7 +3,7 @@
 // with its own position and block table, from a row table). The including kernel declares WORKGROUP_SIZE, the
 // bindings qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache (kv_cache.wgsl words, pools of blocks),
 // kv_table (kv_blocks.wgsl) and a uniform `params` with num_q_heads, num_kv_heads, head_dim, rotary_dim,
-// use_qk_norm and eps_bits (qkv_rope_store.wgsl's Params).
+// use_qk_norm and eps_bits (qkv_rope_store.wgsl's Params). A q8 cache's rows are stored by store_head_q8.
 
 const MAX_HEAD_DIM: u32 = 256u;
 
@@ -40,6 +40,49 @@ fn rotated(d: u32, inv_rms: f32, is_q: bool, position: u32) -> f32 {
   return value;
 }
 
+fn abs_max4(x: vec4<f32>) -> f32 {
+  let a = abs(x);
+  return max(max(a.x, a.y), max(a.z, a.w));
+}
+
+// store_head for a q8 cache (kv_cache.wgsl): thread lid holds dims 4 lid .. 4 lid + 3 of the head, one cache
+// word (head_dim <= 4 * WORKGROUP_SIZE, a multiple of 4), so each k / v row's absmax is one workgroup max away;
+// thread 0 stores the two rows' scales. Call from uniform control flow (h is the workgroup's).
+fn store_head_q8(t: u32, h: u32, position: u32, cache_row: u32, v_row: u32, inv_rms: f32, lid: u32) {
+  let Hq = params.num_q_heads;
+  let D = params.head_dim;
+  let is_q = h < Hq;
+  let d = 4u * lid;
+  let holds_dims = d < D;
+  var k = vec4<f32>(0.0);  // the q or k dims
+  var v = vec4<f32>(0.0);
+  if (holds_dims) {
+    k = vec4<f32>(rotated(d, inv_rms, is_q, position), rotated(d + 1u, inv_rms, is_q, position),
+                  rotated(d + 2u, inv_rms, is_q, position), rotated(d + 3u, inv_rms, is_q, position));
+    if (!is_q) {
+      v = vec4<f32>(qkv[v_row + d], qkv[v_row + d + 1u], qkv[v_row + d + 2u], qkv[v_row + d + 3u]);
+    }
+  }
+  if (is_q) {
+    if (holds_dims) {
+      for (var c = 0u; c < 4u; c++) {
+        q_out[(t * Hq + h) * D + d + c] = k[c];
+      }
+    }
+    return;
+  }
+  let k_scale = kv_q8_scale(workgroup_max(lid, abs_max4(k)));
+  let v_scale = kv_q8_scale(workgroup_max(lid, abs_max4(v)));
+  if (holds_dims) {
+    k_cache[kv_word(cache_row + d)] = kv_quantize(k, k_scale);
+    v_cache[kv_word(cache_row + d)] = kv_quantize(v, v_scale);
+  }
+  if (lid == 0u) {
+    k_cache[kv_scale_word(cache_row, D)] = bitcast<u32>(k_scale);
+    v_cache[kv_scale_word(cache_row, D)] = bitcast<u32>(v_scale);
+  }
+}
+
 // Head h (q heads first, then k heads: their order within the qkv row) of activation row t, at `position`: a q
 // head to q_out[t, h]; k head j to cache element (row * Hkv + j) * head_dim, row = the pool row of `position` in
 // the block table from entry table_base, and v head j beside it in v_cache. Call from uniform control flow (the
@@ -66,6 +109,10 @@ fn store_head(t: u32, h: u32, position: u32, table_base: u32, lid: u32) {
   let j = h - Hq;  // the kv head, for k heads
   let cache_row = (kv_row(table_base, position) * Hkv + j) * D;
   let v_row = row + (Hq + Hkv + j) * D;
+  if (KV_TYPE == 2u) {
+    store_head_q8(t, h, position, cache_row, v_row, inv_rms, lid);
+    return;
+  }
   let per_word = kv_per_word();
   for (var w = lid; w * per_word < D; w += WORKGROUP_SIZE) {
     let d = w * per_word;

@@ -4,22 +4,43 @@
 // (pack2x16float: the lower-indexed element in the low half), so no kernel needs shader-f16 and the arithmetic
 // stays f32. An f16 cache reads half the bytes per key; values round to f16 as they are stored (2^-11
 // relative; WGSL lets the conversion round either way, and magnitudes above 65504 become infinite).
+// KV_TYPE 2 (q8, llama.cpp's q8_0 cache in spirit) keeps each (token, kv head) row of head_dim elements as
+// signed 8-bit integers q with one f32 scale s = absmax(row) / 127 (q = round(x / s), ties to even, clamped to
+// +-127; an all-zero row has s = 0 and q = 0), so x ~ q * s within s / 2. Four elements per word (pack4xI8: the
+// lowest-indexed element in the lowest byte), so a word never spans two rows (head_dim a multiple of 4); the
+// pool's row scales follow its data words in the same buffer, scale of row r (element e: r = e / head_dim) at
+// word KV_SCALES + r (the host sets KV_SCALES = the pool's data words), so the readers need no new binding and
+// element e stays in word e / 4 (a 16-byte reader takes piece p from u32 p % 4 of vec4 word p / 4, whatever row
+// its neighbours belong to). One scale per
+// row rather than per 32 elements: a writer reduces its row once and a reader scales a whole dot product once;
+// rotated keys and values are spread evenly enough across a head that a per-row absmax costs little.
 override KV_TYPE: u32 = 0u;
+override KV_SCALES: u32 = 0u;  // KV_TYPE 2: the word of the pool's first row scale (its data words before it)
 
-// Cache elements per u32 word: 1 (f32) or 2 (f16).
+// Cache elements per u32 word: 1 (f32), 2 (f16) or 4 (q8).
 fn kv_per_word() -> u32 {
+  if (KV_TYPE == 2u) {
+    return 4u;
+  }
   return select(1u, 2u, KV_TYPE == 1u);
 }
 
 // The word that holds cache element e.
 fn kv_word(e: u32) -> u32 {
+  if (KV_TYPE == 2u) {
+    return e / 4u;
+  }
   return select(e, e / 2u, KV_TYPE == 1u);
 }
 
 // Cache element e, from the word kv_word(e) holds.
+// A q8 element is its integer, not yet times its row's scale (kv_scale_word).
 fn kv_element(word: u32, e: u32) -> f32 {
   if (KV_TYPE == 0u) {
     return bitcast<f32>(word);
+  }
+  if (KV_TYPE == 2u) {
+    return f32(unpack4xI8(word)[e & 3u]);
   }
   let pair = unpack2x16float(word);
   return select(pair.x, pair.y, (e & 1u) == 1u);
@@ -35,7 +56,11 @@ fn kv_pack(first: f32, second: f32) -> u32 {
 
 // Vec4 pieces (4 elements) p of the cache bound as array<vec4<u32>>: the vec4 word that holds piece p (an f16
 // word holds pieces 2i and 2i + 1), and the piece decoded from it.
+// (A q8 vec4 word holds pieces 4i .. 4i + 3, one per u32, decoded to integers not yet scaled.)
 fn kv_piece_word(p: u32) -> u32 {
+  if (KV_TYPE == 2u) {
+    return p / 4u;
+  }
   return select(p, p / 2u, KV_TYPE == 1u);
 }
 
@@ -43,6 +68,28 @@ fn kv_piece(word: vec4<u32>, p: u32) -> vec4<f32> {
   if (KV_TYPE == 0u) {
     return bitcast<vec4<f32>>(word);
   }
+  if (KV_TYPE == 2u) {
+    return vec4<f32>(unpack4xI8(word[p & 3u]));
+  }
   let halves = select(word.xy, word.zw, (p & 1u) == 1u);
   return vec4<f32>(unpack2x16float(halves.x), unpack2x16float(halves.y));
+}
+
+// q8 (KV_TYPE 2): the word holding the scale of the row of element e, rows of head_dim elements.
+fn kv_scale_word(e: u32, head_dim: u32) -> u32 {
+  return KV_SCALES + e / head_dim;
+}
+
+// q8: the scale of a row whose absolute values are at most `absmax`.
+fn kv_q8_scale(absmax: f32) -> f32 {
+  return absmax / 127.0;
+}
+
+// q8: the word storing four neighbouring elements of a row with scale `scale` (zero: a zero row).
+fn kv_quantize(values: vec4<f32>, scale: f32) -> u32 {
+  var q = vec4<f32>(0.0);
+  if (scale > 0.0) {
+    q = clamp(round(values / scale), vec4<f32>(-127.0), vec4<f32>(127.0));
+  }
+  return pack4xI8(vec4<i32>(q));
 }
