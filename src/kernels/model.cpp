@@ -929,7 +929,6 @@ std::string flash_shapes(const FlashAttentionParams& p, KvType kv, const KvBlock
 
 // The key tiles of the attention kernels (kv_blocks.wgsl): blocks must hold whole tiles.
 constexpr uint32_t kFlashTile = 256;     // flash_attention.wgsl TILE
-constexpr uint32_t kFlashSgKeys = 4;     // flash_attention_sg.wgsl KEYS, a row group's keys per round
 
 // The operands of every flash attention variant: Q, the pools and `out` (or the partial records), then the block
 // table covering `keys` keys.
@@ -1030,19 +1029,23 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vec
 
 // flash_attention_sg.wgsl: the row lanes that read a K / V row together, its 16-byte words rounded up to a
 // power of two and at most the smallest subgroup (a narrower row leaves the other lanes to other rows);
-// row lane l holds the vec4 pieces l, l + row lanes, ... of a row (of an f16 cache, the pairs of pieces in its
-// words l, l + row lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest subgroup size.
+// row lane l holds the words l, l + row lanes, ... of a row, each one vec4 piece of an f32 cache or two of an
+// f16 one, at most 8 pieces (its registers), so head_dim <= 32 x the smallest subgroup size. A row group scores
+// `keys` keys per round: 8 where a lane holds one word (its K and V loads of the round in flight together,
+// the V words held until weighted: 32 registers), 4 for wider rows.
 constexpr uint32_t kFlashSgMaxPieces = 8;
+constexpr uint32_t kFlashSgMaxKeys = 8;  // flash_attention_sg.wgsl MAX_KEYS
 
 struct FlashSgLanes {
-  uint32_t row_lanes, pieces;
+  uint32_t row_lanes, words, pieces, keys;
 };
 
 FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   uint32_t pieces_per_word = 16 / (4 * kv_bytes(kv));
   uint32_t words = uint32_t(ceil_div(p.head_dim, 4 * pieces_per_word));
   uint32_t row_lanes = std::min(std::bit_ceil(words), std::max(1u, device.adapter().subgroup_min_size));
-  return {row_lanes, pieces_per_word * uint32_t(ceil_div(words, row_lanes))};
+  uint32_t lane_words = uint32_t(ceil_div(words, row_lanes));
+  return {row_lanes, lane_words, pieces_per_word * lane_words, lane_words == 1 ? kFlashSgMaxKeys : 4};
 }
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
@@ -1058,7 +1061,7 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
   FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
   bool subgroups = use_flash_sg(device, p, kv);
   const char* kernel = subgroups ? "flash_attention_sg" : "flash_attention";
-  kv_pool_elements(kernel, shapes, blocks, subgroups ? kFlashSgKeys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
+  kv_pool_elements(kernel, shapes, blocks, subgroups ? lanes.keys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
   if (!subgroups)
     return prepare(device, kernel, std::move(shapes), operands, p, grid,
                    {{"SPLITS", double(splits)}, kv_constant(kv), block_constant(blocks)});
@@ -1067,7 +1070,8 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
                   kv_constant(kv),
                   block_constant(blocks),
                   {"HEAD_DIM", double(p.head_dim)},
-                  {"PIECES", double(lanes.pieces)},
+                  {"WORDS", double(lanes.words)},
+                  {"KEYS", double(lanes.keys)},
                   {"ROW_LANES", double(lanes.row_lanes)},
                   {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
 }
@@ -1093,7 +1097,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 
 uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   if (use_flash_block(device, p)) return 16 * flash_block_shape(device, p).keys_per_thread;
-  return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
+  return use_flash_sg(device, p, kv) ? flash_sg_lanes(device, p, kv).keys : kFlashTile;
 }
 
 uint32_t flash_attention_splits(uint32_t capacity) {
