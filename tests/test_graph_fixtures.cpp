@@ -136,14 +136,25 @@ TEST_P(FixtureModel, F16KvCacheMatchesWithinTheF16Bound) {
   expect_decode_from_middle_matches(model, "decode-from-middle, f16 KV cache");
 }
 
-// The cache's type by default: f16 for 16-bit checkpoints (GPTQ's tensors are f16), f32 for float32 ones, which
-// thereby keep their 1e-4 bound; an f16 cache takes half the bytes.
-// Auto is f32 (measured faster on the H200); f16 is asked for and halves the cache.
-TEST_P(FixtureModel, KvCacheIsF32UnlessF16IsAskedFor) {
-  EXPECT_EQ(model_->kv_type(), kernels::KvType::F32);
+// The cache's type by default: f16 for 16-bit checkpoints (GPTQ's other tensors are f16), f32 for float32 ones,
+// which thereby keep their 1e-4 bound; either is taken when asked for, and an f16 cache takes half the bytes.
+TEST_P(FixtureModel, KvCacheFollowsTheCheckpointUnlessAskedFor) {
+  bool float32 = GetParam().dtype == "float32";
+  EXPECT_EQ(model_->kv_type(), float32 ? kernels::KvType::F32 : kernels::KvType::F16);
   Model f16_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F16});
+  Model f32_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
   EXPECT_EQ(f16_cache.kv_type(), kernels::KvType::F16);
-  EXPECT_EQ(f16_cache.kv_cache_bytes(), model_->kv_cache_bytes() / 2);
+  EXPECT_EQ(f32_cache.kv_type(), kernels::KvType::F32);
+  EXPECT_EQ(f16_cache.kv_cache_bytes(), f32_cache.kv_cache_bytes() / 2);
+}
+
+// The 16-bit checkpoints with the f32 cache they no longer get by default, within their bound (the float32
+// ones decode through it in every other test).
+TEST_P(FixtureModel, F32KvCacheMatches) {
+  if (GetParam().dtype == "float32") GTEST_SKIP() << "the default model already has an f32 cache";
+  Model model(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
+  ASSERT_EQ(model.kv_type(), kernels::KvType::F32);
+  expect_decode_from_middle_matches(model, "decode-from-middle, f32 KV cache");
 }
 
 // Prompt products in f16 arithmetic (--arithmetic f16, on adapters with shader-f16): x rounded to f16 in every

@@ -93,12 +93,17 @@ uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens 
 // storage-binding offset alignment WebGPU allows, so every slot's table can be bound on its own.
 uint32_t table_stride(uint32_t context) { return uint32_t((blocks_for(context) + 63) / 64 * 64); }
 
-// ModelOptions::kv_cache. Auto is f32 for now: on the H200 (2026-12-01, bench/device/kv_and_batch_run.sh) the
-// f16 cache decoded slower at every depth (qwen2.5-0.5b tg128 at depth 8,192: 663.1 f32, 614.0 f16; llama3-8b
-// 167.4 against 155.2, same call), its unpacking costing more than the bytes it saves; f16 stays a choice for
-// memory (half the bytes per token).
-kernels::KvType resolve_kv_cache(KvCache choice) {
-  return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
+// ModelOptions::kv_cache. Auto follows the checkpoint: an f16 cache for 16-bit ones (f16 or bf16 tensors, and
+// quantized ones, whose float tensors are 16-bit too: the cache then costs nothing the weights did not), an f32
+// cache for float32 ones, which keep their exact keys and values; odd head dims, which an f16 cache cannot pair,
+// stay f32. The embedding table tells them apart. On the H200 the f16 cache decodes at least as fast as f32 since
+// the split attention's combine reads its records in parallel (docs/PERFORMANCE.md; it was slower at every depth
+// before: qwen2.5-0.5b tg128 at depth 8,192 683.5 f16 against 748.1 f32, 2026-12-02).
+kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
+  if (choice != KvCache::Auto) return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
+  const std::optional<TensorView>& embed = files.weights().get(Role::Embed).weight;
+  bool float32 = !embed || (!embed->block_type && embed->dtype == DType::F32);
+  return !float32 && files.config().head_dim % 2 == 0 ? kernels::KvType::F16 : kernels::KvType::F32;
 }
 
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
@@ -589,7 +594,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
-  kv_type_ = resolve_kv_cache(options_.kv_cache);
+  kv_type_ = resolve_kv_cache(options_.kv_cache, files);
   if (kv_type_ == kernels::KvType::F16 && config_.head_dim % 2 != 0)
     fail("an f16 KV cache stores head dims in pairs, and head_dim {} is odd: use an f32 cache (--kv-cache f32)",
          config_.head_dim);

@@ -920,7 +920,7 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 namespace {
 
 constexpr uint32_t kSplitGranule = 128;  // flash_attention.wgsl CHUNK_GRANULE: split chunks are multiples of it
-constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer and the combine's loop
+constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer; at most the combine's 256 threads
 
 std::string flash_shapes(const FlashAttentionParams& p, KvType kv, const KvBlocks& blocks) {
   return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={} {}", p.T, p.S, p.num_q_heads,
@@ -1027,25 +1027,24 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vec
                   {"SPLITS", double(splits)}});
 }
 
-// flash_attention_sg.wgsl: the row lanes that read a K / V row together, its 16-byte words rounded up to a
-// power of two and at most the smallest subgroup (a narrower row leaves the other lanes to other rows);
-// row lane l holds the words l, l + row lanes, ... of a row, each one vec4 piece of an f32 cache or two of an
-// f16 one, at most 8 pieces (its registers), so head_dim <= 32 x the smallest subgroup size. A row group scores
-// `keys` keys per round: 8 where a lane holds one word (its K and V loads of the round in flight together,
-// the V words held until weighted: 32 registers), 4 for wider rows.
+// flash_attention_sg.wgsl: the row lanes that read a K / V row together and the vec4 pieces each holds (at most
+// 8, its registers, so head_dim <= 32 x the smallest subgroup size). A lane takes load_pieces pieces of each
+// 16-byte word it loads (an f32 word holds one piece, an f16 word two): the row's words (load_pieces 2) or
+// pieces (1) are rounded up to a power of two lanes, at most the smallest subgroup (a narrower row leaves the
+// other lanes to other rows). An f16 cache takes kFlashSgF16LoadPieces.
 constexpr uint32_t kFlashSgMaxPieces = 8;
-constexpr uint32_t kFlashSgMaxKeys = 8;  // flash_attention_sg.wgsl MAX_KEYS
+constexpr uint32_t kFlashSgKeys = 4;  // flash_attention_sg.wgsl KEYS, a row group's keys per round
+constexpr uint32_t kFlashSgF16LoadPieces = 1;
 
 struct FlashSgLanes {
-  uint32_t row_lanes, words, pieces, keys;
+  uint32_t row_lanes, pieces, load_pieces;
 };
 
 FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
-  uint32_t pieces_per_word = 16 / (4 * kv_bytes(kv));
-  uint32_t words = uint32_t(ceil_div(p.head_dim, 4 * pieces_per_word));
-  uint32_t row_lanes = std::min(std::bit_ceil(words), std::max(1u, device.adapter().subgroup_min_size));
-  uint32_t lane_words = uint32_t(ceil_div(words, row_lanes));
-  return {row_lanes, lane_words, pieces_per_word * lane_words, lane_words == 1 ? kFlashSgMaxKeys : 4};
+  uint32_t load_pieces = kv == KvType::F16 ? kFlashSgF16LoadPieces : 1;
+  uint32_t units = uint32_t(ceil_div(p.head_dim, 4 * load_pieces));
+  uint32_t row_lanes = std::min(std::bit_ceil(units), std::max(1u, device.adapter().subgroup_min_size));
+  return {row_lanes, load_pieces * uint32_t(ceil_div(units, row_lanes)), load_pieces};
 }
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
@@ -1061,7 +1060,7 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
   FlashSgLanes lanes = flash_sg_lanes(device, p, kv);
   bool subgroups = use_flash_sg(device, p, kv);
   const char* kernel = subgroups ? "flash_attention_sg" : "flash_attention";
-  kv_pool_elements(kernel, shapes, blocks, subgroups ? lanes.keys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
+  kv_pool_elements(kernel, shapes, blocks, subgroups ? kFlashSgKeys : kFlashTile, uint64_t(p.num_kv_heads) * p.head_dim);
   if (!subgroups)
     return prepare(device, kernel, std::move(shapes), operands, p, grid,
                    {{"SPLITS", double(splits)}, kv_constant(kv), block_constant(blocks)});
@@ -1070,8 +1069,8 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
                   kv_constant(kv),
                   block_constant(blocks),
                   {"HEAD_DIM", double(p.head_dim)},
-                  {"WORDS", double(lanes.words)},
-                  {"KEYS", double(lanes.keys)},
+                  {"PIECES", double(lanes.pieces)},
+                  {"LOAD_PIECES", double(lanes.load_pieces)},
                   {"ROW_LANES", double(lanes.row_lanes)},
                   {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
 }
@@ -1097,7 +1096,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 
 uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   if (use_flash_block(device, p)) return 16 * flash_block_shape(device, p).keys_per_thread;
-  return use_flash_sg(device, p, kv) ? flash_sg_lanes(device, p, kv).keys : kFlashTile;
+  return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
 }
 
 uint32_t flash_attention_splits(uint32_t capacity) {

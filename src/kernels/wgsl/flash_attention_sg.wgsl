@@ -11,14 +11,17 @@
 //   round of ROW_GROUPS * KEYS keys, scores them, and keeps its own online softmax (running max, denominator)
 //   and weighted sum of V in its lanes' registers: no barrier until the end;
 // * a round issues its K and V loads together (the V rows do not wait for the scores), so it waits on
-//   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long; KEYS (4 or
-//   8, kernels/model.cpp flash_sg_keys) sets how many of the row group's loads are in flight per wait;
+//   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long (8 keys a
+//   row group, more loads in flight per wait, ran slower on the H200: 748 -> 645 tok/s at depth 8,192 on
+//   Qwen2.5-0.5B's f32 cache, its registers costing resident workgroups);
 // * at the end the row groups of a subgroup are merged with shuffles (rescaled to the subgroup's max), then
 //   the subgroups through workgroup memory, rescaled to the largest max.
-// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words, WORDS per lane: row lane l loads
-// each of its words l, l + ROW_LANES, ... once; an f32 word is one vec4 piece of a row, an f16 word two
-// neighbouring pieces (8 elements, head_dim a multiple of 8 there). The V words of a round wait in registers as
-// loaded (an f16 word in 4 registers, not 8) and are decoded as they are weighted.
+// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words: an f32 word is one vec4 piece of a
+// row, an f16 word two neighbouring pieces (head_dim a multiple of 8 there). A lane takes LOAD_PIECES pieces of
+// each word it loads: an f32 lane 1; an f16 lane both (2: row lane l loads words l, l + ROW_LANES, ... once) or
+// one, the half its lane's parity picks (1: the lanes then map to a row's pieces as an f32 cache's do, twice
+// as many lanes a row, each load's other half taken by the neighbouring lane). The V words of a round wait in
+// registers as loaded and are decoded as they are weighted.
 // Key j is the pool row the sequence's block table gives (kv_blocks.wgsl): a row group keeps the rows of its
 // current block in registers and reads the table again only when its KEYS keys reach another block (once per
 // block, not per round; KV_BLOCK_TOKENS >= KEYS: a round's keys lie in at most two blocks).
@@ -43,27 +46,22 @@ enable subgroups;
 
 override SPLITS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
-override WORDS: u32 = 1u;           // 16-byte words of a row per lane, 1..8 (kernels/model.cpp flash_sg_lanes)
+override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8 (kernels/model.cpp flash_sg_lanes)
+override LOAD_PIECES: u32 = 1u;     // pieces a lane takes from each word it loads: 1, or 2 (f16 only)
 override ROW_LANES: u32 = 32u;      // lanes per row: a power of two, at most the smallest subgroup size
 override MAX_SUBGROUPS: u32 = 8u;   // WORKGROUP_SIZE / the smallest subgroup size
-override KEYS: u32 = 4u;            // keys a row group scores per round: 4 or 8 (MAX_KEYS)
 const WORKGROUP_SIZE: u32 = 256u;
-const MAX_KEYS: u32 = 8u;
+const KEYS: u32 = 4u;               // keys a row group scores per round
 override ROW_GROUPS: u32 = WORKGROUP_SIZE / ROW_LANES;
 
 var<workgroup> maxes: array<f32, MAX_SUBGROUPS>;
 var<workgroup> denominators: array<f32, MAX_SUBGROUPS>;
 var<workgroup> sums: array<vec4<f32>, 64>;  // [HEAD_DIM / 4]
 
-// vec4 pieces per 16-byte word of the cache: 1 (f32) or 2 (f16).
-fn word_pieces() -> u32 {
-  return select(1u, 2u, KV_TYPE == 1u);
-}
-
-// The row word that register word w of row lane l holds: l, l + ROW_LANES, ...; its pieces are
-// word_pieces() * word + j, held in register pieces word_pieces() * w + j.
-fn lane_word(l: u32, w: u32) -> u32 {
-  return l + w * ROW_LANES;
+// The vec4 piece of a row that register slot i of row lane l holds: with LOAD_PIECES 1, pieces l, l + ROW_LANES,
+// ...; with 2, the pairs 2 l + (0, 1), 2 (l + ROW_LANES) + (0, 1), ... (one f16 word each).
+fn slot_piece(l: u32, i: u32) -> u32 {
+  return LOAD_PIECES * (l + (i / LOAD_PIECES) * ROW_LANES) + i % LOAD_PIECES;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -76,11 +74,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   let D4 = HEAD_DIM / 4u;
-  let pieces = word_pieces();
-  let slots = WORDS * pieces;  // register pieces per lane, at most 8
-  let row_words = D4 / pieces;
-  let kv_stride = params.num_kv_heads * row_words;  // in 16-byte words
-  let kv_offset = task.kv * row_words;
+  let loads = PIECES / LOAD_PIECES;  // 16-byte words a lane loads per row
+  let kv_stride = params.num_kv_heads * D4;  // in pieces
+  let kv_offset = task.kv * D4;
   let q_base = (task.t * params.num_q_heads + task.h) * D4;
   let first = task.first;  // the keys this workgroup covers: [first, last], empty when first > last
   let last = task.last;
@@ -90,15 +86,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row_lane = lane % ROW_LANES;
   let row_group = subgroup * (lanes / ROW_LANES) + lane / ROW_LANES;
 
-  // Row lane l holds the pieces of its words lane_word(l, w) (w < WORDS) of q (scaled), of the key rows and of
-  // the sum.
+  // Row lane l holds pieces slot_piece(l, i) (i < PIECES) of q (scaled), of the key rows and of the sum.
   var q: array<vec4<f32>, 8>;
-  for (var w = 0u; w < WORDS; w++) {
-    let word = lane_word(row_lane, w);
-    for (var j = 0u; j < pieces; j++) {
-      if (word < row_words) {
-        q[w * pieces + j] = Q[q_base + word * pieces + j] * scale;
-      }
+  for (var i = 0u; i < PIECES; i++) {
+    let d4 = slot_piece(row_lane, i);
+    if (d4 < D4) {
+      q[i] = Q[q_base + d4] * scale;
     }
   }
   var running_max = LOWEST_F32;
@@ -110,13 +103,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // keys lie past `last` adds zeros.
   for (var round = first; round <= last; round += ROW_GROUPS * KEYS) {
     let base = round + row_group * KEYS;
-    // Key r's partial score is partial[r / 4][r % 4]. Zeroed explicitly: a `var` without initializer in a loop
-    // body is zeroed once, not every round, by this toolchain (lavapipe and the H200 both kept the previous
-    // round's partial scores).
-    var partial = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-    // [key][word]; a lane past the row's words loads none and adds what its slots hold to sums that are never
+    // Zeroed explicitly: a `var` without initializer in a loop body is zeroed once, not every round, by
+    // this toolchain (lavapipe and the H200 both kept the previous round's partial scores).
+    var partial = vec4<f32>(0.0);
+    // [key][load]; a lane past the row's pieces loads none and adds what its slots hold to sums that are never
     // stored.
-    var v_words: array<array<vec4<u32>, 8>, MAX_KEYS>;
+    var v_words: array<array<vec4<u32>, 8>, KEYS>;
     let round_last = min(last, base + KEYS - 1u);
     if (base <= last && (base / KV_BLOCK_TOKENS != rows_block || round_last >= rows.boundary)) {
       rows = tile_rows(0u, base, round_last);
@@ -125,13 +117,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var r = 0u; r < KEYS; r++) {
       if (base + r <= last) {
         let row = tile_row(rows, base + r) * kv_stride + kv_offset;
-        for (var w = 0u; w < WORDS; w++) {
-          let word = lane_word(row_lane, w);
-          if (word < row_words) {
-            let k = K[row + word];
-            v_words[r][w] = V[row + word];
-            for (var j = 0u; j < pieces; j++) {
-              partial[r / 4u][r % 4u] += dot(q[w * pieces + j], kv_piece(k, j));
+        for (var n = 0u; n < loads; n++) {
+          let d4 = slot_piece(row_lane, n * LOAD_PIECES);
+          if (d4 < D4) {
+            let word = kv_piece_word(row + d4);
+            let k = K[word];
+            v_words[r][n] = V[word];
+            for (var j = 0u; j < LOAD_PIECES; j++) {
+              partial[r] += dot(q[n * LOAD_PIECES + j], kv_piece(k, row + d4 + j));
             }
           }
         }
@@ -139,30 +132,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     var scores = partial;  // summed over the row group's lanes, which all get the sums
     for (var m = 1u; m < ROW_LANES; m *= 2u) {
-      for (var k = 0u; k < KEYS / 4u; k++) {
-        scores[k] += subgroupShuffleXor(scores[k], m);
-      }
+      scores += subgroupShuffleXor(scores, m);
     }
     // With a valid key new_max is finite and the first rescale exp(-huge) = 0; with none it stays and
     // the rescale is 1.
     var new_max = running_max;
     for (var r = 0u; r < KEYS; r++) {
       if (base + r <= last) {
-        new_max = max(new_max, scores[r / 4u][r % 4u]);
+        new_max = max(new_max, scores[r]);
       }
     }
     let rescale = exp(running_max - new_max);
     denominator *= rescale;
-    for (var i = 0u; i < slots; i++) {
+    for (var i = 0u; i < PIECES; i++) {
       acc[i] *= rescale;
     }
     for (var r = 0u; r < KEYS; r++) {
       if (base + r <= last) {
-        let weight = exp(scores[r / 4u][r % 4u] - new_max);
+        let weight = exp(scores[r] - new_max);
         denominator += weight;
-        for (var w = 0u; w < WORDS; w++) {
-          for (var j = 0u; j < pieces; j++) {
-            acc[w * pieces + j] += weight * kv_piece(v_words[r][w], j);
+        for (var n = 0u; n < loads; n++) {
+          // Only the piece's parity picks the half of an f16 word (rows start at even pieces).
+          let d4 = slot_piece(row_lane, n * LOAD_PIECES);
+          for (var j = 0u; j < LOAD_PIECES; j++) {
+            acc[n * LOAD_PIECES + j] += weight * kv_piece(v_words[r][n], d4 + j);
           }
         }
       }
@@ -176,12 +169,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let group_factor = exp(running_max - subgroup_max);
   running_max = subgroup_max;
   denominator *= group_factor;
-  for (var i = 0u; i < slots; i++) {
+  for (var i = 0u; i < PIECES; i++) {
     acc[i] *= group_factor;
   }
   for (var m = ROW_LANES; m < lanes; m *= 2u) {
     denominator += subgroupShuffleXor(denominator, m);
-    for (var i = 0u; i < slots; i++) {
+    for (var i = 0u; i < PIECES; i++) {
       acc[i] += subgroupShuffleXor(acc[i], m);
     }
   }
@@ -205,12 +198,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   for (var g = 0u; g < MAX_SUBGROUPS; g++) {
     if (g == subgroup && lane < ROW_LANES) {
-      for (var w = 0u; w < WORDS; w++) {
-        let word = lane_word(lane, w);
-        for (var j = 0u; j < pieces; j++) {
-          if (word < row_words) {
-            sums[word * pieces + j] += acc[w * pieces + j] * factor;
-          }
+      for (var i = 0u; i < PIECES; i++) {
+        let d4 = slot_piece(lane, i);
+        if (d4 < D4) {
+          sums[d4] += acc[i] * factor;
         }
       }
     }
