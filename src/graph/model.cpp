@@ -94,11 +94,13 @@ uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens 
 uint32_t table_stride(uint32_t context) { return uint32_t((blocks_for(context) + 63) / 64 * 64); }
 
 // ModelOptions::kv_cache. Auto follows the checkpoint: an f16 cache for 16-bit ones (f16 or bf16 tensors, and
-// quantized ones, whose float tensors are 16-bit too: the cache then costs nothing the weights did not), an f32
-// cache for float32 ones, which keep their exact keys and values; odd head dims, which an f16 cache cannot pair,
-// stay f32. The embedding table tells them apart. On the H200 the f16 cache decodes at least as fast as f32 since
-// the split attention's combine reads its records in parallel (docs/PERFORMANCE.md; it was slower at every depth
-// before: qwen2.5-0.5b tg128 at depth 8,192 683.5 f16 against 748.1 f32, 2026-12-02).
+// quantized ones, whose float tensors are 16-bit too: keys and values rounded as the weights already were), an
+// f32 cache for float32 ones, which keep their exact keys and values; odd head dims, which an f16 cache cannot
+// pair, stay f32. The embedding table tells them apart. On the H200 (2026-12-02, one call, tg128 f16 / f32
+// cache) the f16 cache is as fast at depth and halves the memory: llama3-8b 211.9 / 210.7 at depth 0, 167.2 /
+// 161.4 at 8,192; qwen2.5-0.5b 761 / 755 at 8,192 but 806 / 837 at 2,048 and 1,037 / 1,062 at 0 (its q|k|v
+// projection, which stores the cache in column groups of two rotary pairs for f16, one for f32, profiled 13.8
+// against 13.1 us a layer).
 kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
   if (choice != KvCache::Auto) return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
   const std::optional<TensorView>& embed = files.weights().get(Role::Embed).weight;

@@ -920,7 +920,7 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
 namespace {
 
 constexpr uint32_t kSplitGranule = 128;  // flash_attention.wgsl CHUNK_GRANULE: split chunks are multiples of it
-constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer; at most the combine's 256 threads
+constexpr uint32_t kMaxSplits = 64;      // bounds the scratch buffer and the combine's loop
 
 std::string flash_shapes(const FlashAttentionParams& p, KvType kv, const KvBlocks& blocks) {
   return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} kv={} {}", p.T, p.S, p.num_q_heads,
@@ -929,6 +929,7 @@ std::string flash_shapes(const FlashAttentionParams& p, KvType kv, const KvBlock
 
 // The key tiles of the attention kernels (kv_blocks.wgsl): blocks must hold whole tiles.
 constexpr uint32_t kFlashTile = 256;     // flash_attention.wgsl TILE
+constexpr uint32_t kFlashSgKeys = 4;     // flash_attention_sg.wgsl KEYS, a row group's keys per round
 
 // The operands of every flash attention variant: Q, the pools and `out` (or the partial records), then the block
 // table covering `keys` keys.
@@ -1027,24 +1028,21 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vec
                   {"SPLITS", double(splits)}});
 }
 
-// flash_attention_sg.wgsl: the row lanes that read a K / V row together and the vec4 pieces each holds (at most
-// 8, its registers, so head_dim <= 32 x the smallest subgroup size). A lane takes load_pieces pieces of each
-// 16-byte word it loads (an f32 word holds one piece, an f16 word two): the row's words (load_pieces 2) or
-// pieces (1) are rounded up to a power of two lanes, at most the smallest subgroup (a narrower row leaves the
-// other lanes to other rows). An f16 cache takes kFlashSgF16LoadPieces.
+// flash_attention_sg.wgsl: the row lanes that read a K / V row together, its 16-byte words rounded up to a
+// power of two and at most the smallest subgroup (a narrower row leaves the other lanes to other rows);
+// row lane l holds the vec4 pieces l, l + row lanes, ... of a row (of an f16 cache, the pairs of pieces in its
+// words l, l + row lanes, ...), at most 8 (its registers), so head_dim <= 32 x the smallest subgroup size.
 constexpr uint32_t kFlashSgMaxPieces = 8;
-constexpr uint32_t kFlashSgKeys = 4;  // flash_attention_sg.wgsl KEYS, a row group's keys per round
-constexpr uint32_t kFlashSgF16LoadPieces = 1;
 
 struct FlashSgLanes {
-  uint32_t row_lanes, pieces, load_pieces;
+  uint32_t row_lanes, pieces;
 };
 
 FlashSgLanes flash_sg_lanes(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
-  uint32_t load_pieces = kv == KvType::F16 ? kFlashSgF16LoadPieces : 1;
-  uint32_t units = uint32_t(ceil_div(p.head_dim, 4 * load_pieces));
-  uint32_t row_lanes = std::min(std::bit_ceil(units), std::max(1u, device.adapter().subgroup_min_size));
-  return {row_lanes, load_pieces * uint32_t(ceil_div(units, row_lanes)), load_pieces};
+  uint32_t pieces_per_word = 16 / (4 * kv_bytes(kv));
+  uint32_t words = uint32_t(ceil_div(p.head_dim, 4 * pieces_per_word));
+  uint32_t row_lanes = std::min(std::bit_ceil(words), std::max(1u, device.adapter().subgroup_min_size));
+  return {row_lanes, pieces_per_word * uint32_t(ceil_div(words, row_lanes))};
 }
 
 // The per-query kernels: flash_attention_sg.wgsl where the adapter has subgroups and rows are whole 16-byte
@@ -1070,7 +1068,6 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
                   block_constant(blocks),
                   {"HEAD_DIM", double(p.head_dim)},
                   {"PIECES", double(lanes.pieces)},
-                  {"LOAD_PIECES", double(lanes.load_pieces)},
                   {"ROW_LANES", double(lanes.row_lanes)},
                   {"MAX_SUBGROUPS", double(kWorkgroupSize / device.adapter().subgroup_min_size)}});
 }

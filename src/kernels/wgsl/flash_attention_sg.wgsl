@@ -1,6 +1,6 @@
 // Flash attention, one workgroup per (query, q head) — decoding and prompts too short for the block kernel —
 // on adapters with the `subgroups` feature: the contract, grid, bindings and split-KV records of
-// flash_attention.wgsl, for head_dim a multiple of 4 and at most 32 x the smallest subgroup size (8 vec4 pieces per lane).
+// flash_attention.wgsl, for head_dim a multiple of 4 and at most 32 x the smallest subgroup size (PIECES <= 8).
 // flash_attention.wgsl scores one key per thread, so a thread walks a whole K row alone and a warp's loads
 // touch 32 rows at once; here ROW_LANES lanes of a subgroup read a row together (row lane l holds the row's
 // 16-byte words l, l + ROW_LANES, ...: coalesced) and add their partial dot products with a butterfly of
@@ -11,17 +11,16 @@
 //   round of ROW_GROUPS * KEYS keys, scores them, and keeps its own online softmax (running max, denominator)
 //   and weighted sum of V in its lanes' registers: no barrier until the end;
 // * a round issues its K and V loads together (the V rows do not wait for the scores), so it waits on
-//   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long (8 keys a
-//   row group, more loads in flight per wait, ran slower on the H200: 748 -> 645 tok/s at depth 8,192 on
-//   Qwen2.5-0.5B's f32 cache, its registers costing resident workgroups);
+//   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long;
 // * at the end the row groups of a subgroup are merged with shuffles (rescaled to the subgroup's max), then
 //   the subgroups through workgroup memory, rescaled to the largest max.
-// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words: an f32 word is one vec4 piece of a
-// row, an f16 word two neighbouring pieces (head_dim a multiple of 8 there). A lane takes LOAD_PIECES pieces of
-// each word it loads: an f32 lane 1; an f16 lane both (2: row lane l loads words l, l + ROW_LANES, ... once) or
-// one, the half its lane's parity picks (1: the lanes then map to a row's pieces as an f32 cache's do, twice
-// as many lanes a row, each load's other half taken by the neighbouring lane). The V words of a round wait in
-// registers as loaded and are decoded as they are weighted.
+// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words, each loaded once: an f32 word is
+// one vec4 piece of a row, an f16 word two neighbouring pieces, which a lane takes together (lane_piece), so
+// head_dim is a multiple of 8 there. The V words of a round wait in registers as loaded (an f16 word in 4, not
+// 8) and are decoded as they are weighted. On the H200 (2026-12-02, Qwen2.5-0.5B's f16 cache, tg128 at depths
+// 0 / 2,048 / 8,192) this ran 1,037 / 806 / 761 tok/s against 989 / 774 / 706 when a lane loaded each f16 word
+// once per piece, and 938 / 793 / 726 with f32's lane layout (each lane taking half of a word, twice the lanes
+// a row).
 // Key j is the pool row the sequence's block table gives (kv_blocks.wgsl): a row group keeps the rows of its
 // current block in registers and reads the table again only when its KEYS keys reach another block (once per
 // block, not per round; KV_BLOCK_TOKENS >= KEYS: a round's keys lie in at most two blocks).
@@ -46,22 +45,30 @@ enable subgroups;
 
 override SPLITS: u32 = 1u;
 override HEAD_DIM: u32 = 64u;       // params.head_dim, a multiple of 4, at most 256
-override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8 (kernels/model.cpp flash_sg_lanes)
-override LOAD_PIECES: u32 = 1u;     // pieces a lane takes from each word it loads: 1, or 2 (f16 only)
+override PIECES: u32 = 1u;          // vec4 pieces of a row per lane, 1..8 (kernels/model.cpp flash_sg_pieces)
 override ROW_LANES: u32 = 32u;      // lanes per row: a power of two, at most the smallest subgroup size
 override MAX_SUBGROUPS: u32 = 8u;   // WORKGROUP_SIZE / the smallest subgroup size
 const WORKGROUP_SIZE: u32 = 256u;
-const KEYS: u32 = 4u;               // keys a row group scores per round
+const KEYS: u32 = 4u;               // keys a row group scores per step
 override ROW_GROUPS: u32 = WORKGROUP_SIZE / ROW_LANES;
 
 var<workgroup> maxes: array<f32, MAX_SUBGROUPS>;
 var<workgroup> denominators: array<f32, MAX_SUBGROUPS>;
 var<workgroup> sums: array<vec4<f32>, 64>;  // [HEAD_DIM / 4]
 
-// The vec4 piece of a row that register slot i of row lane l holds: with LOAD_PIECES 1, pieces l, l + ROW_LANES,
-// ...; with 2, the pairs 2 l + (0, 1), 2 (l + ROW_LANES) + (0, 1), ... (one f16 word each).
-fn slot_piece(l: u32, i: u32) -> u32 {
-  return LOAD_PIECES * (l + (i / LOAD_PIECES) * ROW_LANES) + i % LOAD_PIECES;
+// Vec4 pieces per 16-byte word of the cache: 1 (f32) or 2 (f16).
+fn word_pieces() -> u32 {
+  return select(1u, 2u, KV_TYPE == 1u);
+}
+
+// The vec4 piece of a row that register slot i of row lane l holds: pieces l, l + ROW_LANES, ... of an f32
+// cache; of an f16 one, whose 16-byte words hold two pieces, the pairs 2 l + (0, 1), 2 (l + ROW_LANES) + (0, 1),
+// ...: slots w * word_pieces() + j hold the pieces of the lane's w-th word.
+fn lane_piece(l: u32, i: u32) -> u32 {
+  if (KV_TYPE == 0u) {
+    return l + i * ROW_LANES;
+  }
+  return 2u * (l + (i / 2u) * ROW_LANES) + (i & 1u);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -74,8 +81,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   let D4 = HEAD_DIM / 4u;
-  let loads = PIECES / LOAD_PIECES;  // 16-byte words a lane loads per row
-  let kv_stride = params.num_kv_heads * D4;  // in pieces
+  let pieces = word_pieces();
+  let loads = PIECES / pieces;  // 16-byte words a lane loads per row
+  let kv_stride = params.num_kv_heads * D4;
   let kv_offset = task.kv * D4;
   let q_base = (task.t * params.num_q_heads + task.h) * D4;
   let first = task.first;  // the keys this workgroup covers: [first, last], empty when first > last
@@ -86,10 +94,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row_lane = lane % ROW_LANES;
   let row_group = subgroup * (lanes / ROW_LANES) + lane / ROW_LANES;
 
-  // Row lane l holds pieces slot_piece(l, i) (i < PIECES) of q (scaled), of the key rows and of the sum.
+  // Row lane l holds pieces lane_piece(l, i) (i < PIECES) of q (scaled), of the key rows and of the sum.
   var q: array<vec4<f32>, 8>;
   for (var i = 0u; i < PIECES; i++) {
-    let d4 = slot_piece(row_lane, i);
+    let d4 = lane_piece(row_lane, i);
     if (d4 < D4) {
       q[i] = Q[q_base + d4] * scale;
     }
@@ -106,8 +114,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Zeroed explicitly: a `var` without initializer in a loop body is zeroed once, not every round, by
     // this toolchain (lavapipe and the H200 both kept the previous round's partial scores).
     var partial = vec4<f32>(0.0);
-    // [key][load]; a lane past the row's pieces loads none and adds what its slots hold to sums that are never
-    // stored.
+    // [key][word]; a lane past D4 loads none and adds what its slots hold to sums that are never stored.
     var v_words: array<array<vec4<u32>, 8>, KEYS>;
     let round_last = min(last, base + KEYS - 1u);
     if (base <= last && (base / KV_BLOCK_TOKENS != rows_block || round_last >= rows.boundary)) {
@@ -118,13 +125,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (base + r <= last) {
         let row = tile_row(rows, base + r) * kv_stride + kv_offset;
         for (var n = 0u; n < loads; n++) {
-          let d4 = slot_piece(row_lane, n * LOAD_PIECES);
+          let d4 = lane_piece(row_lane, n * pieces);
           if (d4 < D4) {
             let word = kv_piece_word(row + d4);
             let k = K[word];
             v_words[r][n] = V[word];
-            for (var j = 0u; j < LOAD_PIECES; j++) {
-              partial[r] += dot(q[n * LOAD_PIECES + j], kv_piece(k, row + d4 + j));
+            for (var j = 0u; j < pieces; j++) {
+              partial[r] += dot(q[n * pieces + j], kv_piece(k, row + d4 + j));
             }
           }
         }
@@ -152,10 +159,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let weight = exp(scores[r] - new_max);
         denominator += weight;
         for (var n = 0u; n < loads; n++) {
-          // Only the piece's parity picks the half of an f16 word (rows start at even pieces).
-          let d4 = slot_piece(row_lane, n * LOAD_PIECES);
-          for (var j = 0u; j < LOAD_PIECES; j++) {
-            acc[n * LOAD_PIECES + j] += weight * kv_piece(v_words[r][n], d4 + j);
+          for (var j = 0u; j < pieces; j++) {
+            acc[n * pieces + j] += weight * kv_piece(v_words[r][n], j);  // rows start at even pieces
           }
         }
       }
@@ -199,7 +204,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var g = 0u; g < MAX_SUBGROUPS; g++) {
     if (g == subgroup && lane < ROW_LANES) {
       for (var i = 0u; i < PIECES; i++) {
-        let d4 = slot_piece(lane, i);
+        let d4 = lane_piece(lane, i);
         if (d4 < D4) {
           sums[d4] += acc[i] * factor;
         }
