@@ -449,5 +449,26 @@ TEST(ModelErrors, TokenOutOfRangeAndContextOverflow) {
   EXPECT_EQ(model.position(), 8u);
 }
 
+// An f16 cache holds head dims in pairs: an f16 checkpoint with an odd head_dim (a GPT-2 of 4 heads of 15 dims)
+// keeps an f32 cache by default, and asking for f16 is refused, naming the option to use.
+TEST(KvCacheChoice, OddHeadDimsKeepAnF32CacheByDefault) {
+  test::ScratchDir dir;
+  nlohmann::json config = synth_config({.preset = "tiny-gpt2", .dtype = DType::F16});
+  config["n_embd"] = 60;
+  config["n_head"] = 4;
+  std::ofstream(dir.path() / "config.json") << config.dump();
+  std::vector<TensorSource> tensors;
+  for (const ExpectedTensor& t : expected_tensors(parse_config(config, dir.path() / "config.json")))
+    tensors.push_back({t.name, DType::F16, t.shape, [](uint64_t, std::span<std::byte> out) {
+                         std::fill(out.begin(), out.end(), std::byte{0});
+                       }});
+  write_safetensors(dir.path() / "model.safetensors", tensors);
+  ModelFiles files = ModelFiles::open(dir.path());
+  ASSERT_EQ(files.config().head_dim, 15);
+  EXPECT_EQ(Model(device(), files, ModelOptions{.context = 16}).kv_type(), kernels::KvType::F32);
+  EXPECT_THAT([&] { Model(device(), files, ModelOptions{.context = 16, .kv_cache = KvCache::F16}); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("head_dim 15 is odd: use an f32 cache (--kv-cache f32)")));
+}
+
 }  // namespace
 }  // namespace gerbil::graph
