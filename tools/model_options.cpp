@@ -62,8 +62,9 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
                  "faster where the GPU runs f16 faster)")
       ->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--kv-cache", kv_cache,
-                 "KV-cache elements: auto (f16 for f16, bf16 and quantized checkpoints, f32 for float32 ones and odd "
-                 "head dims), f32 (exact) or f16 (half the memory; keys and values rounded to f16)")
+                 "KV-cache elements: auto (f16 for f16, bf16, GPTQ and AWQ checkpoints; f32 for float32 ones, GGUF "
+                 "quantized blocks and odd head dims), f32 (exact) or f16 (half the memory; keys and values rounded "
+                 "to f16)")
       ->check(CLI::IsMember({"auto", "f32", "f16"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }

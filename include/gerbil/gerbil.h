@@ -39,8 +39,9 @@ enum class Arithmetic {
   F16,  // needs an adapter with shader-f16: inputs rounded to f16, 8 products at a time summed in f16
 };
 
-// The KV cache's element type: Auto is f16 for 16-bit and quantized checkpoints, f32 for float32 ones (and odd
-// head dims); F16 halves the cache's memory (keys and values rounded to f16), for long contexts and many sequences.
+// The KV cache's element type: Auto is f16 for f16, bf16, GPTQ and AWQ checkpoints, f32 for float32 ones, GGUF
+// quantized blocks and odd head dims; F16 halves the cache's memory (keys and values rounded to f16), for long
+// contexts and many sequences.
 enum class KvCacheType { Auto, F32, F16 };
 
 // Whether decode steps prepare each RMSNorm's input in the product before it (the product writing the

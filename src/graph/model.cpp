@@ -93,19 +93,20 @@ uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens 
 // storage-binding offset alignment WebGPU allows, so every slot's table can be bound on its own.
 uint32_t table_stride(uint32_t context) { return uint32_t((blocks_for(context) + 63) / 64 * 64); }
 
-// ModelOptions::kv_cache. Auto follows the checkpoint: an f16 cache for 16-bit ones (f16 or bf16 tensors, and
-// quantized ones, whose float tensors are 16-bit too: keys and values rounded as the weights already were), an
-// f32 cache for float32 ones, which keep their exact keys and values; odd head dims, which an f16 cache cannot
-// pair, stay f32. The embedding table tells them apart. On the H200 (2026-12-02, one call, tg128 f16 / f32
-// cache) the f16 cache is as fast at depth and halves the memory: llama3-8b 211.9 / 210.7 at depth 0, 167.2 /
-// 161.4 at 8,192; qwen2.5-0.5b 761 / 755 at 8,192 but 806 / 837 at 2,048 and 1,037 / 1,062 at 0 (its q|k|v
-// projection, which stores the cache in column groups of two rotary pairs for f16, one for f32, profiled 13.8
-// against 13.1 us a layer).
+// ModelOptions::kv_cache. Auto follows the checkpoint's stored floats, which its embedding table shows: an f16
+// cache for f16 and bf16 ones (GPTQ and AWQ included, their float tensors being f16), whose keys and values are
+// then rounded about as the weights already were; f32 for float32 ones, which keep their exact keys and values,
+// and for GGUF files of quantized blocks, whose checks (tests/test_graph_gguf.cpp) hold them to their dequantized
+// f32 twins; f32 too for odd head dims, which an f16 cache cannot pair. On the H200 (2026-12-02, one call, tg128
+// f16 / f32 cache) the f16 cache is as fast at depth and halves the memory: llama3-8b 211.9 / 210.7 at depth 0,
+// 167.2 / 161.4 at 8,192; qwen2.5-0.5b 761 / 755 at 8,192 but 806 / 837 at 2,048 and 1,037 / 1,062 at 0 (its
+// q|k|v projection, which stores the cache in column groups of two rotary pairs for f16, one for f32, profiled
+// 13.8 against 13.1 us a layer).
 kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
   if (choice != KvCache::Auto) return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
   const std::optional<TensorView>& embed = files.weights().get(Role::Embed).weight;
-  bool float32 = !embed || (!embed->block_type && embed->dtype == DType::F32);
-  return !float32 && files.config().head_dim % 2 == 0 ? kernels::KvType::F16 : kernels::KvType::F32;
+  bool sixteen_bit = embed && !embed->block_type && (embed->dtype == DType::F16 || embed->dtype == DType::BF16);
+  return sixteen_bit && files.config().head_dim % 2 == 0 ? kernels::KvType::F16 : kernels::KvType::F32;
 }
 
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.

@@ -28,9 +28,9 @@ namespace gerbil::graph {
 // rule says it pays (Auto), or always / never (tests, tuning on other GPUs).
 enum class PreparedNorms { Auto, Always, Never };
 
-// The KV cache's element type (kernels::KvType). Auto: f16 for 16-bit and quantized checkpoints, f32 for float32
-// ones and odd head dims (model.cpp's resolve_kv_cache); F16 halves the cache's memory, keys and values rounded to
-// f16.
+// The KV cache's element type (kernels::KvType). Auto: f16 for f16, bf16, GPTQ and AWQ checkpoints, f32 for
+// float32 ones, GGUF quantized blocks and odd head dims (model.cpp's resolve_kv_cache); F16 halves the cache's
+// memory, keys and values rounded to f16.
 enum class KvCache { Auto, F32, F16 };
 
 struct ModelOptions {
