@@ -154,14 +154,25 @@ TEST_P(FixtureModel, F16KvCacheMatchesWithinTheF16Bound) {
   expect_decode_from_middle_matches(model, "decode-from-middle, f16 KV cache");
 }
 
-// The cache's type by default: f16 for 16-bit checkpoints (GPTQ's tensors are f16), f32 for float32 ones, which
-// thereby keep their 1e-4 bound; an f16 cache takes half the bytes.
-// Auto is f32 (measured faster on the H200); f16 is asked for and halves the cache.
-TEST_P(FixtureModel, KvCacheIsF32UnlessF16IsAskedFor) {
-  EXPECT_EQ(model_->kv_type(), kernels::KvType::F32);
+// The cache's type by default: f16 for 16-bit checkpoints (GPTQ's other tensors are f16), f32 for float32 ones,
+// which thereby keep their 1e-4 bound; either is taken when asked for, and an f16 cache takes half the bytes.
+TEST_P(FixtureModel, KvCacheFollowsTheCheckpointUnlessAskedFor) {
+  bool float32 = GetParam().dtype == "float32";
+  EXPECT_EQ(model_->kv_type(), float32 ? kernels::KvType::F32 : kernels::KvType::F16);
   Model f16_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F16});
+  Model f32_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
   EXPECT_EQ(f16_cache.kv_type(), kernels::KvType::F16);
-  EXPECT_EQ(f16_cache.kv_cache_bytes(), model_->kv_cache_bytes() / 2);
+  EXPECT_EQ(f32_cache.kv_type(), kernels::KvType::F32);
+  EXPECT_EQ(f16_cache.kv_cache_bytes(), f32_cache.kv_cache_bytes() / 2);
+}
+
+// The 16-bit checkpoints with the f32 cache they no longer get by default, within their bound (the float32
+// ones decode through it in every other test).
+TEST_P(FixtureModel, F32KvCacheMatches) {
+  if (GetParam().dtype == "float32") GTEST_SKIP() << "the default model already has an f32 cache";
+  Model model(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
+  ASSERT_EQ(model.kv_type(), kernels::KvType::F32);
+  expect_decode_from_middle_matches(model, "decode-from-middle, f32 KV cache");
 }
 
 // A q8 KV cache (--kv-cache q8) keeps each key and value row as int8 codes with scale absmax / 127: every value
@@ -183,8 +194,9 @@ TEST_P(FixtureModel, Q8KvCacheMatchesWithinItsBound) {
 // f32's bytes.
 TEST_P(FixtureModel, Q8KvCacheTakesAQuarterOfTheBytesPlusScales) {
   Model q8_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::Q8});
+  Model f32_cache(device(), *files_, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
   uint64_t head_dim = uint64_t(files_->config().head_dim);
-  EXPECT_EQ(q8_cache.kv_cache_bytes() * 4 * head_dim, model_->kv_cache_bytes() * (head_dim + 4));
+  EXPECT_EQ(q8_cache.kv_cache_bytes() * 4 * head_dim, f32_cache.kv_cache_bytes() * (head_dim + 4));
 }
 
 // Prompt products in f16 arithmetic (--arithmetic f16, on adapters with shader-f16): x rounded to f16 in every
@@ -495,6 +507,27 @@ TEST(ModelErrors, TokenOutOfRangeAndContextOverflow) {
   EXPECT_NO_THROW(model.forward(eight));
   EXPECT_THROW(model.forward(std::span(eight).first(1)), Error);
   EXPECT_EQ(model.position(), 8u);
+}
+
+// An f16 cache holds head dims in pairs: an f16 checkpoint with an odd head_dim (a GPT-2 of 4 heads of 15 dims)
+// keeps an f32 cache by default, and asking for f16 is refused, naming the option to use.
+TEST(KvCacheChoice, OddHeadDimsKeepAnF32CacheByDefault) {
+  test::ScratchDir dir;
+  nlohmann::json config = synth_config({.preset = "tiny-gpt2", .dtype = DType::F16});
+  config["n_embd"] = 60;
+  config["n_head"] = 4;
+  std::ofstream(dir.path() / "config.json") << config.dump();
+  std::vector<TensorSource> tensors;
+  for (const ExpectedTensor& t : expected_tensors(parse_config(config, dir.path() / "config.json")))
+    tensors.push_back({t.name, DType::F16, t.shape, [](uint64_t, std::span<std::byte> out) {
+                         std::fill(out.begin(), out.end(), std::byte{0});
+                       }});
+  write_safetensors(dir.path() / "model.safetensors", tensors);
+  ModelFiles files = ModelFiles::open(dir.path());
+  ASSERT_EQ(files.config().head_dim, 15);
+  EXPECT_EQ(Model(device(), files, ModelOptions{.context = 16}).kv_type(), kernels::KvType::F32);
+  EXPECT_THAT([&] { Model(device(), files, ModelOptions{.context = 16, .kv_cache = KvCache::F16}); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("head_dim 15 is odd: use an f32 cache (--kv-cache f32)")));
 }
 
 }  // namespace

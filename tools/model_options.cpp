@@ -62,9 +62,9 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
                  "faster where the GPU runs f16 faster)")
       ->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--kv-cache", kv_cache,
-                 "KV-cache elements: auto (the one measured faster: f32 so far), f32 (exact), f16 (half the memory; "
-                 "keys and values rounded to f16) or q8 (about a quarter: 8-bit integers with a scale per token and "
-                 "kv head; head_dim a multiple of 4)")
+                 "KV-cache elements: auto (f16 for f16, bf16, GPTQ, AWQ and GGUF checkpoints; f32 for float32 ones "
+                 "and odd head dims), f32 (exact), f16 (half the memory; keys and values rounded to f16) or q8 (about "
+                 "a quarter: 8-bit integers with a scale per token and kv head; head_dim a multiple of 4)")
       ->check(CLI::IsMember({"auto", "f32", "f16", "q8"}));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }

@@ -39,10 +39,11 @@ enum class Arithmetic {
   F16,  // needs an adapter with shader-f16: inputs rounded to f16, 8 products at a time summed in f16
 };
 
-// The KV cache's element type: Auto is the one measured faster (f32 so far: the f16 cache decoded slower on an
-// H200); F16 halves the cache's memory (keys and values rounded to f16), for long contexts and many sequences;
-// Q8 stores about a quarter of f32's bytes (8-bit integers with one f32 scale per token and kv head, each value
-// within half of its row's largest magnitude / 127), for the longest contexts; it needs head_dim a multiple of 4.
+// The KV cache's element type: Auto is f16 for f16, bf16, GPTQ, AWQ and GGUF checkpoints, f32 for float32 ones
+// (exact) and odd head dims; F16 halves the cache's memory (keys and values rounded to f16), for long contexts and
+// many sequences; Q8 stores about a quarter of f32's bytes (8-bit integers with one f32 scale per token and kv
+// head, each value within half of its row's largest magnitude / 127), for the longest contexts; it needs head_dim
+// a multiple of 4.
 enum class KvCacheType { Auto, F32, F16, Q8 };
 
 // Whether decode steps prepare each RMSNorm's input in the product before it (the product writing the

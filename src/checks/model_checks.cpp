@@ -890,7 +890,12 @@ KernelCheck flash_attention_check(bool quick) {
       {2, 500, 3, 1, 18, 498, 0, 0, 800, KV16},
       {1, 300, 2, 1, 2, 299, 0, 0, 300, KV16},
       {1, 700, 2, 1, 8, 699, 100, 0, 800, KV16},
-      {23, 60, 14, 2, 72, 37, 0, 0, 8192, KV16}};
+      {23, 60, 14, 2, 72, 37, 0, 0, 8192, KV16},
+      // decoding past 1,000 positions at Qwen2.5-0.5B's and Llama-3-8B's heads, split as a model step with a
+      // context of 8,448 (64 chunks) or 2,048 takes them, each cache type
+      {1, 2100, 14, 2, 64, 2099, 0, 0, 8448},
+      {1, 2100, 14, 2, 64, 2099, 0, 0, 8448, KV16},
+      {1, 1100, 32, 8, 128, 1099, 0, 0, 2048, KV16}};
   if (!quick) {
     shapes.push_back({128, 128, 14, 2, 64, 0, 0});
     shapes.push_back({256, 256, 32, 4, 64, 0, 100});  // enough blocks for 4 rows per thread

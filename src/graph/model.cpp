@@ -98,13 +98,25 @@ uint64_t blocks_for(uint64_t tokens) { return (tokens + kernels::kKvBlockTokens 
 // storage-binding offset alignment WebGPU allows, so every slot's table can be bound on its own.
 uint32_t table_stride(uint32_t context) { return uint32_t((blocks_for(context) + 63) / 64 * 64); }
 
-// ModelOptions::kv_cache. Auto is f32 for now: on the H200 (2026-12-01, bench/device/kv_and_batch_run.sh) the
-// f16 cache decoded slower at every depth (qwen2.5-0.5b tg128 at depth 8,192: 663.1 f32, 614.0 f16; llama3-8b
-// 167.4 against 155.2, same call), its unpacking costing more than the bytes it saves; f16 stays a choice for
-// memory (half the bytes per token).
-kernels::KvType resolve_kv_cache(KvCache choice) {
-  if (choice == KvCache::Q8) return kernels::KvType::Q8;
-  return choice == KvCache::F16 ? kernels::KvType::F16 : kernels::KvType::F32;
+// ModelOptions::kv_cache. Auto follows the checkpoint's stored floats, which its embedding table shows: an f16
+// cache for f16 and bf16 ones (GPTQ and AWQ included, their float tensors being f16) and for GGUF files of
+// quantized blocks (as llama.cpp's default cache), whose keys and values are then rounded about as the weights
+// already were; f32 for float32 ones, which keep their exact keys and values; f32 too for odd head dims, which an
+// f16 cache cannot pair. On the H200 (2026-12-02, one call, tg128 f16 / f32 cache) the f16 cache is as fast at
+// depth and halves the memory: llama3-8b 211.9 / 210.7 at depth 0, 167.2 / 161.4 at 8,192; qwen2.5-0.5b 761 / 755
+// at 8,192 but 806 / 837 at 2,048 and 1,037 / 1,062 at 0 (its q|k|v projection, which stores the cache in column
+// groups of two rotary pairs for f16, one for f32, profiled 13.8 against 13.1 us a layer).
+kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
+  switch (choice) {
+    case KvCache::F32: return kernels::KvType::F32;
+    case KvCache::F16: return kernels::KvType::F16;
+    case KvCache::Q8: return kernels::KvType::Q8;
+    case KvCache::Auto: break;
+  }
+  const std::optional<TensorView>& embed = files.weights().get(Role::Embed).weight;
+  bool stored_f32 = embed && !embed->block_type && embed->dtype == DType::F32;
+  return !stored_f32 && files.config().head_dim % 2 == 0 ? kernels::KvType::F16 : kernels::KvType::F32;
+}
 }
 
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
@@ -595,7 +607,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
-  kv_type_ = resolve_kv_cache(options_.kv_cache);
+  kv_type_ = resolve_kv_cache(options_.kv_cache, files);
   if (kv_type_ == kernels::KvType::F16 && config_.head_dim % 2 != 0)
     fail("an f16 KV cache stores head dims in pairs, and head_dim {} is odd: use an f32 cache (--kv-cache f32)",
          config_.head_dim);

@@ -28,8 +28,8 @@ namespace gerbil::graph {
 // rule says it pays (Auto), or always / never (tests, tuning on other GPUs).
 enum class PreparedNorms { Auto, Always, Never };
 
-// The KV cache's element type (kernels::KvType). Auto: the one measured faster, f32 so far (model.cpp's
-// resolve_kv_cache: the f16 cache decoded slower on the H200); F16 halves the cache's memory, keys and values
+// The KV cache's element type (kernels::KvType). Auto: f16 for f16, bf16, GPTQ, AWQ and GGUF checkpoints, f32 for
+// float32 ones and odd head dims (model.cpp's resolve_kv_cache); F16 halves the cache's memory, keys and values
 // rounded to f16; Q8 stores about a quarter of f32's bytes (int8 with an f32 scale per token and kv head,
 // kernels::KvType::Q8), each value within half its row's absmax / 127, and needs head_dim a multiple of 4.
 enum class KvCache { Auto, F32, F16, Q8 };

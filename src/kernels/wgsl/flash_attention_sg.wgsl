@@ -14,9 +14,13 @@
 //   memory once, not twice: a decode step's attention is a chain of such waits, a few rounds long;
 // * at the end the row groups of a subgroup are merged with shuffles (rescaled to the subgroup's max), then
 //   the subgroups through workgroup memory, rescaled to the largest max.
-// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words: an f32 word is one vec4 piece of a
-// row, an f16 word two neighbouring pieces, which a lane takes together (lane_piece), so head_dim is a multiple
-// of 8 there.
+// K and V are in the cache's KV_TYPE (kv_cache.wgsl), read as 16-byte words, each loaded once: an f32 word is
+// one vec4 piece of a row, an f16 word two neighbouring pieces, which a lane takes together (lane_piece), so
+// head_dim is a multiple of 8 there. The V words of a round wait in registers as loaded (an f16 word in 4, not
+// 8) and are decoded as they are weighted. On the H200 (2026-12-02, Qwen2.5-0.5B's f16 cache, tg128 at depths
+// 0 / 2,048 / 8,192) this ran 1,037 / 806 / 761 tok/s against 989 / 774 / 706 when a lane loaded each f16 word
+// once per piece, and 938 / 793 / 726 with f32's lane layout (each lane taking half of a word, twice the lanes
+// a row).
 // Key j is the pool row the sequence's block table gives (kv_blocks.wgsl): a row group keeps the rows of its
 // current block in registers and reads the table again only when its KEYS keys reach another block (once per
 // block, not per round; KV_BLOCK_TOKENS >= KEYS: a round's keys lie in at most two blocks).
@@ -52,8 +56,14 @@ var<workgroup> maxes: array<f32, MAX_SUBGROUPS>;
 var<workgroup> denominators: array<f32, MAX_SUBGROUPS>;
 var<workgroup> sums: array<vec4<f32>, 64>;  // [HEAD_DIM / 4]
 
+// Vec4 pieces per 16-byte word of the cache: 1 (f32) or 2 (f16).
+fn word_pieces() -> u32 {
+  return select(1u, 2u, KV_TYPE == 1u);
+}
+
 // The vec4 piece of a row that register slot i of row lane l holds: pieces l, l + ROW_LANES, ... of an f32
-// cache; of an f16 one, whose 16-byte words hold two pieces, the pairs 2 l + (0, 1), 2 (l + ROW_LANES) + (0, 1), ...
+// cache; of an f16 one, whose 16-byte words hold two pieces, the pairs 2 l + (0, 1), 2 (l + ROW_LANES) + (0, 1),
+// ...: slots w * word_pieces() + j hold the pieces of the lane's w-th word.
 fn lane_piece(l: u32, i: u32) -> u32 {
   if (KV_TYPE == 0u) {
     return l + i * ROW_LANES;
@@ -71,6 +81,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   let D4 = HEAD_DIM / 4u;
+  let pieces = word_pieces();
+  let loads = PIECES / pieces;  // 16-byte words a lane loads per row
   let kv_stride = params.num_kv_heads * D4;
   let kv_offset = task.kv * D4;
   let q_base = (task.t * params.num_q_heads + task.h) * D4;
@@ -102,8 +114,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Zeroed explicitly: a `var` without initializer in a loop body is zeroed once, not every round, by
     // this toolchain (lavapipe and the H200 both kept the previous round's partial scores).
     var partial = vec4<f32>(0.0);
-    // [key][piece]; a lane past D4 loads none and adds what its slots hold to sums that are never stored.
-    var v_rows: array<array<vec4<f32>, 8>, KEYS>;
+    // [key][word]; a lane past D4 loads none and adds what its slots hold to sums that are never stored.
+    var v_words: array<array<vec4<u32>, 8>, KEYS>;
     let round_last = min(last, base + KEYS - 1u);
     if (base <= last && (base / KV_BLOCK_TOKENS != rows_block || round_last >= rows.boundary)) {
       rows = tile_rows(0u, base, round_last);
@@ -112,12 +124,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var r = 0u; r < KEYS; r++) {
       if (base + r <= last) {
         let row = tile_row(rows, base + r) * kv_stride + kv_offset;
-        for (var i = 0u; i < PIECES; i++) {
-          let d4 = lane_piece(row_lane, i);
+        for (var n = 0u; n < loads; n++) {
+          let d4 = lane_piece(row_lane, n * pieces);
           if (d4 < D4) {
-            let p = row + d4;
-            partial[r] += dot(q[i], kv_piece(K[kv_piece_word(p)], p));
-            v_rows[r][i] = kv_piece(V[kv_piece_word(p)], p);
+            let word = kv_piece_word(row + d4);
+            let k = K[word];
+            v_words[r][n] = V[word];
+            for (var j = 0u; j < pieces; j++) {
+              partial[r] += dot(q[n * pieces + j], kv_piece(k, row + d4 + j));
+            }
           }
         }
       }
@@ -143,8 +158,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (base + r <= last) {
         let weight = exp(scores[r] - new_max);
         denominator += weight;
-        for (var i = 0u; i < PIECES; i++) {
-          acc[i] += weight * v_rows[r][i];
+        for (var n = 0u; n < loads; n++) {
+          for (var j = 0u; j < pieces; j++) {
+            acc[n * pieces + j] += weight * kv_piece(v_words[r][n], j);  // rows start at even pieces
+          }
         }
       }
     }
