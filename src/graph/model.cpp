@@ -117,7 +117,6 @@ kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
   bool stored_f32 = embed && !embed->block_type && embed->dtype == DType::F32;
   return !stored_f32 && files.config().head_dim % 2 == 0 ? kernels::KvType::F16 : kernels::KvType::F32;
 }
-}
 
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
 class StepBuilder {
