@@ -219,22 +219,32 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
 TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   device().set_tuning(kH200);
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
-    EXPECT_TRUE(use_linear_rows({kLinearRowsMin, 64, 8, 8, 0, 0, 0}, type));
-    EXPECT_TRUE(use_linear_rows({kLinearRowsMax, 64, 8, 8, 0, 0, 0}, type));
-    EXPECT_FALSE(use_linear_rows({1, 64, 8, 8, 0, 0, 0}, type));                   // decoding: matrix-vector
-    EXPECT_FALSE(use_linear_rows({kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
-    EXPECT_FALSE(use_linear_rows({8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
+    EXPECT_TRUE(use_linear_rows(device(), {kMatvecRows + 1, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_TRUE(use_linear_rows(device(), {kLinearRowsMax, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_FALSE(use_linear_rows(device(), {1, 4096, 28672, 28672, 0, 0, 0}, type));  // decoding: matrix-vector
+    EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
+    EXPECT_FALSE(use_linear_rows(device(), {8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
   }
-  EXPECT_FALSE(use_linear_rows({8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: the tiled kernel decodes them
-  // Products that take linear_rows.wgsl fuse no norm or activation in a model's step; one row still does.
-  if (linear_can_fuse(device(), 1, 64, WeightType::F16)) {
-    EXPECT_TRUE(linear_fuses(device(), 1, 64, WeightType::F16));
-    EXPECT_TRUE(linear_can_fuse(device(), 4, 64, WeightType::F16));
-    EXPECT_FALSE(linear_fuses(device(), 4, 64, WeightType::F16));
-    EXPECT_FALSE(linear_fuses(device(), kLinearRowsMin, 64, WeightType::F16));
-  }
+  EXPECT_FALSE(use_linear_rows(device(), {8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: tiled, quantized
+  // From kLinearRowsMin to kMatvecRows rows, products of at least 24 KiB of weights per resident workgroup
+  // (1,056 x 24 KiB = 24.75 MiB here): Llama-3-8B's o (32 MiB of f16), not Qwen2.5-0.5B's gate_up (17 MiB);
+  // f32 weights count their 4 bytes. Those products fuse nothing in a model's step; the others still do.
   constexpr WeightType F16 = WeightType::F16;
-  EXPECT_EQ(linear_rows_blocking(device(), 2, 9728, F16).columns, 4u);
+  for (uint32_t M = kLinearRowsMin; M <= kMatvecRows; ++M) {
+    EXPECT_TRUE(use_linear_rows(device(), {M, 4096, 4096, 4096, 0, 0, 0}, F16));
+    EXPECT_FALSE(use_linear_rows(device(), {M, 896, 9728, 9728, 0, 0, 0}, F16));
+    EXPECT_TRUE(use_linear_rows(device(), {M, 896, 9728, 9728, 0, 0, 0}, WeightType::F32));
+    EXPECT_TRUE(use_linear_rows(device(), {M, 8, 1584 * 1024, 1584 * 1024, 0, 0, 0}, F16));   // exactly 24 KiB
+    EXPECT_FALSE(use_linear_rows(device(), {M, 8, 1584 * 1024 - 1, 1584 * 1024, 0, 0, 0}, F16));  // a row short
+  }
+  if (linear_can_fuse(device(), 1, 4096, F16)) {
+    EXPECT_TRUE(linear_fuses(device(), 1, 4096, 4096, F16));
+    EXPECT_TRUE(linear_can_fuse(device(), kMatvecRows, 4096, F16));
+    EXPECT_FALSE(linear_fuses(device(), kMatvecRows, 4096, 4096, F16));
+    EXPECT_FALSE(linear_fuses(device(), kLinearRowsMin, 4096, 4096, F16));
+    EXPECT_TRUE(linear_fuses(device(), kMatvecRows, 896, 9728, F16));
+  }
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMin, 9728, F16).columns, 4u);
   EXPECT_EQ(linear_rows_blocking(device(), 8, 9728, F16).columns, 4u);
   EXPECT_EQ(linear_rows_blocking(device(), 8, 9728, F16).unroll, 1u);
   EXPECT_EQ(linear_rows_blocking(device(), 9, 9728, F16).columns, 2u);

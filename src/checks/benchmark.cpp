@@ -355,7 +355,7 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     uint64_t row_bytes = weight_row_bytes(type, s.K);
     Case c = matmul_like(s, double(row_bytes) * s.N);
     bool fused = extras.norm || extras.gate_act || extras.norm_out;
-    c.variant = fmt::format("{} {}", type_name(type), use_linear_rows({s.T, s.K, s.N}, type) && !fused ? "rows" : s.T <= kMatvecRows ? "matvec" : "tiled");
+    c.variant = fmt::format("{} {}", type_name(type), use_linear_rows(w.device(), {s.T, s.K, s.N}, type) && !fused ? "rows" : s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
@@ -407,8 +407,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                           whole(scratch), extras.workers, extras.arithmetic))
           c.dispatches.push_back(std::move(d));
-        uint32_t workers = use_linear_rows(p, type) ? 0 : linear_split_workers(w.device(), p, extras.workers);
-        shares.push_back(workers ? fmt::format("{} workers", workers) : use_linear_rows(p, type) ? "rows" : "whole tiles");
+        uint32_t workers = use_linear_rows(w.device(), p, type) ? 0 : linear_split_workers(w.device(), p, extras.workers);
+        shares.push_back(workers ? fmt::format("{} workers", workers) : use_linear_rows(w.device(), p, type) ? "rows" : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,
                                       blocking));
@@ -1042,9 +1042,9 @@ Warmed warm_until_at_speed(gpu::Device& device, std::span<const Dispatch> probe,
 
 // The tuning rows Options asks for, added to the linear families: blockings to the decode shapes (M <= 4) and to
 // the batched decode steps linear_rows.wgsl takes, split counts to the other prompt shapes.
-std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) {
+std::vector<Kernel> tuning_variants(const gpu::Device& device, const Options& options, const Shape& shape) {
   std::vector<Kernel> kernels;
-  bool rows = use_linear_rows({shape.T, shape.K, shape.N}, WeightType::F16);
+  bool rows = use_linear_rows(device, {shape.T, shape.K, shape.N}, WeightType::F16);
   if (shape.T <= kMatvecRows) {
     for (MatvecBlocking b : options.blockings) {
       // Unfused f16 products of several rows run linear_rows.wgsl, which the blocking means differently (below).
@@ -1103,7 +1103,7 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
       if (done) done(seed);
       std::vector<Kernel> variants = family.variants;
       if (in_family(family, "linear")) {
-        auto tuning = tuning_variants(options, shape);
+        auto tuning = tuning_variants(device, options, shape);
         variants.insert(variants.end(), tuning.begin(), tuning.end());
       }
       for (const Kernel& variant : variants) {

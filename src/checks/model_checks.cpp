@@ -267,7 +267,7 @@ CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arit
   auto& weight_buffer = b.input("W", weight.words);
   auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
   LinearParams p = linear_params(s);
-  bool rows_blocking = use_linear_rows(p, s.type) && (s.blocking.columns || s.blocking.split || s.blocking.unroll);
+  bool rows_blocking = use_linear_rows(device, p, s.type) && (s.blocking.columns || s.blocking.split || s.blocking.unroll);
   if (p.M > kMatvecRows && !rows_blocking) {
     auto& scratch = b.poisoned("scratch", std::max<uint64_t>(linear_split_scratch_floats(device, p, s.workers), 1));
     for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
@@ -321,6 +321,11 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {6, 64, 17000, F16, false, true},
       {7, 64, 33800, BF16, true, false},
       {kLinearRowsMax, 64, 17000, BF16, true, true},
+      // ... from kLinearRowsMin rows where the weights are large for the adapter (use_linear_rows: 24 KiB per
+      // resident workgroup, so on lavapipe, not under an H200's tuning, where the matrix-vector kernel takes them)
+      {2, 200, 67, F16, true, true},
+      {4, 136, 97, F32, false, true, 100, 3},
+      {3, 264, 61, BF16, true, false, 0, 0, 0, {1, 8, 2}},
       // ... and at blockings of its own (columns a thread, columns a slice, pieces a slice a step): 1 to 4
       // columns, slices of 8 to 32, 1 to 4 pieces a step, with the last step's pieces past K, for 16-bit and
       // f32 weights

@@ -470,8 +470,11 @@ uint64_t linear_split_scratch_bound(const gpu::Device& device) {
   return partial_floats({128, 128}, tuning(device).resident_tiles);
 }
 
-bool use_linear_rows(const LinearParams& p, WeightType type) {
-  return p.M >= kLinearRowsMin && p.M <= kLinearRowsMax && p.K % 8 == 0 && !is_block_type(type);
+bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type) {
+  constexpr uint64_t kRowsMinWorkgroupBytes = 24 << 10;  // up to kMatvecRows rows (see model.h)
+  if (p.M < kLinearRowsMin || p.M > kLinearRowsMax || p.K % 8 != 0 || is_block_type(type)) return false;
+  return p.M > kMatvecRows ||
+         uint64_t(p.N) * p.K * weight_bytes(type) >= kRowsMinWorkgroupBytes * tuning(device).resident_workgroups;
 }
 
 RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
@@ -679,8 +682,8 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
          (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
 
-bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type) {
-  return linear_can_fuse(device, M, K, type) && !use_linear_rows({M, K, 1}, type);
+bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type) {
+  return linear_can_fuse(device, M, K, type) && !use_linear_rows(device, {M, K, N}, type);
 }
 
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
@@ -761,7 +764,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
-  if (!fused && use_linear_rows(p, type)) {
+  if (!fused && use_linear_rows(device, p, type)) {
     RowsBlocking requested{blocking.columns, blocking.split, blocking.unroll};
     RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested);
     return prepare(device, "linear_rows", shapes, operands, p, linear_rows_grid(device, p, type, requested),
@@ -804,7 +807,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
   // linear_rows.wgsl reads each weight once for all of a batched decode step's rows: it shares nothing out.
-  bool rows = use_linear_rows(p, type);
+  bool rows = use_linear_rows(device, p, type);
   if (rows && requested != 0)
     fail("kernel 'linear' ({}): {} split workers requested; a product of {} to {} rows of {} weights runs "
          "linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested, kLinearRowsMin,

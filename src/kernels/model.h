@@ -35,11 +35,11 @@ enum class WeightType : uint32_t {
 // more rows are a prompt.
 constexpr uint32_t kMatvecRows = 4;
 // From kLinearRowsMin up to kLinearRowsMax rows (a batched decode step) with K % 8 == 0 and element weights,
-// a product without fusions runs linear_rows.wgsl, which reads each weight once for all rows and x once per
-// workgroup (from workgroup memory): its threads hold the sums of all M rows for up to 4 columns. From 2 rows on
-// it replaces the matrix-vector kernel, whose column groups each re-read all M rows of x (on an H200, Llama-3-8B's
-// 4-row products took twice one row's time). On an H200 the tiled prompt kernel overtakes it between 16 and 32
-// rows (bench kernels' batch_projection_shapes).
+// a product without fusions runs linear_rows.wgsl, which reads each weight once for all rows: its threads hold the
+// sums of all M rows for up to 4 columns. Up to kMatvecRows rows it replaces the matrix-vector kernel (whose column
+// groups each re-read all M rows of x: on an H200, Llama-3-8B's 4-row products took twice one row's time) only for
+// large products (use_linear_rows). On an H200 the tiled prompt kernel overtakes it between 16 and 32 rows (bench
+// kernels' batch_projection_shapes).
 constexpr uint32_t kLinearRowsMin = 2;
 constexpr uint32_t kLinearRowsMax = 16;
 
@@ -156,8 +156,14 @@ struct MatvecBlocking {
 // (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid().
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (f32, f16 and
-// bf16 weights; block types keep the quantized matrix-vector and tiled kernels, which decode their blocks).
-bool use_linear_rows(const LinearParams& p, WeightType type);
+// bf16 weights; block types keep the quantized matrix-vector and tiled kernels, which decode their blocks): all
+// products of kMatvecRows + 1 to kLinearRowsMax rows, and from kLinearRowsMin rows those whose weights give each
+// of the adapter's resident workgroups (tuning().resident_workgroups) at least 24 KiB. On an H200 (1,056 resident
+// workgroups; 2026-12-02, bench model --batch 2,4 --profile) Llama-3-8B's products (31 to 995 KiB a workgroup)
+// gained with it although their norms and gate activation then run as dispatches of their own (batch 4: 383 ->
+// 421 tok/s; o 38 -> 26 us, down 92 -> 65 us); Qwen2.5-0.5B's (1.5 to 16.5 KiB) did about as well as the fused
+// matrix-vector kernel, so those dispatches made its steps slower (batch 4: 2,705 -> 2,490 tok/s).
+bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
 // else 2), columns per slice of k (`lanes`: 32, 16 or 8, the most that still give the adapter's
 // tuning().resident_tiles workgroups, else 8), then fewer columns per thread (down to 1) while the workgroups are
@@ -235,7 +241,7 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
 bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
 // Whether a model's step should fuse them: where it can, except for products that linear_rows.wgsl takes unfused
 // (use_linear_rows), whose single read of x for all rows saves more than the norm and activation dispatches cost.
-bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
+bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
 // linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
 // W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
