@@ -809,9 +809,9 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   // linear_rows.wgsl reads each weight once for all of a batched decode step's rows: it shares nothing out.
   bool rows = use_linear_rows(device, p, type);
   if (rows && requested != 0)
-    fail("kernel 'linear' ({}): {} split workers requested; a product of {} to {} rows of {} weights runs "
-         "linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested, kLinearRowsMin,
-         kLinearRowsMax, weight_type_name(type));
+    fail("kernel 'linear' ({}): {} split workers requested; this product of {} weights (a batched decode step of "
+         "at most {} rows) runs linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested,
+         weight_type_name(type), kLinearRowsMax);
   uint32_t workers = rows ? 0 : linear_split_workers(device, p, requested);
   std::vector<Dispatch> dispatches;
   if (workers == 0) {

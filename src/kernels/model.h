@@ -121,7 +121,7 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // ones to share out), other K linear.wgsl's 64 x 64 tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
 // and prompts run linear_tiled.wgsl decoding each slab's weights as it loads them.
-// Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
+// Other decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
 // around the projection (linear_can_fuse() says when): norm_x applies an RMSNorm with eps to x first,
 // either with the norm's weight (kNormWeighted) or to an x that already holds x * weight (kNormPrepared,
 // written by the product before with norm_out), the rms then coming from the raw x; norm_out also writes
