@@ -220,36 +220,68 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{9496, 1, 1}));
 }
 
-// linear_rows.wgsl takes M = 5 to kLinearRowsMax with K % 8 == 0 and element weights: 4 columns per thread up to
-// 8 rows, then 2, in slices of 32 columns where they make the resident tiles' 264 workgroups (two per H200 SM),
-// else of 16, else of 8, and then fewer columns per thread (2, 1) where 8-column slices still make fewer than 132
-// (one per SM).
+// linear_rows.wgsl takes unfused products of M = kLinearRowsMin to kLinearRowsMax rows with K % 8 == 0 and element
+// weights: 4 columns per thread up to 8 rows, then 2, in slices of 32 columns where they make the resident tiles'
+// 264 workgroups (two per H200 SM), else of 16, else of 8, then fewer columns per thread (2, 1) where 8-column
+// slices still make fewer than 132 (one per SM), and 4 / columns pieces a slice at a time.
 TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   device().set_tuning(kH200);
   for (WeightType type : {WeightType::F32, WeightType::F16, WeightType::BF16}) {
-    EXPECT_TRUE(use_linear_rows({5, 64, 8, 8, 0, 0, 0}, type));
-    EXPECT_TRUE(use_linear_rows({kLinearRowsMax, 64, 8, 8, 0, 0, 0}, type));
-    EXPECT_FALSE(use_linear_rows({4, 64, 8, 8, 0, 0, 0}, type));                   // decoding: matrix-vector
-    EXPECT_FALSE(use_linear_rows({kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
-    EXPECT_FALSE(use_linear_rows({8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
+    EXPECT_TRUE(use_linear_rows(device(), {kMatvecRows + 1, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_TRUE(use_linear_rows(device(), {kLinearRowsMax, 64, 8, 8, 0, 0, 0}, type));
+    EXPECT_FALSE(use_linear_rows(device(), {1, 4096, 28672, 28672, 0, 0, 0}, type));  // decoding: matrix-vector
+    EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
+    EXPECT_FALSE(use_linear_rows(device(), {8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
   }
-  EXPECT_FALSE(use_linear_rows({8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: the tiled kernel decodes them
-  EXPECT_EQ(linear_rows_blocking(device(), 5, 9728).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(device(), 8, 9728).columns, 4u);
-  EXPECT_EQ(linear_rows_blocking(device(), 9, 9728).columns, 2u);
-  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 9728).columns, 2u);
-  // Qwen2.5-0.5B's o and down: 28 workgroups of 4 columns a thread, 56 of 2, 112 of 1.
-  EXPECT_EQ(linear_rows_blocking(device(), 5, 896).columns, 1u);
-  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896).columns, 1u);
-  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}), (Grid{112, 1, 1}));           // 8-column slices
-  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));       // Llama's o: 8
-  EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
-  EXPECT_EQ(linear_rows_blocking(device(), 8, 4096).columns, 2u);  // 128 workgroups of 4 columns, 256 of 2
-  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 4096, 4096, 0, 0, 0}), (Grid{256, 1, 1}));
-  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}), (Grid{448, 1, 1}));     // gate_up: 32
-  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}), (Grid{313, 1, 1}));      // 32
-  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}), (Grid{313, 1, 1}));      // 16
-  EXPECT_EQ(linear_rows_blocking(device(), 8, 20000).lanes, 16u);
+  EXPECT_FALSE(use_linear_rows(device(), {8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: tiled, quantized
+  // From kLinearRowsMin to kMatvecRows rows, products of at least 24 KiB of weights per resident workgroup
+  // (1,056 x 24 KiB = 24.75 MiB here): Llama-3-8B's o (32 MiB of f16), not Qwen2.5-0.5B's gate_up (17 MiB);
+  // f32 weights count their 4 bytes. Those products fuse nothing in a model's step; the others still do.
+  constexpr WeightType F16 = WeightType::F16;
+  for (uint32_t M = kLinearRowsMin; M <= kMatvecRows; ++M) {
+    EXPECT_TRUE(use_linear_rows(device(), {M, 4096, 4096, 4096, 0, 0, 0}, F16));
+    EXPECT_FALSE(use_linear_rows(device(), {M, 896, 9728, 9728, 0, 0, 0}, F16));
+    EXPECT_TRUE(use_linear_rows(device(), {M, 896, 9728, 9728, 0, 0, 0}, WeightType::F32));
+    EXPECT_TRUE(use_linear_rows(device(), {M, 8, 1584 * 1024, 1584 * 1024, 0, 0, 0}, F16));   // exactly 24 KiB
+    EXPECT_FALSE(use_linear_rows(device(), {M, 8, 1584 * 1024 - 1, 1584 * 1024, 0, 0, 0}, F16));  // a row short
+  }
+  if (linear_can_fuse(device(), 1, 4096, F16)) {
+    EXPECT_TRUE(linear_fuses(device(), 1, 4096, 4096, F16));
+    EXPECT_TRUE(linear_can_fuse(device(), kMatvecRows, 4096, F16));
+    EXPECT_FALSE(linear_fuses(device(), kMatvecRows, 4096, 4096, F16));
+    EXPECT_FALSE(linear_fuses(device(), kLinearRowsMin, 4096, 4096, F16));
+    EXPECT_TRUE(linear_fuses(device(), kMatvecRows, 896, 9728, F16));
+  }
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMin, 9728, F16).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 9728, F16).columns, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 9728, F16).unroll, 1u);
+  EXPECT_EQ(linear_rows_blocking(device(), 9, 9728, F16).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 9728, F16).columns, 2u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 9728, F16).unroll, 2u);
+  // Qwen2.5-0.5B's o and down: 28 workgroups of 4 columns a thread, 56 of 2, 112 of 1 (4 pieces at a time).
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 896, F16).columns, 1u);
+  EXPECT_EQ(linear_rows_blocking(device(), 5, 896, F16).unroll, 4u);
+  EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896, F16).columns, 1u);
+  EXPECT_EQ(linear_rows_grid(device(), {5, 896, 896, 896, 0, 0, 0}, F16), (Grid{112, 1, 1}));      // 8-column slices
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 4096, 4096, 0, 0, 0}, F16), (Grid{256, 1, 1}));  // Llama's o: 8
+  EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}, F16), (Grid{256, 1, 1}));
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 4096, F16).columns, 2u);  // 128 workgroups of 4 columns, 256 of 2
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 4096, 4096, 0, 0, 0}, F16), (Grid{256, 1, 1}));
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}, F16), (Grid{448, 1, 1}));  // gate_up: 32
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}, F16), (Grid{313, 1, 1}));   // 32
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}, F16), (Grid{313, 1, 1}));   // 16
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 20000, F16).lanes, 16u);
+  // A requested blocking is kept; one the kernel cannot take is refused, naming the field.
+  RowsBlocking asked = linear_rows_blocking(device(), 8, 4096, F16, {1, 32, 2});
+  EXPECT_EQ(asked.columns, 1u);
+  EXPECT_EQ(asked.lanes, 32u);
+  EXPECT_EQ(asked.unroll, 2u);
+  EXPECT_THAT([] { linear_rows_blocking(device(), 8, 4096, F16, {8, 0, 0}); },
+              ThrowsMessage<Error>(HasSubstr("8 columns a thread")));
+  EXPECT_THAT([] { linear_rows_blocking(device(), 8, 4096, F16, {0, 64, 0}); },
+              ThrowsMessage<Error>(HasSubstr("slices of 64 columns")));
+  EXPECT_THAT([] { linear_rows_blocking(device(), 8, 4096, F16, {0, 0, 3}); },
+              ThrowsMessage<Error>(HasSubstr("3 pieces a slice")));
 }
 
 // A product of 17 to 64 rows (a batched decode step) takes tiles no taller than its rows rounded up to 64: a

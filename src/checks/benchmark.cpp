@@ -354,7 +354,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     }
     uint64_t row_bytes = weight_row_bytes(type, s.K);
     Case c = matmul_like(s, double(row_bytes) * s.N);
-    c.variant = fmt::format("{} {}", type_name(type), s.T <= kMatvecRows ? "matvec" : use_linear_rows({s.T, s.K, s.N}, type) ? "rows" : "tiled");
+    bool fused = extras.norm || extras.gate_act || extras.norm_out;
+    c.variant = fmt::format("{} {}", type_name(type), use_linear_rows(w.device(), {s.T, s.K, s.N}, type) && !fused ? "rows" : s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
@@ -368,7 +369,6 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
       c.skipped = "f16 arithmetic needs shader-f16";
       return c;
     }
-    bool fused = extras.norm || extras.gate_act || extras.norm_out;
     if (fused && !linear_can_fuse(w.device(), s.T, s.K, type)) {
       c.skipped = "fusions need the subgroup decode variant";
       return c;
@@ -407,8 +407,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                           whole(scratch), extras.workers, extras.arithmetic))
           c.dispatches.push_back(std::move(d));
-        uint32_t workers = use_linear_rows(p, type) ? 0 : linear_split_workers(w.device(), p, extras.workers);
-        shares.push_back(workers ? fmt::format("{} workers", workers) : use_linear_rows(p, type) ? "rows" : "whole tiles");
+        uint32_t workers = use_linear_rows(w.device(), p, type) ? 0 : linear_split_workers(w.device(), p, extras.workers);
+        shares.push_back(workers ? fmt::format("{} workers", workers) : use_linear_rows(w.device(), p, type) ? "rows" : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,
                                       blocking));
@@ -696,14 +696,14 @@ std::vector<Shape> decode_projection_shapes() {
   return shapes;
 }
 
-// Batched decode steps: Llama's projections at 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
+// Batched decode steps: Llama's projections at 4, 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
 // once), and at kLinearRowsMax + 1, 32 and 64 rows, the tiled prompt kernel's, in 64-row tiles: the tiled path's
 // time for such a step (the crossover, 16 to 32 rows on an H200); Qwen's, whose narrow products leave SMs idle.
 std::vector<Shape> batch_projection_shapes() {
   std::vector<Shape> shapes;
-  for (uint32_t T : {8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 64u})
+  for (uint32_t T : {4u, 8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 64u})
     for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, T, false));
-  for (uint32_t T : {8u, kLinearRowsMax, 64u})  // Qwen's narrow products (N = 896) at M = 8 and 16
+  for (uint32_t T : {4u, 8u, kLinearRowsMax, 64u})  // Qwen's narrow products (N = 896) at M = 4, 8 and 16
     for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, T, false));
   return shapes;
 }
@@ -1040,13 +1040,15 @@ Warmed warm_until_at_speed(gpu::Device& device, std::span<const Dispatch> probe,
   }
 }
 
-// The tuning rows Options asks for, added to the linear families: blockings to the decode shapes (M <= 4),
-// split counts to the prompt shapes (not to the batched decode steps linear_rows.wgsl takes).
-std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) {
+// The tuning rows Options asks for, added to the linear families: blockings to the decode shapes (M <= 4) and to
+// the batched decode steps linear_rows.wgsl takes, split counts to the other prompt shapes.
+std::vector<Kernel> tuning_variants(const gpu::Device& device, const Options& options, const Shape& shape) {
   std::vector<Kernel> kernels;
+  bool rows = use_linear_rows(device, {shape.T, shape.K, shape.N}, WeightType::F16);
   if (shape.T <= kMatvecRows) {
     for (MatvecBlocking b : options.blockings) {
-      kernels.push_back({"linear", linear_case(WeightType::F16, b)});
+      // Unfused f16 products of several rows run linear_rows.wgsl, which the blocking means differently (below).
+      if (!rows) kernels.push_back({"linear", linear_case(WeightType::F16, b)});
       kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted})});
       // The block types' decode kernel takes COLUMNS columns per team of SPLIT lanes (linear_q_matvec_blocking).
       for (WeightType type : {WeightType::Q4_0, WeightType::Q4_K})
@@ -1055,10 +1057,12 @@ std::vector<Kernel> tuning_variants(const Options& options, const Shape& shape) 
       if (pairs && shape.name.find("gate_up") != std::string::npos)
         kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted, .gate_act = 1})});
     }
-  } else if (!use_linear_rows({shape.T, shape.K, shape.N}, WeightType::F16)) {  // linear_rows.wgsl shares nothing out
+  } else if (!rows) {
     for (uint32_t workers : options.split_workers)
       kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .workers = workers})});
   }
+  if (rows)  // linear_rows.wgsl shares nothing out; COLUMNS a thread, SPLIT columns a slice, UNROLL pieces a step
+    for (MatvecBlocking b : options.blockings) kernels.push_back({"linear", linear_case(WeightType::F16, b)});
   return kernels;
 }
 
@@ -1099,7 +1103,7 @@ std::vector<Result> run(gpu::Device& device, const Options& options, const Ceili
       if (done) done(seed);
       std::vector<Kernel> variants = family.variants;
       if (in_family(family, "linear")) {
-        auto tuning = tuning_variants(options, shape);
+        auto tuning = tuning_variants(device, options, shape);
         variants.insert(variants.end(), tuning.begin(), tuning.end());
       }
       for (const Kernel& variant : variants) {

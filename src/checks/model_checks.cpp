@@ -256,7 +256,7 @@ LinearIo linear_io(Buffers& b, Rng& rng, uint32_t M, uint32_t K, uint32_t N, uin
 
 // One linear case: random weights of the shape's type (a block of rows from row0 on), x, bias and residual;
 // prompts go through linear_split_k() in `arithmetic` (shared out where the shape asks or the dispatcher
-// chooses), decoding through linear() with the shape's blocking.
+// chooses), decoding and batched steps with a blocking of their own through linear() with the shape's blocking.
 CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arithmetic arithmetic,
                        const std::string& kernel, double bound) {
   uint32_t stride = s.out_stride ? s.out_stride : s.N;
@@ -267,7 +267,8 @@ CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arit
   auto& weight_buffer = b.input("W", weight.words);
   auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
   LinearParams p = linear_params(s);
-  if (p.M > kMatvecRows) {
+  bool rows_blocking = use_linear_rows(device, p, s.type) && (s.blocking.columns || s.blocking.split || s.blocking.unroll);
+  if (p.M > kMatvecRows && !rows_blocking) {
     auto& scratch = b.poisoned("scratch", std::max<uint64_t>(linear_split_scratch_floats(device, p, s.workers), 1));
     for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
                                             {io.residual_buffer}, {io.out}, p, s.type, {&scratch}, s.workers,
@@ -286,7 +287,7 @@ CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arit
 std::vector<LinearShape> linear_shapes(bool quick) {
   std::vector<LinearShape> shapes = {
       // matrix-vector variant (M <= 4): 16-byte pieces (K % 4 == 0 for f32, K % 8 == 0 for 16-bit weights)
-      // and single weights (other K), odd N
+      // and single weights (other K), odd N; from kLinearRowsMin rows with K % 8 == 0, linear_rows.wgsl
       {1, 64, 48, F32, true, false},
       {1, 36, 20, BF16, true, false},
       {1, 67, 33, F16, false, true},
@@ -297,12 +298,13 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       // several columns per group, N not a multiple of them (the last group's extra rows write nothing),
       // and groups split over 2 or 4 subgroups (pieces per row not a multiple of lanes * split)
       {1, 64, 41, F16, true, true, 0, 0, 0, {2, 1}},
-      {3, 72, 23, F32, false, true, 30, 5, 0, {3, 1}},
-      {4, 136, 37, BF16, true, false, 0, 0, 0, {4, 1}},
+      // (several rows of f32 weights with K % 8 != 0: linear_rows.wgsl takes K % 8 == 0)
+      {3, 76, 23, F32, false, true, 30, 5, 0, {3, 1}},
+      {1, 136, 37, BF16, true, false, 0, 0, 0, {4, 1}},
       {1, 584, 29, F16, true, true, 0, 0, 0, {1, 2}},
-      {2, 1000, 19, F32, false, true, 0, 0, 0, {3, 4}},
-      // batched decode steps (kMatvecRows < M <= kLinearRowsMax, K % 8 == 0: linear_rows.wgsl): 4 columns per
-      // thread (M <= 8), 2 (M <= 16), each with N not a multiple of the workgroup's columns (some threads'
+      {2, 1004, 19, F32, false, true, 0, 0, 0, {3, 4}},
+      // batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0: linear_rows.wgsl): 4 columns
+      // per thread, fewer for narrow N, each with N not a multiple of the workgroup's columns (some threads'
       // columns past N), pieces per row (K / 4 for f32, K / 8 for 16-bit weights) odd or not a multiple of
       // the slices' blocks, a row block into a strided output, and, under a tuning of many resident tiles
       // (an H200's), 8- to 32-column slices (wide N keeps wide slices)
@@ -319,6 +321,19 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {6, 64, 17000, F16, false, true},
       {7, 64, 33800, BF16, true, false},
       {kLinearRowsMax, 64, 17000, BF16, true, true},
+      // ... from kLinearRowsMin rows where the weights are large for the adapter (use_linear_rows: 24 KiB per
+      // resident workgroup, so on lavapipe, not under an H200's tuning, where the matrix-vector kernel takes them)
+      {2, 200, 67, F16, true, true},
+      {4, 136, 97, F32, false, true, 100, 3},
+      {3, 264, 61, BF16, true, false, 0, 0, 0, {1, 8, 2}},
+      // ... and at blockings of its own (columns a thread, columns a slice, pieces a slice a step): 1 to 4
+      // columns, slices of 8 to 32, 1 to 4 pieces a step, with the last step's pieces past K, for 16-bit and
+      // f32 weights
+      {5, 200, 37, F32, true, true, 0, 0, 0, {1, 8, 4}},
+      {7, 264, 61, BF16, false, true, 70, 9, 0, {2, 16, 2}},
+      {13, 136, 99, F32, true, false, 0, 0, 0, {4, 8, 2}},
+      {kLinearRowsMax, 200, 75, F16, true, true, 0, 0, 0, {4, 32, 1}},
+      {kLinearRowsMax, 72, 21, F32, true, true, 0, 0, 0, {1, 16, 2}},
       // the same step sizes for K % 8 != 0 (linear.wgsl's tiles)
       {7, 60, 19, F16, true, true},
       {kLinearRowsMax, 100, 33, F32, false, true},

@@ -275,13 +275,13 @@ class StepBuilder {
   // Whether the gate|up projection `L` can apply the gate activation to its own output (its gate and up
   // rows must lie in one binding).
   bool can_gate(const GpuLinear& L) const {
-    return !L.gptq && L.blocks.size() == 1 && kernels::linear_can_fuse(device_, T_, L.in, L.type);
+    return !L.gptq && L.blocks.size() == 1 && kernels::linear_fuses(device_, T_, L.in, L.out, L.type);
   }
 
   // Whether `L` can apply its input's RMSNorm itself (the decode kernel sums x's squares as it reads x,
   // so the fused norm costs no extra pass).
   bool fusable(const GpuLinear& L, uint32_t M) const {
-    return !L.gptq && kernels::linear_can_fuse(device_, M, L.in, L.type);
+    return !L.gptq && kernels::linear_fuses(device_, M, L.in, L.out, L.type);
   }
 
   // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can
@@ -403,7 +403,7 @@ class StepBuilder {
     // Decoding one sequence without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
     if (!batched() && !L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 &&
-        kernels::linear_can_fuse(device_, T_, qkv.in, qkv.type) && kernels::qkv_rope_fusable(qkv_heads()) &&
+        kernels::linear_fuses(device_, T_, qkv.in, qkv.out, qkv.type) && kernels::qkv_rope_fusable(qkv_heads()) &&
         kernels::linear_qkv_rope_fits(device_)) {
       project_qkv_rope(l, L, label, in);
     } else {

@@ -499,32 +499,50 @@ uint64_t linear_split_scratch_bound(const gpu::Device& device) {
   return partial_floats({128, 128}, tuning(device).resident_tiles);
 }
 
-bool use_linear_rows(const LinearParams& p, WeightType type) {
-  return p.M > kMatvecRows && p.M <= kLinearRowsMax && p.K % 8 == 0 && !is_block_type(type);
+bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type) {
+  constexpr uint64_t kRowsMinWorkgroupBytes = 24 << 10;  // up to kMatvecRows rows (see model.h)
+  if (p.M < kLinearRowsMin || p.M > kLinearRowsMax || p.K % 8 != 0 || is_block_type(type)) return false;
+  return p.M > kMatvecRows ||
+         uint64_t(p.N) * p.K * weight_bytes(type) >= kRowsMinWorkgroupBytes * tuning(device).resident_workgroups;
 }
 
-RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N) {
-  // Sums of all M rows for each column a thread holds, in at most 32 registers: 4 columns up to 8 rows, 2 up
-  // to kLinearRowsMax (the weight pieces in flight stay 4 per thread: linear_rows.wgsl's IN_FLIGHT).
-  static_assert(kLinearRowsMax * 2 <= 32, "linear_rows.wgsl holds at most 32 sums a thread");
-  uint32_t columns = M <= 8 ? 4 : 2;
+RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
+                                  RowsBlocking requested) {
+  auto shapes = [&] { return fmt::format("M={} N={} type={}", M, N, name_of(type)); };
+  // linear_rows.wgsl's limits: four groups of 4 rows, 4 columns a thread, 4 pieces a slice at a time.
+  constexpr uint32_t kRowsMaxColumns = 4, kRowsMaxUnroll = 4, kRowsInFlight = 4;
+  static_assert(kLinearRowsMax <= 16, "linear_rows.wgsl holds the sums of four groups of 4 rows");
+  RowsBlocking b = requested;
+  // Sums of all M rows for each column a thread holds: 4 columns up to 8 rows (each 4-row read of x feeds 16
+  // FMAs), 2 beyond (64 sums a thread would leave too few threads resident).
+  if (b.columns == 0) b.columns = M <= 8 ? 4 : 2;
+  auto workgroups = [&] { return ceil_div(N, uint64_t(b.lanes) * b.columns); };
   // Columns side by side at one k share each read of x; fewer of them (more slices of k) where wide slices
   // would leave fewer workgroups than tuning().resident_tiles (an H200: two per SM), which reading the weights
   // at bandwidth needs (Llama-3-8B's o, N = 4096 at M = 16: 64 workgroups of 32-column slices, 256 of 8).
-  uint32_t lanes = 32;
-  auto workgroups = [&] { return ceil_div(N, uint64_t(lanes) * columns); };
-  while (lanes > 8 && workgroups() < tuning(device).resident_tiles) lanes /= 2;
+  bool fixed_lanes = b.lanes != 0;
+  if (!fixed_lanes)
+    for (b.lanes = 32; b.lanes > 8 && workgroups() < tuning(device).resident_tiles;) b.lanes /= 2;
   // Fewer columns a thread (down to 1) while 8-column slices still leave fewer workgroups than half the resident
-  // tiles (an H200: one per SM). On an H200 (2026-12-02, bench model --batch --profile): Qwen2.5-0.5B's down
-  // (N = 896) went from 28 workgroups to 112 at M = 8, 57.6 -> 37.1 us, and from 56 to 112 at M = 16, 70.8 ->
-  // 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but from 256 (already about
-  // the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
-  while (columns > 1 && workgroups() < tuning(device).resident_tiles / 2) columns /= 2;
-  return {columns, lanes};
+  // tiles (an H200: one per SM). On an H200 (2026-12-02, bench model --batch --profile, the kernel before this
+  // one): Qwen2.5-0.5B's down (N = 896) went from 28 workgroups to 112 at M = 8, 57.6 -> 37.1 us, and from 56 to
+  // 112 at M = 16, 70.8 -> 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but
+  // from 256 (already about the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
+  if (requested.columns == 0 && !fixed_lanes)
+    while (b.columns > 1 && workgroups() < tuning(device).resident_tiles / 2) b.columns /= 2;
+  // Then the pieces a slice takes at a time: kRowsInFlight weight loads in flight per thread.
+  if (b.unroll == 0) b.unroll = std::max<uint32_t>(1, kRowsInFlight / b.columns);
+  if (b.columns > kRowsMaxColumns || !std::has_single_bit(b.columns))
+    fail("kernel 'linear_rows' ({}): {} columns a thread requested; 1, 2 or 4", shapes(), b.columns);
+  if (b.lanes < 8 || b.lanes > 32 || !std::has_single_bit(b.lanes))
+    fail("kernel 'linear_rows' ({}): slices of {} columns requested; 8, 16 or 32", shapes(), b.lanes);
+  if (b.unroll > kRowsMaxUnroll || !std::has_single_bit(b.unroll))
+    fail("kernel 'linear_rows' ({}): {} pieces a slice at a time requested; 1, 2 or 4", shapes(), b.unroll);
+  return b;
 }
 
-Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p) {
-  RowsBlocking b = linear_rows_blocking(device, p.M, p.N);
+Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightType type, RowsBlocking requested) {
+  RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested);
   return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes));
 }
 
@@ -693,6 +711,10 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
          (uint64_t(K) * weight_bytes(type)) % 16 == 0;
 }
 
+bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type) {
+  return linear_can_fuse(device, M, K, type) && !use_linear_rows(device, {M, K, N}, type);
+}
+
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
                                         MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
@@ -766,6 +788,21 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
   uint64_t x_count = count_of(p.M, p.K);
   if (is_block_type(type) && use_matvec(p.M))
     return quant_matvec(device, shapes, x, weight, bias, residual, out, p, type, blocking);
+  std::initializer_list<Operand> operands = {{"x", x, x_count},
+                                             weight_operand("W", weight, p.N, p.K, type),
+                                             {"bias", bias, used(p.has_bias, p.N)},
+                                             {"residual", residual, used(p.has_residual, out_count)},
+                                             {"out", out, out_count}};
+  if (!fused && use_linear_rows(device, p, type)) {
+    RowsBlocking requested{blocking.columns, blocking.split, blocking.unroll};
+    RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested);
+    return prepare(device, "linear_rows", shapes, operands, p, linear_rows_grid(device, p, type, requested),
+                   {{"WEIGHT_TYPE", double(type)},
+                    {"ROWS", double(p.M)},
+                    {"COLS", double(b.columns)},
+                    {"LANES", double(b.lanes)},
+                    {"UNROLL", double(b.unroll)}});
+  }
   if (use_subgroup_matvec(device, p, type)) {
     // The gate and up rows of an output are the two columns of one group.
     if (p.gate_act) blocking = paired_blocking("linear", shapes, "gate_act", blocking);
@@ -775,19 +812,6 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                            p, type,
                            linear_matvec_blocking(device, p.K, p.N, type, blocking, p.norm_x != 0),
                            {used(p.has_residual, out_count), out_count, 1}, {});
-  }
-  std::initializer_list<Operand> operands = {{"x", x, x_count},
-                                             weight_operand("W", weight, p.N, p.K, type),
-                                             {"bias", bias, used(p.has_bias, p.N)},
-                                             {"residual", residual, used(p.has_residual, out_count)},
-                                             {"out", out, out_count}};
-  if (use_linear_rows(p, type)) {
-    RowsBlocking b = linear_rows_blocking(device, p.M, p.N);
-    return prepare(device, "linear_rows", shapes, operands, p, linear_rows_grid(device, p),
-                   {{"WEIGHT_TYPE", double(type)},
-                    {"ROWS", double(p.M)},
-                    {"COLS", double(b.columns)},
-                    {"LANES", double(b.lanes)}});
   }
   if (use_linear_tiled(p))
     return linear_tiled(device, shapes, {x, weight, bias, residual, out, device.placeholder(0)}, p, type, 0,
@@ -812,11 +836,11 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
     fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
          p.N);
   // linear_rows.wgsl reads each weight once for all of a batched decode step's rows: it shares nothing out.
-  bool rows = use_linear_rows(p, type);
+  bool rows = use_linear_rows(device, p, type);
   if (rows && requested != 0)
-    fail("kernel 'linear' ({}): {} split workers requested; a product of {} to {} rows of {} weights runs "
-         "linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested, kMatvecRows + 1,
-         kLinearRowsMax, weight_type_name(type));
+    fail("kernel 'linear' ({}): {} split workers requested; this product of {} weights (a batched decode step of "
+         "at most {} rows) runs linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested,
+         weight_type_name(type), kLinearRowsMax);
   uint32_t workers = rows ? 0 : linear_split_workers(device, p, requested);
   std::vector<Dispatch> dispatches;
   if (workers == 0) {

@@ -34,10 +34,13 @@ enum class WeightType : uint32_t {
 // The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);
 // more rows are a prompt.
 constexpr uint32_t kMatvecRows = 4;
-// From kMatvecRows + 1 up to this many rows (a batched decode step) with K % 8 == 0, linear() runs
-// linear_rows.wgsl, which reads each weight once for all rows: its threads hold the sums of all M rows for
-// 32 / M columns (rounded down to 2 or 4), at most 32 registers of sums. On an H200 the tiled prompt kernel
-// overtakes it between 16 and 32 rows (bench kernels' batch_projection_shapes).
+// From kLinearRowsMin up to kLinearRowsMax rows (a batched decode step) with K % 8 == 0 and element weights,
+// a product without fusions runs linear_rows.wgsl, which reads each weight once for all rows: its threads hold the
+// sums of all M rows for up to 4 columns. Up to kMatvecRows rows it replaces the matrix-vector kernel (whose column
+// groups each re-read all M rows of x: on an H200, Llama-3-8B's 4-row products took twice one row's time) only for
+// large products (use_linear_rows). On an H200 the tiled prompt kernel overtakes it between 16 and 32 rows (bench
+// kernels' batch_projection_shapes).
+constexpr uint32_t kLinearRowsMin = 2;
 constexpr uint32_t kLinearRowsMax = 16;
 
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
@@ -123,13 +126,13 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
-// Batched decode steps (4 < M <= kLinearRowsMax, K % 8 == 0, f32/f16/bf16 weights) run linear_rows.wgsl (same
-// bindings and params; linear_rows_blocking()); other prompts with K % 8 == 0 run linear_tiled.wgsl (same
+// Batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0, f32/f16/bf16 weights, no fusion) run
+// linear_rows.wgsl (same bindings and params; linear_rows_blocking()); other prompts with K % 8 == 0 run linear_tiled.wgsl (same
 // bindings and params; 64/128-square tiles chosen by linear_grid()'s shape rule; linear_split_k() may take larger
 // ones to share out), other K linear.wgsl's 64 x 64 tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
 // and prompts run linear_tiled.wgsl decoding each slab's weights as it loads them.
-// Decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
+// Other decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
 // around the projection (linear_can_fuse() says when): norm_x applies an RMSNorm with eps to x first,
 // either with the norm's weight (kNormWeighted) or to an x that already holds x * weight (kNormPrepared,
 // written by the product before with norm_out), the rms then coming from the raw x; norm_out also writes
@@ -163,17 +166,27 @@ struct MatvecBlocking {
 // The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
 // (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid().
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
-// Whether linear() and linear_split_k() run linear_rows.wgsl for this shape (f32, f16 and bf16 weights; block
-// types keep the tiled kernel, which decodes their blocks).
-bool use_linear_rows(const LinearParams& p, WeightType type);
-// linear_rows.wgsl's blocking for M rows and N columns: columns per thread (4 up to 8 rows, else 2) and columns
-// per slice of k (8, 16 or 32: the most that still give the adapter's tuning().resident_tiles workgroups, else 8),
-// then fewer columns per thread (down to 1) while the workgroups are fewer than half of those; its grid.
+// Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (f32, f16 and
+// bf16 weights; block types keep the quantized matrix-vector and tiled kernels, which decode their blocks): all
+// products of kMatvecRows + 1 to kLinearRowsMax rows, and from kLinearRowsMin rows those whose weights give each
+// of the adapter's resident workgroups (tuning().resident_workgroups) at least 24 KiB. On an H200 (1,056 resident
+// workgroups; 2026-12-02, bench model --batch 2,4 --profile) Llama-3-8B's products (31 to 995 KiB a workgroup)
+// gained with it although their norms and gate activation then run as dispatches of their own (batch 4: 383 ->
+// 421 tok/s; o 38 -> 26 us, down 92 -> 65 us); Qwen2.5-0.5B's (1.5 to 16.5 KiB) did about as well as the fused
+// matrix-vector kernel, so those dispatches made its steps slower (batch 4: 2,705 -> 2,490 tok/s).
+bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
+// linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
+// else 2), columns per slice of k (`lanes`: 32, 16 or 8, the most that still give the adapter's
+// tuning().resident_tiles workgroups, else 8), then fewer columns per thread (down to 1) while the workgroups are
+// fewer than half of those, and pieces a slice takes at a time (`unroll`: 4 loads in flight a thread). Fields of
+// `requested` that are not 0 are kept (benchmarks compare blockings; a requested `lanes` or `columns` also keeps
+// the other); throws naming one out of range. Its grid: linear_rows_grid.
 struct RowsBlocking {
-  uint32_t columns, lanes;
+  uint32_t columns = 0, lanes = 0, unroll = 0;
 };
-RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N);
-Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p);
+RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
+                                  RowsBlocking requested = {});
+Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightType type, RowsBlocking requested = {});
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
                 const LinearNorm& norm = {}, MatvecBlocking blocking = {});
@@ -237,6 +250,9 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
 // Whether linear() can fuse an RMSNorm into its input or a gate activation into its output for this shape
 // on this device.
 bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightType type);
+// Whether a model's step should fuse them: where it can, except for products that linear_rows.wgsl takes unfused
+// (use_linear_rows), whose single read of x for all rows saves more than the norm and activation dispatches cost.
+bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
 // linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
 // W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
