@@ -37,25 +37,21 @@ TEST(CliOptions, PreparedNormsTakesOnlyItsThreeValues) {
   EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
 }
 
-TEST(CliOptions, ArithmeticTakesF32OrF16) {
-  Outcome bad = run_gerbil("generate --model /nonexistent --arithmetic half");
-  EXPECT_NE(bad.status, 0);
-  EXPECT_THAT(bad.output, testing::HasSubstr("--arithmetic: half not in {f32,f16}"));
-  Outcome good = run_gerbil("generate --model /nonexistent --arithmetic f16 --tokens 1,2");
-  EXPECT_NE(good.status, 0);
-  EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--arithmetic")));
-  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
+// A choice option refuses `bad`, naming its choices, and takes `good` (the command then fails on the model only).
+void expect_choice(const std::string& option, const std::string& bad, const std::string& good,
+                   const std::string& choices) {
+  Outcome refused = run_gerbil("generate --model /nonexistent " + option + " " + bad);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_THAT(refused.output, testing::HasSubstr(option + ": " + bad + " not in " + choices));
+  Outcome taken = run_gerbil("generate --model /nonexistent " + option + " " + good + " --tokens 1,2");
+  EXPECT_NE(taken.status, 0);
+  EXPECT_THAT(taken.output, testing::Not(testing::HasSubstr(option)));
+  EXPECT_THAT(taken.output, testing::HasSubstr("/nonexistent: no such model folder"));
 }
 
-TEST(CliOptions, KvCacheTakesAutoF32F16OrQ8) {
-  Outcome bad = run_gerbil("generate --model /nonexistent --kv-cache q4");
-  EXPECT_NE(bad.status, 0);
-  EXPECT_THAT(bad.output, testing::HasSubstr("--kv-cache: q4 not in {auto,f32,f16,q8}"));
-  Outcome good = run_gerbil("generate --model /nonexistent --kv-cache q8 --tokens 1,2");
-  EXPECT_NE(good.status, 0);
-  EXPECT_THAT(good.output, testing::Not(testing::HasSubstr("--kv-cache")));
-  EXPECT_THAT(good.output, testing::HasSubstr("/nonexistent: no such model folder"));
-}
+TEST(CliOptions, ArithmeticTakesF32OrF16) { expect_choice("--arithmetic", "half", "f16", "{f32,f16}"); }
+
+TEST(CliOptions, KvCacheTakesAutoF32F16OrQ8) { expect_choice("--kv-cache", "q4", "q8", "{auto,f32,f16,q8}"); }
 
 // bench model's numbers that would measure nothing are refused naming the option, before a preset is written or
 // a device created.
