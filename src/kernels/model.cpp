@@ -1239,9 +1239,9 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   stage(0, {partials, 1, 1});
   stage(1, {partials, 1, 1});
   stage(2, {partials, 1, 1});  // level 0
-  // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L rows of workgroups, the
-  // last of which works (the others return at once).
-  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials, level, 1});
+  // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L - 1 workgroups more
+  // than the chunks, which return at once.
+  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials + level - 1, 1, 1});
   stage(4, {1, 1, 1});
   return dispatches;
 }

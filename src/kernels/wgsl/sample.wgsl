@@ -22,7 +22,7 @@
 // 0 each chunk's largest logit (its order key) into CHUNK_BEST; zeroes the histograms and the levels' bounds.
 // 1 a histogram of every token's d in BINS bins of 1 / BIN_SCALE nats (counts and weight sums), from each
 //   workgroup's own in workgroup memory.
-// 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS x L workgroups: see main()). Every
+// 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS + L - 1 workgroups: see main()). Every
 //   workgroup works out the same window from level L - 1's window and result (level 0: from the histogram of
 //   stage 1); workgroup 0 stores it. Then by the window's mode:
 //   FITS: gathers its tokens (at most CAPACITY) into GATHERED and sums each chunk's kept weight before the window
@@ -909,13 +909,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let best_key = global_best(lid);
     run_level(wid.x, lid, 0u, best_key, first_window(lid));
   } else if (STAGE == 3u) {
-    // Level groups.y, one pipeline for all (lavapipe takes half a minute to compile one): the dispatcher runs
-    // level L over PARTIALS x L workgroups, the last row of which works.
-    let level = groups.y;
-    if (wid.y + 1u == level) {
-      let best_key = global_best(lid);
-      run_level(wid.x, lid, level, best_key, advance(lid, level, load_level(lid, level - 1u), key_value(best_key)));
+    // Level groups.x - PARTIALS + 1, one pipeline for all (lavapipe takes half a minute to compile one): the
+    // dispatcher runs level L over PARTIALS + L - 1 workgroups, the first PARTIALS of which work.
+    let level = groups.x - PARTIALS + 1u;
+    if (wid.x >= PARTIALS) {
+      return;
     }
+    let previous = load_level(lid, level - 1u);
+    if (previous.window.mode == FITS) {  // gathered already (or no cut): the window stays, nothing to do
+      if (wid.x == 0u && lid == 0u) {
+        store_window(level, previous.window);
+      }
+      return;
+    }
+    let best_key = global_best(lid);
+    run_level(wid.x, lid, level, best_key, advance(lid, level, previous, key_value(best_key)));
   } else {
     finish(lid);
   }
