@@ -1185,10 +1185,11 @@ std::string sample_shapes(const SampleParams& p) {
 }
 }  // namespace
 
-// sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, per level its window (16 words)
-// and key bounds (2), 1,024 gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
+// sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, the best key, per level its
+// window (16 words) and key bounds (2), 1,024 gathered (key, index) pairs, then per chunk its best key and kept
+// weight (2 words).
 uint64_t sample_candidates_words(uint32_t count) {
-  return kSampleLevels * (3 * 2048 + 16 + 2) + 1 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk);
+  return kSampleLevels * (3 * 2048 + 16 + 2) + 2 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk);
 }
 
 void check_sample_params(const SampleParams& p) {
