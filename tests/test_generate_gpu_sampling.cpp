@@ -157,6 +157,54 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
   EXPECT_LE(differing * 100, draws) << differing << " of " << draws << " draws differ:" << differences;
 }
 
+// The settings `gerbil bench model --sampling` is measured with (bench/device: top-k 20, top-p 0.9, temperature
+// alone, min-p with a temperature, top-k 100 with top-p and a repetition penalty, and Qwen2.5's
+// generation_config.json: temperature 0.7, top-k 20, top-p 0.8, repetition penalty 1.05) on rows of Qwen2.5's
+// vocabulary (151,936: 74 whole chunks and one of 384 tokens) and an odd one, from peaked to flat, with a few NaN and
+// -inf and tied logits: the GPU draws the host's token (at most 1 draw in 100 apart, as above).
+TEST(GpuSampling, BenchSettingsOnAWholeVocabularyDrawTheHostSamplersTokens) {
+  gpu::Device& device = test::device();
+  std::mt19937 rng(8);
+  const std::vector<SamplingParams> settings = {
+      {.top_k = 20},
+      {.top_p = 0.9f},
+      {},
+      {.temperature = 0.8f, .min_p = 0.05f},
+      {.top_k = 100, .top_p = 0.95f, .repetition_penalty = 1.1f},
+      {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .repetition_penalty = 1.05f},
+  };
+  constexpr uint32_t kDraws = 10;
+  size_t draws = 0, differing = 0;
+  std::string differences;
+  for (uint32_t count : {151936u, 100003u}) {
+    for (float spread : {1.0f, 3.0f, 8.0f}) {
+      std::normal_distribution<float> normal(0.0f, spread);
+      std::vector<float> logits(count);
+      for (float& l : logits) l = normal(rng);
+      for (uint32_t i = 5; i < count; i += 1001) logits[i] = NAN;
+      for (uint32_t i = 9; i < count; i += 997) logits[i] = -INFINITY;
+      for (uint32_t i = 13; i < count; i += 4099) logits[i] = logits[i - 1];  // ties across the index order
+      for (SamplingParams p : settings) {
+        p.seed = rng() | 1ull << 35;
+        std::vector<uint32_t> seen(count, 0);
+        for (uint32_t i = 2; p.penalized() && i < count; i += 13) seen[i] = 1 + i % 3;
+        SCOPED_TRACE(testing::Message() << "count " << count << " spread " << spread << " temperature "
+                                        << p.temperature << " top_k " << p.top_k << " top_p " << p.top_p
+                                        << " min_p " << p.min_p << " repetition_penalty " << p.repetition_penalty);
+        auto on_gpu = draw_on_gpu(device, logits, seen, p, kDraws);
+        auto on_host = draw_on_host(logits, seen, p, kDraws);
+        for (uint32_t d = 0; d < kDraws; ++d, ++draws)
+          if (on_host[d] != on_gpu[d]) {
+            ++differing;
+            differences += fmt::format("\n  count {} spread {} top_k {} top_p {} min_p {} position {}: host {}, GPU {}",
+                                       count, spread, p.top_k, p.top_p, p.min_p, d, on_host[d], on_gpu[d]);
+          }
+      }
+    }
+  }
+  EXPECT_LE(differing * 100, draws) << differing << " of " << draws << " draws differ:" << differences;
+}
+
 // Flat rows, where far more tokens than the GPU gathers (kernels::kSampleGathered) lie in the bin of a cut, so
 // that its levels narrow the cut down across workgroups: every logit equal, near-equal logits (distinct, all in
 // one bin), a vocabulary of 150k whose top-p or top-k cut lands among 50k equal logits, and logits around zero

@@ -212,7 +212,7 @@ StepProfile summarise_profile(std::string step, const std::vector<gpu::Timing>& 
 
 std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
-  named_sampling(model, options);  // refused the same way as by bench_model, though the profile has no sampled row
+  std::optional<graph::Model::GpuSampling> sampled = named_sampling(model, options);
   std::vector<StepProfile> profiles;
   std::vector<int32_t> filler(options.prompt_tokens, 0);
   // A prompt longer than one step runs in chunks: the last, which attends to the whole prompt, is profiled.
@@ -238,6 +238,11 @@ std::vector<StepProfile> profile_model(graph::Model& model, const ModelBenchOpti
     }
     model.profile(1);
     profiles.push_back(summarise_profile(fmt::format("decode at depth {}", depth), model.profile(1)));
+    if (sampled) {
+      model.profile_sampled(*sampled);  // warm-up: the sampled step's pipelines compiled
+      profiles.push_back(summarise_profile(fmt::format("decode at depth {}, sampled: {}", depth, describe(*sampled)),
+                                           model.profile_sampled(*sampled)));
+    }
   }
   model.reset();
   return profiles;

@@ -1006,9 +1006,7 @@ bool Model::sampling_on_gpu(const GpuSampling& s) const {
   return s.temperature > 0 && std::isfinite(1.0f / s.temperature) && token_count_ <= kernels::kMaxSampleCount;
 }
 
-uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
-                               std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
-                               uint32_t slot) {
+void Model::follow_sampling(const GpuSampling& s) {
   if (!sampling_on_gpu(s))
     fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}) and a vocabulary of at "
          "most {} (the model's: {})",
@@ -1019,6 +1017,12 @@ uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampl
   // The step's graph may already exist: its uniforms follow sampling_ without the kernel seeing it again.
   kernels::check_sample_params(settings);
   sampling_ = settings;
+}
+
+uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
+                               std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
+                               uint32_t slot) {
+  follow_sampling(s);
   // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
   // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
   if (s.penalized()) {
@@ -1141,6 +1145,14 @@ std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
   std::pair<uint32_t, uint64_t> need{0, positions_[0] + tokens};
   reserve_blocks(std::span(&need, 1));
   return time_step(step(tokens, tokens == 1 ? Output::GreedyToken : Output::LastLogits, 0));
+}
+
+std::vector<gpu::Timing> Model::profile_sampled(const GpuSampling& sampling) {
+  if (positions_[0] + 1 > context_) fail("profile_sampled: the context of {} is full", context_);
+  follow_sampling(sampling);
+  std::pair<uint32_t, uint64_t> need{0, positions_[0] + 1};
+  reserve_blocks(std::span(&need, 1));
+  return time_step(step(1, Output::SampledToken, 0));
 }
 
 std::vector<gpu::Timing> Model::profile_batch(uint32_t sequences) {

@@ -179,6 +179,9 @@ class Model {
   // position does not move (the step's cache rows are rewritten by the next real step). Precise only on
   // a device created with gpu::request_precise_timestamps(); without timestamp-query, timed on the host.
   std::vector<gpu::Timing> profile(uint32_t tokens);
+  // profile() of a decode step that draws its token on the GPU with `sampling` (decode_sampled()'s step; the
+  // token counts the penalties read are left as they are).
+  std::vector<gpu::Timing> profile_sampled(const GpuSampling& sampling);
   // profile() of the greedy step forward_batch_greedy() runs for `sequences` sequences of one token each, in
   // slots 0..sequences-1 at their current positions (the step the batched decode loop repeats). Throws where
   // a slot is missing or full, or where the model cannot batch (can_batch()).
@@ -200,6 +203,8 @@ class Model {
   Step& step(uint32_t tokens, Output output, uint32_t slot) { return step({{slot, tokens}}, output); }
   // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
   // back to back, ids read back a few steps behind.
+  // Checks `s` and makes it the settings the sampled steps' uniforms follow (sampling_).
+  void follow_sampling(const GpuSampling& s);
   uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
                          uint32_t slot);
   // Writes the segments' ids and records and submits their step with OUTPUT (positions are not advanced).

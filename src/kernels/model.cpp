@@ -1241,10 +1241,11 @@ std::string sample_shapes(const SampleParams& p) {
 }
 }  // namespace
 
-// sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, per level its window (16 words)
-// and key bounds (2), 1,024 gathered (key, index) pairs, then per chunk its best key and kept weight (2 words).
+// sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, the best key, per level its
+// window (16 words) and key bounds (2), 1,024 gathered (key, index) pairs, then per chunk its best key and kept
+// weight (2 words).
 uint64_t sample_candidates_words(uint32_t count) {
-  return kSampleLevels * (3 * 2048 + 16 + 2) + 1 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk);
+  return kSampleLevels * (3 * 2048 + 16 + 2) + 2 + 2 * 1024 + 3ull * ceil_div(count, kSampleChunk);
 }
 
 void check_sample_params(const SampleParams& p) {
@@ -1295,9 +1296,9 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   stage(0, {partials, 1, 1});
   stage(1, {partials, 1, 1});
   stage(2, {partials, 1, 1});  // level 0
-  // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L rows of workgroups, the
-  // last of which works (the others return at once).
-  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials, level, 1});
+  // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L - 1 workgroups more
+  // than the chunks, which return at once.
+  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials + level - 1, 1, 1});
   stage(4, {1, 1, 1});
   return dispatches;
 }

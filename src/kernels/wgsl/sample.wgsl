@@ -19,12 +19,13 @@
 // cost a few more passes over the logits, each spread over the GPU, instead of one workgroup's sweeps. A token's
 // place in sampling order is its 51-bit position (order key << 19 | (2^19 - 1 - index)): larger comes first.
 // Dispatches of this shader (STAGE), all but the last over PARTIALS workgroups (a row of them):
-// 0 each chunk's largest logit (its order key) into CHUNK_BEST; zeroes the histograms and the levels' bounds.
-// 1 a histogram of every token's d in BINS bins of 1 / BIN_SCALE nats (counts and weight sums), from each
-//   workgroup's own in workgroup memory.
-// 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS x L workgroups: see main()). Every
+// 0 each chunk's largest logit (its order key) into CHUNK_BEST; zeroes level 0's histogram and the levels' bounds.
+// 1 the best key over the chunks into BEST; a histogram of every token's d in BINS bins of 1 / BIN_SCALE nats
+//   (counts and weight sums), from each workgroup's own in workgroup memory.
+// 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS + L - 1 workgroups: see main()). Every
 //   workgroup works out the same window from level L - 1's window and result (level 0: from the histogram of
-//   stage 1); workgroup 0 stores it. Then by the window's mode:
+//   stage 1); workgroup 0 stores it; the level's workgroups zero the next level's histogram. A level after the
+//   gather returns at once. Then by the window's mode:
 //   FITS: gathers its tokens (at most CAPACITY) into GATHERED and sums each chunk's kept weight before the window
 //   into CHUNK_KEPT (once: later levels keep the window); BOUNDS: the smallest and largest order key in the window
 //   (a window of whole bins); REFINE: a histogram of the window's tokens in BINS sub-bins, aligned blocks of
@@ -67,6 +68,7 @@ const WORKGROUP_SIZE: u32 = 256u;
 const CHUNK: u32 = 2048u;          // kernels/model.h kSampleChunk
 const BINS: u32 = 2048u;
 const BINS_EACH: u32 = BINS / WORKGROUP_SIZE;
+const CHUNK_EACH: u32 = CHUNK / WORKGROUP_SIZE;
 const ZERO_BIN: u32 = BINS - 1u;   // d beyond the others: weight 0
 const BIN_SCALE: f32 = 96.0;       // bins per nat
 const CAPACITY: u32 = 1024u;       // kernels/model.h kSampleGathered
@@ -87,10 +89,11 @@ const P_AFTER_K: u32 = 2u;   // top-p's cut is looked for once the top-k cut's o
 const GATHERED_ONCE: u32 = 4u;  // the window's tokens have been gathered
 const WINDOW_WORDS: u32 = 16u;
 // scratch, in words
-const HIST: u32 = 0u;                                 // [LEVELS][BINS][count, weight low, weight high]; level 0's:
+const HIST: u32 = 0u;                                 // [LEVELS][BINS][count, weight: see bin_weight()]; level 0's:
                                                       // stage 1's bins of d, the others' sub-bins
 const GATHERED_COUNT: u32 = LEVELS * 3u * BINS;
-const WINDOWS: u32 = GATHERED_COUNT + 1u;             // [LEVELS][WINDOW_WORDS]: each level's window
+const BEST: u32 = GATHERED_COUNT + 1u;                // the best token's order key, from stage 1 on
+const WINDOWS: u32 = BEST + 1u;                       // [LEVELS][WINDOW_WORDS]: each level's window
 const KEY_BOUNDS: u32 = WINDOWS + LEVELS * WINDOW_WORDS;  // [LEVELS][largest key, ~smallest key] (atomicMax)
 const GATHERED: u32 = KEY_BOUNDS + 2u * LEVELS;       // [CAPACITY][order key, index]
 const CHUNK_BEST: u32 = GATHERED + 2u * CAPACITY;
@@ -169,6 +172,11 @@ fn scale24(a: vec2<u32>, m: u32, up: bool) -> vec2<u32> {
 }
 
 // ---- tokens ----
+// Token j of invocation lid's share of chunk wid: the loops over a chunk have a constant trip count, so that an
+// invocation's loads are issued together rather than one latency after another.
+fn chunk_token(wid: u32, lid: u32, j: u32) -> u32 {
+  return wid * CHUNK + j * WORKGROUP_SIZE + lid;
+}
 fn valid(i: u32) -> bool {
   return i < params.count && !is_nan(logits[i]);
 }
@@ -176,12 +184,17 @@ fn valid(i: u32) -> bool {
 // Logit i (not NaN) after the penalties, infinities clamped to +-LARGEST.
 fn logit(i: u32) -> f32 {
   var v = logits[i];
-  let seen = counts[i];
-  if (seen > 0u) {
-    v = select(v * params.repetition_penalty, v / params.repetition_penalty, v > 0.0);
-    v -= params.presence_penalty + params.frequency_penalty * f32(seen);
+  if (penalized()) {  // without penalties every count leaves the logit as it is: not read
+    let seen = counts[i];
+    if (seen > 0u) {
+      v = select(v * params.repetition_penalty, v / params.repetition_penalty, v > 0.0);
+      v -= params.presence_penalty + params.frequency_penalty * f32(seen);
+    }
   }
   return clamp(v, -LARGEST, LARGEST);
+}
+fn penalized() -> bool {
+  return params.repetition_penalty != 1.0 || params.presence_penalty != 0.0 || params.frequency_penalty != 0.0;
 }
 
 // A u32 that orders as the value does (-0 as +0); every finite value's is > 0.
@@ -307,7 +320,8 @@ fn scanned_weight(lid: u32) -> vec2<u32> {
   return vec2<u32>(scan_low[lid], scan_high[lid]);
 }
 
-// The best token's order key over all chunks (0: every logit NaN).
+// The best token's order key over all chunks (0: every logit NaN): stage 1 reduces the chunks' and stores it
+// for the later stages, which read it with stored_best().
 fn global_best(lid: u32) -> u32 {
   var best = 0u;
   if (lid < PARTIALS) {
@@ -315,12 +329,25 @@ fn global_best(lid: u32) -> u32 {
   }
   return max_all(lid, best);
 }
+fn stored_best(lid: u32) -> u32 {
+  if (lid == 0u) {
+    shared_u32[7] = atomicLoad(&scratch[BEST]);
+  }
+  return workgroupUniformLoad(&shared_u32[7]);
+}
+
+// Zeroes scratch[first, end), spread over the PARTIALS workgroups.
+fn zero_words(wid: u32, lid: u32, first: u32, end: u32) {
+  for (var j = first + wid * WORKGROUP_SIZE + lid; j < end; j += PARTIALS * WORKGROUP_SIZE) {
+    atomicStore(&scratch[j], 0u);
+  }
+}
 
 // ---- stage 0 ----
 fn chunk_best(wid: u32, lid: u32) {
   var best = 0u;
-  for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
-    let i = wid * CHUNK + s;
+  for (var j = 0u; j < CHUNK_EACH; j++) {
+    let i = chunk_token(wid, lid, j);
     if (valid(i)) {
       best = max(best, order_key(logit(i)));
     }
@@ -329,9 +356,9 @@ fn chunk_best(wid: u32, lid: u32) {
   if (lid == 0u) {
     atomicStore(&scratch[CHUNK_BEST + wid], result);
   }
-  for (var j = wid * WORKGROUP_SIZE + lid; j < GATHERED; j += PARTIALS * WORKGROUP_SIZE) {
-    atomicStore(&scratch[j], 0u);
-  }
+  // Level 0's histogram, the count, the windows and key bounds; each level zeroes the next level's histogram.
+  zero_words(wid, lid, HIST, hist_base(1u));
+  zero_words(wid, lid, GATHERED_COUNT, GATHERED);
 }
 
 // ---- histograms: stage 1's bins of d, REFINE levels' sub-bins of positions ----
@@ -341,8 +368,13 @@ fn hist_base(level: u32) -> u32 {
 fn bin_count(base: u32, b: u32) -> u32 {
   return atomicLoad(&scratch[base + 3u * b]);
 }
+// A bin's weight is word 1 + word 2 * 2^24: each workgroup adds its own sum's low 24 bits to word 1 (at most
+// PARTIALS * 2^24 in all) and the rest to word 2 (at most 2^31 * 2^19 / 2^24), so no add carries into another
+// word and none waits for the value it replaced.
 fn bin_weight(base: u32, b: u32) -> vec2<u32> {
-  return vec2<u32>(atomicLoad(&scratch[base + 3u * b + 1u]), atomicLoad(&scratch[base + 3u * b + 2u]));
+  let low = atomicLoad(&scratch[base + 3u * b + 1u]);
+  let high = atomicLoad(&scratch[base + 3u * b + 2u]);
+  return add64(wide(low), vec2<u32>(high << 24u, high >> 8u));
 }
 
 // Adds this workgroup's tokens into the histogram at `base`: by bin of d (stage 1), or (refine) those in window
@@ -353,8 +385,8 @@ fn histogram(wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) 
     atomicStore(&bin_packed[b], 0u);
   }
   workgroupBarrier();
-  for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
-    let i = wid * CHUNK + s;
+  for (var j = 0u; j < CHUNK_EACH; j++) {
+    let i = chunk_token(wid, lid, j);
     if (valid(i)) {
       let v = logit(i);
       let t = weigh(v, best);
@@ -372,22 +404,29 @@ fn histogram(wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) 
   workgroupBarrier();
   for (var b = lid; b < BINS; b += WORKGROUP_SIZE) {
     let packed = atomicLoad(&bin_packed[b]);
-    if (packed != 0u) {
+    if (packed != 0u) {  // the workgroup's weight in the bin: (packed >> 16) * 2^32 + low, below 2^42
       let low = atomicLoad(&bin_low[b]);
       atomicAdd(&scratch[base + 3u * b], packed & 0xFFFFu);
-      let old = atomicAdd(&scratch[base + 3u * b + 1u], low);
-      atomicAdd(&scratch[base + 3u * b + 2u], (packed >> 16u) + select(0u, 1u, old + low < old));
+      atomicAdd(&scratch[base + 3u * b + 1u], low & 0xFFFFFFu);
+      atomicAdd(&scratch[base + 3u * b + 2u], (low >> 24u) | ((packed >> 16u) << 8u));
     }
   }
 }
 
 // Scans the histogram at `base`, bins below `limit` (stage 1's: the zero bin left out), for find_bin().
+// Each invocation's BINS_EACH bins are kept in cached_count / cached_weight for find_bin() (no second round trip).
+var<private> cached_count: array<u32, BINS_EACH>;
+var<private> cached_weight: array<vec2<u32>, BINS_EACH>;
 fn scan_histogram(lid: u32, base: u32, limit: u32) {
   var count = 0u;
   var weight = vec2<u32>(0u, 0u);
-  for (var b = lid * BINS_EACH; b < (lid + 1u) * BINS_EACH && b < limit; b++) {
-    count += bin_count(base, b);
-    weight = add64(weight, bin_weight(base, b));
+  for (var j = 0u; j < BINS_EACH; j++) {
+    let b = lid * BINS_EACH + j;
+    let inside = b < limit;
+    cached_count[j] = select(0u, bin_count(base, b), inside);
+    cached_weight[j] = select(vec2<u32>(0u, 0u), bin_weight(base, b), inside);
+    count += cached_count[j];
+    weight = add64(weight, cached_weight[j]);
   }
   scan(lid, count, weight);
 }
@@ -401,7 +440,7 @@ struct Found {
   count_before: u32,
   weight_before: vec2<u32>,
 }
-fn find_bin(lid: u32, base: u32, limit: u32, by_weight: bool, goal: vec2<u32>) -> Found {
+fn find_bin(lid: u32, limit: u32, by_weight: bool, goal: vec2<u32>) -> Found {
   let through = select(wide(scan_count[lid]), scanned_weight(lid), by_weight);
   var before = vec2<u32>(0u, 0u);
   var count = 0u;
@@ -412,9 +451,10 @@ fn find_bin(lid: u32, base: u32, limit: u32, by_weight: bool, goal: vec2<u32>) -
     weight = scanned_weight(lid - 1u);
   }
   if (!less64(through, goal) && (lid == 0u || less64(before, goal))) {
-    for (var b = lid * BINS_EACH; b < (lid + 1u) * BINS_EACH && b < limit; b++) {
-      let c = bin_count(base, b);
-      let w = bin_weight(base, b);
+    for (var j = 0u; j < BINS_EACH && lid * BINS_EACH + j < limit; j++) {
+      let b = lid * BINS_EACH + j;
+      let c = cached_count[j];
+      let w = cached_weight[j];
       if (!less64(select(wide(count + c), add64(weight, w), by_weight), goal)) {
         shared_found = Found(b, c, count, weight);
         break;
@@ -495,7 +535,7 @@ fn first_window(lid: u32) -> Window {
                  nonzero, 0u);
   let p = top_p24();
   if (params.top_k > 0u && params.top_k < nonzero) {
-    let k = find_bin(lid, HIST, ZERO_BIN, false, wide(params.top_k));
+    let k = find_bin(lid, ZERO_BIN, false, wide(params.top_k));
     w.hi = k.bin;
     w.flags = K_PENDING;
     let through = k.count_before + k.count;
@@ -507,7 +547,7 @@ fn first_window(lid: u32) -> Window {
     } else {
       var first = k;
       if (p < 16777216u) {  // the top-k total is at least the weight before its bin
-        first = find_bin(lid, HIST, ZERO_BIN, true, scale24(k.weight_before, p, true));
+        first = find_bin(lid, ZERO_BIN, true, scale24(k.weight_before, p, true));
       }
       w.lo = first.bin;
       w.count_before = first.count_before;
@@ -523,7 +563,7 @@ fn first_window(lid: u32) -> Window {
       }
     }
   } else if (p < 16777216u) {
-    let first = find_bin(lid, HIST, ZERO_BIN, true, scale24(total, p, true));
+    let first = find_bin(lid, ZERO_BIN, true, scale24(total, p, true));
     w.lo = first.bin;
     w.hi = first.bin;
     w.count_before = first.count_before;
@@ -550,7 +590,7 @@ fn top_p_window(lid: u32, k: Window, best: f32) -> Window {
   let weight = weigh(key_value(position_key(k.first)), best).weight;
   let total = add64(k.weight_before, mul32(params.top_k - k.count_before, weight));
   scan_histogram(lid, HIST, ZERO_BIN);
-  let f = find_bin(lid, HIST, ZERO_BIN, true, scale24(total, top_p24(), true));
+  let f = find_bin(lid, ZERO_BIN, true, scale24(total, top_p24(), true));
   let last = select(vec2<u32>(0u, 0u), k.last, f.bin == k.hi);
   return Window(select(BOUNDS, FITS, f.count <= CAPACITY), 0u, f.bin, f.bin, LAST_POSITION, last, f.count_before,
                 f.weight_before, total, f.count, k.nonzero, 0u);
@@ -588,7 +628,7 @@ fn advance(lid: u32, level: u32, loaded: Level, best: f32) -> Window {
     let by_count = (previous.flags & K_PENDING) != 0u;
     let goal = select(sub64(scale24(previous.p_total, top_p24(), true), previous.weight_before),
                       wide(params.top_k - previous.count_before), by_count);
-    let f = find_bin(lid, base, BINS, !by_count, goal);
+    let f = find_bin(lid, BINS, !by_count, goal);
     w.count_before += f.count_before;
     w.weight_before = add64(w.weight_before, f.weight_before);
     w.count = f.count;
@@ -603,8 +643,8 @@ fn advance(lid: u32, level: u32, loaded: Level, best: f32) -> Window {
 fn gather(wid: u32, lid: u32, w: Window, best: f32) {
   let least = least_weight();
   var kept = vec2<u32>(0u, 0u);
-  for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
-    let i = wid * CHUNK + s;
+  for (var j = 0u; j < CHUNK_EACH; j++) {
+    let i = chunk_token(wid, lid, j);
     if (valid(i)) {
       let v = logit(i);
       let t = weigh(v, best);
@@ -633,8 +673,8 @@ fn gather(wid: u32, lid: u32, w: Window, best: f32) {
 fn key_bounds(wid: u32, lid: u32, level: u32, w: Window, best: f32) {
   var largest = 0u;
   var smallest_complement = 0u;
-  for (var s = lid; s < CHUNK; s += WORKGROUP_SIZE) {
-    let i = wid * CHUNK + s;
+  for (var j = 0u; j < CHUNK_EACH; j++) {
+    let i = chunk_token(wid, lid, j);
     if (valid(i)) {
       let v = logit(i);
       let key = order_key(v);
@@ -654,6 +694,9 @@ fn key_bounds(wid: u32, lid: u32, level: u32, w: Window, best: f32) {
 
 // Level `level` with its window `found`.
 fn run_level(wid: u32, lid: u32, level: u32, best_key: u32, found: Window) {
+  if (level + 1u < LEVELS) {  // written by the next level (if it works: a level after a gather does nothing)
+    zero_words(wid, lid, hist_base(level + 1u), hist_base(level + 2u));
+  }
   let best = key_value(best_key);
   var w = found;
   let gather_now = w.mode == FITS && (w.flags & GATHERED_ONCE) == 0u;
@@ -784,16 +827,16 @@ fn kept_weight(i: u32, best: f32, cut: Cut, least: u32) -> u32 {
   return select(0u, w, w >= least && at_or_before(order_key(v), i, cut.key, cut.index));
 }
 
-// The kept token of [first, end) at `mark`, in index order: each invocation sums a contiguous share, the one whose
-// share holds the mark walks it.
+// The kept token of [first, end) (at most CHUNK tokens) at `mark`, in index order: each invocation sums a
+// contiguous share of CHUNK_EACH, kept in registers, and the one whose share holds the mark walks it.
 fn draw_span(lid: u32, first: u32, end: u32, mark: vec2<u32>, best: f32, cut: Cut) -> u32 {
   let least = least_weight();
-  let share = (end - first + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
-  let start = first + lid * share;
-  let stop = min(start + share, end);
+  let start = first + lid * CHUNK_EACH;
+  var weights: array<u32, CHUNK_EACH>;
   var sum = vec2<u32>(0u, 0u);
-  for (var i = start; i < stop; i++) {
-    sum = add64(sum, wide(kept_weight(i, best, cut, least)));
+  for (var j = 0u; j < CHUNK_EACH; j++) {
+    weights[j] = select(0u, kept_weight(start + j, best, cut, least), start + j < end);
+    sum = add64(sum, wide(weights[j]));
   }
   scan(lid, 0u, sum);
   if (lid == 0u) {
@@ -806,11 +849,10 @@ fn draw_span(lid: u32, first: u32, end: u32, mark: vec2<u32>, best: f32, cut: Cu
   }
   if (!less64(mark, below) && less64(mark, scanned_weight(lid))) {
     var through = below;
-    for (var i = start; i < stop; i++) {
-      let w = kept_weight(i, best, cut, least);
-      through = add64(through, wide(w));
-      if (w > 0u && less64(mark, through)) {
-        shared_u32[7] = i;
+    for (var j = 0u; j < CHUNK_EACH; j++) {
+      through = add64(through, wide(weights[j]));
+      if (weights[j] > 0u && less64(mark, through)) {
+        shared_u32[7] = start + j;
         break;
       }
     }
@@ -874,7 +916,7 @@ fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
 }
 
 fn finish(lid: u32) {
-  let best_key = global_best(lid);
+  let best_key = stored_best(lid);
   let w = load_level(lid, LEVELS - 1u).window;  // FITS: LEVELS is enough for every row
   var token = NONE;
   if (best_key != 0u) {
@@ -901,21 +943,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     chunk_best(wid.x, lid);
   } else if (STAGE == 1u) {
     let best_key = global_best(lid);
+    if (wid.x == 0u && lid == 0u) {
+      atomicStore(&scratch[BEST], best_key);
+    }
     if (best_key != 0u) {
       var unused: Window;
       histogram(wid.x, lid, HIST, key_value(best_key), false, unused);
     }
   } else if (STAGE == 2u) {
-    let best_key = global_best(lid);
+    let best_key = stored_best(lid);
     run_level(wid.x, lid, 0u, best_key, first_window(lid));
   } else if (STAGE == 3u) {
-    // Level groups.y, one pipeline for all (lavapipe takes half a minute to compile one): the dispatcher runs
-    // level L over PARTIALS x L workgroups, the last row of which works.
-    let level = groups.y;
-    if (wid.y + 1u == level) {
-      let best_key = global_best(lid);
-      run_level(wid.x, lid, level, best_key, advance(lid, level, load_level(lid, level - 1u), key_value(best_key)));
+    // Level groups.x - PARTIALS + 1, one pipeline for all (lavapipe takes half a minute to compile one): the
+    // dispatcher runs level L over PARTIALS + L - 1 workgroups, the first PARTIALS of which work.
+    let level = groups.x - PARTIALS + 1u;
+    if (wid.x >= PARTIALS) {
+      return;
     }
+    let previous = load_level(lid, level - 1u);
+    if (previous.window.mode == FITS) {  // gathered already (or no cut): the window stays, nothing to do
+      if (wid.x == 0u && lid == 0u) {
+        store_window(level, previous.window);
+      }
+      return;
+    }
+    let best_key = stored_best(lid);
+    run_level(wid.x, lid, level, best_key, advance(lid, level, previous, key_value(best_key)));
   } else {
     finish(lid);
   }
