@@ -201,10 +201,10 @@ class Model {
   using StepKey = std::pair<std::vector<std::pair<uint32_t, uint32_t>>, Output>;
   Step& step(const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output);
   Step& step(uint32_t tokens, Output output, uint32_t slot) { return step({{slot, tokens}}, output); }
-  // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
-  // back to back, ids read back a few steps behind.
   // Checks `s` and makes it the settings the sampled steps' uniforms follow (sampling_).
   void follow_sampling(const GpuSampling& s);
+  // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
+  // back to back, ids read back a few steps behind.
   uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
                          uint32_t slot);
   // Writes the segments' ids and records and submits their step with OUTPUT (positions are not advanced).
