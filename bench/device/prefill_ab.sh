@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long prompts on the H200, two gerbil binaries interleaved in one call: pp512 and pp8192 (512-token prefill
-# chunks, and 2,048-token ones) on Qwen2.5-0.5B's shape (random f16 folder) and Llama-3-8B's (a random Q4_0
+# chunks, and 2,048-token ones, the default since the sixteenth session) on Qwen2.5-0.5B's shape (random f16 folder) and Llama-3-8B's (a random Q4_0
 # GGUF file: it loads in seconds, and its attention is the f16 model's).
 #   bench/device/prefill_ab.sh BASE CANDIDATE [RANDOM_GGUF_PY]
 # Dawn and the Vulkan loader staged as bench/device's other scripts expect (.device/gpu-env.sh). Output: stdout.
@@ -21,7 +21,7 @@ for round in 1 2; do
   for binary in "$base" "$cand"; do
     section "round $round, $(basename "$binary"), qwen2.5-0.5b"
     timeout 60 "$binary" bench model --model /tmp/q05 -p 512 -g 16 -r 3 | rows
-    timeout 60 "$binary" bench model --model /tmp/q05 -p 8192 -g 16 -r 3 --ctx 8448 | rows
+    timeout 60 "$binary" bench model --model /tmp/q05 -p 8192 -g 16 -r 3 --ctx 8448 --max-prefill-chunk 512 | rows
     timeout 60 "$binary" bench model --model /tmp/q05 -p 8192 -g 16 -r 3 --ctx 8448 --max-prefill-chunk 2048 | rows
   done
 done
@@ -30,9 +30,9 @@ for round in 1 2; do
   for binary in "$base" "$cand"; do
     section "round $round, $(basename "$binary"), llama3-8b Q4_0"
     timeout 60 "$binary" bench model --model /tmp/l8-q4_0.gguf -p 512 -g 16 -r 2 | rows
-    timeout 90 "$binary" bench model --model /tmp/l8-q4_0.gguf -p 8192 -g 16 -r 2 --ctx 8448 | rows
+    timeout 90 "$binary" bench model --model /tmp/l8-q4_0.gguf -p 8192 -g 16 -r 2 --ctx 8448 --max-prefill-chunk 512 | rows
   done
 done
-section "cand profile, qwen2.5-0.5b pp8192 (chunk 512)"
+section "cand profile, qwen2.5-0.5b pp8192: the last 2,048-token chunk"
 timeout 60 "$cand" bench model --model /tmp/q05 -p 8192 -g 16 -r 1 --ctx 8448 --profile | grep -iE "attention|prefill|total|combine" | head -20
 section done
