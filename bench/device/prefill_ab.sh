@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Long prompts on the H200, two gerbil binaries interleaved in one call: pp512 and pp8192 (512-token prefill
-# chunks, and 2,048-token ones, the default since the sixteenth session) on Qwen2.5-0.5B's shape (random f16 folder) and Llama-3-8B's (a random Q4_0
-# GGUF file: it loads in seconds, and its attention is the f16 model's).
+# Long prompts on the H200, two gerbil binaries interleaved in one call: pp512 and pp8192 (prefill chunks of 512,
+# and of 2,048, the default since the sixteenth session) on Qwen2.5-0.5B's shape (a random f16 folder) and
+# Llama-3-8B's (a random Q4_0 GGUF file: it loads in seconds, and its attention is the f16 model's).
 #   bench/device/prefill_ab.sh BASE CANDIDATE [RANDOM_GGUF_PY]
 # Dawn and the Vulkan loader staged as bench/device's other scripts expect (.device/gpu-env.sh). Output: stdout.
 set -u
