@@ -31,18 +31,6 @@ Operand tables_operand(const KvBlocks& blocks, const RowSpace& space) {
   return {"kv_table", blocks.table, std::max(1u, space.table_entries)};
 }
 
-// The cache's constants (kv_constants) for pools of `pool` elements, and the blocks'.
-gpu::Constants row_constants(const RowSpace& space, const KvBlocks& blocks, uint64_t pool) {
-  gpu::Constants constants = kv_constants(space.kv, pool);
-  constants.push_back({"KV_BLOCK_TOKENS", double(blocks.block_tokens)});
-  return constants;
-}
-
-Operand pool_operand(std::string_view name, BufferBinding pool_binding, uint64_t pool, const RowSpace& space,
-                     uint32_t head_dim) {
-  return {name, pool_binding, kv_pool_bytes(space.kv, pool, head_dim), 1};
-}
-
 uint64_t table_words(uint32_t entries) { return uint64_t(entries) * sizeof(RowEntry) / 4; }
 
 }  // namespace
@@ -75,11 +63,12 @@ Dispatch rope_store_rows(gpu::Device& device, BufferBinding qkv, BufferBinding q
                   {"k_norm", k_norm, p.use_qk_norm ? p.head_dim : 1u},
                   {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
                   {"q_out", q_out, count_of(rows, p.num_q_heads) * p.head_dim},
-                  pool_operand("k_pool", k_pool, pool, space, p.head_dim),
-                  pool_operand("v_pool", v_pool, pool, space, p.head_dim),
+                  kv_pool_operand("k_pool", k_pool, pool, space.kv, p.head_dim),
+                  kv_pool_operand("v_pool", v_pool, pool, space.kv, p.head_dim),
                   {"table", table, table_words(p.seq_len)},
                   tables_operand(blocks, space)},
-                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)), row_constants(space, blocks, pool));
+                 p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)),
+                 cache_constants(space.kv, pool, blocks));
 }
 
 // (A q8 row's words are single u32 of a vec4 word: head_dim a multiple of 4 is enough, as for f32.)
@@ -99,16 +88,15 @@ Dispatch attention_rows(gpu::Device& device, BufferBinding Q, BufferBinding k_po
   if (p.T > 65535) fail("kernel 'attention_rows' ({}): at most 65535 entries", shapes);
   uint64_t q = count_of(space.activation_rows, p.num_q_heads) * p.head_dim;
   uint64_t pool = kv_pool_elements("attention_rows", shapes, blocks, kRowsTile, space.kv_width);
-  gpu::Constants constants = row_constants(space, blocks, pool);
-  constants.push_back({"HEAD_DIM", double(p.head_dim)});
   return prepare(device, "attention_rows", shapes,
                  {{"Q", Q, q},
-                  pool_operand("K", k_pool, pool, space, p.head_dim),
-                  pool_operand("V", v_pool, pool, space, p.head_dim),
+                  kv_pool_operand("K", k_pool, pool, space.kv, p.head_dim),
+                  kv_pool_operand("V", v_pool, pool, space.kv, p.head_dim),
                   {"out", out, q},
                   {"table", table, table_words(p.T)},
                   tables_operand(blocks, space)},
-                 p, Grid{p.T, p.num_q_heads, 1}, constants);
+                 p, Grid{p.T, p.num_q_heads, 1},
+                 cache_constants(space.kv, pool, blocks, {{"HEAD_DIM", double(p.head_dim)}}));
 }
 
 }  // namespace gerbil::kernels

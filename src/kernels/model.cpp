@@ -67,22 +67,22 @@ Grid linear_like_grid(uint32_t M, uint32_t N, uint32_t matvec_columns) {
   return fold(ceil_div(N, kTile) * ceil_div(M, kTile));
 }
 
-// A K or V pool of `pool` elements in rows of head_dim, as a kernel operand (its bytes, q8 scales included).
-Operand kv_pool_operand(std::string_view name, BufferBinding binding, uint64_t pool, KvType kv, uint32_t head_dim) {
-  return {name, binding, kv_pool_bytes(kv, pool, head_dim), 1};
-}
 std::pair<std::string, double> block_constant(const KvBlocks& b) { return {"KV_BLOCK_TOKENS", double(b.block_tokens)}; }
-
-// A cache kernel's constants: the cache's (kv_constants), its blocks', then the kernel's own.
-gpu::Constants with_blocks(gpu::Constants cache, const KvBlocks& b, const gpu::Constants& more = {}) {
-  cache.push_back(block_constant(b));
-  cache.insert(cache.end(), more.begin(), more.end());
-  return cache;
-}
 
 std::string blocks_shapes(const KvBlocks& b) { return fmt::format("blocks={}x{}", b.blocks, b.block_tokens); }
 
 }  // namespace
+
+Operand kv_pool_operand(std::string_view name, BufferBinding binding, uint64_t pool, KvType kv, uint32_t head_dim) {
+  return {name, binding, kv_pool_bytes(kv, pool, head_dim), 1};
+}
+
+gpu::Constants cache_constants(KvType kv, uint64_t pool, const KvBlocks& blocks, const gpu::Constants& more) {
+  gpu::Constants constants = kv_constants(kv, pool);
+  constants.push_back(block_constant(blocks));
+  constants.insert(constants.end(), more.begin(), more.end());
+  return constants;
+}
 
 void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv, uint32_t head_dim) {
   if (kv != KvType::F32 && kv != KvType::F16 && kv != KvType::Q8)
@@ -967,7 +967,7 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                   kv_pool_operand("v_cache", v_cache, cache, kv, p.head_dim),
                   kv_table_operand(blocks, cache_capacity)},
                  p, fold(count_of(p.seq_len, p.num_q_heads + p.num_kv_heads)),
-                 with_blocks(kv_constants(kv, cache), blocks));
+                 cache_constants(kv, cache, blocks));
 }
 
 namespace {
@@ -1075,7 +1075,7 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vec
   Grid grid = splits > 1 ? Grid{uint32_t(blocks), p.num_kv_heads, splits}
                          : Grid{fold(blocks).x, p.num_kv_heads, fold(blocks).y};
   return prepare(device, "flash_attention_block", std::move(shapes), operands, p, grid,
-                 with_blocks(kv_constants(kv, pool), kv_blocks,
+                 cache_constants(kv, pool, kv_blocks,
                              {{"HEAD_DIM", double(p.head_dim)},
                               {"ROWS_PER_THREAD", double(block.rows_per_thread)},
                               {"KEYS_PER_THREAD", double(block.keys_per_thread)},
@@ -1117,7 +1117,7 @@ Dispatch per_query_attention(gpu::Device& device, std::string shapes, const std:
                                    uint64_t(p.num_kv_heads) * p.head_dim);
   if (!subgroups)
     return prepare(device, kernel, std::move(shapes), operands, p, grid,
-                   with_blocks(kv_constants(kv, pool), blocks, {{"SPLITS", double(splits)}}));
+                   cache_constants(kv, pool, blocks, {{"SPLITS", double(splits)}}));
   return prepare(device, kernel, std::move(shapes), operands, p, grid,
                  {{"SPLITS", double(splits)},
                   {"KV_TYPE", double(kv)},

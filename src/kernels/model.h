@@ -104,6 +104,10 @@ struct KvBlocks {
 uint64_t kv_pool_elements(std::string_view kernel, const std::string& shapes, const KvBlocks& blocks, uint32_t tile,
                           uint64_t kv_width);
 Operand kv_table_operand(const KvBlocks& blocks, uint64_t tokens);
+// A K or V pool of `pool` elements in rows of head_dim, as a kernel operand (its bytes, q8 scales included).
+Operand kv_pool_operand(std::string_view name, BufferBinding binding, uint64_t pool, KvType kv, uint32_t head_dim);
+// A cache kernel's override constants: the cache's (kv_constants), its blocks' (KV_BLOCK_TOKENS), then `more`.
+gpu::Constants cache_constants(KvType kv, uint64_t pool, const KvBlocks& blocks, const gpu::Constants& more = {});
 
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
 // for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
