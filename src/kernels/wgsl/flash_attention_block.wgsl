@@ -105,7 +105,11 @@ fn load_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32, is_value: bo
       }
       if (KV_TYPE == 2u) {  // q8: times the row's scale, which follows the pool's data (kv_cache.wgsl)
         let scale_word = kv_scale_word(index, HEAD_DIM);
-        value *= bitcast<f32>(select(K[scale_word], V[scale_word], is_value));
+        if (is_value) {
+          value *= bitcast<f32>(V[scale_word]);
+        } else {
+          value *= bitcast<f32>(K[scale_word]);
+        }
       }
     }
     (*stage)[n] = value;

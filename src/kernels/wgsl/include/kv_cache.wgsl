@@ -27,10 +27,7 @@ fn kv_per_word() -> u32 {
 
 // The word that holds cache element e.
 fn kv_word(e: u32) -> u32 {
-  if (KV_TYPE == 2u) {
-    return e / 4u;
-  }
-  return select(e, e / 2u, KV_TYPE == 1u);
+  return e / kv_per_word();
 }
 
 // Cache element e, from the word kv_word(e) holds.
@@ -58,10 +55,7 @@ fn kv_pack(first: f32, second: f32) -> u32 {
 // word holds pieces 2i and 2i + 1), and the piece decoded from it.
 // (A q8 vec4 word holds pieces 4i .. 4i + 3, one per u32, decoded to integers not yet scaled.)
 fn kv_piece_word(p: u32) -> u32 {
-  if (KV_TYPE == 2u) {
-    return p / 4u;
-  }
-  return select(p, p / 2u, KV_TYPE == 1u);
+  return p / kv_per_word();
 }
 
 fn kv_piece(word: vec4<u32>, p: u32) -> vec4<f32> {
