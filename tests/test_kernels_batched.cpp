@@ -187,8 +187,7 @@ TEST_P(RowKernels, RopeStoreRowsMatchesFloat64Reference) {
   size_t width = size_t(s.Hq + 2 * s.Hkv) * s.D, q_width = size_t(s.Hq) * s.D;
   auto qkv = check::random_floats(rng, batch.activation_rows * width);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
-  std::vector<float> inv_freq;
-  for (uint32_t i = 0; i < s.rotary_dim / 2; ++i) inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
+  auto inv_freq = check::rope_inv_freq(s.rotary_dim);
   Pool k = make_pool(rng, batch.logical_elements, s.kv), v = make_pool(rng, batch.logical_elements, s.kv);
   poison_rows(k, batch);
   poison_rows(v, batch);

@@ -146,6 +146,22 @@ void expect_pool_written(const std::vector<uint32_t>& got, const std::vector<uin
   EXPECT_TRUE(got_untouched == expected_untouched) << what << ": words outside the stored rows changed";
 }
 
+// One entry per sequence: activation row row_of[i], the sequence's block table, position positions[i]; the
+// reference's table sees the sequences one after another, `capacity` rows of `width` each.
+struct RowTables {
+  std::vector<RowEntry> entries;
+  std::vector<reference::TableRow> table;
+};
+RowTables row_tables(const check::ScrambledBlocks& blocks, const std::vector<uint32_t>& row_of,
+                     const std::vector<uint32_t>& positions, uint32_t capacity, uint64_t width) {
+  RowTables t;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    t.entries.push_back({row_of[i], blocks.table_base[i], positions[i], 0});
+    t.table.push_back({row_of[i], capacity * width * i, positions[i]});
+  }
+  return t;
+}
+
 struct WriterShape {
   uint32_t T, Hq, Hkv, D, rotary_dim;
   bool qk_norm;
@@ -167,9 +183,7 @@ TEST_P(Q8Writers, QkvRopeStoreRowsDecodeToTheReference) {
   Q8Layout layout{blocks.pool_rows(), width, s.D};
   auto qkv = writer_qkv(rng, s.T, s.Hq, s.Hkv, s.D);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
-  std::vector<float> inv_freq;
-  for (uint32_t i = 0; i < s.rotary_dim / 2; ++i)
-    inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
+  auto inv_freq = check::rope_inv_freq(s.rotary_dim);
   auto k_before = random_words(rng, layout), v_before = random_words(rng, layout);
   const float eps = 1e-6f;
 
@@ -215,19 +229,11 @@ TEST_P(Q8Writers, RopeStoreRowsDecodeToTheReference) {
   uint64_t width = uint64_t(s.Hkv) * s.D;
   Q8Layout layout{blocks.pool_rows(), width, s.D};
   uint32_t activation_rows = uint32_t(positions.size()) + 1;  // one row no entry names
-  std::vector<uint32_t> row_of = {2, 0, 3};
-  std::vector<RowEntry> entries;
-  std::vector<reference::TableRow> table;
-  for (size_t i = 0; i < positions.size(); ++i) {
-    entries.push_back({row_of[i], blocks.table_base[i], positions[i], 0});
-    table.push_back({row_of[i], capacity * width * i, positions[i]});
-  }
+  auto [entries, table] = row_tables(blocks, {2, 0, 3}, positions, capacity, width);
   RowSpace space{activation_rows, uint32_t(blocks.table.size()), width, KvType::Q8};
   auto qkv = writer_qkv(rng, activation_rows, s.Hq, s.Hkv, s.D);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
-  std::vector<float> inv_freq;
-  for (uint32_t i = 0; i < s.rotary_dim / 2; ++i)
-    inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(s.rotary_dim)));
+  auto inv_freq = check::rope_inv_freq(s.rotary_dim);
   auto k_before = random_words(rng, layout), v_before = random_words(rng, layout);
   const float eps = 1e-6f;
 
@@ -387,13 +393,8 @@ TEST(Q8RowReader, AttentionRowsMatchesTheDequantizedAttention) {
   std::vector<size_t> keys(positions.size(), capacity);
   Q8Cache k = q8_cache(rng, blocks, keys, width, D, -2, 0.5), v = q8_cache(rng, blocks, keys, width, D, -6, 3);
   uint32_t activation_rows = uint32_t(positions.size()) + 1;
-  std::vector<uint32_t> row_of = {3, 0, 1};
-  std::vector<RowEntry> entries;
-  std::vector<reference::TableRow> table;
-  for (size_t i = 0; i < positions.size(); ++i) {
-    entries.push_back({row_of[i], blocks.table_base[i], positions[i], 0});
-    table.push_back({row_of[i], capacity * width * i, positions[i]});
-  }
+  const std::vector<uint32_t> row_of = {3, 0, 1};
+  auto [entries, table] = row_tables(blocks, row_of, positions, capacity, width);
   RowSpace space{activation_rows, uint32_t(blocks.table.size()), width, KvType::Q8};
   ASSERT_TRUE(attention_rows_fits(D, KvType::Q8));
   auto Q = check::random_floats(rng, uint64_t(activation_rows) * Hq * D);

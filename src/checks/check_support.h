@@ -18,6 +18,14 @@ inline std::vector<float> random_floats(Rng& rng, size_t n, float lo = -1.f, flo
   return values;
 }
 
+// The rotary frequencies of `rotary_dim` dims with base 10,000: 10000^(-2i / rotary_dim), i < rotary_dim / 2.
+inline std::vector<float> rope_inv_freq(uint32_t rotary_dim) {
+  std::vector<float> inv_freq;
+  for (uint32_t i = 0; i < rotary_dim / 2; ++i)
+    inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
+  return inv_freq;
+}
+
 // Sequences' KV-cache rows laid out in one pool of blocks through scrambled block tables (kv_blocks.wgsl): the
 // pool has `spare` more blocks than the tables take, handed out in random order and alternately to the
 // sequences, so no table is contiguous or in order and the tables interleave. Rows move between a sequence's

@@ -599,8 +599,7 @@ QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint
   io.row = size_t(Hkv) * D;
   io.kv = kv;
   io.blocks = scrambled_blocks(rng, {io.capacity}, block_tokens);
-  for (uint32_t i = 0; i < rotary_dim / 2; ++i)
-    io.inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
+  io.inv_freq = rope_inv_freq(rotary_dim);
   Weights k_prior = random_cache(rng, io.capacity * io.row, kv), v_prior = random_cache(rng, io.capacity * io.row, kv);
   poison_cache(k_prior, position * io.row, tokens * io.row, kv);
   poison_cache(v_prior, position * io.row, tokens * io.row, kv);
