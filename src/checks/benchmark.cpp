@@ -355,7 +355,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     uint64_t row_bytes = weight_row_bytes(type, s.K);
     Case c = matmul_like(s, double(row_bytes) * s.N);
     bool fused = extras.norm || extras.gate_act || extras.norm_out;
-    c.variant = fmt::format("{} {}", type_name(type), use_linear_rows(w.device(), {s.T, s.K, s.N}, type) && !fused ? "rows" : s.T <= kMatvecRows ? "matvec" : "tiled");
+    bool rows = !fused && use_linear_rows(w.device(), {s.T, s.K, s.N}, type);
+    c.variant = fmt::format("{} {}", type_name(type), rows ? "rows" : s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);
     if (blocking.unroll) c.variant += fmt::format(" u{}", blocking.unroll);
@@ -407,8 +408,9 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
         for (Dispatch& d : linear_split_k(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type,
                                           whole(scratch), extras.workers, extras.arithmetic))
           c.dispatches.push_back(std::move(d));
-        uint32_t workers = use_linear_rows(w.device(), p, type) ? 0 : linear_split_workers(w.device(), p, extras.workers);
-        shares.push_back(workers ? fmt::format("{} workers", workers) : use_linear_rows(w.device(), p, type) ? "rows" : "whole tiles");
+        bool this_rows = use_linear_rows(w.device(), p, type);  // this block's product
+        uint32_t workers = this_rows ? 0 : linear_split_workers(w.device(), p, extras.workers);
+        shares.push_back(workers ? fmt::format("{} workers", workers) : this_rows ? "rows" : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,
                                       blocking));
