@@ -200,7 +200,8 @@ TEST(KernelBenchmark, JsonIsWellFormed) {
   EXPECT_EQ(json["ceilings"]["gflops"], 100.0);
   EXPECT_EQ(json["ceilings"]["floor_ms"], 0.5);
   ASSERT_EQ(json["results"].size(), results.size());
-  ASSERT_EQ(results.size(), 6u);  // decode S=128, decode S=2048, prefill T=S=50; seed and variant each
+  // decode S=128, decode S=2048, prefill T=S=50; the seed, then flash_attention over f32, f16 and q8 caches, each
+  ASSERT_EQ(results.size(), 12u);
   for (size_t i = 0; i < results.size(); ++i) {
     const nlohmann::json& row = json["results"][i];
     EXPECT_EQ(row["kernel"], results[i].kernel);
@@ -211,8 +212,11 @@ TEST(KernelBenchmark, JsonIsWellFormed) {
     EXPECT_FALSE(row.contains("error"));
     EXPECT_EQ(row.contains("speedup"), results[i].kernel == "flash_attention");
   }
-  // The reference's attention formula: 2 * T * S * head_dim * heads.
-  EXPECT_DOUBLE_EQ(results[2].flops, 2.0 * 1 * 2048 * 64 * 14);
+  // The reference's attention formula: 2 * T * S * head_dim * heads, whatever the cache type.
+  for (size_t i = 4; i < 8; ++i) EXPECT_DOUBLE_EQ(results[i].flops, 2.0 * 1 * 2048 * 64 * 14);
+  EXPECT_EQ(results[5].variant, "f32 cache");
+  EXPECT_EQ(results[6].variant, "f16 cache");
+  EXPECT_EQ(results[7].variant, "q8 cache");
 }
 
 TEST(KernelBenchmark, UnknownKernelNamesTheKnownOnes) {

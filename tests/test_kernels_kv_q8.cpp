@@ -327,28 +327,27 @@ struct ReaderShape {
   uint32_t capacity;  // > 0: the split-KV overload with this capacity
 };
 
-class Q8Readers : public ::testing::TestWithParam<ReaderShape> {};
-
-TEST_P(Q8Readers, FlashAttentionMatchesTheDequantizedAttention) {
-  const ReaderShape s = GetParam();
-  gpu::Device& device = test::device();
+// Runs flash attention over a q8 cache of shape s on `device`, the pools in blocks of the kernel's key tile through a
+// scrambled table, and checks it against the float64 attention over the dequantized cache (tightly) and over the
+// unquantized one (within what quantization allows). Returns the first dispatch's kernel.
+std::string expect_flash_attention_matches(gpu::Device& device, const ReaderShape& s) {
   uint64_t seed = std::random_device{}();
   SCOPED_TRACE(fmt::format("T={} heads={}/{} D={} position={} window={} capacity={}, seed {}", s.T, s.Hq, s.Hkv, s.D,
                            s.position, s.window, s.capacity, seed));
   Rng rng(seed);
   uint32_t S = s.position + s.T;
   uint32_t capacity = std::max(S, s.capacity);
-  auto blocks = check::scrambled_blocks(rng, {capacity}, kKvBlockTokens);
+  float scale = 1.f / std::sqrt(float(s.D));
+  FlashAttentionParams p{s.T, S, s.Hq, s.Hkv, s.D, s.position, s.window, float_bits(scale)};
+  auto blocks = check::scrambled_blocks(rng, {capacity}, flash_attention_key_tile(device, p, KvType::Q8));
   uint64_t width = uint64_t(s.Hkv) * s.D;
   // Keys of magnitudes 10^-2 .. 10^0.5 (scores up to ~10: softmax neither flat nor one-hot), values 10^-6 .. 10^3.
   Q8Cache k = q8_cache(rng, blocks, {capacity}, width, s.D, -2, 0.5), v = q8_cache(rng, blocks, {capacity}, width, s.D, -6, 3);
   auto Q = check::random_floats(rng, uint64_t(s.T) * s.Hq * s.D);
-  float scale = 1.f / std::sqrt(float(s.D));
 
   check::Buffers b{device};
   auto& out = b.poisoned("out", Q.size());
-  FlashAttentionParams p{s.T, S, s.Hq, s.Hkv, s.D, s.position, s.window, float_bits(scale)};
-  KvBlocks kv_blocks{{&b.input("kv_table", blocks.table)}, blocks.pool_blocks};
+  KvBlocks kv_blocks{{&b.input("kv_table", blocks.table)}, blocks.pool_blocks, blocks.block_tokens};
   const auto& K = b.input("K", k.words);
   const auto& V = b.input("V", v.words);
   std::vector<Dispatch> dispatches;
@@ -370,14 +369,41 @@ TEST_P(Q8Readers, FlashAttentionMatchesTheDequantizedAttention) {
   };
   EXPECT_LT(check::relative_error(got, attend(k.dequantized, v.dequantized)), 1e-5) << dispatches.front().kernel;
   expect_within_quantization(got, attend(k.values, v.values), Q, k, v, s.D, scale);
+  return dispatches.front().kernel;
+}
+
+class Q8Readers : public ::testing::TestWithParam<ReaderShape> {};
+
+TEST_P(Q8Readers, FlashAttentionMatchesTheDequantizedAttention) {
+  EXPECT_NE(expect_flash_attention_matches(test::device(), GetParam()), "flash_attention_block");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Q8Readers,
                          ::testing::Values(ReaderShape{1, 4, 2, 64, 1100, 0, 0},     // flash_attention.wgsl
                                            ReaderShape{3, 2, 1, 36, 1300, 0, 0},     // odd vec4 count per row
-                                           ReaderShape{1, 4, 2, 32, 1200, 500, 1600},  // split-KV, windowed
-                                           ReaderShape{20, 4, 2, 64, 1030, 0, 0},    // flash_attention_block.wgsl
-                                           ReaderShape{24, 2, 2, 20, 2040, 0, 2100}));  // the block kernel split
+                                           ReaderShape{1, 4, 2, 32, 1200, 500, 1600}));  // split-KV, windowed
+
+// flash_attention_block.wgsl stages a q8 tile four codes a word, times the row's scale: each shape at the blockings
+// lavapipe's own tuning takes (4 rows per thread where they fit its workgroup memory) and at those an H200's tuning
+// takes (2 rows per thread for these short prompts), on keys deep in the cache through blocks of one key tile, so
+// tiles from a window's first key span two blocks.
+class Q8BlockReaders : public ::testing::TestWithParam<ReaderShape> {};
+
+TEST_P(Q8BlockReaders, FlashAttentionAtEveryBlocking) {
+  gpu::Device h200;
+  h200.set_tuning(test::kH200);
+  for (gpu::Device* device : {&test::device(), &h200})
+    EXPECT_EQ(expect_flash_attention_matches(*device, GetParam()), "flash_attention_block");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Q8BlockReaders,
+                         ::testing::Values(ReaderShape{20, 4, 2, 64, 1030, 0, 0},
+                                           ReaderShape{37, 7, 1, 36, 1000, 100, 0},  // GQA 7, 9 words a row, a window
+                                           ReaderShape{19, 4, 2, 4, 600, 45, 0},     // a word a row
+                                           ReaderShape{33, 8, 2, 144, 700, 70, 0},   // 32-key tiles past head_dim 128
+                                           ReaderShape{17, 4, 1, 256, 300, 0, 0},    // head_dim 256: 1 row a thread
+                                           ReaderShape{24, 2, 2, 20, 2040, 0, 2100},  // split, 5 words a row
+                                           ReaderShape{41, 4, 2, 128, 1030, 77, 3000}));  // split, a window
 
 // attention_rows.wgsl: three sequences (one past 1,000 keys) in one dispatch.
 TEST(Q8RowReader, AttentionRowsMatchesTheDequantizedAttention) {

@@ -25,9 +25,7 @@ using ::testing::Not;
 using ::testing::ThrowsMessage;
 
 using test::device;
-
-// The figures the rules below were fitted with: an H200's 132 SMs, 8 light workgroups or 2 linear_tiled ones each.
-constexpr gpu::Tuning kH200{.resident_workgroups = 1056, .resident_tiles = 264};
+using test::kH200;
 
 class ModelKernel : public ::testing::TestWithParam<std::string> {};
 
@@ -74,6 +72,16 @@ TEST(ModelKernels, FlashBlocksAtEveryBlocking) {
   gpu::Device h200;
   h200.set_tuning(kH200);
   test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "flash_attention");
+}
+
+// flash_attention_block.wgsl stages a K / V tile as cache words, at most 32 a thread: at head_dim 144 a 32-key tile
+// is 36 f32 words a thread, 18 f16 and 9 q8 ones, so an f32 cache takes 16-key tiles where f16 and q8 take 32
+// (2 rows per thread, in lavapipe's 32 KiB of workgroup memory).
+TEST(ModelKernels, FlashBlockTilesFitTheStageInCacheWords) {
+  FlashAttentionParams p{64, 64, 4, 1, 144, 0, 0, 0};
+  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::F32), 16u);
+  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::F16), 32u);
+  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::Q8), 32u);
 }
 
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the

@@ -462,18 +462,27 @@ Case gptq_case(Workspace& w, const Shape& s) {
   return c;
 }
 
-// Queries t = 0..T-1 at positions S - T + t over S cached keys (decode: T = 1; prefill: T = S).
+// Queries t = 0..T-1 at positions S - T + t over S cached keys (decode: T = 1; prefill: T = S), the cache of type
+// kv (the seed kernel reads f32).
 struct AttentionInputs {
   const gpu::Buffer *Q, *K, *V, *out;
 };
 
-AttentionInputs attention_inputs(Workspace& w, const Shape& s, Case& c) {
-  uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, kv = uint64_t(s.S) * kKvHeads * kHeadDim;
+// A KV pool of `elements` elements of type kv: f32 and f16 numbers below 1 in magnitude; q8 random words, the row
+// scales after the data included (some come out NaN or infinite, which costs a GPU no time).
+const gpu::Buffer& cache_pool(Workspace& w, std::string label, uint64_t elements, KvType kv) {
+  if (kv == KvType::F16) return w.weights(std::move(label), 1, elements, WeightType::F16);
+  if (kv == KvType::Q8) return w.words(std::move(label), kv_pool_bytes(kv, elements, kHeadDim) / 4);
+  return w.floats(std::move(label), elements);
+}
+
+AttentionInputs attention_inputs(Workspace& w, const Shape& s, Case& c, KvType kv = KvType::F32) {
+  uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, keys = uint64_t(s.S) * kKvHeads * kHeadDim;
   c.flops = 2.0 * s.T * s.S * kHeadDim * kHeads;  // the reference's formula (counts Q K^T only)
-  c.bytes = 4.0 * (2 * q + 2 * kv);
+  c.bytes = 4.0 * 2 * q + 2.0 * kv_pool_bytes(kv, keys, kHeadDim);
   // flash_attention's K and V are pools of whole blocks (the seed kernel reads their first S rows).
   uint64_t pool = ceil_div(s.S, kKvBlockTokens) * kKvBlockTokens * kKvHeads * kHeadDim;
-  return {&w.floats("Q", q), &w.floats("K", pool), &w.floats("V", pool), &w.output("out", q)};
+  return {&w.floats("Q", q), &cache_pool(w, "K", pool, kv), &cache_pool(w, "V", pool, kv), &w.output("out", q)};
 }
 
 Case seed_attention(Workspace& w, const Shape& s) {
@@ -484,22 +493,26 @@ Case seed_attention(Workspace& w, const Shape& s) {
   return c;
 }
 
-Case flash_case(Workspace& w, const Shape& s) {
-  Case c;
-  auto in = attention_inputs(w, s, c);
-  FlashAttentionParams p{s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T, 0, float_bits(1 / std::sqrt(float(kHeadDim)))};
-  // As a model step over a full cache of S keys runs it: split-KV where the graph would take it.
-  const gpu::Buffer& scratch = w.output("partials", flash_attention_scratch_bytes(p, s.S) / 4);
-  KvBlocks blocks = w.contiguous_blocks(s.S);
-  auto dispatches = flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p,
-                                    whole(scratch), s.S);
-  if (dispatches.size() > 1 && !flash_attention_split_serves(p, s.S)) {
-    dispatches.clear();
-    dispatches.push_back(
-        flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p));
-  }
-  c.dispatches = std::move(dispatches);
-  return c;
+// flash_attention over a KV cache of type kv (the variant's name), as a model step over a full cache of S keys runs
+// it: split-KV where the graph would take it.
+Builder flash_case(KvType kv) {
+  return [kv](Workspace& w, const Shape& s) {
+    Case c;
+    c.variant = fmt::format("{} cache", kv_type_name(kv));
+    auto in = attention_inputs(w, s, c, kv);
+    FlashAttentionParams p{s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T, 0, float_bits(1 / std::sqrt(float(kHeadDim)))};
+    const gpu::Buffer& scratch = w.output("partials", flash_attention_scratch_bytes(p, s.S) / 4);
+    KvBlocks blocks = w.contiguous_blocks(s.S);
+    auto dispatches = flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p,
+                                      whole(scratch), s.S, kv);
+    if (dispatches.size() > 1 && !flash_attention_split_serves(p, s.S)) {
+      dispatches.clear();
+      dispatches.push_back(
+          flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p, kv));
+    }
+    c.dispatches = std::move(dispatches);
+    return c;
+  };
 }
 
 // The embedding table rows one binding holds: all of the vocabulary where the adapter allows, else the
@@ -808,7 +821,9 @@ const std::vector<Family>& families() {
         {"linear", linear_case(Q4_0, {}, {.split_k = true})},
         {"linear", linear_case(Q4_K, {}, {.split_k = true})}}},
       {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
-      {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case}}},
+      {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case(KvType::F32)},
+        {"flash_attention", flash_case(KvType::F16)},
+        {"flash_attention", flash_case(KvType::Q8)}}},
       {hidden, {"embedding", seed_embedding}, {{"embed", embed_case(F32)}, {"embed", embed_case(F16)}}},
       {token_shapes(kIntermediate, kLlamaIntermediate, false), {"silu+mul", seed_silu_mul}, {{"gated_act", gated_case}}},
       {token_shapes(kHidden, 0, false), {"rope", seed_rope}, {{"qkv_rope_store", qkv_case}}},  // Qwen's heads

@@ -905,6 +905,14 @@ KernelCheck flash_attention_check(bool quick) {
       {1, 300, 2, 1, 2, 299, 0, 0, 300, KV16},
       {1, 700, 2, 1, 8, 699, 100, 0, 800, KV16},
       {23, 60, 14, 2, 72, 37, 0, 0, 8192, KV16},
+      // an f16 cache in the block kernel, which stages two elements a word: rows of an odd number of words (9,
+      // 5), head_dim 128 and 144 (32-key tiles, where an f32 cache's stage takes 16), windows whose tiles start
+      // inside a KV block and span two, split
+      {20, 23, 2, 1, 18, 0, 3, 0, 0, KV16},
+      {33, 70, 4, 2, 10, 37, 9, 0, 0, KV16},
+      {50, 120, 8, 2, 128, 70, 20, 0, 0, KV16},
+      {37, 90, 8, 2, 144, 53, 40, 0, 0, KV16},
+      {41, 100, 4, 2, 144, 59, 77, 0, 3000, KV16},
       // decoding past 1,000 positions at Qwen2.5-0.5B's and Llama-3-8B's heads, split as a model step with a
       // context of 8,448 (64 chunks) or 2,048 takes them, each cache type
       {1, 2100, 14, 2, 64, 2099, 0, 0, 8448},

@@ -1023,27 +1023,34 @@ uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
 
 constexpr uint64_t kFlashMaxStage = 32;  // flash_attention_block.wgsl MAX_STAGE
 
+// The cache words each of the shader's 128 threads stages in registers of a K / V tile (its STAGE): rows padded
+// to whole vec4s, 1, 2 or 4 elements a word (f32, f16, q8).
+uint64_t flash_block_stage_words(FlashBlock b, uint32_t head_dim, KvType kv) {
+  uint64_t row_words = 4 * ceil_div(head_dim, 4) / (4 / kv_bytes(kv));
+  return ceil_div(16 * b.keys_per_thread * row_words, 128);
+}
+
 // The first blocking, most reuse first, whose workgroup memory fits the device: at head_dim 64, 4 x 2 needs
 // 23.5 KiB; at 128, 4 x 2 needs 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and
 // 1 x 1 25.5 KiB. Four rows per thread are taken only where their blocks fill a wave of the adapter's resident
 // workgroups (tuning().resident_tiles, as many as of the tiled products, which hold as many registers); a
 // prompt with fewer (Qwen2.5-0.5B at T = 512 on an H200: 224 of 264) takes 2 rows per thread for more
-// workgroups in flight. Returns {0, 0} when none fits.
-FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p) {
+// workgroups in flight. Each thread's share of a tile must fit the shader's stage of kFlashMaxStage cache words:
+// 32-key tiles of an f32 cache up to head_dim 128 (16 keys past it), of an f16 or q8 cache at every head_dim.
+// Returns {0, 0} when none fits.
+FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
   bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= tuning(device).resident_tiles;
   for (FlashBlock b : {FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 2}, FlashBlock{2, 1}, FlashBlock{1, 1}}) {
     if (b.rows_per_thread == 4 && !fill) continue;
-    // Each of the 128 threads stages its share of a K / V tile in registers (the shader's MAX_STAGE).
-    uint64_t staged = 16 * b.keys_per_thread * 4 * ceil_div(p.head_dim, 4);
-    if (staged > kFlashMaxStage * 128) continue;
+    if (flash_block_stage_words(b, p.head_dim, kv) > kFlashMaxStage) continue;
     if (flash_block_bytes(b, p.head_dim) <= device.limits().maxComputeWorkgroupStorageSize) return b;
   }
   return {0, 0};
 }
 
-bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p) {
-  return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p).rows_per_thread != 0;
+bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+  return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p, kv).rows_per_thread != 0;
 }
 
 // flash_attention_block.wgsl's split mode, for a prompt chunk deep in a long cache: a 512-token chunk of
@@ -1067,7 +1074,7 @@ uint32_t flash_block_splits(const FlashAttentionParams& p, uint32_t capacity) {
 // The query-block kernel (use_flash_block), whole (splits 1) or in split mode writing partial records.
 Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
                          const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks) {
-  FlashBlock block = flash_block_shape(device, p);
+  FlashBlock block = flash_block_shape(device, p, kv);
   uint64_t pool = kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
                                    uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
@@ -1142,13 +1149,13 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
   // The tile rules are checked by the variant; 1 here checks the pool's size.
   uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   auto operands = flash_operands(Q, K, V, {"out", out, q}, blocks, pool, q, p.S, kv, p.head_dim);
-  if (use_flash_block(device, p)) return block_attention(device, shapes, operands, p, 1, kv, blocks);
+  if (use_flash_block(device, p, kv)) return block_attention(device, shapes, operands, p, 1, kv, blocks);
   Grid queries = fold(p.T);
   return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv, blocks);
 }
 
 uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
-  if (use_flash_block(device, p)) return 16 * flash_block_shape(device, p).keys_per_thread;
+  if (use_flash_block(device, p, kv)) return 16 * flash_block_shape(device, p, kv).keys_per_thread;
   return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
 }
 
@@ -1184,10 +1191,10 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
   uint32_t splits = 1;
   if (!prompt) {
     splits = flash_attention_splits(capacity);
-  } else if (use_flash_block(device, p) && capacity >= kFlashBlockSplitKeys) {
+  } else if (use_flash_block(device, p, kv) && capacity >= kFlashBlockSplitKeys) {
     uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
     // Split grids do not fold: the blocks and the combine's queries must fit in one dimension.
-    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p))) <= 65535 && p.T <= 65535)
+    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p, kv))) <= 65535 && p.T <= 65535)
       splits = flash_block_splits(p, capacity);
   }
   if (splits < 2) {

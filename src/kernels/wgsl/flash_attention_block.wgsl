@@ -3,7 +3,7 @@
 // first_key(p) <= j <= p (first_key: max(0, p - window + 1), window 0: no window), scores scaled by scale.
 // Q [T, Hq * D], K / V [S, Hkv * D], out [T, Hq * D], f32 but K / V in the cache's KV_TYPE (kv_cache.wgsl:
 // f16 is widened to f32 and q8 times its row's scale as a tile is staged); D = HEAD_DIM = params.head_dim (any
-// 1..256; a multiple of 4 for q8).
+// 1..256; even for f16, a multiple of 4 for q8).
 //
 // Work split. The rows of one kv head are the (query t, q head of its group) pairs, row = t * G + h % G with
 // G = Hq / Hkv; a workgroup takes BLOCK_ROWS consecutive rows of one kv head, so all q heads sharing a K/V
@@ -24,6 +24,10 @@
 // K and V share one staging buffer: each tile's V rows are loaded into registers while the scores are
 // computed and stored over the K rows once the scores are done; the next tile's K rows are loaded into
 // registers during P V. So global latency hides behind arithmetic and there are 4 barriers per tile.
+// A tile is staged a cache word at a time, as the cache holds it (load_tile): each thread loads one u32 a step,
+// consecutive threads consecutive words of a row, and decodes it only when storing it to workgroup memory
+// (store_tile), so an f16 cache takes one load and one unpack per two elements and a q8 cache one load, one
+// unpack and one scale load per four (where staging by element loaded and decoded a word per element).
 // A row's denominator is summed over its 16 key threads only at the end.
 // Loops over D and over a tile's keys have run-time bounds (params) so compilers do not unroll them fully
 // (lavapipe's LLVM takes minutes on big unrolled loops); loops over a thread's register blocks are small
@@ -32,8 +36,9 @@
 // visible key yet keeps max LOWEST_F32 and rescales its zero sums by exp(0) = 1. Rows past T * G (last
 // block) read zero queries and are never written.
 // Workgroup memory (floats): (BLOCK_ROWS + TILE_KEYS) * 4 (DIM4 + 1) + BLOCK_ROWS * (TILE_KEYS + 4) +
-// 16 BLOCK_ROWS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = 16 KEYS_PER_THREAD; kernels/model.cpp
-// (flash_block_bytes, flash_block_shape) picks the blocking that fits the device.
+// 16 BLOCK_ROWS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = 16 KEYS_PER_THREAD; registers: STAGE cache words
+// per thread (at most MAX_STAGE; twice as many elements for f16, four times for q8); kernels/model.cpp
+// (flash_block_bytes, flash_block_stage_words, flash_block_shape) picks the blocking that fits the device.
 // Split mode (SPLITS > 1, prompts deep in a long cache, whose blocks alone are too few to fill the GPU): the
 // block's keys are cut into SPLITS chunks of whole tiles, chunk wid.z, and each row writes its unnormalised
 // record [max, denominator, acc[head_dim]] for its keys in the chunk where flash_attention_combine.wgsl reads
@@ -68,7 +73,7 @@ const KEY_THREADS: u32 = 16u;
 const MAX_ROWS: u32 = 4u;    // ROWS_PER_THREAD at most
 const MAX_KEYS: u32 = 2u;    // KEYS_PER_THREAD at most
 const MAX_COLS: u32 = 4u;    // vec4 output columns per thread: D <= 256
-const MAX_STAGE: u32 = 32u;  // staged K / V floats per thread: 32 keys x 128 dims or 16 x 256, / 128 threads
+const MAX_STAGE: u32 = 32u;  // staged K / V cache words per thread: 32 keys x 128 f32 dims or 16 x 256, / 128
 
 // Derived, not set by the host.
 override DIM4: u32 = (HEAD_DIM + 3u) / 4u;     // vec4s per head row
@@ -78,50 +83,74 @@ override BLOCK_ROWS: u32 = ROW_THREADS * ROWS_PER_THREAD;
 override TILE_KEYS: u32 = KEY_THREADS * KEYS_PER_THREAD;
 override P_ROW4: u32 = TILE_KEYS / 4u + 1u;    // vec4s per p_s row
 override COLS: u32 = (DIM4 + KEY_THREADS - 1u) / KEY_THREADS;
-override STAGE: u32 = (TILE_KEYS * DPAD + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+override ROW_WORDS: u32 = DPAD / KV_PER_WORD;     // staged cache words per K / V row, zeros past HEAD_DIM
+override STAGE: u32 = (TILE_KEYS * ROW_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;  // words per thread
 
 var<workgroup> q_s: array<vec4<f32>, BLOCK_ROWS * ROW4>;   // [row][d4], scaled queries
 var<workgroup> kv_s: array<vec4<f32>, TILE_KEYS * ROW4>;   // [key][d4], K rows, then V rows
 var<workgroup> p_s: array<vec4<f32>, BLOCK_ROWS * P_ROW4>; // [row][key / 4], softmax weights
 var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * 4u>;     // [row][key thread]: partial maxima, then sums
 
-// Loads rows start .. start + keys - 1 of K (is_value false) or V into this thread's staging registers:
-// element e = lid + WORKGROUP_SIZE n of the tile is key e / DPAD, dim e % DPAD; zeros past keys / HEAD_DIM.
-fn load_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32, is_value: bool, start: u32, keys: u32,
-             kv_offset: u32) {
+// A K or V tile in flight in a thread's registers, as the cache holds it: word n is the tile's word
+// lid + WORKGROUP_SIZE n (zero past the tile's keys and HEAD_DIM) and, q8, scales[n] the scale of its row.
+// Decoded only as it is stored (store_tile), so the loads stay in flight until then whatever the cache type.
+struct Stage {
+  words: array<u32, MAX_STAGE>,
+  scales: array<f32, MAX_STAGE>,
+}
+
+// Loads rows start .. start + keys - 1 of K (is_value false) or V into this thread's stage, a cache word a step:
+// word w of the tile is key w / ROW_WORDS, dims KV_PER_WORD * (w % ROW_WORDS) onward, so consecutive threads
+// load consecutive words of a row. One u32 per thread and step, not a 16-byte vec4<u32>: a variant staging
+// vec4<u32> words per thread measured slower on an H200 (issue 22). A word never spans two rows or kv heads: HEAD_DIM
+// is a multiple of KV_PER_WORD (check_kv_type). q8: each word's thread reads its row's scale along with it (the
+// threads of a row read the same address).
+fn load_tile(stage: ptr<function, Stage>, lid: u32, is_value: bool, start: u32, keys: u32, kv_offset: u32) {
   let kv_stride = params.num_kv_heads * HEAD_DIM;
   let rows = tile_rows(0u, start, start + keys - 1u);
   for (var n: u32 = 0u; n < STAGE; n++) {
-    let e = lid + n * WORKGROUP_SIZE;
-    let k = e / DPAD;
-    let d = e % DPAD;
-    var value: f32 = 0.0;
+    let w = lid + n * WORKGROUP_SIZE;
+    let k = w / ROW_WORDS;
+    let d = (w % ROW_WORDS) * KV_PER_WORD;
+    var word: u32 = 0u;
+    var scale: f32 = 0.0;
     if (k < keys && d < HEAD_DIM) {
       let index = tile_row(rows, start + k) * kv_stride + kv_offset + d;
       if (is_value) {
-        value = kv_element(V[kv_word(index)], index);
+        word = V[kv_word(index)];
       } else {
-        value = kv_element(K[kv_word(index)], index);
+        word = K[kv_word(index)];
       }
-      if (KV_TYPE == 2u) {  // q8: times the row's scale, which follows the pool's data (kv_cache.wgsl)
+      if (KV_TYPE == 2u) {  // q8: the row's scale, which follows the pool's data (kv_cache.wgsl)
         let scale_word = kv_scale_word(index, HEAD_DIM);
         if (is_value) {
-          value *= bitcast<f32>(V[scale_word]);
+          scale = bitcast<f32>(V[scale_word]);
         } else {
-          value *= bitcast<f32>(K[scale_word]);
+          scale = bitcast<f32>(K[scale_word]);
         }
       }
     }
-    (*stage)[n] = value;
+    (*stage).words[n] = word;
+    (*stage).scales[n] = scale;
   }
 }
 
-fn store_tile(stage: ptr<function, array<f32, MAX_STAGE>>, lid: u32) {
+// Stores the staged words' elements into kv_s as f32 (q8 times their row's scale): a q8 word fills a vec4 of a
+// row, an f16 word two of its floats, an f32 word one.
+fn store_tile(stage: ptr<function, Stage>, lid: u32) {
   for (var n: u32 = 0u; n < STAGE; n++) {
-    let e = lid + n * WORKGROUP_SIZE;
-    if (e < TILE_KEYS * DPAD) {
-      let d = e % DPAD;
-      kv_s[(e / DPAD) * ROW4 + d / 4u][d % 4u] = (*stage)[n];
+    let w = lid + n * WORKGROUP_SIZE;
+    if (w < TILE_KEYS * ROW_WORDS) {
+      let d = (w % ROW_WORDS) * KV_PER_WORD;
+      let slot = (w / ROW_WORDS) * ROW4 + d / 4u;
+      let values = kv_unpack((*stage).words[n]);
+      if (KV_TYPE == 2u) {
+        kv_s[slot] = values * (*stage).scales[n];
+      } else {
+        for (var e: u32 = 0u; e < KV_PER_WORD; e++) {
+          kv_s[slot][d % 4u + e] = values[e];
+        }
+      }
     }
   }
 }
@@ -184,7 +213,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     row_sum[i] = 0.0;
   }
 
-  var stage: array<f32, MAX_STAGE>;
+  var stage: Stage;
   if (block_first <= block_last) {
     load_tile(&stage, lid, false, block_first, min(TILE_KEYS, block_last + 1u - block_first), kv_offset);
   }

@@ -217,7 +217,7 @@ fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
   let is_k = group.head < Q_HEADS + KV_HEADS;
   let kv = select(group.head - Q_HEADS - KV_HEADS, group.head - Q_HEADS, is_k);
   let row = (kv_row(0u, params.position + m) * KV_HEADS + kv) * HEAD_DIM;
-  for (var c = 0u; c < COLS; c += kv_per_word()) {
+  for (var c = 0u; c < COLS; c += KV_PER_WORD) {
     let word = kv_word(row + group.dims[c]);
     let packed = kv_pack(x[c], x[min(c + 1u, 3u)]);
     if (is_k) {

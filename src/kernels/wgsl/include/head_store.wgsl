@@ -113,7 +113,7 @@ fn store_head(t: u32, h: u32, position: u32, table_base: u32, lid: u32) {
     store_head_q8(t, h, position, cache_row, v_row, inv_rms, lid);
     return;
   }
-  let per_word = kv_per_word();
+  let per_word = KV_PER_WORD;
   for (var w = lid; w * per_word < D; w += WORKGROUP_SIZE) {
     let d = w * per_word;
     let value = rotated(d, inv_rms, is_q, position);

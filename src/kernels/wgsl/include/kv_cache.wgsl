@@ -17,17 +17,12 @@
 override KV_TYPE: u32 = 0u;
 override KV_SCALES: u32 = 0u;  // KV_TYPE 2: the word of the pool's first row scale (its data words before it)
 
-// Cache elements per u32 word: 1 (f32), 2 (f16) or 4 (q8).
-fn kv_per_word() -> u32 {
-  if (KV_TYPE == 2u) {
-    return 4u;
-  }
-  return select(1u, 2u, KV_TYPE == 1u);
-}
+// Cache elements per u32 word: 1 (f32), 2 (f16) or 4 (q8); an override, so sizes derived from it are too.
+override KV_PER_WORD: u32 = select(select(1u, 2u, KV_TYPE == 1u), 4u, KV_TYPE == 2u);
 
 // The word that holds cache element e.
 fn kv_word(e: u32) -> u32 {
-  return e / kv_per_word();
+  return e / KV_PER_WORD;
 }
 
 // Cache element e, from the word kv_word(e) holds.
@@ -43,6 +38,18 @@ fn kv_element(word: u32, e: u32) -> f32 {
   return select(pair.x, pair.y, (e & 1u) == 1u);
 }
 
+// The elements of a word, lowest-indexed first: KV_PER_WORD of them (q8: integers, not yet times the row's scale),
+// zeros after them.
+fn kv_unpack(word: u32) -> vec4<f32> {
+  if (KV_TYPE == 0u) {
+    return vec4<f32>(bitcast<f32>(word), 0.0, 0.0, 0.0);
+  }
+  if (KV_TYPE == 2u) {
+    return vec4<f32>(unpack4xI8(word));
+  }
+  return vec4<f32>(unpack2x16float(word), 0.0, 0.0);
+}
+
 // The word to store for element e = first (f32), or for the neighbours e, e + 1 = (first, second) (f16; e even).
 fn kv_pack(first: f32, second: f32) -> u32 {
   if (KV_TYPE == 0u) {
@@ -55,7 +62,7 @@ fn kv_pack(first: f32, second: f32) -> u32 {
 // word holds pieces 2i and 2i + 1), and the piece decoded from it.
 // (A q8 vec4 word holds pieces 4i .. 4i + 3, one per u32, decoded to integers not yet scaled.)
 fn kv_piece_word(p: u32) -> u32 {
-  return p / kv_per_word();
+  return p / KV_PER_WORD;
 }
 
 fn kv_piece(word: vec4<u32>, p: u32) -> vec4<f32> {
