@@ -1,8 +1,10 @@
-// The scheduler on the reference fixtures: prompts answered together in one batch (several KV-cache slots,
-// prompt chunks interleaved with the other sequences' decode steps) give the same greedy tokens as each
-// answered alone, and as transformers; cancellation frees a slot; a request that cannot run is refused.
+// The scheduler on the reference fixtures (and on a llama.cpp GGUF file of Q4_0 blocks): prompts answered together
+// in one batch (several KV-cache slots, prompt chunks interleaved with the other sequences' decode steps) give the
+// same greedy tokens as each answered alone, and as transformers; cancellation frees a slot; a request that cannot
+// run is refused.
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -69,6 +71,46 @@ std::vector<Generation> run_together(Scheduler& scheduler, std::vector<SequenceR
   return out;
 }
 
+// The requests (made by `requests`, SequenceRequest being move-only) each answered alone, one after another, by a
+// model of one slot.
+using Requests = std::function<std::vector<SequenceRequest>()>;
+std::vector<Generation> answers_alone(const ModelFiles& files, const Requests& requests) {
+  graph::Model model(test::device(), files, {.context = 48});
+  Scheduler scheduler(model, nullptr);
+  std::vector<Generation> alone;
+  for (auto& request : requests()) alone.push_back(scheduler.run(std::move(request)));
+  return alone;
+}
+
+// The requests answered together give the tokens each gave alone. Four slots for eight requests, and steps of at
+// most 6 rows: prompts are prefilled in chunks beside the other sequences' decode steps, and requests wait for a
+// slot. Then eight slots and steps of up to 16 rows: all eight decode together, beside prompt chunks. Steps of 5
+// to 16 rows run their products on linear_rows.wgsl (4 columns a thread up to 8 rows, 2 beyond), whose sums are
+// in another order than the matrix-vector and tiled kernels' that answer alone: the tokens must not depend on it.
+// `rows_shapes`: what the shapes of some product that linear_rows.wgsl takes in such a step hold.
+void expect_batches_answer_alike(const ModelFiles& files, const Requests& requests,
+                                 const std::vector<Generation>& alone, const std::string& rows_shapes) {
+  for (auto [slots, chunk] : {std::pair{4u, 6u}, std::pair{8u, kernels::kLinearRowsMax}}) {
+    SCOPED_TRACE(testing::Message() << slots << " slots, steps of at most " << chunk << " rows");
+    graph::Model model(test::device(), files, {.context = 48, .slots = slots, .max_chunk = chunk});
+    auto entries = model.describe(chunk);
+    ASSERT_TRUE(std::any_of(entries.begin(), entries.end(), [&](auto& e) {
+      return e.kernel == "linear_rows" && e.shapes.find(rows_shapes) != std::string::npos;
+    })) << "no linear_rows product of " << rows_shapes;
+    Scheduler scheduler(model, nullptr, {.parallel = slots});
+    expect_alone_tokens(run_together(scheduler, requests()), alone);
+    SchedulerStats stats = scheduler.stats();
+    EXPECT_EQ(stats.finished, alone.size());
+    EXPECT_EQ(stats.active, 0u);
+  }
+}
+
+// Prompts of other lengths cut from `ids`, each answered with 10 tokens.
+void add_cut_prompts(std::vector<SequenceRequest>& requests, const std::vector<int32_t>& ids) {
+  for (size_t length : {3, 20, 11, 1, 17, 6, 9})
+    requests.push_back(greedy_request({ids.begin(), ids.begin() + std::ptrdiff_t(length)}, 10));
+}
+
 class Batching : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -84,8 +126,7 @@ class Batching : public ::testing::TestWithParam<const char*> {
   std::vector<SequenceRequest> requests() const {
     std::vector<SequenceRequest> out;
     out.push_back(greedy_request(reference_prompt_, uint32_t(reference_answer_.size())));
-    for (size_t length : {3, 20, 11, 1, 17, 6, 9})
-      out.push_back(greedy_request({input_ids_.begin(), input_ids_.begin() + std::ptrdiff_t(length)}, 10));
+    add_cut_prompts(out, input_ids_);
     return out;
   }
 
@@ -95,29 +136,9 @@ class Batching : public ::testing::TestWithParam<const char*> {
 
 TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
   ModelFiles files = ModelFiles::open(dir_);
-  std::vector<Generation> alone;
-  {
-    graph::Model model(test::device(), files, {.context = 48});
-    Scheduler scheduler(model, nullptr);
-    for (auto& request : requests()) alone.push_back(scheduler.run(std::move(request)));
-  }
+  std::vector<Generation> alone = answers_alone(files, [&] { return requests(); });
   EXPECT_EQ(alone[0].tokens, reference_answer_) << "alone, against transformers";
-  // Four slots for eight requests, and steps of at most 6 rows: prompts are prefilled in chunks beside the
-  // other sequences' decode steps, and requests wait for a slot. Then eight slots and steps of up to 16 rows:
-  // all eight decode together, beside prompt chunks. Steps of 5 to 16 rows run their products on
-  // linear_rows.wgsl (4 columns a thread up to 8 rows, 2 beyond), whose sums are in another order than the
-  // matrix-vector and tiled kernels' that answer alone: the tokens must not depend on it.
-  for (auto [slots, chunk] : {std::pair{4u, 6u}, std::pair{8u, kernels::kLinearRowsMax}}) {
-    SCOPED_TRACE(testing::Message() << slots << " slots, steps of at most " << chunk << " rows");
-    graph::Model model(test::device(), files, {.context = 48, .slots = slots, .max_chunk = chunk});
-    auto entries = model.describe(chunk);
-    ASSERT_TRUE(std::any_of(entries.begin(), entries.end(), [](auto& e) { return e.kernel == "linear_rows"; }));
-    Scheduler scheduler(model, nullptr, {.parallel = slots});
-    expect_alone_tokens(run_together(scheduler, requests()), alone);
-    SchedulerStats stats = scheduler.stats();
-    EXPECT_EQ(stats.finished, alone.size());
-    EXPECT_EQ(stats.active, 0u);
-  }
+  expect_batches_answer_alike(files, [&] { return requests(); }, alone, "");
 }
 
 // A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and
@@ -157,6 +178,26 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
 // gemma3 and mistral-swa have sliding windows (and gemma3 q/k norms).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Batching,
                          ::testing::Values("qwen2-tiny", "llama-tiny", "gpt2-tiny", "gemma3-tiny", "mistral-swa-tiny"));
+
+// The same for a GGUF file of block-quantized weights made by llama.cpp (tests/data/gguf/llamacpp; Q4_0, its LM
+// head Q6_K): steps of 5 to 16 rows (and of 2 to 4 where the adapter's tuning asks) decode the blocks in
+// linear_rows.wgsl, single steps in linear_q_matvec.wgsl. Its two prompts and prompts cut from the longer one.
+TEST(GgufBatching, GreedyAnswersDoNotDependOnTheBatch) {
+  fs::path dir = test::project_root() / "tests" / "data" / "gguf" / "llamacpp";
+  nlohmann::json fixture, references = nlohmann::json::parse(test::read_text(dir / "references.json"));
+  for (const nlohmann::json& f : references["fixtures"])
+    if (f["file"] == "llama-Q4_0.gguf") fixture = f;
+  ASSERT_FALSE(fixture.is_null()) << "llama-Q4_0.gguf is not in references.json";
+  ModelFiles files = ModelFiles::open(dir / "llama-Q4_0.gguf");
+  auto requests = [&] {
+    std::vector<SequenceRequest> out;
+    for (const nlohmann::json& prompt : fixture["prompt_ids"]) out.push_back(greedy_request(ids_of(prompt), 10));
+    add_cut_prompts(out, ids_of(fixture["prompt_ids"].back()));
+    return out;
+  };
+  std::vector<Generation> alone = answers_alone(files, requests);
+  expect_batches_answer_alike(files, requests, alone, "type=Q4_0 ");
+}
 
 // Random prompts from the fixtures' 512 ids.
 std::vector<int32_t> random_prompt(size_t n, std::mt19937& rng) {

@@ -228,8 +228,8 @@ TEST(LinearGrid, MatrixVectorUpToFourRowsTilesBeyond) {
   EXPECT_EQ(linear_grid({200, 897, 151936, 151936, 0, 0, 0}, kH200.resident_tiles), (Grid{9496, 1, 1}));
 }
 
-// linear_rows.wgsl takes unfused products of M = kLinearRowsMin to kLinearRowsMax rows with K % 8 == 0 and element
-// weights: 4 columns per thread up to 8 rows, then 2, in slices of 32 columns where they make the resident tiles'
+// linear_rows.wgsl takes unfused products of M = kLinearRowsMin to kLinearRowsMax rows with K % 8 == 0 (block types:
+// rows of whole blocks): 4 columns per thread up to 8 rows, then 2, in slices of 32 columns where they make the resident tiles'
 // 264 workgroups (two per H200 SM), else of 16, else of 8, then fewer columns per thread (2, 1) where 8-column
 // slices still make fewer than 132 (one per SM), and 4 / columns pieces a slice at a time.
 TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
@@ -241,10 +241,17 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
     EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax + 1, 64, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
     EXPECT_FALSE(use_linear_rows(device(), {8, 60, 8, 8, 0, 0, 0}, type));                   // K % 8 != 0: linear.wgsl
   }
-  EXPECT_FALSE(use_linear_rows(device(), {8, 64, 8, 8, 0, 0, 0}, WeightType::Q8_0));  // blocks: tiled, quantized
+  for (WeightType type : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q5_1, WeightType::Q6_K}) {
+    EXPECT_TRUE(use_linear_rows(device(), {kMatvecRows + 1, 256, 8, 8, 0, 0, 0}, type));
+    EXPECT_TRUE(use_linear_rows(device(), {kLinearRowsMax, 4096, 14336, 14336, 0, 0, 0}, type));
+    EXPECT_FALSE(use_linear_rows(device(), {1, 4096, 28672, 28672, 0, 0, 0}, type));  // decoding: matrix-vector
+    EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax + 1, 256, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
+  }
+  EXPECT_FALSE(use_linear_rows(device(), {8, 64, 8, 8, 0, 0, 0}, WeightType::Q4_K));  // not whole blocks: refused
   // From kLinearRowsMin to kMatvecRows rows, products of at least 24 KiB of weights per resident workgroup
   // (1,056 x 24 KiB = 24.75 MiB here): Llama-3-8B's o (32 MiB of f16), not Qwen2.5-0.5B's gate_up (17 MiB);
-  // f32 weights count their 4 bytes. Those products fuse nothing in a model's step; the others still do.
+  // f32 weights count their 4 bytes, block types their packed rows (Llama-3-8B's Q4_0 gate_up, 63 MiB, not its o,
+  // 9 MiB). Those products fuse nothing in a model's step; the others still do.
   constexpr WeightType F16 = WeightType::F16;
   for (uint32_t M = kLinearRowsMin; M <= kMatvecRows; ++M) {
     EXPECT_TRUE(use_linear_rows(device(), {M, 4096, 4096, 4096, 0, 0, 0}, F16));
@@ -252,6 +259,11 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
     EXPECT_TRUE(use_linear_rows(device(), {M, 896, 9728, 9728, 0, 0, 0}, WeightType::F32));
     EXPECT_TRUE(use_linear_rows(device(), {M, 8, 1584 * 1024, 1584 * 1024, 0, 0, 0}, F16));   // exactly 24 KiB
     EXPECT_FALSE(use_linear_rows(device(), {M, 8, 1584 * 1024 - 1, 1584 * 1024, 0, 0, 0}, F16));  // a row short
+    EXPECT_TRUE(use_linear_rows(device(), {M, 4096, 28672, 28672, 0, 0, 0}, WeightType::Q4_0));
+    EXPECT_FALSE(use_linear_rows(device(), {M, 4096, 4096, 4096, 0, 0, 0}, WeightType::Q4_0));
+    // 24 KiB of 256-element rows: 1,056 x 24,576 / 144 bytes of Q4_K = 180,224 rows.
+    EXPECT_TRUE(use_linear_rows(device(), {M, 256, 180224, 180224, 0, 0, 0}, WeightType::Q4_K));
+    EXPECT_FALSE(use_linear_rows(device(), {M, 256, 180223, 180224, 0, 0, 0}, WeightType::Q4_K));
   }
   if (linear_can_fuse(device(), 1, 4096, F16)) {
     EXPECT_TRUE(linear_fuses(device(), 1, 4096, 4096, F16));

@@ -1,8 +1,9 @@
 // Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, pack_rows, include/blocks.wgsl): the
 // embedding gather bit for bit against model/quant.h's dequantize(), and the products (decode M = 1..4 in
-// linear_q_matvec.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the
-// dequantized weights, on random blocks with extreme scales (zero, f16 subnormal, tiny, huge, negative). Every
-// output buffer is filled with NaN first, so an output the kernel fails to write shows.
+// linear_q_matvec.wgsl, batched decode steps in linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared
+// out) against a float64 product over the dequantized weights, on random blocks with extreme scales (zero, f16
+// subnormal, tiny, huge, negative). Every output buffer is filled with NaN first, so an output the kernel fails to
+// write shows.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "graph/gpu_weights.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
+#include "kernels/tuning.h"
 #include "model/dtype.h"
 #include "model/quant.h"
 #include "support/device.h"
@@ -124,6 +126,7 @@ struct ProductCase {
   bool extreme, bias, residual;
   uint32_t workers = 0;  // prompts: shared out over this many workgroups (0: the dispatcher's choice)
   MatvecBlocking blocking{};  // decoding: columns per team and team size (0: the dispatcher's choice)
+  const char* kernel = nullptr;  // the kernel the product must run on (nullptr: any)
 };
 
 // out = x W^T (+ bias, + residual) against float64 over the dequantized W; outputs [M, N + 3] with the product
@@ -145,15 +148,19 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   uint64_t scratch_floats = linear_split_scratch_floats(device(), {s.M, K, s.N, out_stride, out_col}, s.workers);
   auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, scratch_floats));
   LinearParams p{s.M, K, s.N, out_stride, out_col, s.bias ? 1u : 0u, s.residual ? 1u : 0u};
+  std::vector<Dispatch> dispatches;
   if (s.blocking.columns || s.blocking.split)
-    run(device(), linear(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p, c.type,
-                         {}, s.blocking));
+    dispatches.push_back(linear(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
+                                c.type, {}, s.blocking));
   else
-    run(device(), linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
-                                 c.type, {&scratch}, s.workers));
+    dispatches = linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
+                                c.type, {&scratch}, s.workers);
+  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={} unroll={}",
+                           weight_type_name(c.type), s.M, s.N, K, s.extreme, s.workers, s.blocking.columns,
+                           s.blocking.split, s.blocking.unroll));
+  if (s.kernel) ASSERT_EQ(dispatches.front().kernel, s.kernel);
+  run(device(), dispatches);
   auto got = device().read_as<float>(out);
-  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={}", weight_type_name(c.type),
-                           s.M, s.N, K, s.extreme, s.workers, s.blocking.columns, s.blocking.split));
   double diff = 0, norm = 0;
   for (uint32_t m = 0; m < s.M; ++m)
     for (uint32_t col = 0; col < out_stride; ++col) {
@@ -199,10 +206,32 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
   check_product(GetParam(), {1, 9, 70, false, false, false, 0, MatvecBlocking{1, 32, 8}}, rng);
 }
 
+// Batched decode steps take linear_rows.wgsl: every block piece's quads dequantized in registers and summed for
+// every row. From kMatvecRows + 1 rows: 4 columns a thread (M = 5) and 2 (M = 16), odd N (threads' columns past
+// it), a few blocks a row (pieces fewer than a workgroup's slices); at blockings of its own (1 to 4 columns, slices
+// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row). From kLinearRowsMin rows where the
+// weights come to 24 KiB per resident workgroup (use_linear_rows; its fewest odd N on this adapter).
+TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
+  std::mt19937 rng(std::random_device{}());
+  const TypeCase& c = GetParam();
+  check_product(c, {kMatvecRows + 1, 37, 3, false, true, true, 0, {}, "linear_rows"}, rng);
+  check_product(c, {kLinearRowsMax, 21, 2, true, true, false, 0, {}, "linear_rows"}, rng);
+  check_product(c, {kLinearRowsMax, 9, 5, false, false, true, 0, {}, "linear_rows"}, rng);
+  check_product(c, {7, 45, 3, false, true, true, 0, {1, 8, 4}, "linear_rows"}, rng);
+  check_product(c, {13, 33, 5, true, false, true, 0, {4, 16, 2}, "linear_rows"}, rng);
+  check_product(c, {kLinearRowsMax, 19, 3, false, true, true, 0, {2, 32, 1}, "linear_rows"}, rng);
+  uint32_t blocks = 2;
+  uint64_t row_bytes = weight_row_bytes(c.type, uint64_t(blocks) * block_layout(c.type).elements);
+  uint64_t min_bytes = uint64_t(24 << 10) * tuning(device()).resident_workgroups;
+  uint32_t N = uint32_t((min_bytes + row_bytes - 1) / row_bytes) | 1;
+  check_product(c, {kLinearRowsMin, N, blocks, false, true, true, 0, {}, "linear_rows"}, rng);
+  check_product(c, {kMatvecRows, N, blocks, true, false, true, 0, {}, "linear_rows"}, rng);
+}
+
 TEST_P(QuantKernel, PromptProductsMatchFloat64) {
   std::mt19937 rng(std::random_device{}());
   check_product(GetParam(), {37, 70, 3, false, true, true}, rng);
-  check_product(GetParam(), {5, 9, 2, true, false, false}, rng);
+  check_product(GetParam(), {kLinearRowsMax + 1, 9, 2, true, false, false}, rng);
   check_product(GetParam(), {70, 33, 2, false, false, true, 3}, rng);  // shared out, cut tiles summed after
 }
 

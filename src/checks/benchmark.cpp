@@ -713,7 +713,9 @@ std::vector<Shape> decode_projection_shapes() {
 
 // Batched decode steps: Llama's projections at 4, 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
 // once), and at kLinearRowsMax + 1, 32 and 64 rows, the tiled prompt kernel's, in 64-row tiles: the tiled path's
-// time for such a step (the crossover, 16 to 32 rows on an H200); Qwen's, whose narrow products leave SMs idle.
+// time for such a step (the crossover, 16 to 32 rows on an H200; for block types, which took the tiled kernel from
+// 5 rows before linear_rows.wgsl decoded them, kLinearRowsMax + 1 is also the old path's time at kLinearRowsMax);
+// Qwen's, whose narrow products leave SMs idle.
 std::vector<Shape> batch_projection_shapes() {
   std::vector<Shape> shapes;
   for (uint32_t T : {4u, 8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 64u})
@@ -810,7 +812,11 @@ const std::vector<Family>& families() {
         {"linear", linear_case(Q4_K)},
         {"linear", linear_case(Q6_K)},
         {"linear", linear_case(Q8_0)}}},
-      {batch_projection_shapes(), {"matmul", seed_matmul}, {{"linear", linear_case(F16, {}, {.split_k = true})}}},
+      {batch_projection_shapes(),
+       {"matmul", seed_matmul},
+       {{"linear", linear_case(F16, {}, {.split_k = true})},
+        {"linear", linear_case(Q4_0, {}, {.split_k = true})},
+        {"linear", linear_case(Q4_K, {}, {.split_k = true})}}},
       {prefill_projection_shapes(),
        {"matmul", seed_matmul},
        {{"linear", linear_case(F32)},
@@ -1067,9 +1073,11 @@ std::vector<Kernel> tuning_variants(const gpu::Device& device, const Options& op
       // Unfused f16 products of several rows run linear_rows.wgsl, which the blocking means differently (below).
       if (!rows) kernels.push_back({"linear", linear_case(WeightType::F16, b)});
       kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted})});
-      // The block types' decode kernel takes COLUMNS columns per team of SPLIT lanes (linear_q_matvec_blocking).
+      // The block types' decode kernel takes COLUMNS columns per team of SPLIT lanes (linear_q_matvec_blocking)
+      // where linear_rows.wgsl does not take the product (below).
       for (WeightType type : {WeightType::Q4_0, WeightType::Q4_K})
-        kernels.push_back({"linear", linear_case(type, b)});
+        if (!use_linear_rows(device, {shape.T, shape.K, shape.N}, type))
+          kernels.push_back({"linear", linear_case(type, b)});
       bool pairs = b.columns == 0 || b.columns == 2;  // a gated product pairs gate and up rows
       if (pairs && shape.name.find("gate_up") != std::string::npos)
         kernels.push_back({"linear", linear_case(WeightType::F16, b, {.norm = kNormWeighted, .gate_act = 1})});
@@ -1078,8 +1086,10 @@ std::vector<Kernel> tuning_variants(const gpu::Device& device, const Options& op
     for (uint32_t workers : options.split_workers)
       kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .workers = workers})});
   }
-  if (rows)  // linear_rows.wgsl shares nothing out; COLUMNS a thread, SPLIT columns a slice, UNROLL pieces a step
-    for (MatvecBlocking b : options.blockings) kernels.push_back({"linear", linear_case(WeightType::F16, b)});
+  // linear_rows.wgsl shares nothing out; COLUMNS a thread, SPLIT columns a slice, UNROLL pieces a step
+  for (WeightType type : {WeightType::F16, WeightType::Q4_0})
+    if (use_linear_rows(device, {shape.T, shape.K, shape.N}, type))
+      for (MatvecBlocking b : options.blockings) kernels.push_back({"linear", linear_case(type, b)});
   return kernels;
 }
 

@@ -501,9 +501,10 @@ uint64_t linear_split_scratch_bound(const gpu::Device& device) {
 
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type) {
   constexpr uint64_t kRowsMinWorkgroupBytes = 24 << 10;  // up to kMatvecRows rows (see model.h)
-  if (p.M < kLinearRowsMin || p.M > kLinearRowsMax || p.K % 8 != 0 || is_block_type(type)) return false;
+  if (p.M < kLinearRowsMin || p.M > kLinearRowsMax || p.K % 8 != 0) return false;
+  if (is_block_type(type) && p.K % block_layout(type).elements != 0) return false;  // linear() names the error
   return p.M > kMatvecRows ||
-         uint64_t(p.N) * p.K * weight_bytes(type) >= kRowsMinWorkgroupBytes * tuning(device).resident_workgroups;
+         p.N * weight_row_bytes(type, p.K) >= kRowsMinWorkgroupBytes * tuning(device).resident_workgroups;
 }
 
 RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
@@ -786,8 +787,6 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
          "linear_can_fuse)", shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);
   uint64_t x_count = count_of(p.M, p.K);
-  if (is_block_type(type) && use_matvec(p.M))
-    return quant_matvec(device, shapes, x, weight, bias, residual, out, p, type, blocking);
   std::initializer_list<Operand> operands = {{"x", x, x_count},
                                              weight_operand("W", weight, p.N, p.K, type),
                                              {"bias", bias, used(p.has_bias, p.N)},
@@ -803,6 +802,8 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                     {"LANES", double(b.lanes)},
                     {"UNROLL", double(b.unroll)}});
   }
+  if (is_block_type(type) && use_matvec(p.M))
+    return quant_matvec(device, shapes, x, weight, bias, residual, out, p, type, blocking);
   if (use_subgroup_matvec(device, p, type)) {
     // The gate and up rows of an output are the two columns of one group.
     if (p.gate_act) blocking = paired_blocking("linear", shapes, "gate_act", blocking);

@@ -34,11 +34,11 @@ enum class WeightType : uint32_t {
 // The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);
 // more rows are a prompt.
 constexpr uint32_t kMatvecRows = 4;
-// From kLinearRowsMin up to kLinearRowsMax rows (a batched decode step) with K % 8 == 0 and element weights,
-// a product without fusions runs linear_rows.wgsl, which reads each weight once for all rows: its threads hold the
-// sums of all M rows for up to 4 columns. Up to kMatvecRows rows it replaces the matrix-vector kernel (whose column
-// groups each re-read all M rows of x: on an H200, Llama-3-8B's 4-row products took twice one row's time) only for
-// large products (use_linear_rows). On an H200 the tiled prompt kernel overtakes it between 16 and 32 rows (bench
+// From kLinearRowsMin up to kLinearRowsMax rows (a batched decode step) with K % 8 == 0, a product without fusions
+// runs linear_rows.wgsl, which reads each weight once for all rows: its threads hold the sums of all M rows for up
+// to 4 columns (block types dequantized a quad at a time). Up to kMatvecRows rows it replaces the matrix-vector
+// kernels (whose column groups each re-read all M rows of x: on an H200, Llama-3-8B's 4-row f16 products took
+// twice one row's time) only for large products (use_linear_rows). On an H200 the tiled prompt kernel overtakes it between 16 and 32 rows (bench
 // kernels' batch_projection_shapes).
 constexpr uint32_t kLinearRowsMin = 2;
 constexpr uint32_t kLinearRowsMax = 16;
@@ -130,12 +130,13 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
-// Batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0, f32/f16/bf16 weights, no fusion) run
+// Batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0, no fusion; use_linear_rows) run
 // linear_rows.wgsl (same bindings and params; linear_rows_blocking()); other prompts with K % 8 == 0 run linear_tiled.wgsl (same
 // bindings and params; 64/128-square tiles chosen by linear_grid()'s shape rule; linear_split_k() may take larger
 // ones to share out), other K linear.wgsl's 64 x 64 tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
-// and prompts run linear_tiled.wgsl decoding each slab's weights as it loads them.
+// where linear_rows.wgsl does not take the product, and prompts run linear_tiled.wgsl decoding each slab's weights
+// as it loads them.
 // Other decoding (M <= 4) on adapters with subgroups runs linear_matvec_sg.wgsl, which can also fuse the steps
 // around the projection (linear_can_fuse() says when): norm_x applies an RMSNorm with eps to x first,
 // either with the norm's weight (kNormWeighted) or to an x that already holds x * weight (kNormPrepared,
@@ -170,14 +171,17 @@ struct MatvecBlocking {
 // The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
 // (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid().
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
-// Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (f32, f16 and
-// bf16 weights; block types keep the quantized matrix-vector and tiled kernels, which decode their blocks): all
-// products of kMatvecRows + 1 to kLinearRowsMax rows, and from kLinearRowsMin rows those whose weights give each
-// of the adapter's resident workgroups (tuning().resident_workgroups) at least 24 KiB. On an H200 (1,056 resident
-// workgroups; 2026-12-02, bench model --batch 2,4 --profile) Llama-3-8B's products (31 to 995 KiB a workgroup)
-// gained with it although their norms and gate activation then run as dispatches of their own (batch 4: 383 ->
-// 421 tok/s; o 38 -> 26 us, down 92 -> 65 us); Qwen2.5-0.5B's (1.5 to 16.5 KiB) did about as well as the fused
-// matrix-vector kernel, so those dispatches made its steps slower (batch 4: 2,705 -> 2,490 tok/s).
+// Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (any weight type,
+// block types with rows of whole blocks): all products of kMatvecRows + 1 to kLinearRowsMax rows, and from
+// kLinearRowsMin rows those whose weights (in their own bytes: a block type's packed rows) give each of the
+// adapter's resident workgroups (tuning().resident_workgroups) at least 24 KiB. On an H200 (1,056 resident
+// workgroups; 2026-12-02, bench model --batch 2,4 --profile) Llama-3-8B's f16 products (31 to 995 KiB a
+// workgroup) gained with it although their norms and gate activation then run as dispatches of their own (batch 4:
+// 383 -> 421 tok/s; o 38 -> 26 us, down 92 -> 65 us); Qwen2.5-0.5B's (1.5 to 16.5 KiB) did about as well as the
+// fused matrix-vector kernel, so those dispatches made its steps slower (batch 4: 2,705 -> 2,490 tok/s). Block
+// types fuse nothing in either kernel; the same rule gives their large products of 2 to 4 rows linear_rows.wgsl,
+// whose lanes share each read of x among up to 128 columns, where linear_q_matvec.wgsl's teams of 2 columns each
+// read all rows of x (not yet measured there).
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
 // else 2), columns per slice of k (`lanes`: 32, 16 or 8, the most that still give the adapter's

@@ -1,31 +1,40 @@
 // Linear for a few rows (kernels::kLinearRowsMin <= M <= kernels::kLinearRowsMax, K % 8 == 0: a batched decode
 // step of several sequences): the contract of linear.wgsl,
 //   out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n]),  n < N,
-// with W [N, K] decoded by WEIGHT_TYPE. Such a step should cost one read of the weights, as decoding one row
-// does, but it also does M times the FMAs, so the kernel is built to spend neither twice:
-// * each thread keeps the sums of all ROWS rows for its COLS columns, so every 16-byte weight piece is loaded
+// with W [N, K] decoded by WEIGHT_TYPE: f32, f16, bf16 (weights.wgsl), or a block type in kernels::pack_rows()'s
+// layout (include/blocks.wgsl; K a multiple of its block). Such a step should cost one read of the weights, as
+// decoding one row does, but it also does M times the FMAs, so the kernel is built to spend neither twice:
+// * its unit of work is a 16-byte piece of a weight row, 4 or 8 consecutive k of element weights; of a block
+//   row, a 32-element chunk's 16 bytes of quants (Q8_0: half its 32), each quad of 4 k of which is dequantized
+//   in registers (chunk_quad's integer quants, the chunk's scale and offset decoded once a piece: ggml's values
+//   bit for bit) and then feeds the same 4 * ROWS FMAs an element quad does, so the decode's cost is spread over
+//   all rows (a matrix-vector kernel takes the scale out of its sums instead, which saves a multiply a weight
+//   but serves only its few rows);
+// * each thread keeps the sums of all ROWS rows for its COLS columns, so every weight piece is loaded
 //   and decoded once and used for every row; the sums are four mat4x4 values (a group of 4 rows each, a column
 //   per mat column) written to with constant indices only: the first version of this kernel kept them in an
 //   array indexed in loops, which the H200's compiler did not unroll, and ran Llama-3-8B's 16-row products at
 //   6-10 TFLOP/s of the card's ~56 (its time grew with M as if each FMA went through memory);
-// * each k of a piece is an outer product: 4 rows of x times COLS weights, COLS vec4 FMAs (4 k written out);
+// * each k of a quad is an outer product: 4 rows of x times COLS weights, COLS vec4 FMAs (4 k written out);
 // * the LANES threads of a slice take neighbouring columns at the same k, so a warp's reads of x are of one or
 //   a few addresses (served once, not once per lane as when the lanes split k: linear_matvec_sg.wgsl's layout,
 //   whose column groups each re-read all M rows of x, made 4 rows cost 2 decode steps on an H200);
-// * the 256 / LANES slices of a workgroup take every slices-th block of UNROLL pieces (UNROLL * COLS = 4 loads
-//   in flight per thread) and add up through workgroup memory at the end, a group of 4 rows at a time.
+// * the 256 / LANES slices of a workgroup take every slices-th block of UNROLL pieces (UNROLL * COLS = 4 piece
+//   loads in flight per thread; a block piece also loads its chunk's header and high-bit words) and add up
+//   through workgroup memory at the end, a group of 4 rows at a time.
 // No subgroups, no shader-f16: it runs on every adapter. The dispatcher (kernels::linear_rows_blocking) sets
 // ROWS = M, COLS (1, 2 or 4), LANES (8, 16 or 32) and UNROLL; grid: ceil(N / (LANES * COLS)) workgroups, folded.
 // A row's sum is the same f32 sum of K terms as in the other linear kernels, in another order (COLS, LANES and
 // UNROLL set which pieces each slice adds up): a row can differ in its last bits between steps of other sizes,
 // as it already does between the matrix-vector and tiled kernels; tests/test_generate_scheduler holds the greedy
 // tokens to be the same whatever the step.
-// Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N], 3 residual, 4 out
-// [M, out_stride] read_write, 5 params uniform.
+// Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE; block rows padded to 16 bytes), 2 bias [N],
+// 3 residual, 4 out [M, out_stride] read_write, 5 params uniform.
 
 //!include linear_params.wgsl
 //!include weights.wgsl
 //!include linear_store.wgsl
+//!include blocks.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -40,6 +49,45 @@ override LANES: u32 = 32u;  // columns of a slice (8, 16 or 32); 256 / LANES sli
 override UNROLL: u32 = 1u;  // consecutive pieces a slice takes at a time: 1, 2 or 4
 
 const WORKGROUP_SIZE: u32 = 256u;
+
+// blocks.wgsl's access to the weights: word i, and words i .. i + 3 (i a multiple of 4) in one load.
+fn block_word(i: u32) -> u32 {
+  return W[i / 4u][i % 4u];
+}
+
+fn block_words4(i: u32) -> vec4<u32> {
+  return W[i / 4u];
+}
+
+// Quads (4 k) of a piece: f32 1, f16 / bf16 2, Q8_0 4 (half a chunk's 32 bytes of quants), the 4- to 6-bit
+// block types 8 (a chunk's 16 bytes).
+fn piece_quads() -> u32 {
+  switch (WEIGHT_TYPE) {
+    case 0u: { return 1u; }
+    case 1u, 2u: { return 2u; }
+    case 3u: { return 4u; }
+    default: { return 8u; }
+  }
+}
+
+// The 32-element chunk of block piece p.
+fn piece_chunk(p: u32) -> u32 {
+  return p * piece_quads() / 8u;
+}
+
+// What a block piece needs beside its quants: its chunk's header words (chunk_header) and high-bit words (Q5_0,
+// Q5_1, Q5_K: one; Q6_K: two, quad_high_word).
+struct BlockSide {
+  header: vec4<u32>,
+  high: vec2<u32>,
+}
+
+// A thread's loads of one piece of its columns: w[c] column c's 16 bytes, side[c] (block types only) the rest.
+struct Loaded {
+  w: array<vec4<u32>, 4>,
+  side: array<BlockSide, 4>,
+}
+
 // The sums: acc<g>[c][r] is row 4 g + r of column c.
 var<private> acc0: mat4x4<f32>;
 var<private> acc1: mat4x4<f32>;
@@ -74,65 +122,128 @@ fn four_k(acc: mat4x4<f32>, xt: mat4x4<f32>, wt: mat4x4<f32>) -> mat4x4<f32> {
   return outer(a, xt[3], wt[3]);
 }
 
-// Row group g's x at half piece `at` (4 k) of each row, transposed: [k][row]. Rows past M read row M - 1.
-fn x_group(g: u32, at: u32, row_halves: u32) -> mat4x4<f32> {
+// Row group g's x at quad `at` (4 k) of each row, transposed: [k][row]. Rows past M read row M - 1.
+fn x_group(g: u32, at: u32, row_quads: u32) -> mat4x4<f32> {
   let last = ROWS - 1u;
-  return transpose(mat4x4<f32>(x[min(4u * g, last) * row_halves + at], x[min(4u * g + 1u, last) * row_halves + at],
-                               x[min(4u * g + 2u, last) * row_halves + at], x[min(4u * g + 3u, last) * row_halves + at]));
+  return transpose(mat4x4<f32>(x[min(4u * g, last) * row_quads + at], x[min(4u * g + 1u, last) * row_quads + at],
+                               x[min(4u * g + 2u, last) * row_quads + at], x[min(4u * g + 3u, last) * row_quads + at]));
 }
 
-// Half h of the pieces of the thread's columns as weights, transposed: [k][column].
-fn w_half(w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>, h: u32) -> mat4x4<f32> {
-  if (WEIGHT_TYPE == 0u) {
-    return transpose(mat4x4<f32>(bitcast<vec4<f32>>(w0), bitcast<vec4<f32>>(w1), bitcast<vec4<f32>>(w2),
-                                 bitcast<vec4<f32>>(w3)));
-  }
-  if (h == 0u) {
-    return transpose(mat4x4<f32>(vec4<f32>(halves(w0.x), halves(w0.y)), vec4<f32>(halves(w1.x), halves(w1.y)),
-                                 vec4<f32>(halves(w2.x), halves(w2.y)), vec4<f32>(halves(w3.x), halves(w3.y))));
-  }
-  return transpose(mat4x4<f32>(vec4<f32>(halves(w0.z), halves(w0.w)), vec4<f32>(halves(w1.z), halves(w1.w)),
-                               vec4<f32>(halves(w2.z), halves(w2.w)), vec4<f32>(halves(w3.z), halves(w3.w))));
-}
-
-// Adds half h of piece p (4 k; w0..w3 the columns' weight pieces) to every row group's sums.
-fn half_piece(p: u32, h: u32, w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>) {
-  let row_halves = params.K / 4u;  // half pieces (vec4) of a row of x
-  let at = select(2u * p + h, p, WEIGHT_TYPE == 0u);
-  let wt = w_half(w0, w1, w2, w3, h);
+// Adds 4 k to every row group's sums: x's quad `at` of each row times wt, the columns' weights there ([k][column]).
+fn add_quad(at: u32, wt: mat4x4<f32>) {
+  let row_quads = params.K / 4u;  // quads (vec4) of a row of x
   let g = groups();
-  acc0 = four_k(acc0, x_group(0u, at, row_halves), wt);
+  acc0 = four_k(acc0, x_group(0u, at, row_quads), wt);
   if (g > 1u) {
-    acc1 = four_k(acc1, x_group(1u, at, row_halves), wt);
+    acc1 = four_k(acc1, x_group(1u, at, row_quads), wt);
   }
   if (g > 2u) {
-    acc2 = four_k(acc2, x_group(2u, at, row_halves), wt);
+    acc2 = four_k(acc2, x_group(2u, at, row_quads), wt);
   }
   if (g > 3u) {
-    acc3 = four_k(acc3, x_group(3u, at, row_halves), wt);
+    acc3 = four_k(acc3, x_group(3u, at, row_quads), wt);
   }
 }
 
-// Adds piece p: one half piece of x for f32 weights (4 k), two for 16-bit ones (8 k).
-fn piece(p: u32, w: array<vec4<u32>, 4>) {
-  half_piece(p, 0u, w[0], w[1], w[2], w[3]);
-  if (WEIGHT_TYPE != 0u) {
-    half_piece(p, 1u, w[0], w[1], w[2], w[3]);
+// Quad h of the element pieces of the thread's columns as weights, transposed: [k][column].
+fn element_quad(w: array<vec4<u32>, 4>, h: u32) -> mat4x4<f32> {
+  if (WEIGHT_TYPE == 0u) {
+    return transpose(mat4x4<f32>(bitcast<vec4<f32>>(w[0]), bitcast<vec4<f32>>(w[1]), bitcast<vec4<f32>>(w[2]),
+                                 bitcast<vec4<f32>>(w[3])));
   }
+  if (h == 0u) {
+    return transpose(mat4x4<f32>(vec4<f32>(halves(w[0].x), halves(w[0].y)), vec4<f32>(halves(w[1].x), halves(w[1].y)),
+                                 vec4<f32>(halves(w[2].x), halves(w[2].y)), vec4<f32>(halves(w[3].x), halves(w[3].y))));
+  }
+  return transpose(mat4x4<f32>(vec4<f32>(halves(w[0].z), halves(w[0].w)), vec4<f32>(halves(w[1].z), halves(w[1].w)),
+                               vec4<f32>(halves(w[2].z), halves(w[2].w)), vec4<f32>(halves(w[3].z), halves(w[3].w))));
 }
 
-// The thread's weight pieces at piece p: row<c> is column c's first piece (zeros past COLS).
-fn load(row0: u32, row1: u32, row2: u32, row3: u32, p: u32) -> array<vec4<u32>, 4> {
-  var w: array<vec4<u32>, 4>;
-  w[0] = W[row0 + p];
+// Quad `quad` of a column's chunk, as ggml dequantizes it: from the column's piece (the quad's quant word),
+// its high-bit words (side) and its chunk's scale.
+fn column_quad(w: vec4<u32>, side: BlockSide, s: ChunkScale, quad: u32) -> vec4<f32> {
+  return scaled_quad(s, quad_quants(w[quad_quant_word(quad) % 4u], side.high[quad_high_word(quad)], quad), quad);
+}
+
+// Adds block piece p: its quads dequantized, each column's chunk scale decoded once.
+fn block_piece(p: u32, l: Loaded) {
+  let chunk = piece_chunk(p);
+  let first = p * piece_quads() % 8u;  // the piece's first quad in its chunk
+  let s0 = chunk_scale_of(l.side[0].header, chunk);
+  var s1 = s0;
+  var s2 = s0;
+  var s3 = s0;
   if (COLS > 1u) {
-    w[1] = W[row1 + p];
+    s1 = chunk_scale_of(l.side[1].header, chunk);
   }
   if (COLS > 2u) {
-    w[2] = W[row2 + p];
-    w[3] = W[row3 + p];
+    s2 = chunk_scale_of(l.side[2].header, chunk);
+    s3 = chunk_scale_of(l.side[3].header, chunk);
   }
-  return w;
+  for (var h = 0u; h < piece_quads(); h++) {
+    let quad = first + h;
+    var v: mat4x4<f32>;  // [column][k]
+    v[0] = column_quad(l.w[0], l.side[0], s0, quad);
+    if (COLS > 1u) {
+      v[1] = column_quad(l.w[1], l.side[1], s1, quad);
+    }
+    if (COLS > 2u) {
+      v[2] = column_quad(l.w[2], l.side[2], s2, quad);
+      v[3] = column_quad(l.w[3], l.side[3], s3, quad);
+    }
+    add_quad(piece_quads() * p + h, transpose(v));
+  }
+}
+
+// Adds piece p (its quads are x's quads piece_quads() p, ...).
+fn piece(p: u32, l: Loaded) {
+  if (WEIGHT_TYPE >= 3u) {
+    block_piece(p, l);
+    return;
+  }
+  add_quad(piece_quads() * p, element_quad(l.w, 0u));
+  if (WEIGHT_TYPE != 0u) {
+    add_quad(2u * p + 1u, element_quad(l.w, 1u));
+  }
+}
+
+// Block types: the chunk header and high-bit words of the column whose quants start at piece `row`, for piece p.
+fn block_side(row: u32, p: u32) -> BlockSide {
+  let r = block_row_at(4u * row, params.K);
+  let chunk = piece_chunk(p);
+  var side = BlockSide(chunk_header(r, chunk), vec2<u32>(0u));
+  let words = chunk_high_words();
+  if (words > 0u) {
+    side.high.x = block_word(r.high + chunk * words);
+  }
+  if (words > 1u) {
+    side.high.y = block_word(r.high + chunk * words + 1u);
+  }
+  return side;
+}
+
+// The thread's loads for piece p: row<c> is where column c's row (its quants) starts, in pieces; zeros past COLS.
+fn load(row0: u32, row1: u32, row2: u32, row3: u32, p: u32) -> Loaded {
+  var l: Loaded;
+  l.w[0] = W[row0 + p];
+  if (COLS > 1u) {
+    l.w[1] = W[row1 + p];
+  }
+  if (COLS > 2u) {
+    l.w[2] = W[row2 + p];
+    l.w[3] = W[row3 + p];
+  }
+  if (WEIGHT_TYPE >= 3u) {
+    l.side[0] = block_side(row0, p);
+    if (COLS > 1u) {
+      l.side[1] = block_side(row1, p);
+    }
+    if (COLS > 2u) {
+      l.side[2] = block_side(row2, p);
+      l.side[3] = block_side(row3, p);
+    }
+  }
+  return l;
 }
 
 // Adds up the slices' sums of row group g and stores them: thread t takes (column, row) pairs t / LANES,
@@ -165,23 +276,26 @@ fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_column: u32) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let N = params.N;
-  let pieces = select(params.K / 8u, params.K / 4u, WEIGHT_TYPE == 0u);  // 16-byte pieces per weight row
+  let pieces = params.K / (4u * piece_quads());  // 16-byte pieces per weight row (block types: of its quants)
+  // Pieces from a weight row's start to the next's: a block row's quants are followed by its high bits and
+  // headers (blocks.wgsl).
+  let stride = select(pieces, block_row_words(params.K) / 4u, WEIGHT_TYPE >= 3u);
   let slices = WORKGROUP_SIZE / LANES;
   let lane = lid % LANES;
   let slice = lid / LANES;
   let first_column = (wid.x + wid.y * nwg.x) * LANES * COLS;
 
   // Column c of this thread is first_column + c * LANES + lane; past N it reads row N - 1 and stores nothing.
-  let row0 = min(first_column + lane, N - 1u) * pieces;
-  let row1 = min(first_column + LANES + lane, N - 1u) * pieces;
-  let row2 = min(first_column + 2u * LANES + lane, N - 1u) * pieces;
-  let row3 = min(first_column + 3u * LANES + lane, N - 1u) * pieces;
+  let row0 = min(first_column + lane, N - 1u) * stride;
+  let row1 = min(first_column + LANES + lane, N - 1u) * stride;
+  let row2 = min(first_column + 2u * LANES + lane, N - 1u) * stride;
+  let row3 = min(first_column + 3u * LANES + lane, N - 1u) * stride;
   for (var block = slice * UNROLL; block < pieces; block += slices * UNROLL) {
     // Every load of the block before any sum (UNROLL * COLS in flight).
     let a = load(row0, row1, row2, row3, block);
-    var b: array<vec4<u32>, 4>;
-    var c: array<vec4<u32>, 4>;
-    var d: array<vec4<u32>, 4>;
+    var b: Loaded;
+    var c: Loaded;
+    var d: Loaded;
     if (UNROLL > 1u && block + 1u < pieces) {
       b = load(row0, row1, row2, row3, block + 1u);
     }

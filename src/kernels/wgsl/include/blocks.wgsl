@@ -60,7 +60,11 @@ fn block_row_words(K: u32) -> u32 {
 
 // Row `row` (of K elements) of the weight.
 fn block_row(row: u32, K: u32) -> BlockRow {
-  let quants = row * block_row_words(K);
+  return block_row_at(row * block_row_words(K), K);
+}
+
+// The row (of K elements) whose quants start at word `quants`.
+fn block_row_at(quants: u32, K: u32) -> BlockRow {
   let high = quants + K / 32u * chunk_quant_words();
   return BlockRow(quants, high, high + K / 32u * chunk_high_words());
 }
@@ -191,8 +195,13 @@ fn chunk_quad(r: BlockRow, c: u32, quad: u32) -> vec4<f32> {
 // Elements 4 quad .. 4 quad + 3 of chunk c, as ggml dequantizes them, from the chunk's header words
 // (chunk_header) and the quad's words (quad_words).
 fn quad_values(header: vec4<u32>, words: vec2<u32>, c: u32, quad: u32) -> vec4<f32> {
-  let s = chunk_scale_of(header, c);
-  return select(s.scale.x, s.scale.y, quad >= 4u) * quad_quants(words.x, words.y, quad) - s.offset;
+  return scaled_quad(chunk_scale_of(header, c), quad_quants(words.x, words.y, quad), quad);
+}
+
+// Elements 4 quad .. 4 quad + 3 of a chunk, as ggml dequantizes them, from its scale and the quad's integer quants
+// (quad_quants).
+fn scaled_quad(s: ChunkScale, quants: vec4<f32>, quad: u32) -> vec4<f32> {
+  return select(s.scale.x, s.scale.y, quad >= 4u) * quants - s.offset;
 }
 
 // Elements 4 quad .. 4 quad + 3 of chunk c, as ggml dequantizes them.
