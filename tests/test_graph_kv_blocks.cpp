@@ -3,6 +3,8 @@
 // taken again) gives exactly the logits of the same tokens in a fresh model's contiguous blocks, and the fixtures'
 // transformers logits; rewinding gives blocks back; a step that needs more blocks than are free throws, naming the
 // slot, and changes nothing.
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include <gmock/gmock.h>
@@ -230,6 +232,44 @@ TEST(KvBlocks, BatchedStepsAcrossBlockEdgesMatchEachSequenceAlone) {
   }
   EXPECT_EQ(std::vector<int32_t>(got_a.begin() + 1, got_a.end()), want_a);
   EXPECT_EQ(std::vector<int32_t>(got_b.begin() + 1, got_b.end()), want_b);
+}
+
+// A context left open is the model's own, cut to what one storage binding holds per layer's pool for every slot
+// (then halved while the GPU's memory refuses it, which a CPU adapter does not show); one asked for is kept.
+TEST(DefaultContext, IsTheModelsWithinOneBindingPerLayer) {
+  constexpr uint64_t kBinding = (4ull << 30) - 1;                    // an H200's maxStorageBufferBindingSize
+  constexpr uint64_t kElements = kBlock * 8 * 128, kBytes = 2 * kElements;  // Llama-3-8B's f16 blocks: 512 KiB
+  ModelOptions one;
+  EXPECT_EQ(default_kv_cache_size(one, 131072, kBytes, kElements, kBinding).context, 131072u);
+  EXPECT_TRUE(default_kv_cache_size(one, 131072, kBytes, kElements, kBinding).sized_to_device);
+  EXPECT_EQ(default_kv_cache_size(one, 0, kBytes, kElements, kBinding).context, kFallbackContext);
+  ModelOptions many{.slots = 64};  // 8,191 blocks a binding: 127 whole contexts' worth each
+  EXPECT_EQ(default_kv_cache_size(many, 131072, kBytes, kElements, kBinding).context, 127 * kBlock);
+  ModelOptions asked{.context = 1000, .slots = 64};
+  EXPECT_EQ(default_kv_cache_size(asked, 131072, kBytes, kElements, kBinding).context, 1000u);
+  EXPECT_FALSE(default_kv_cache_size(asked, 131072, kBytes, kElements, kBinding).sized_to_device);
+  ModelOptions pooled{.slots = 64, .kv_tokens = 4096};  // the pool is asked for: the context stays the model's
+  EXPECT_EQ(default_kv_cache_size(pooled, 131072, kBytes, kElements, kBinding).context, 131072u);
+  EXPECT_FALSE(default_kv_cache_size(pooled, 131072, kBytes, kElements, kBinding).sized_to_device);
+  // u32 element indices bound the pool too: 2^32 / (256 x 8,192) = 2,047 blocks.
+  EXPECT_EQ(default_kv_cache_size(many, 131072, 4, kBlock * 8192, UINT64_MAX).context, 2047 / 64 * kBlock);
+}
+
+// A model whose config allows 8,192 positions gets them all by default (it was held to 4,096), for each slot.
+TEST(DefaultContext, ModelTakesItsWholeContext) {
+  GERBIL_REQUIRE_FIXTURES();
+  auto dir = std::filesystem::temp_directory_path() / "gerbil-default-context";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(test::fixtures_dir() / "llama-tiny", dir, std::filesystem::copy_options::recursive);
+  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["max_position_embeddings"] = 8192;
+  std::ofstream(dir / "config.json") << config.dump();
+  auto files = ModelFiles::open(dir);
+  Model model(test::device(), files, {.slots = 2, .kv_cache = KvCache::F32});
+  EXPECT_EQ(model.context(), 8192u);
+  uint64_t kv_width = uint64_t(files.config().num_kv_heads) * files.config().head_dim;
+  EXPECT_EQ(model.kv_cache_bytes(), 2 * uint64_t(files.config().num_layers) * 2 * 8192 * kv_width * 4);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ void print_loaded(const std::string& dir, const ModelInfo& info) {
 void ModelOptions::add_to(CLI::App& app, bool model_required) {
   auto* model = app.add_option("--model", model_dir, "Hugging Face model folder (config.json + *.safetensors) or a GGUF file");
   if (model_required) model->required();
-  app.add_option("--ctx", context, "Context length: KV-cache capacity in tokens (default min(model max, 4096))")
+  app.add_option("--ctx", context, "Context length: KV-cache capacity in tokens (default: the model's, halved until the cache fits the GPU's memory)")
       ->check(CLI::Range(1u, UINT32_MAX));
   app.add_option("--max-prefill-chunk", max_prefill_chunk,
                  "Prompt tokens per prefill step; longer prompts run in chunks")

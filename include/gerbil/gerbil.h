@@ -57,7 +57,9 @@ enum class PreparedNorms {
 
 struct EngineOptions {
   std::string adapter;   // WebGPU adapter: a substring of its name; empty: $GERBIL_ADAPTER, else the first
-  uint32_t context = 0;  // KV-cache capacity in tokens; 0: min(the model's maximum, 4096)
+  // KV-cache capacity in tokens; 0: the model's maximum (max_position_embeddings) as far as the GPU's memory
+  // holds it with every sequence's cache, halved until it fits (ModelInfo::context says what it got).
+  uint32_t context = 0;
   // Prompt tokens per prefill step; longer prompts run in chunks. 2,048 (llama.cpp's batch, vLLM's token
   // budget): each chunk re-reads the cache before it, and longer chunks take larger product tiles (on an H200,
   // Qwen2.5-0.5B's 8,192-token prompt with an f32 cache: 16,743 tok/s in chunks of 512, 21,944 in chunks of

@@ -303,6 +303,7 @@ void Device::scoped(const std::string& what, Fn&& create) {
   wgpuDevicePushErrorScope(device_.get(), WGPUErrorFilter_Validation);
   create();
   std::string first_error;
+  bool out_of_memory = false;
   for (int scope = 0; scope < 2; ++scope) {
     struct Popped {
       WGPUErrorType type = WGPUErrorType_NoError;
@@ -317,9 +318,12 @@ void Device::scoped(const std::string& what, Fn&& create) {
     };
     callback.userdata1 = &popped;
     wait(wgpuDevicePopErrorScope(device_.get(), callback));
-    if (popped.type != WGPUErrorType_NoError && first_error.empty())
+    if (popped.type != WGPUErrorType_NoError && first_error.empty()) {
       first_error = fmt::format("{}: WebGPU {}: {}", what, error_type_name(popped.type), popped.message);
+      out_of_memory = popped.type == WGPUErrorType_OutOfMemory;
+    }
   }
+  if (out_of_memory) throw OutOfMemory(first_error);
   if (!first_error.empty()) throw Error(first_error);
 }
 

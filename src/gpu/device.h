@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gerbil/error.h"
 #include "gpu/disk_cache.h"
 #include "gpu/handle.h"
 #include "gpu/webgpu_abi.h"
@@ -32,6 +33,13 @@ using PipelineHandle = Handle<WGPUComputePipeline, wgpuComputePipelineRelease>;
 using BindGroupLayoutHandle = Handle<WGPUBindGroupLayout, wgpuBindGroupLayoutRelease>;
 using BindGroupHandle = Handle<WGPUBindGroup, wgpuBindGroupRelease>;
 using QuerySetHandle = Handle<WGPUQuerySet, wgpuQuerySetRelease>;
+
+// What creating a buffer throws when the GPU has no memory left for it (a WebGPU out-of-memory error), apart
+// from other errors so that a caller sizing something to the memory (the KV cache) can ask for less.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
 
 struct AdapterInfo {
   std::string vendor;

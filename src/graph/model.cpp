@@ -590,20 +590,14 @@ class StepBuilder {
 Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& options)
     : device_(device), config_(files.config()), options_(options) {
   uint32_t max_positions = uint32_t(config_.max_position_embeddings);
-  context_ = options.context ? options.context : std::min<uint32_t>(max_positions ? max_positions : 4096, 4096);
   if (options_.slots == 0) fail("the KV cache needs at least one slot");
   positions_.assign(options_.slots, 0);
   slot_blocks_.resize(options_.slots);
-  // By default every slot can hold a whole context at once, as before blocks (a context's last block rounded up).
-  uint64_t pool_blocks = options_.kv_tokens ? blocks_for(options_.kv_tokens) : options_.slots * blocks_for(context_);
-  if (pool_blocks > UINT32_MAX) fail("a KV-cache pool of {} blocks of {} tokens is too many", pool_blocks, kernels::kKvBlockTokens);
-  total_blocks_ = uint32_t(pool_blocks);
-  for (uint32_t block = total_blocks_; block-- > 0;) free_blocks_.push_back(block);  // block 0 is taken first
-  table_stride_ = table_stride(context_);
   uint32_t vocab_size = uint32_t(config_.vocab_size);
   token_count_ = options_.token_count ? std::min(options_.token_count, vocab_size) : vocab_size;
-  if (config_.arch->positions == PositionKind::Learned && context_ > max_positions)
-    fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", context_, max_positions);
+  if (config_.arch->positions == PositionKind::Learned && options_.context > max_positions)
+    fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", options_.context,
+         max_positions);
   if (options_.max_chunk == 0) fail("max_chunk must be positive");
   if (config_.head_dim > 256) fail("head_dim {} is larger than the 256 gerbil's attention kernels support", config_.head_dim);
   kv_type_ = resolve_kv_cache(options_.kv_cache, files);
@@ -620,7 +614,58 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   auto weights_start = Clock::now();
   weights_ = upload_weights(device, files, options.weights, options.progress);
   load_stats_.weights_seconds = std::chrono::duration<double>(Clock::now() - weights_start).count();
+  allocate_within_memory();
+  if (options_.pipelines_at_load) {
+    auto pipelines_start = Clock::now();
+    load_stats_.pipelines = create_pipelines();
+    load_stats_.pipelines_seconds = std::chrono::duration<double>(Clock::now() - pipelines_start).count();
+  }
+}
 
+KvCacheSize default_kv_cache_size(const ModelOptions& options, uint64_t max_positions, uint64_t block_bytes,
+                                  uint64_t block_elements, uint64_t max_binding) {
+  // One layer's K pool is one storage binding, indexed in u32 elements: whole contexts of blocks for every slot.
+  uint64_t blocks = std::min(max_binding / std::max<uint64_t>(1, block_bytes),
+                             uint64_t(UINT32_MAX) / std::max<uint64_t>(1, block_elements));
+  uint64_t fitting = blocks / std::max(1u, options.slots) * kernels::kKvBlockTokens;
+  uint64_t wanted = options.context ? options.context : (max_positions ? max_positions : kFallbackContext);
+  if (options.context || options.kv_tokens) return {uint32_t(wanted), false};
+  return {uint32_t(std::min<uint64_t>(wanted, std::max<uint64_t>(fitting, kernels::kKvBlockTokens))), true};
+}
+
+// The context and pool the options ask for; where they leave the context to the model (ModelOptions::context and
+// kv_tokens 0), the model's whole context as far as one storage binding per layer's pool allows and then the GPU's
+// memory: halved while the KV cache and the step's buffers do not fit (creating a buffer fails with
+// gpu::OutOfMemory), down to kMinSizedContext.
+void Model::allocate_within_memory() {
+  uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
+  uint64_t block_elements = kernels::kKvBlockTokens * kv_width;
+  KvCacheSize size = default_kv_cache_size(options_, uint32_t(config_.max_position_embeddings),
+                                           kernels::kv_pool_bytes(kv_type_, block_elements, uint32_t(config_.head_dim)),
+                                           block_elements, device_.limits().maxStorageBufferBindingSize);
+  for (uint32_t context = size.context;; context /= 2) {
+    try {
+      allocate(context);
+      return;
+    } catch (const gpu::OutOfMemory& e) {
+      buffers_.reset();
+      free_blocks_.clear();
+      if (!size.sized_to_device || context / 2 < kMinSizedContext)
+        fail("the KV cache of {} tokens and the step's buffers do not fit in the GPU's memory ({}): ask for fewer "
+             "tokens (--ctx, --kv-tokens or --parallel)", uint64_t(context) * options_.slots, e.what());
+    }
+  }
+}
+
+void Model::allocate(uint32_t context) {
+  context_ = context;
+  // By default every slot can hold a whole context at once, as before blocks (a context's last block rounded up).
+  uint64_t pool_blocks = options_.kv_tokens ? blocks_for(options_.kv_tokens) : options_.slots * blocks_for(context_);
+  if (pool_blocks > UINT32_MAX) fail("a KV-cache pool of {} blocks of {} tokens is too many", pool_blocks, kernels::kKvBlockTokens);
+  total_blocks_ = uint32_t(pool_blocks);
+  free_blocks_.clear();
+  for (uint32_t block = total_blocks_; block-- > 0;) free_blocks_.push_back(block);  // block 0 is taken first
+  table_stride_ = table_stride(context_);
   buffers_ = std::make_unique<Buffers>();
   Buffers& b = *buffers_;
   // A step holds up to max_chunk rows: one prompt's chunk (never more than a slot's context), or a batch.
@@ -699,11 +744,6 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   }
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
-  if (options_.pipelines_at_load) {
-    auto pipelines_start = Clock::now();
-    load_stats_.pipelines = create_pipelines();
-    load_stats_.pipelines_seconds = std::chrono::duration<double>(Clock::now() - pipelines_start).count();
-  }
 }
 
 Model::~Model() { discard_speculation(); }

@@ -35,7 +35,9 @@ enum class PreparedNorms { Auto, Always, Never };
 enum class KvCache { Auto, F32, F16, Q8 };
 
 struct ModelOptions {
-  uint32_t context = 0;       // the most tokens one slot may hold; 0: min(max_position_embeddings, 4096)
+  // The most tokens one slot may hold. 0: the model's max_position_embeddings as far as the GPU's memory allows
+  // (default_kv_cache_size, Model::allocate_within_memory).
+  uint32_t context = 0;
   uint32_t slots = 1;         // sequences the KV-cache pool serves at once, each up to `context` tokens
   // Tokens the KV-cache pool holds in all, shared by the slots in blocks of kernels::kKvBlockTokens (rounded up to
   // whole blocks): a short sequence takes few blocks, leaving the rest to long ones. 0: a context's blocks per slot.
@@ -55,6 +57,21 @@ struct ModelOptions {
   // first needs it (the tests, which build few steps on a slow CPU adapter).
   bool pipelines_at_load = false;
 };
+
+// The context a model gets when ModelOptions leave it open, before the GPU's memory is tried.
+constexpr uint32_t kFallbackContext = 4096;  // for configs that do not give max_position_embeddings
+constexpr uint32_t kMinSizedContext = 512;   // a default context is halved for memory no further than this
+
+struct KvCacheSize {
+  uint32_t context;
+  bool sized_to_device;  // left open by the options: it may shrink to fit the GPU's memory
+};
+
+// What a model's context starts at: ModelOptions::context where given; else the model's max_positions
+// (kFallbackContext when 0), cut to what fits one storage binding of max_binding bytes per layer's K pool for
+// every slot, whose KV blocks take block_bytes and block_elements u32 elements each.
+KvCacheSize default_kv_cache_size(const ModelOptions& options, uint64_t max_positions, uint64_t block_bytes,
+                                  uint64_t block_elements, uint64_t max_binding);
 
 // Where a model's load went (Model's constructor), for `bench model`.
 struct LoadStats {
@@ -196,6 +213,8 @@ class Model {
   struct Step;     // one step's recorded graph (defined in model.cpp)
 
  private:
+  void allocate_within_memory();  // picks the context (see ModelOptions::context) and allocates for it
+  void allocate(uint32_t context);  // the KV-cache pool, block tables and step buffers for `context` tokens a slot
   enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken };
   // A step's shape: (slot, tokens) per segment, and what it outputs.
   using StepKey = std::pair<std::vector<std::pair<uint32_t, uint32_t>>, Output>;
