@@ -561,8 +561,8 @@ TEST(LinearSplit, RejectsShortScratchAndFusions) {
               ThrowsMessage<Error>(HasSubstr("linear_rows.wgsl, which shares nothing out")));
 }
 
-// A batched decode step of 16-bit weights runs linear_rows.wgsl whole, where the tiled kernel would share its one
-// tile out; block-quantized weights keep the tiled kernel (shared out), which decodes their blocks.
+// A batched decode step runs linear_rows.wgsl whole, where the tiled kernel would share its one tile out: 16-bit
+// and block-quantized weights alike.
 TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
   device().set_tuning(kH200);
   LinearParams p{kLinearRowsMax, 2048, 40, 40, 0, 0, 0};
@@ -575,8 +575,8 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows.front().kernel, "linear_rows");
   auto blocks = linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::Q8_0, {&scratch});
-  ASSERT_EQ(blocks.size(), 2u);
-  EXPECT_EQ(blocks.front().kernel, "linear_tiled");
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(blocks.front().kernel, "linear_rows");
 }
 
 // Every sampling setting out of range is an error naming it (the model checks settings with the same function
