@@ -250,8 +250,8 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   EXPECT_FALSE(use_linear_rows(device(), {8, 64, 8, 8, 0, 0, 0}, WeightType::Q4_K));  // not whole blocks: refused
   // From kLinearRowsMin to kMatvecRows rows, products of at least 24 KiB of weights per resident workgroup
   // (1,056 x 24 KiB = 24.75 MiB here): Llama-3-8B's o (32 MiB of f16), not Qwen2.5-0.5B's gate_up (17 MiB);
-  // f32 weights count their 4 bytes, K-quants their packed rows; formats of 32-element blocks stay on
-  // linear_q_matvec (Llama-3-8B's Q4_0 gate_up, 63 MiB, too). Those products fuse nothing in a model's step; the
+  // f32 weights count their 4 bytes, K-quants (at kMatvecRows rows only) their packed rows; formats of 32-element
+  // blocks stay on linear_q_matvec (Llama-3-8B's Q4_0 gate_up, 63 MiB, too). Those products fuse nothing in a model's step; the
   // others still do.
   constexpr WeightType F16 = WeightType::F16;
   for (uint32_t M = kLinearRowsMin; M <= kMatvecRows; ++M) {
@@ -262,9 +262,9 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
     EXPECT_FALSE(use_linear_rows(device(), {M, 8, 1584 * 1024 - 1, 1584 * 1024, 0, 0, 0}, F16));  // a row short
     EXPECT_FALSE(use_linear_rows(device(), {M, 4096, 28672, 28672, 0, 0, 0}, WeightType::Q4_0));
     EXPECT_FALSE(use_linear_rows(device(), {M, 4096, 28672, 28672, 0, 0, 0}, WeightType::Q8_0));
-    EXPECT_TRUE(use_linear_rows(device(), {M, 4096, 28672, 28672, 0, 0, 0}, WeightType::Q6_K));
-    // 24 KiB of 256-element rows: 1,056 x 24,576 / 144 bytes of Q4_K = 180,224 rows.
-    EXPECT_TRUE(use_linear_rows(device(), {M, 256, 180224, 180224, 0, 0, 0}, WeightType::Q4_K));
+    EXPECT_EQ(use_linear_rows(device(), {M, 4096, 28672, 28672, 0, 0, 0}, WeightType::Q6_K), M == kMatvecRows);
+    // K-quants at kMatvecRows rows: 24 KiB of 256-element rows, 1,056 x 24,576 / 144 bytes of Q4_K = 180,224 rows.
+    EXPECT_EQ(use_linear_rows(device(), {M, 256, 180224, 180224, 0, 0, 0}, WeightType::Q4_K), M == kMatvecRows);
     EXPECT_FALSE(use_linear_rows(device(), {M, 256, 180223, 180224, 0, 0, 0}, WeightType::Q4_K));
   }
   if (linear_can_fuse(device(), 1, 4096, F16)) {

@@ -215,8 +215,8 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
 // Batched decode steps take linear_rows.wgsl: every block piece's quads dequantized in registers and summed for
 // every row. From kMatvecRows + 1 rows: 4 columns a thread (M = 5) and 2 (M = 16), odd N (threads' columns past
 // it), a few blocks a row (pieces fewer than a workgroup's slices); at blockings of its own (1 to 4 columns, slices
-// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row). From kLinearRowsMin rows, K-quants
-// whose weights come to 24 KiB per resident workgroup (use_linear_rows; its fewest odd N on this adapter).
+// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row). At kMatvecRows rows, K-quants whose
+// weights come to 24 KiB per resident workgroup (use_linear_rows; its fewest odd N on this adapter).
 TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   std::mt19937 rng(std::random_device{}());
   const TypeCase& c = GetParam();
@@ -231,7 +231,6 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   uint64_t row_bytes = weight_row_bytes(c.type, uint64_t(blocks) * block_layout(c.type).elements);
   uint64_t min_bytes = uint64_t(24 << 10) * tuning(device()).resident_workgroups;
   uint32_t N = uint32_t((min_bytes + row_bytes - 1) / row_bytes) | 1;
-  check_product(c, {kLinearRowsMin, N, blocks, false, true, true, 0, {}, "linear_rows"}, rng);
   check_product(c, {kMatvecRows, N, blocks, true, false, true, 0, {}, "linear_rows"}, rng);
 }
 

@@ -504,10 +504,11 @@ bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightTyp
   if (p.M < kLinearRowsMin || p.M > kLinearRowsMax || p.K % 8 != 0) return false;
   if (is_block_type(type) && p.K % block_layout(type).elements != 0) return false;  // linear() names the error
   if (p.M > kMatvecRows) return true;
-  // Up to kMatvecRows rows, formats of 32-element blocks stay on linear_q_matvec, whose chunks decode cheaply: on
-  // an H200 (2026-12-02, Llama-3-8B's shape, 4 sequences) a Q4_0 file decoded 556.2 tok/s there and 510.0 with
-  // its large products here, while Q4_K_M (256-element super-blocks) went from 379.7 to 423.0.
-  if (is_block_type(type) && block_layout(type).elements < 256) return false;
+  // Below kMatvecRows rows block formats stay on linear_q_matvec, and formats of 32-element blocks up to it, whose
+  // chunks decode cheaply there. On an H200 (2026-12-02, Llama-3-8B's shape, linear_q_matvec -> linear_rows for
+  // the large products): Q4_0 at 4 sequences 556.2 -> 510.0 tok/s; Q4_K_M (256-element super-blocks) at 4
+  // sequences 380.2 -> 423.5, at 2 sequences 282.7 -> 268.5.
+  if (is_block_type(type) && (block_layout(type).elements < 256 || p.M < kMatvecRows)) return false;
   return p.N * weight_row_bytes(type, p.K) >= kRowsMinWorkgroupBytes * tuning(device).resident_workgroups;
 }
 
