@@ -25,19 +25,6 @@ fn kv_word(e: u32) -> u32 {
   return e / KV_PER_WORD;
 }
 
-// Cache element e, from the word kv_word(e) holds.
-// A q8 element is its integer, not yet times its row's scale (kv_scale_word).
-fn kv_element(word: u32, e: u32) -> f32 {
-  if (KV_TYPE == 0u) {
-    return bitcast<f32>(word);
-  }
-  if (KV_TYPE == 2u) {
-    return f32(unpack4xI8(word)[e & 3u]);
-  }
-  let pair = unpack2x16float(word);
-  return select(pair.x, pair.y, (e & 1u) == 1u);
-}
-
 // The elements of a word, lowest-indexed first: KV_PER_WORD of them (q8: integers, not yet times the row's scale),
 // zeros after them.
 fn kv_unpack(word: u32) -> vec4<f32> {
@@ -48,6 +35,12 @@ fn kv_unpack(word: u32) -> vec4<f32> {
     return vec4<f32>(unpack4xI8(word));
   }
   return vec4<f32>(unpack2x16float(word), 0.0, 0.0);
+}
+
+// Cache element e, from the word kv_word(e) holds.
+// A q8 element is its integer, not yet times its row's scale (kv_scale_word).
+fn kv_element(word: u32, e: u32) -> f32 {
+  return kv_unpack(word)[e % KV_PER_WORD];
 }
 
 // The word to store for element e = first (f32), or for the neighbours e, e + 1 = (first, second) (f16; e even).
