@@ -38,8 +38,8 @@ constexpr uint32_t kMatvecRows = 4;
 // runs linear_rows.wgsl, which reads each weight once for all rows: its threads hold the sums of all M rows for up
 // to 4 columns (block types dequantized a quad at a time). Up to kMatvecRows rows it replaces the matrix-vector
 // kernels (whose column groups each re-read all M rows of x: on an H200, Llama-3-8B's 4-row f16 products took
-// twice one row's time) only for large products (use_linear_rows). On an H200 the tiled prompt kernel overtakes it between 16 and 32 rows (bench
-// kernels' batch_projection_shapes).
+// twice one row's time) only for large products (use_linear_rows). On an H200 the tiled prompt kernel overtakes
+// it between 16 and 32 rows (bench kernels' batch_projection_shapes).
 constexpr uint32_t kLinearRowsMin = 2;
 constexpr uint32_t kLinearRowsMax = 16;
 
@@ -179,9 +179,8 @@ Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // workgroup) gained with it although their norms and gate activation then run as dispatches of their own (batch 4:
 // 383 -> 421 tok/s; o 38 -> 26 us, down 92 -> 65 us); Qwen2.5-0.5B's (1.5 to 16.5 KiB) did about as well as the
 // fused matrix-vector kernel, so those dispatches made its steps slower (batch 4: 2,705 -> 2,490 tok/s). Block
-// types fuse nothing in either kernel; the same rule gives their large products of 2 to 4 rows linear_rows.wgsl,
-// whose lanes share each read of x among up to 128 columns, where linear_q_matvec.wgsl's teams of 2 columns each
-// read all rows of x (not yet measured there).
+// types fuse nothing in either kernel; of 2 to 4 rows only K-quants at kMatvecRows rows take the same rule (the
+// H200 figures that chose this are in model.cpp), the others stay on linear_q_matvec.wgsl.
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
 // else 2), columns per slice of k (`lanes`: 32, 16 or 8, the most that still give the adapter's
