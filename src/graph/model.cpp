@@ -648,11 +648,10 @@ void Model::allocate_within_memory() {
       allocate(context);
       return;
     } catch (const gpu::OutOfMemory& e) {
-      buffers_.reset();
-      free_blocks_.clear();
+      buffers_.reset();  // before the next try: what this one allocated is given back
       if (!size.sized_to_device || context / 2 < kMinSizedContext)
         fail("the KV cache of {} tokens and the step's buffers do not fit in the GPU's memory ({}): ask for fewer "
-             "tokens (--ctx, --kv-tokens or --parallel)", uint64_t(context) * options_.slots, e.what());
+             "tokens (--ctx, --kv-tokens or --parallel)", uint64_t(total_blocks_) * kernels::kKvBlockTokens, e.what());
     }
   }
 }
