@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Decode at depth, a baseline gerbil against candidates, interleaved, on random weights of Qwen2.5-0.5B's shape
 # (f16, `gerbil synth`) and Llama-3-8B's (a Q4_0 GGUF from bench/device/random_gguf.py): tg128 at depths 0, 8,192
-# and (0.5B) 32,768, with the per-dispatch profile of a decode step at depth 8,192.
+# and (0.5B) 32,768.
 #   bench/device/decode_depth_ab.sh BASE CAND...
-set -u
-cd "$(dirname "$0")/../.."
-source .device/gpu-env.sh
-export GERBIL_CACHE_DIR=/tmp/gerbil-cache PYTHONUNBUFFERED=1
-t0=$(date +%s)
-section() { echo; echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
-rows() { grep -E "^(pp|tg|load|model:|[0-9]+ |  *(flash|attention|linear|rms|sample|argmax))"; }
-each() { local label=$1; shift; for b in "${binaries[@]}"; do section "$label: $(basename "$b") $*"; timeout 200 "$b" "$@" | rows; done; }
+source "$(dirname "$0")/common.sh"
+each() {  # each LABEL ARGS...: every binary in turn, one run each
+  local label=$1; shift
+  for b in "${binaries[@]}"; do
+    section "$label: $(basename "$b") $*"
+    timeout 200 "$b" "$@" | rows
+  done
+}
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py llama3-8b Q4_0 /tmp/l8.gguf &

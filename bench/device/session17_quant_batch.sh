@@ -4,14 +4,8 @@
 # decode rows of Qwen2.5-0.5B's shape at depths 0, 2,048, 8,192 and 32,768, and the context and KV cache a model
 # gets by default (`gerbil generate`'s load line) for that model and for a Llama-3-8B-shaped file.
 #   bench/device/session17_quant_batch.sh DIR   (DIR holds gerbil-base and gerbil-cand)
-set -u
-cd "$(dirname "$0")/../.."
-source .device/gpu-env.sh
+source "$(dirname "$0")/common.sh"
 dir=$(realpath "$1")
-export GERBIL_CACHE_DIR=/tmp/gerbil-cache PYTHONUNBUFFERED=1
-t0=$(date +%s)
-section() { echo; echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
-rows() { grep -E "^(pp|tg|load|model:|[0-9]+ )"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py llama3-8b Q4_0 /tmp/l8.gguf
 python3 bench/device/random_gguf.py llama3-8b Q4_K_M /tmp/l8k.gguf &

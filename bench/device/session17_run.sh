@@ -8,15 +8,9 @@
 #   - decoding at depth 8,192 against gerbil-comb (flash_attention_combine walks the split records in groups), and
 #     the per-dispatch profile of a decode step there (gerbil-base), for what decode attention costs.
 #   bench/device/session17_run.sh DIR   (DIR holds gerbil-base, gerbil-cand, gerbil-comb)
-# Dawn and the Vulkan loader staged as .device/gpu-env.sh expects. Everything goes to stdout.
-set -u
-cd "$(dirname "$0")/../.."
-source .device/gpu-env.sh
+# Everything goes to stdout.
+source "$(dirname "$0")/common.sh"
 dir=$(realpath "$1")
-export GERBIL_CACHE_DIR=/tmp/gerbil-cache PYTHONUNBUFFERED=1
-t0=$(date +%s)
-section() { echo; echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
-rows() { grep -E "^(pp|tg|load|model:|[0-9]+ )"; }
 ab() {  # ab LABEL "NAMES" ARGS...: each named binary in turn (gerbil-NAME), one run each
   local label=$1 names=$2; shift 2
   for name in $names; do

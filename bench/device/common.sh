@@ -1,0 +1,10 @@
+# Sourced by the H200 scripts of bench/device (from the project root, as they are run): Dawn and the Vulkan
+# loader staged as .device/gpu-env.sh expects, a kernel cache of the call's own, and the helpers that label
+# sections by the seconds since the start and keep the rows of `gerbil bench model`.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source .device/gpu-env.sh
+export GERBIL_CACHE_DIR=/tmp/gerbil-cache PYTHONUNBUFFERED=1
+t0=$(date +%s)
+section() { echo; echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
+rows() { grep -E "^(pp|tg|load|model:|[0-9]+ )"; }
