@@ -15,7 +15,6 @@ static_assert(std::endian::native == std::endian::little, "the GGUF reader assum
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
-constexpr uint64_t kDefaultAlignment = 32;
 constexpr uint32_t kMaxDims = 4;            // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 8;           // nesting beyond this is refused (a stack-depth guard)
 constexpr uint64_t kMinKeyValueBytes = 13;  // key length (8) + type (4) + a one-byte value

@@ -109,7 +109,7 @@ class Gguf {
   std::shared_ptr<const detail::FileMapping> mapping_;  // null when parsed from caller's bytes
   std::string name_;
   uint32_t version_ = 0;
-  uint64_t alignment_ = 32;
+  uint64_t alignment_ = 32;  // GGUF's default when "general.alignment" is absent
   uint64_t data_offset_ = 0;
   std::map<std::string, GgufValue, std::less<>> metadata_;
   std::vector<GgufTensor> tensors_;
