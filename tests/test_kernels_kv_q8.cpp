@@ -352,7 +352,7 @@ std::string expect_flash_attention_matches(gpu::Device& device, const ReaderShap
   const auto& V = b.input("V", v.words);
   std::vector<Dispatch> dispatches;
   if (s.capacity) {
-    auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(p, s.capacity) / 4);
+    auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(device, p, s.capacity) / 4);
     dispatches = flash_attention(device, {&b.input("Q", Q)}, {&K}, {&V}, {&out}, kv_blocks, p, {&scratch}, s.capacity,
                                  KvType::Q8);
   } else {

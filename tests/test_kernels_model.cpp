@@ -620,8 +620,10 @@ TEST_F(ShapeErrors, PerQueryAttentionPicksTheSubgroupKernelWhereItApplies) {
 }
 
 // A prompt chunk's attention gets the split variant (query blocks, then the combine) once the capacity reaches
-// 2,048 keys, and a step takes it from 2,048 keys on; a decode step past one 128-key chunk.
+// 2,048 keys, and a step takes it from 2,048 keys on; a decode step past one 128-key chunk. The block kernel
+// splits only where its blocks are fewer than a wave of the adapter's resident workgroups (an H200's 1,056).
 TEST_F(ShapeErrors, PromptChunksSplitTheirKeysDeepInALongCache) {
+  device().set_tuning(kH200);
   gpu::Buffer big = device().create_buffer("big", 8 << 20);
   BufferBinding b{&big};
   FlashAttentionParams p{40, 100, 14, 2, 64, 60, 0, 0x3e000000u};
@@ -632,6 +634,9 @@ TEST_F(ShapeErrors, PromptChunksSplitTheirKeysDeepInALongCache) {
   };
   EXPECT_THAT(kernels_for(8192), ElementsAre("flash_attention_block", "flash_attention_combine"));
   EXPECT_THAT(kernels_for(2047), ElementsAre("flash_attention_block"));
+  device().set_tuning({.resident_workgroups = 16, .resident_tiles = 4});  // the chunk's 18 blocks fill a wave
+  EXPECT_THAT(kernels_for(8192), ElementsAre("flash_attention_block"));
+  device().set_tuning(kH200);
   EXPECT_FALSE(flash_attention_split_serves(p, 2047));
   EXPECT_TRUE(flash_attention_split_serves(p, 2048));
   p.T = 1;

@@ -501,7 +501,7 @@ Builder flash_case(KvType kv) {
     c.variant = fmt::format("{} cache", kv_type_name(kv));
     auto in = attention_inputs(w, s, c, kv);
     FlashAttentionParams p{s.T, s.S, kHeads, kKvHeads, kHeadDim, s.S - s.T, 0, float_bits(1 / std::sqrt(float(kHeadDim)))};
-    const gpu::Buffer& scratch = w.output("partials", flash_attention_scratch_bytes(p, s.S) / 4);
+    const gpu::Buffer& scratch = w.output("partials", flash_attention_scratch_bytes(w.device(), p, s.S) / 4);
     KvBlocks blocks = w.contiguous_blocks(s.S);
     auto dispatches = flash_attention(w.device(), whole(*in.Q), whole(*in.K), whole(*in.V), whole(*in.out), blocks, p,
                                       whole(scratch), s.S, kv);

@@ -946,7 +946,7 @@ KernelCheck flash_attention_check(bool quick) {
         KvBlocks kv_blocks{{&b.input("kv_table", blocks.table)}, blocks.pool_blocks, blocks.block_tokens};
         BufferBinding q{&b.input("Q", Q)}, k{k_pool.buffer}, v{v_pool.buffer};
         if (s.capacity) {
-          auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(p, s.capacity) / 4);
+          auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(device, p, s.capacity) / 4);
           for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, kv_blocks, p, {&scratch}, s.capacity, s.kv))
             run(device, d);
         } else {

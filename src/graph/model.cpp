@@ -732,7 +732,7 @@ void Model::allocate(uint32_t context) {
   kernels::FlashAttentionParams widest{uint32_t(chunk), context_,
                                        uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
                                        uint32_t(config_.head_dim)};
-  b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(widest, context_));
+  b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(device_, widest, context_));
   b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound(device_));
   b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);

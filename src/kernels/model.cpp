@@ -1061,19 +1061,20 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p, K
 
 // flash_attention_block.wgsl's split mode, for a prompt chunk deep in a long cache: a 512-token chunk of
 // Qwen2.5-0.5B has 224 blocks of 32 rows, a few per SM of an H200, each walking up to `capacity` keys; cut
-// into chunks, about kFlashBlockSplitWorkgroups workgroups share them. Counted at 32 rows a block, whatever
-// blocking the device gets, so the scratch size does not depend on the device. Chunks keep at least
-// kFlashBlockMinChunk keys at capacity, and a step splits only once its keys reach kFlashBlockSplitKeys
-// (flash_attention_split_serves), where the blocks are long enough for the combine dispatch to pay.
-constexpr uint64_t kFlashBlockSplitWorkgroups = 1024;
+// into chunks, about a wave of the adapter's resident workgroups (tuning().resident_workgroups; an H200:
+// 1,056) share them. Counted at 32 rows a block, whatever blocking the device gets (the scratch is sized before
+// a blocking is chosen). Chunks keep at least kFlashBlockMinChunk keys at capacity, and a step splits only once
+// its keys reach kFlashBlockSplitKeys (flash_attention_split_serves), where the blocks are long enough for the
+// combine dispatch to pay.
 constexpr uint32_t kFlashBlockMaxSplits = 8;
 constexpr uint32_t kFlashBlockMinChunk = 1024;
 constexpr uint32_t kFlashBlockSplitKeys = 2048;
 
-uint32_t flash_block_splits(const FlashAttentionParams& p, uint32_t capacity) {
+uint32_t flash_block_splits(const gpu::Device& device, const FlashAttentionParams& p, uint32_t capacity) {
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
   uint64_t workgroups = ceil_div(rows, 32) * std::max(1u, p.num_kv_heads);
-  uint64_t wanted = std::min(ceil_div(kFlashBlockSplitWorkgroups, workgroups), uint64_t(capacity / kFlashBlockMinChunk));
+  uint64_t wave = tuning(device).resident_workgroups;
+  uint64_t wanted = std::min(ceil_div(wave, workgroups), uint64_t(capacity / kFlashBlockMinChunk));
   return uint32_t(std::clamp<uint64_t>(wanted, 1, kFlashBlockMaxSplits));
 }
 
@@ -1169,7 +1170,8 @@ uint32_t flash_attention_splits(uint32_t capacity) {
   return uint32_t(std::clamp<uint64_t>(ceil_div(capacity, kSplitGranule), 1, kMaxSplits));
 }
 
-uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity) {
+uint64_t flash_attention_scratch_bytes(const gpu::Device& device, const FlashAttentionParams& p,
+                                       uint32_t capacity) {
   FlashAttentionParams decode = p;
   decode.T = std::min(p.T, kFlashSplitMaxQueries);
   uint64_t partials = std::max<uint64_t>(1, flash_partials(decode, flash_attention_splits(capacity)));
@@ -1177,7 +1179,7 @@ uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t c
   // split write no partials.
   for (FlashAttentionParams prompt = p; prompt.T > kFlashSplitMaxQueries && capacity >= kFlashBlockSplitKeys;
        --prompt.T) {
-    uint32_t splits = flash_block_splits(prompt, capacity);
+    uint32_t splits = flash_block_splits(device, prompt, capacity);
     if (splits > 1) partials = std::max(partials, flash_partials(prompt, splits));
   }
   return 4 * partials;
@@ -1201,7 +1203,7 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
     uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
     // Split grids do not fold: the blocks and the combine's queries must fit in one dimension.
     if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p, kv))) <= 65535 && p.T <= 65535)
-      splits = flash_block_splits(p, capacity);
+      splits = flash_block_splits(device, p, capacity);
   }
   if (splits < 2) {
     dispatches.push_back(flash_attention(device, Q, K, V, out, blocks, p, kv));

@@ -351,9 +351,10 @@ uint32_t flash_attention_splits(uint32_t capacity);
 // above returned (two dispatches) rather than the single dispatch: decoding past one key chunk, prompt chunks
 // from 2,048 keys on (below, the combine dispatch costs more than the split gains).
 bool flash_attention_split_serves(const FlashAttentionParams& p, uint32_t keys);
-// Scratch bytes the overload above needs for shape `p` (its T, up to the longest step's: prompt chunks may split
-// too; heads and head_dim) and `capacity`; at least 4.
-uint64_t flash_attention_scratch_bytes(const FlashAttentionParams& p, uint32_t capacity);
+// Scratch bytes the overload above needs on this device for shape `p` (its T, up to the longest step's: prompt
+// chunks may split too; heads and head_dim) and `capacity`; at least 4.
+uint64_t flash_attention_scratch_bytes(const gpu::Device& device, const FlashAttentionParams& p,
+                                       uint32_t capacity);
 
 // A token id argmax and sample write when every logit is NaN (a broken model): the host stops on it.
 constexpr uint32_t kNoToken = 0xFFFFFFFF;
