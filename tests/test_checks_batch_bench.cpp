@@ -68,8 +68,11 @@ TEST_F(BatchBench, ProfilesTheBatchedStep) {
     ASSERT_NE(kernel("attention_rows"), r.profile->rows.end());
     EXPECT_EQ(kernel("attention_rows")->dispatches, layers);
     // Every sequence's id picked by the same two argmax dispatches ("argmax partials", "argmax final").
-    for (const ProfileRow& row : r.profile->rows)
-      if (row.kernel == "argmax") EXPECT_EQ(row.dispatches, 1u) << row.role;
+    for (const ProfileRow& row : r.profile->rows) {
+      if (row.kernel == "argmax") {
+        EXPECT_EQ(row.dispatches, 1u) << row.role;
+      }
+    }
   }
   for (uint32_t slot = 0; slot < 3; ++slot) EXPECT_EQ(model_->position(slot), 0u);
   EXPECT_FALSE(bench_batch(*model_, {.prompt_tokens = 5, .generated_tokens = 2, .sequences = {2}}).front().profile);

@@ -17,6 +17,8 @@
 namespace gerbil {
 namespace {
 
+__extension__ typedef unsigned __int128 Uint128;  // a GCC / Clang extension (__extension__: no -Wpedantic note)
+
 // POSITION picks the random number (with the seed): draws that must differ pass different positions.
 int32_t draw(Sampler& sampler, std::vector<float> logits, std::vector<int32_t> history = {}, uint32_t position = 0) {
   return sampler.sample(logits, history, position);
@@ -98,12 +100,12 @@ int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, uint3
   };
   size_t cut = c.size();
   if (p.top_k > 0) cut = std::min(cut, size_t(p.top_k));
-  unsigned __int128 total = 0;
+  Uint128 total = 0;
   for (size_t i = 0; i < cut; ++i) total += weight(c[i].first);
   auto top_p = std::min(uint32_t(p.top_p * 16777216.0f), 1u << 24);
   if (top_p < 1u << 24) {
     auto goal = (total * top_p + (1u << 24) - 1) >> 24;
-    unsigned __int128 cumulative = 0;
+    Uint128 cumulative = 0;
     for (size_t i = 0; i < cut; ++i)
       if ((cumulative += weight(c[i].first)) >= goal) {
         cut = i + 1;
@@ -116,7 +118,7 @@ int32_t full_sort_draw(std::vector<float> logits, const SamplingParams& p, uint3
   for (size_t i = 0; i < cut; ++i)
     if (uint64_t w = weight(c[i].first); w >= least) kept_total += kept[size_t(c[i].second)] = w;
   auto random = uint64_t(kernels::sample_unit(p.seed, position, 0) * 16777216.0);
-  auto mark = uint64_t((static_cast<unsigned __int128>(kept_total) * random) >> 24);
+  auto mark = uint64_t((static_cast<Uint128>(kept_total) * random) >> 24);
   uint64_t through = 0;
   for (size_t i = 0; i < kept.size(); ++i)
     if (kept[i] > 0 && (through += kept[i]) > mark) return int32_t(i);

@@ -70,9 +70,11 @@ constexpr auto before = [](const std::pair<float, int32_t>& a, const std::pair<f
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 };
 
+__extension__ typedef unsigned __int128 Uint128;  // a GCC / Clang extension (__extension__: no -Wpedantic note)
+
 // floor(a m / 2^24), or (up) its ceiling: sample.wgsl's scale24.
 uint64_t scale24(uint64_t a, uint32_t m, bool up) {
-  unsigned __int128 product = static_cast<unsigned __int128>(a) * m;
+  Uint128 product = static_cast<Uint128>(a) * m;
   return uint64_t((product + (up ? (1u << 24) - 1 : 0)) >> 24);
 }
 
