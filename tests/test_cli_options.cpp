@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "support/paths.h"
+
 namespace {
 
 struct Outcome {
@@ -52,6 +54,21 @@ void expect_choice(const std::string& option, const std::string& bad, const std:
 TEST(CliOptions, ArithmeticTakesF32OrF16) { expect_choice("--arithmetic", "half", "f16", "{f32,f16}"); }
 
 TEST(CliOptions, KvCacheTakesAutoF32F16OrQ8) { expect_choice("--kv-cache", "q4", "q8", "{auto,f32,f16,q8}"); }
+
+// --gpu-memory takes a size with a unit of 1,024 and reaches the device: a model that does not fit it is refused,
+// naming the limit in bytes.
+TEST(CliOptions, GpuMemoryTakesASizeTheDeviceKeepsTo) {
+  GERBIL_REQUIRE_FIXTURES();
+  Outcome refused = run_gerbil("generate --model /nonexistent --gpu-memory lots --tokens 1,2");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_THAT(refused.output, testing::HasSubstr("--gpu-memory: lots unit not recognized"));
+  std::string model = (gerbil::test::fixtures_dir() / "llama-tiny").string();
+  Outcome small = run_gerbil("generate --model " + model + " --gpu-memory 2KiB --tokens 1,2");
+  EXPECT_NE(small.status, 0);
+  EXPECT_THAT(small.output, testing::HasSubstr("more than the memory limit of 2048 bytes"));
+  Outcome enough = run_gerbil("generate --model " + model + " --gpu-memory 64MiB --tokens 1,2 -n 2");
+  EXPECT_EQ(enough.status, 0) << enough.output;
+}
 
 // bench model's numbers that would measure nothing are refused naming the option, before a preset is written or
 // a device created.

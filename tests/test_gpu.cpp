@@ -14,6 +14,7 @@
 namespace gerbil::gpu {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 Device& device() {
@@ -140,6 +141,34 @@ TEST(GpuErrors, BindingLargerThanTheStorageBindingLimit) {
   BufferBinding binding{&big};
   EXPECT_THAT([&] { device().bind(pipeline, std::span(&binding, 1)); },
               ::testing::ThrowsMessage<Error>(HasSubstr("maxStorageBufferBindingSize")));
+}
+
+// A memory limit refuses the buffer that would pass it with OutOfMemory (what sizes itself to the memory catches
+// that), and counts the padded bytes of live buffers: a move carries them, destroy() and destruction give them back,
+// a refused buffer takes none.
+TEST(GpuDevice, MemoryLimitRefusesBuffersPastItAndCountsWhatIsFreed) {
+  Device limited({.memory_limit = 4096});
+  EXPECT_EQ(limited.memory_limit(), 4096u);
+  Buffer first = limited.create_buffer("first", 2997);  // padded to 3,000
+  EXPECT_EQ(limited.buffer_bytes(), 3000u);
+  EXPECT_THAT([&] { limited.create_buffer("second", 1097); },
+              ::testing::ThrowsMessage<OutOfMemory>(AllOf(HasSubstr("'second' (1097 bytes)"), HasSubstr("4100 bytes"),
+                                                          HasSubstr("memory limit of 4096 bytes"))));
+  EXPECT_EQ(limited.buffer_bytes(), 3000u);
+  Buffer second = limited.create_buffer("second", 1096);
+  EXPECT_EQ(limited.buffer_bytes(), 4096u);
+  Buffer moved = std::move(first);
+  EXPECT_EQ(limited.buffer_bytes(), 4096u);
+  moved.destroy();
+  EXPECT_EQ(limited.buffer_bytes(), 1096u);
+  {
+    Buffer scoped = limited.create_mapped("scoped", 3000);
+    EXPECT_EQ(limited.buffer_bytes(), 4096u);
+    limited.unmap(scoped.get());
+  }
+  EXPECT_EQ(limited.buffer_bytes(), 1096u);
+  second = Buffer();
+  EXPECT_EQ(limited.buffer_bytes(), 0u);
 }
 
 TEST(GpuErrors, ReadingADestroyedBuffer) {

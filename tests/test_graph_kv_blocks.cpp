@@ -272,5 +272,52 @@ TEST(DefaultContext, ModelTakesItsWholeContext) {
   std::filesystem::remove_all(dir);
 }
 
+// Where the GPU's memory (here a device's memory limit, which refuses buffers as a full GPU does) does not hold the
+// model's whole context, the default context is halved until it does, and the model it leaves computes what an
+// unlimited one does; a context that was asked for is not cut but refused, as is a memory too small for 512 tokens.
+TEST(DefaultContext, IsHalvedUntilTheModelFitsTheMemory) {
+  GERBIL_REQUIRE_FIXTURES();
+  auto dir = std::filesystem::temp_directory_path() / "gerbil-context-in-memory";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(test::fixtures_dir() / "llama-tiny", dir, std::filesystem::copy_options::recursive);
+  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["max_position_embeddings"] = 8192;
+  std::ofstream(dir / "config.json") << config.dump();
+  auto files = ModelFiles::open(dir);
+  ModelOptions options{.slots = 2, .kv_cache = KvCache::F32};
+  auto tokens = random_tokens(40, 11);
+  uint64_t whole_context_bytes = 0, whole_cache_bytes = 0, weight_bytes = 0;
+  std::vector<float> want;
+  {
+    gpu::Device unlimited;
+    Model model(unlimited, files, options);
+    ASSERT_EQ(model.context(), 8192u);
+    whole_context_bytes = unlimited.buffer_bytes();
+    whole_cache_bytes = model.kv_cache_bytes();
+    weight_bytes = model.weight_bytes();
+    want = model.forward(tokens, true);
+  }
+  gpu::Device limited({.memory_limit = whole_context_bytes - 1});
+  Model model(limited, files, options);
+  EXPECT_EQ(model.context(), 4096u);
+  uint64_t kv_width = uint64_t(files.config().num_kv_heads) * files.config().head_dim;
+  EXPECT_EQ(model.kv_cache_bytes(), 2 * uint64_t(files.config().num_layers) * 2 * 4096 * kv_width * 4);
+  EXPECT_LE(limited.buffer_bytes(), whole_context_bytes - 1);
+  EXPECT_EQ(model.forward(tokens, true), want);
+
+  ModelOptions asked = options;
+  asked.context = 8192;
+  EXPECT_THAT([&] { Model refused(limited, files, asked); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("16384 tokens"), HasSubstr("memory limit"), HasSubstr("--ctx"))));
+  // Room for the weights and a cache of 256 tokens a slot, not 512 and the step's buffers.
+  gpu::Device small({.memory_limit = weight_bytes + whole_cache_bytes / 32});
+  EXPECT_THAT([&] { Model refused(small, files, options); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("the KV cache of 1024 tokens"), HasSubstr("do not fit"))));
+  gpu::Device tiny({.memory_limit = 1024});  // not even the weights
+  EXPECT_THAT([&] { Model refused(tiny, files, options); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("creating buffer"), HasSubstr("memory limit of 1024 bytes"))));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gerbil::graph

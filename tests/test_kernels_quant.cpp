@@ -158,7 +158,9 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={} unroll={}",
                            weight_type_name(c.type), s.M, s.N, K, s.extreme, s.workers, s.blocking.columns,
                            s.blocking.split, s.blocking.unroll));
-  if (s.kernel) ASSERT_EQ(dispatches.front().kernel, s.kernel);
+  if (s.kernel) {
+    ASSERT_EQ(dispatches.front().kernel, s.kernel);
+  }
   run(device(), dispatches);
   auto got = device().read_as<float>(out);
   double diff = 0, norm = 0;

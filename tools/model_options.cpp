@@ -66,6 +66,10 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
                  "and odd head dims), f32 (exact), f16 (half the memory; keys and values rounded to f16) or q8 (about "
                  "a quarter: 8-bit integers with a scale per token and kv head; head_dim a multiple of 4)")
       ->check(CLI::IsMember({"auto", "f32", "f16", "q8"}));
+  app.add_option("--gpu-memory", memory_limit,
+                 "The most GPU memory gerbil may take, e.g. 6GiB or 900MiB (units of 1,024; default: what the GPU "
+                 "gives); the default context is halved until the model fits")
+      ->transform(CLI::AsSizeValue(false));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }
 
@@ -84,7 +88,8 @@ EngineOptions ModelOptions::engine_options(bool report) const {
                         : prepared_norms == "never" ? PreparedNorms::Never
                                                     : PreparedNorms::Auto,
       .enable_toggles = enable_toggles,
-      .disable_toggles = disable_toggles};
+      .disable_toggles = disable_toggles,
+      .memory_limit = memory_limit};
   if (report && isatty(STDERR_FILENO)) options.progress = progress_bar();
   return options;
 }

@@ -30,6 +30,7 @@ struct ModelOptions {
   std::string arithmetic = "f32";
   std::string kv_cache = "auto";
   std::vector<std::string> enable_toggles, disable_toggles;  // Dawn device toggles
+  uint64_t memory_limit = 0;                                 // --gpu-memory in bytes (0: the GPU's)
   bool precise_timestamps = false;                           // for per-dispatch profiles
 
   void add_to(CLI::App& app, bool model_required = true);

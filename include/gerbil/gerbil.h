@@ -72,6 +72,9 @@ struct EngineOptions {
   // Dawn device toggles to turn on or off, e.g. "disable_robustness" (a few percent faster, but turns off
   // the bounds checks on buffer access: for trusted models only). Dawn ignores names it does not know.
   std::vector<std::string> enable_toggles, disable_toggles;
+  // The most bytes of GPU memory the engine's buffers may take (weights, KV cache, a step's buffers), for a GPU
+  // shared with other programs; 0: what the GPU gives. The default context is halved until it fits.
+  uint64_t memory_limit = 0;
   // Called while the weights are uploaded, with the checkpoint bytes done and in all; the last call has
   // done == total.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;

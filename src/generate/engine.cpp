@@ -73,7 +73,8 @@ Completion to_completion(Generation g) {
 gpu::DeviceOptions device_options(const EngineOptions& options) {
   return {.adapter = options.adapter,
           .enable_toggles = options.enable_toggles,
-          .disable_toggles = options.disable_toggles};
+          .disable_toggles = options.disable_toggles,
+          .memory_limit = options.memory_limit};
 }
 
 graph::ModelOptions model_options(const EngineOptions& options) {

@@ -166,6 +166,7 @@ std::vector<AdapterInfo> list_adapters() {
 void Buffer::destroy() {
   if (handle_ && !destroyed_) wgpuBufferDestroy(handle_.get());
   destroyed_ = true;
+  charge_.release();
 }
 
 // The device's callbacks, which only record what happened; check_errors() turns records into exceptions.
@@ -185,7 +186,8 @@ struct DeviceCallbacks {
   }
 };
 
-Device::Device(const DeviceOptions& options) : instance_(create_instance()) {
+Device::Device(const DeviceOptions& options)
+    : instance_(create_instance()), memory_limit_(options.memory_limit) {
   std::string wanted = options.adapter;
   if (wanted.empty())
     if (const char* env = std::getenv("GERBIL_ADAPTER")) wanted = env;
@@ -367,8 +369,14 @@ Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bo
   buffer.label_ = label;
   buffer.kind_ = kind;
   if (collecting_) return buffer;  // nothing will run on it
+  uint64_t held = buffer_bytes_->fetch_add(padded) + padded;
+  MemoryCharge charge(buffer_bytes_, padded);  // given back if the buffer is refused
+  if (memory_limit_ && held > memory_limit_)
+    throw OutOfMemory(fmt::format("creating buffer '{}' ({} bytes): gerbil's buffers would hold {} bytes, more than "
+                                  "the memory limit of {} bytes", label, size, held, memory_limit_));
   scoped(fmt::format("creating buffer '{}' ({} bytes)", label, size),
          [&] { buffer.handle_ = BufferHandle(wgpuDeviceCreateBuffer(device_.get(), &descriptor)); });
+  buffer.charge_ = std::move(charge);
   return buffer;
 }
 

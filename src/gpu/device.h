@@ -7,6 +7,7 @@
 // callbacks and thrown by the next check_errors(), which submit() and every read-back call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gerbil/error.h"
@@ -74,6 +76,10 @@ struct DeviceOptions {
   std::vector<std::string> disable_toggles;  // e.g. "lazy_clear_resource_on_first_use"
   // Keep Dawn's compiled shaders and pipelines in cache_dir()/dawn, so a later process skips compiling them.
   bool disk_cache = true;
+  // The most bytes gerbil's buffers may hold at once on this device; 0: as much as the GPU gives. A buffer
+  // past it is refused with OutOfMemory, as the GPU refuses one when its memory is full, so what sizes itself
+  // to the memory (a model's default context) stays within it: for a GPU shared with other programs.
+  uint64_t memory_limit = 0;
 };
 
 // Lists every adapter Dawn offers (one line each), for error messages and `gerbil info --all`.
@@ -88,6 +94,33 @@ struct Tuning {
   uint32_t resident_workgroups = 0;  // of 256 light invocations (an H200: 132 SMs x 8 = 1,056)
   uint32_t resident_tiles = 0;       // of linear_tiled.wgsl (an H200: 132 x 2 = 264)
   double probe_seconds = 0;          // how long the measurement took
+};
+
+// A live buffer's bytes in its device's count (Device::buffer_bytes()), given back when the buffer is destroyed
+// or goes away; a move carries them.
+class MemoryCharge {
+ public:
+  MemoryCharge() = default;
+  MemoryCharge(std::shared_ptr<std::atomic<uint64_t>> total, uint64_t bytes)
+      : total_(std::move(total)), bytes_(bytes) {}
+  MemoryCharge(MemoryCharge&& other) noexcept
+      : total_(std::move(other.total_)), bytes_(std::exchange(other.bytes_, 0)) {}
+  MemoryCharge& operator=(MemoryCharge&& other) noexcept {
+    if (this != &other) {
+      release();
+      total_ = std::move(other.total_);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  ~MemoryCharge() { release(); }
+  void release() {
+    if (total_ && bytes_) total_->fetch_sub(std::exchange(bytes_, 0));
+  }
+
+ private:
+  std::shared_ptr<std::atomic<uint64_t>> total_;
+  uint64_t bytes_ = 0;
 };
 
 // A GPU buffer. Sizes are padded to a multiple of 4 bytes (WebGPU copy granularity); size() is the
@@ -112,6 +145,7 @@ class Buffer {
   std::string label_;
   BufferKind kind_ = BufferKind::Storage;
   bool destroyed_ = false;
+  MemoryCharge charge_;
 };
 
 // A range of a buffer bound to one binding slot.
@@ -166,6 +200,9 @@ class Device {
   WGPUQueue queue() const { return queue_.get(); }
 
   Buffer create_buffer(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
+  // The bytes the device's live buffers hold (padded sizes), counted against DeviceOptions::memory_limit.
+  uint64_t buffer_bytes() const { return buffer_bytes_->load(); }
+  uint64_t memory_limit() const { return memory_limit_; }
   // A storage buffer mapped at creation, for filling without a queue copy: mapped_range() is its bytes (size()
   // padded to 4), which any thread may write until unmap() (of Buffer::get(), which stays while the Buffer
   // moves), which the device's thread calls once. Dawn stages the bytes where the GPU's memory is not
@@ -284,6 +321,8 @@ class Device {
   std::mutex collect_mutex_;  // guards collected_, stand_ins_ and placeholders_ (threads that collect)
   std::optional<Tuning> tuning_;
   std::unique_ptr<DiskCache> blob_cache_;  // Dawn's blob cache, on disk; null: none
+  uint64_t memory_limit_ = 0;               // DeviceOptions::memory_limit
+  std::shared_ptr<std::atomic<uint64_t>> buffer_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
   Buffer placeholders_;  // see placeholder(); made on first use
 
   std::mutex errors_mutex_;
