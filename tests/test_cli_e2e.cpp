@@ -280,7 +280,7 @@ TEST(CliE2e, GraphListsEveryDispatchItCounts) {
 // adapter that does not exist, a device created first would fail with the adapter's error instead.
 TEST(CliE2e, MissingModelFolderIsReportedFirstTheSameWayByEveryCommand) {
   const std::string missing = "/nonexistent-gerbil-model";
-  for (const std::string command :
+  for (const std::string& command :
        {"run --model " + missing + " hi", "chat --model " + missing, "generate --model " + missing + " --tokens 1",
         "logits --model " + missing + " --tokens 1 --out /dev/null", "graph --model " + missing,
         "bench model --model " + missing, "template --model " + missing + " --messages /dev/null"}) {

@@ -58,10 +58,10 @@ TEST(CliOptions, KvCacheTakesAutoF32F16OrQ8) { expect_choice("--kv-cache", "q4",
 // --gpu-memory takes a size with a unit of 1,024 and reaches the device: a model that does not fit it is refused,
 // naming the limit in bytes.
 TEST(CliOptions, GpuMemoryTakesASizeTheDeviceKeepsTo) {
-  GERBIL_REQUIRE_FIXTURES();
   Outcome refused = run_gerbil("generate --model /nonexistent --gpu-memory lots --tokens 1,2");
   EXPECT_NE(refused.status, 0);
   EXPECT_THAT(refused.output, testing::HasSubstr("--gpu-memory: lots unit not recognized"));
+  GERBIL_REQUIRE_FIXTURES();
   std::string model = (gerbil::test::fixtures_dir() / "llama-tiny").string();
   Outcome small = run_gerbil("generate --model " + model + " --gpu-memory 2KiB --tokens 1,2");
   EXPECT_NE(small.status, 0);

@@ -67,7 +67,9 @@ TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
 }
 
 // On lavapipe (one resident tile) flash_attention_block.wgsl takes 4 rows per thread wherever they fit its 32 KiB
-// of workgroup memory; with an H200's tuning the check's short prompts take 2 rows per thread.
+// of workgroup memory; with an H200's tuning the check's short prompts take 2 rows per thread, and its prompt
+// chunks deep in a long cache split their keys (lavapipe's one resident workgroup never asks for a split: this is
+// where the split mode of f32 and f16 caches is checked; q8's in test_kernels_kv_q8).
 TEST(ModelKernels, FlashBlocksAtEveryBlocking) {
   gpu::Device h200;
   h200.set_tuning(kH200);

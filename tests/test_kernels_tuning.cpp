@@ -101,8 +101,9 @@ TEST(TunedRules, FollowTheDevicesTuning) {
   fresh.set_tuning({.resident_workgroups = 320, .resident_tiles = 80});
   EXPECT_EQ(linear_split_workers(fresh, p), 80u);
   EXPECT_EQ(linear_split_scratch_bound(fresh), 2u * 80 * 128 * 128);
-  if (linear_can_fuse(fresh, 1, 4096, WeightType::F16))
+  if (linear_can_fuse(fresh, 1, 4096, WeightType::F16)) {
     EXPECT_EQ(linear_matvec_blocking(fresh, 4096, 4096, WeightType::F16).workgroups, 320u);
+  }
 }
 
 // The choices no GPU's figures are written into: the H200's tuning (1,056 resident workgroups, 264 resident

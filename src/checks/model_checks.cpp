@@ -873,9 +873,10 @@ KernelCheck flash_attention_check(bool quick) {
       {2, 301, 2, 2, 80, 299, 0, 0.0625f, 301},
       {1, 5, 2, 1, 16, 4, 0, 0, 2048},
       {4, 60, 4, 2, 24, 50, 7, 0, 600},
-      // split prompt chunks (the block kernel, T > kFlashSplitMaxQueries, a capacity from 2,048 keys): chunks of
-      // whole tiles, empty ones past a block's keys, rows without keys in a chunk (a window shorter than a
-      // block; causal rows of the chunk's last tile), partial last blocks, GQA 7, head_dim 256
+      // split prompt chunks (the block kernel, T > kFlashSplitMaxQueries, a capacity from 2,048 keys, on an adapter
+      // whose resident workgroups outnumber the blocks: an H200's tuning, not lavapipe's): chunks of whole tiles,
+      // empty ones past a block's keys, rows without keys in a chunk (a window shorter than a block; causal rows
+      // of the chunk's last tile), partial last blocks, GQA 7, head_dim 256
       {40, 100, 14, 2, 64, 60, 0, 0, 8192},
       {50, 120, 8, 2, 128, 70, 20, 0, 4096},
       {65, 100, 2, 2, 40, 35, 70, 0, 3000},

@@ -369,11 +369,12 @@ Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bo
   buffer.label_ = label;
   buffer.kind_ = kind;
   if (collecting_) return buffer;  // nothing will run on it
-  uint64_t held = buffer_bytes_->fetch_add(padded) + padded;
-  MemoryCharge charge(buffer_bytes_, padded);  // given back if the buffer is refused
+  uint64_t counted = kind == BufferKind::Readback ? 0 : padded;  // read-back staging lives in host memory
+  uint64_t held = buffer_bytes_->fetch_add(counted) + counted;
+  MemoryCharge charge(buffer_bytes_, counted);  // given back if the buffer is refused
   if (memory_limit_ && held > memory_limit_)
     throw OutOfMemory(fmt::format("creating buffer '{}' ({} bytes): gerbil's buffers would hold {} bytes, more than "
-                                  "the memory limit of {} bytes", label, size, held, memory_limit_));
+                                  "the memory limit of {} bytes (--gpu-memory)", label, size, held, memory_limit_));
   scoped(fmt::format("creating buffer '{}' ({} bytes)", label, size),
          [&] { buffer.handle_ = BufferHandle(wgpuDeviceCreateBuffer(device_.get(), &descriptor)); });
   buffer.charge_ = std::move(charge);

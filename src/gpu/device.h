@@ -76,9 +76,9 @@ struct DeviceOptions {
   std::vector<std::string> disable_toggles;  // e.g. "lazy_clear_resource_on_first_use"
   // Keep Dawn's compiled shaders and pipelines in cache_dir()/dawn, so a later process skips compiling them.
   bool disk_cache = true;
-  // The most bytes gerbil's buffers may hold at once on this device; 0: as much as the GPU gives. A buffer
-  // past it is refused with OutOfMemory, as the GPU refuses one when its memory is full, so what sizes itself
-  // to the memory (a model's default context) stays within it: for a GPU shared with other programs.
+  // The most bytes gerbil's buffers may hold at once in this device's memory (buffer_bytes()); 0: as much as the
+  // GPU gives. A buffer past it is refused with OutOfMemory, as the GPU refuses one when its memory is full, so
+  // what sizes itself to the memory (a model's default context) stays within it: for a GPU shared with others.
   uint64_t memory_limit = 0;
 };
 
@@ -200,7 +200,8 @@ class Device {
   WGPUQueue queue() const { return queue_.get(); }
 
   Buffer create_buffer(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
-  // The bytes the device's live buffers hold (padded sizes), counted against DeviceOptions::memory_limit.
+  // The bytes the device's live buffers hold in GPU memory (padded sizes; read-back buffers, in host memory, are not
+  // counted), held to DeviceOptions::memory_limit. Dawn's own staging and pipelines come on top.
   uint64_t buffer_bytes() const { return buffer_bytes_->load(); }
   uint64_t memory_limit() const { return memory_limit_; }
   // A storage buffer mapped at creation, for filling without a queue copy: mapped_range() is its bytes (size()
@@ -285,7 +286,8 @@ class Device {
   };
   bool collecting() const { return collecting_; }
 
-  // The adapter's measured figures, once kernels::tuning() has set them.
+  // The adapter's measured figures, once kernels::tuning() has set them. Buffers are sized by them (a model's
+  // attention scratch): set_tuning() belongs before anything is built on the device.
   const std::optional<Tuning>& tuning() const { return tuning_; }
   void set_tuning(const Tuning& tuning) { tuning_ = tuning; }
   BindGroup bind(const Pipeline& pipeline, std::span<const BufferBinding> bindings);
@@ -321,7 +323,7 @@ class Device {
   std::mutex collect_mutex_;  // guards collected_, stand_ins_ and placeholders_ (threads that collect)
   std::optional<Tuning> tuning_;
   std::unique_ptr<DiskCache> blob_cache_;  // Dawn's blob cache, on disk; null: none
-  uint64_t memory_limit_ = 0;               // DeviceOptions::memory_limit
+  const uint64_t memory_limit_;             // DeviceOptions::memory_limit
   std::shared_ptr<std::atomic<uint64_t>> buffer_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
   Buffer placeholders_;  // see placeholder(); made on first use
 

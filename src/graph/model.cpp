@@ -646,14 +646,30 @@ void Model::allocate_within_memory() {
   for (uint32_t context = size.context;; context /= 2) {
     try {
       allocate(context);
+      keep_room_for_steps();
       return;
     } catch (const gpu::OutOfMemory& e) {
       buffers_.reset();  // before the next try: what this one allocated is given back
       if (!size.sized_to_device || context / 2 < kMinSizedContext)
         fail("the KV cache of {} tokens and the step's buffers do not fit in the GPU's memory ({}): ask for fewer "
-             "tokens (--ctx, --kv-tokens or --parallel)", uint64_t(total_blocks_) * kernels::kKvBlockTokens, e.what());
+             "tokens (--ctx, --kv-tokens or --parallel){}", uint64_t(total_blocks_) * kernels::kKvBlockTokens,
+             e.what(), device_.memory_limit() ? " or allow more memory (--gpu-memory)" : "");
     }
   }
+}
+
+// Under a memory limit (gpu::DeviceOptions::memory_limit), what allocate() leaves must hold what steps create when
+// first built: a uniform buffer per dispatch (16 to 48 bytes; kDispatchesPerLayer bounds a layer's dispatches
+// generously) for each of the max_kept_steps() graphs kept at once. Else a model that loaded would fail its first
+// steps; this throws gpu::OutOfMemory instead, so that allocate_within_memory() asks for less.
+void Model::keep_room_for_steps() const {
+  constexpr uint64_t kDispatchesPerLayer = 32, kUniformBytes = 48;
+  uint64_t reserve = uint64_t(max_kept_steps()) * uint64_t(config_.num_layers + 1) * kDispatchesPerLayer * kUniformBytes;
+  uint64_t limit = device_.memory_limit(), held = device_.buffer_bytes();
+  if (limit && held + reserve > limit)
+    throw gpu::OutOfMemory(fmt::format("the model's buffers hold {} bytes, which leaves less than the {} bytes its "
+                                       "steps' uniform buffers may take within the memory limit of {} bytes",
+                                       held, reserve, limit));
 }
 
 void Model::allocate(uint32_t context) {
@@ -732,7 +748,8 @@ void Model::allocate(uint32_t context) {
   kernels::FlashAttentionParams widest{uint32_t(chunk), context_,
                                        uint32_t(config_.num_heads), uint32_t(config_.num_kv_heads),
                                        uint32_t(config_.head_dim)};
-  b.attention_scratch = device_.create_buffer("attention scratch", kernels::flash_attention_scratch_bytes(device_, widest, context_));
+  b.attention_scratch = device_.create_buffer("attention scratch",
+                                              kernels::flash_attention_scratch_bytes(device_, widest, context_));
   b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound(device_));
   b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);
@@ -832,7 +849,7 @@ Model::Step& Model::step(const std::vector<std::pair<uint32_t, uint32_t>>& shape
   StepKey key{shape, output};
   if (auto found = steps_.find(key); found != steps_.end()) return *found->second;
   // Prompts of many lengths and batches of many compositions: keep the cache of graphs small.
-  if (steps_.size() >= 8 + 2 * slots()) steps_.clear();
+  if (steps_.size() >= max_kept_steps()) steps_.clear();
   auto step = std::make_unique<Step>();
   step->segments = shape;
   step->row_kernels = row_kernels_ && shape.size() > 1;

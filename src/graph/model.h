@@ -215,6 +215,9 @@ class Model {
  private:
   void allocate_within_memory();  // picks the context (see ModelOptions::context) and allocates for it
   void allocate(uint32_t context);  // the KV-cache pool, block tables and step buffers for `context` tokens a slot
+  void keep_room_for_steps() const;
+  // The most step graphs (steps_) kept at once: prompts of many lengths and batches of many compositions.
+  size_t max_kept_steps() const { return 8 + 2 * size_t(slots()); }
   enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken };
   // A step's shape: (slot, tokens) per segment, and what it outputs.
   using StepKey = std::pair<std::vector<std::pair<uint32_t, uint32_t>>, Output>;

@@ -1062,10 +1062,10 @@ bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p, K
 // flash_attention_block.wgsl's split mode, for a prompt chunk deep in a long cache: a 512-token chunk of
 // Qwen2.5-0.5B has 224 blocks of 32 rows, a few per SM of an H200, each walking up to `capacity` keys; cut
 // into chunks, about a wave of the adapter's resident workgroups (tuning().resident_workgroups; an H200:
-// 1,056) share them. Counted at 32 rows a block, whatever blocking the device gets (the scratch is sized before
-// a blocking is chosen). Chunks keep at least kFlashBlockMinChunk keys at capacity, and a step splits only once
-// its keys reach kFlashBlockSplitKeys (flash_attention_split_serves), where the blocks are long enough for the
-// combine dispatch to pay.
+// 1,056) share them. Counted at 32 rows a block, whatever blocking the device gets (the blocking depends on the
+// cache's type, which flash_attention_scratch_bytes is not given). Chunks keep at least kFlashBlockMinChunk keys
+// at capacity, and a step splits only once its keys reach kFlashBlockSplitKeys (flash_attention_split_serves),
+// where the blocks are long enough for the combine dispatch to pay.
 constexpr uint32_t kFlashBlockMaxSplits = 8;
 constexpr uint32_t kFlashBlockMinChunk = 1024;
 constexpr uint32_t kFlashBlockSplitKeys = 2048;

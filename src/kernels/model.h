@@ -335,7 +335,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 // `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk, or a
 // prompt chunk of the block kernel with few blocks and a long capacity.
 // The split grid is sized by `capacity`, so both dispatches serve any S <= capacity once their uniforms
-// (each holds `p`) are rewritten. `scratch` must hold flash_attention_scratch_bytes(p, capacity) bytes.
+// (each holds `p`) are rewritten. `scratch` must hold flash_attention_scratch_bytes(device, p, capacity) bytes.
 // Returns the dispatches to record in order (one or two).
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
                                       BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,

@@ -7,7 +7,16 @@
 
 #include "support/paths.h"
 
+// GCC says __SANITIZE_ADDRESS__ under -fsanitize=address; clang (before 16) only __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define GERBIL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GERBIL_TEST_ASAN 1
+#endif
+#endif
+
+#if defined(GERBIL_TEST_ASAN)
 #include <dlfcn.h>
 
 namespace {
@@ -25,7 +34,7 @@ void keep_the_vulkan_driver_loaded() {
 #endif
 
 int main(int argc, char** argv) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(GERBIL_TEST_ASAN)
   keep_the_vulkan_driver_loaded();
 #endif
   ::testing::InitGoogleTest(&argc, argv);
