@@ -4,7 +4,6 @@
 // transformers logits; rewinding gives blocks back; a step that needs more blocks than are free throws, naming the
 // slot, and changes nothing.
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include <gmock/gmock.h>
@@ -17,6 +16,7 @@
 #include "support/device.h"
 #include "support/logits.h"
 #include "support/paths.h"
+#include "test_model_support.h"
 
 namespace gerbil::graph {
 namespace {
@@ -255,21 +255,23 @@ TEST(DefaultContext, IsTheModelsWithinOneBindingPerLayer) {
   EXPECT_EQ(default_kv_cache_size(many, 131072, 4, kBlock * 8192, UINT64_MAX).context, 2047 / 64 * kBlock);
 }
 
+// The llama-tiny fixture with a context of 8,192 positions, written into `dir`.
+ModelFiles llama_with_8192_positions(const test::ScratchDir& dir) {
+  test::copy_fixture("llama-tiny", dir.path(), {}, [](nlohmann::json& config) {
+    config["max_position_embeddings"] = 8192;
+  });
+  return ModelFiles::open(dir.path());
+}
+
 // A model whose config allows 8,192 positions gets them all by default (it was held to 4,096), for each slot.
 TEST(DefaultContext, ModelTakesItsWholeContext) {
   GERBIL_REQUIRE_FIXTURES();
-  auto dir = std::filesystem::temp_directory_path() / "gerbil-default-context";
-  std::filesystem::remove_all(dir);
-  std::filesystem::copy(test::fixtures_dir() / "llama-tiny", dir, std::filesystem::copy_options::recursive);
-  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
-  config["max_position_embeddings"] = 8192;
-  std::ofstream(dir / "config.json") << config.dump();
-  auto files = ModelFiles::open(dir);
+  test::ScratchDir dir;
+  auto files = llama_with_8192_positions(dir);
   Model model(test::device(), files, {.slots = 2, .kv_cache = KvCache::F32});
   EXPECT_EQ(model.context(), 8192u);
   uint64_t kv_width = uint64_t(files.config().num_kv_heads) * files.config().head_dim;
   EXPECT_EQ(model.kv_cache_bytes(), 2 * uint64_t(files.config().num_layers) * 2 * 8192 * kv_width * 4);
-  std::filesystem::remove_all(dir);
 }
 
 // Where the GPU's memory (here a device's memory limit, which refuses buffers as a full GPU does) does not hold the
@@ -277,13 +279,8 @@ TEST(DefaultContext, ModelTakesItsWholeContext) {
 // unlimited one does; a context that was asked for is not cut but refused, as is a memory too small for 512 tokens.
 TEST(DefaultContext, IsHalvedUntilTheModelFitsTheMemory) {
   GERBIL_REQUIRE_FIXTURES();
-  auto dir = std::filesystem::temp_directory_path() / "gerbil-context-in-memory";
-  std::filesystem::remove_all(dir);
-  std::filesystem::copy(test::fixtures_dir() / "llama-tiny", dir, std::filesystem::copy_options::recursive);
-  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
-  config["max_position_embeddings"] = 8192;
-  std::ofstream(dir / "config.json") << config.dump();
-  auto files = ModelFiles::open(dir);
+  test::ScratchDir dir;
+  auto files = llama_with_8192_positions(dir);
   ModelOptions options{.slots = 2, .kv_cache = KvCache::F32};
   auto tokens = random_tokens(40, 11);
   uint64_t whole_context_bytes = 0, whole_cache_bytes = 0, weight_bytes = 0;
@@ -326,7 +323,6 @@ TEST(DefaultContext, IsHalvedUntilTheModelFitsTheMemory) {
   gpu::Device tiny({.memory_limit = 1024});  // not even the weights
   EXPECT_THAT([&] { Model refused(tiny, files, options); },
               ThrowsMessage<Error>(AllOf(HasSubstr("creating buffer"), HasSubstr("memory limit of 1024 bytes"))));
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

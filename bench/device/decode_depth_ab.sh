@@ -4,13 +4,6 @@
 # and (0.5B) 32,768.
 #   bench/device/decode_depth_ab.sh BASE CAND...
 source "$(dirname "$0")/common.sh"
-each() {  # each LABEL ARGS...: every binary in turn, one run each
-  local label=$1; shift
-  for b in "${binaries[@]}"; do
-    section "$label: $(basename "$b") $*"
-    timeout 200 "$b" "$@" | rows
-  done
-}
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py llama3-8b Q4_0 /tmp/l8.gguf &

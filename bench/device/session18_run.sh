@@ -6,13 +6,6 @@
 # batched decoding at 1, 16 and 64 sequences.
 #   bench/device/session18_run.sh BASE CAND   (from the project root; output: one log per binary and section)
 source "$(dirname "$0")/common.sh"
-each() {  # each LABEL ARGS...: every binary in turn, one run each
-  local label=$1; shift
-  for b in "${binaries[@]}"; do
-    section "$label: $(basename "$b") $*"
-    timeout 240 "$b" "$@" | rows
-  done
-}
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py llama3-8b Q4_0 /tmp/l8.gguf &
