@@ -664,7 +664,8 @@ void Model::allocate_within_memory() {
 // steps; this throws gpu::OutOfMemory instead, so that allocate_within_memory() asks for less.
 void Model::keep_room_for_steps() const {
   constexpr uint64_t kDispatchesPerLayer = 32, kUniformBytes = 48;
-  uint64_t reserve = uint64_t(max_kept_steps()) * uint64_t(config_.num_layers + 1) * kDispatchesPerLayer * kUniformBytes;
+  uint64_t dispatches = uint64_t(max_kept_steps()) * uint64_t(config_.num_layers + 1) * kDispatchesPerLayer;
+  uint64_t reserve = dispatches * kUniformBytes;
   uint64_t limit = device_.memory_limit(), held = device_.buffer_bytes();
   if (limit && held + reserve > limit)
     throw gpu::OutOfMemory(fmt::format("the model's buffers hold {} bytes, which leaves less than the {} bytes its "
