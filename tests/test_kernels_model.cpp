@@ -253,8 +253,8 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   // From kLinearRowsMin to kMatvecRows rows, products of at least 24 KiB of weights per resident workgroup
   // (1,056 x 24 KiB = 24.75 MiB here): Llama-3-8B's o (32 MiB of f16), not Qwen2.5-0.5B's gate_up (17 MiB);
   // f32 weights count their 4 bytes, K-quants (at kMatvecRows rows only) their packed rows; formats of 32-element
-  // blocks stay on linear_q_matvec (Llama-3-8B's Q4_0 gate_up, 63 MiB, too). Those products fuse nothing in a model's step; the
-  // others still do.
+  // blocks stay on linear_q_matvec (Llama-3-8B's Q4_0 gate_up, 63 MiB, too). Those products fuse nothing in a
+  // model's step; the others still do.
   constexpr WeightType F16 = WeightType::F16;
   for (uint32_t M = kLinearRowsMin; M <= kMatvecRows; ++M) {
     EXPECT_TRUE(use_linear_rows(device(), {M, 4096, 4096, 4096, 0, 0, 0}, F16));

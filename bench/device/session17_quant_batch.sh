@@ -9,12 +9,10 @@ dir=$(realpath "$1")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py llama3-8b Q4_0 /tmp/l8.gguf
 python3 bench/device/random_gguf.py llama3-8b Q4_K_M /tmp/l8k.gguf &
+binaries=("$dir/gerbil-base" "$dir/gerbil-cand")
 for file in /tmp/l8.gguf /tmp/l8k.gguf; do
   wait
-  for name in base cand; do
-    section "$file batched: $name"
-    timeout 200 "$dir/gerbil-$name" bench model --model "$file" -p 128 -g 128 --batch 1,2,4,8,16 | rows
-  done
+  each "$file batched" bench model --model "$file" -p 128 -g 128 --batch 1,2,4,8,16
 done
 "$dir/gerbil-cand" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --out /tmp/q05 | tail -1
 section "0.5B decode at depth: cand"

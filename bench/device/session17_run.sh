@@ -11,13 +11,13 @@
 # Everything goes to stdout.
 source "$(dirname "$0")/common.sh"
 dir=$(realpath "$1")
-ab() {  # ab LABEL "NAMES" ARGS...: each named binary in turn (gerbil-NAME), one run each
-  local label=$1 names=$2; shift 2
+ab() {  # ab LABEL "NAMES" ARGS...: each named binary present in DIR (gerbil-NAME) in turn, through each()
+  local label=$1 names=$2 name; shift 2
+  binaries=()
   for name in $names; do
-    [ -x "$dir/gerbil-$name" ] || continue
-    section "$label: $name $*"
-    timeout 200 "$dir/gerbil-$name" "$@" | rows
+    if [ -x "$dir/gerbil-$name" ]; then binaries+=("$dir/gerbil-$name"); fi
   done
+  each "$label" "$@"
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py llama3-8b Q4_0 /tmp/l8.gguf &
