@@ -1,19 +1,17 @@
-// AWQ checkpoints on the GPU, through GPTQ's kernels after the load-time repacking: the GPTQ fixture
-// rewritten as an AWQ folder matches the fixture's transformers logits (float64) within the GPTQ fixture's
-// bound, and a random AWQ layer with zero points of 0 (repacked with negated scales) runs exactly on
-// linear_gptq.
+// AWQ checkpoints on the GPU, as GPTQ's Q4_G blocks after the load-time repacking: the GPTQ fixture rewritten
+// as an AWQ folder matches the fixture's transformers logits (float64) within the GPTQ fixture's bound, and a
+// random AWQ layer with zero points of 0 (repacked with negated scales) runs exactly.
 #include <random>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "checks/check_support.h"
 #include "graph/model.h"
-#include "kernels/model.h"
 #include "model/quant.h"
 #include "support/awq_fixture.h"
 #include "support/device.h"
+#include "support/int4_layer.h"
 #include "support/logits.h"
 #include "support/paths.h"
 #include "test_model_support.h"
@@ -62,12 +60,12 @@ TEST(AwqModel, MatchesTheTransformersLogitsOfTheSameWeights) {
 }
 
 // With x = the identity, out = W^T: every weight of a random AWQ layer, mirrored groups included, must
-// come out of linear_gptq as AWQ's s * (q - z), exactly (an f16 times a small integer is exact in f32).
-TEST(AwqModel, RepackedLayerWithZeroPointsOfZeroRunsExactlyOnLinearGptq) {
+// come out of its Q4_G blocks as AWQ's s * (q - z), exactly (an f16 times a small integer is exact in f32).
+TEST(AwqModel, RepackedLayerWithZeroPointsOfZeroRunsExactly) {
   uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 random(seed);
-  const uint32_t K = 64, N = 32, group = 16, G = K / group;
+  const uint32_t K = 96, N = 32, group = 32, G = K / group;
   std::uniform_int_distribution<int> nibble(0, 15);
   std::vector<uint8_t> q(K * N), z(G * N);
   for (auto& v : q) v = uint8_t(nibble(random));
@@ -78,19 +76,8 @@ TEST(AwqModel, RepackedLayerWithZeroPointsOfZeroRunsExactlyOnLinearGptq) {
   std::vector<uint32_t> qweight = test::pack_awq(q, K, N), qzeros = test::pack_awq(z, G, N);
   GptqInt4 gptq = repack_awq_gemm(std::as_bytes(std::span(qweight)), std::as_bytes(std::span(qzeros)),
                                   std::as_bytes(std::span(scales)), DType::F16, {K, N, group}, "layer");
-
-  std::vector<float> identity(std::size_t(K) * K, 0.f);
-  for (uint32_t k = 0; k < K; ++k) identity[std::size_t(k) * K + k] = 1.f;
-  std::vector<uint32_t> scale_pairs(gptq.scales.size() / 4);
-  std::memcpy(scale_pairs.data(), gptq.scales.data(), gptq.scales.size());
-  kernels::check::Buffers b{device()};
-  auto& x = b.input("x", identity);
-  auto& out = b.poisoned("out", std::size_t(K) * N);
-  kernels::LinearGptqParams p{K, K, N, N, 0, 0, 0, group};
-  kernels::run(device(), kernels::linear_gptq(device(), {&x}, {&b.input("qweight", gptq.qweight)},
-                                              {&b.input("qzeros", gptq.qzeros)}, {&b.input("scales", scale_pairs)},
-                                              {&x}, {&x}, {&out}, p));
-  auto transposed = b.read(out, std::size_t(K) * N);  // [K, N]
+  auto transposed = test::gptq_layer_transposed(std::as_bytes(std::span(gptq.qweight)),
+                                                std::as_bytes(std::span(gptq.qzeros)), gptq.scales, {K, N, group});
   int mismatches = 0;
   for (uint32_t k = 0; k < K; ++k)
     for (uint32_t n = 0; n < N; ++n) {

@@ -15,6 +15,7 @@
 #include "support/kernel_checks.h"
 #include "support/paths.h"
 #include "support/device.h"
+#include "support/int4_layer.h"
 
 namespace gerbil::kernels {
 namespace {
@@ -34,7 +35,7 @@ TEST_P(ModelKernel, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ModelKernel,
-                         ::testing::Values("embed", "linear", "linear_f16", "linear_gptq", "gated_act",
+                         ::testing::Values("embed", "linear", "linear_f16", "linear_int4", "gated_act",
                                            "qkv_rope_store", "flash_attention", "argmax", "sample", "linear_fused",
                                            "linear_qkv_rope"));
 
@@ -109,7 +110,7 @@ TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
 TEST(ModelKernels, AreAllInTheSelftest) {
   std::vector<std::string> names;
   for (const auto& check : kernel_checks(true)) names.push_back(check.kernel);
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_f16", "linear_gptq", "gated_act",
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"embed", "linear", "linear_f16", "linear_int4", "gated_act",
                                               "qkv_rope_store", "flash_attention"}));
 }
 
@@ -157,10 +158,11 @@ double f16_value(uint16_t half) {
   return half & 0x8000 ? -magnitude : magnitude;
 }
 
-// Every GPTQ layer of qwen2-tiny-gptq-int4, run with x = the identity so that out = W^T exactly, must equal
-// the reference dequantisation, and stay within quantisation error (~8% relative) of the float32 weights of
-// qwen2-tiny it was made from. A wrong zero-point convention (no "+1") gives ~29%, a wrong layout ~140%.
-TEST(LinearGptq, DecodesTheFixtureWeights) {
+// Every GPTQ layer of qwen2-tiny-gptq-int4, repacked into Q4_G blocks and run with x = the identity so that
+// out = W^T exactly, must equal the reference dequantisation, and stay within quantisation error (~8% relative)
+// of the float32 weights of qwen2-tiny it was made from. A wrong zero-point convention (no "+1") gives ~29%, a
+// wrong layout ~140%.
+TEST(LinearInt4, DecodesTheFixtureWeights) {
   GERBIL_REQUIRE_FIXTURES();
   auto folder = test::fixtures_dir();
   GERBIL_REQUIRE_PATH(folder / "qwen2-tiny-gptq-int4" / "model.safetensors", "the GPTQ fixture");
@@ -177,20 +179,13 @@ TEST(LinearGptq, DecodesTheFixtureWeights) {
     uint32_t group = K / uint32_t(gptq.shape(base + ".scales")[0]);
     auto qweight = gptq.as<uint32_t>(base + ".qweight");
     auto qzeros = gptq.as<uint32_t>(base + ".qzeros");
-    auto scale_words = gptq.as<uint32_t>(base + ".scales");  // f16 pairs, exactly as the kernel binds them
-
-    std::vector<float> identity(size_t(K) * K, 0.f);
-    for (uint32_t k = 0; k < K; ++k) identity[size_t(k) * K + k] = 1.f;
-    check::Buffers b{device()};
-    auto& x = b.input("x", identity);
-    auto& out = b.poisoned("out", size_t(K) * N);
-    LinearGptqParams p{K, K, N, N, 0, 0, 0, group};
-    run(device(), linear_gptq(device(), {&x}, {&b.input("qweight", qweight)}, {&b.input("qzeros", qzeros)},
-                              {&b.input("scales", scale_words)}, {&x}, {&x}, {&out}, p));
-    auto transposed = b.read(out, size_t(K) * N);  // [K, N]
+    auto scale_halves = gptq.as<uint16_t>(base + ".scales");
+    auto transposed = test::gptq_layer_transposed(std::as_bytes(std::span(qweight)),
+                                                  std::as_bytes(std::span(qzeros)),
+                                                  std::as_bytes(std::span(scale_halves)), {K, N, group});  // [K, N]
 
     std::vector<double> scales;
-    for (uint16_t half : gptq.as<uint16_t>(base + ".scales")) scales.push_back(f16_value(half));
+    for (uint16_t half : scale_halves) scales.push_back(f16_value(half));
     auto W = reference::dequantize_gptq(qweight, qzeros, scales, K, N, group);
     auto weight = original.as<float>(base + ".weight");  // [N, K]
     ASSERT_EQ(weight.size(), W.size());
@@ -338,8 +333,8 @@ TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
                                          HasSubstr("out_stride 16"))));
   EXPECT_THAT([&] { project({0, 8, 8, 8, 0, 0, 0}, WeightType::F32, any); },
               ThrowsMessage<Error>(HasSubstr("must be positive")));
-  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(11), any); },
-              ThrowsMessage<Error>(HasSubstr("weight type 11")));
+  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(12), any); },
+              ThrowsMessage<Error>(HasSubstr("weight type 12")));
   // A block type's rows are whole blocks.
   EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType::Q8_0, any); },
               ThrowsMessage<Error>(HasSubstr("rows of Q8_0 hold whole blocks of 32 elements, not 8")));
@@ -644,18 +639,6 @@ TEST_F(ShapeErrors, PromptChunksSplitTheirKeysDeepInALongCache) {
   p.T = 1;
   EXPECT_FALSE(flash_attention_split_serves(p, 128));
   EXPECT_TRUE(flash_attention_split_serves(p, 129));
-}
-
-TEST_F(ShapeErrors, LinearGptqRejectsLayoutsItCannotDecode) {
-  auto gptq = [&](uint32_t K, uint32_t N, uint32_t group) {
-    linear_gptq(device(), any, any, any, any, any, any, any, {1, K, N, N, 0, 0, 0, group});
-  };
-  EXPECT_THAT([&] { gptq(48, 16, 32); },
-              ThrowsMessage<Error>(HasSubstr("K must be a multiple of group_size")));
-  EXPECT_THAT([&] { gptq(64, 12, 32); }, ThrowsMessage<Error>(HasSubstr("N must be a multiple of 8")));
-  EXPECT_THAT([&] { gptq(48, 16, 12); }, ThrowsMessage<Error>(HasSubstr("positive multiple of 8")));
-  EXPECT_THAT([&] { gptq(48, 16, 0); }, ThrowsMessage<Error>(HasSubstr("positive multiple of 8")));
-  EXPECT_NO_THROW(gptq(64, 16, 32));
 }
 
 TEST_F(ShapeErrors, EmbedRejectsPositionsPastTheTable) {

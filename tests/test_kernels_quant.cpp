@@ -1,5 +1,6 @@
-// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, pack_rows, include/blocks.wgsl): the
-// embedding gather bit for bit against model/quant.h's dequantize(), and the products (decode M = 1..4 in
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K and Q4_G, pack_rows, include/blocks.wgsl):
+// the embedding gather bit for bit against model/quant.h's dequantize() (Q4_G: the float64 reference), and the
+// products (decode M = 1..4 in
 // linear_q_matvec.wgsl, batched decode steps in linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared
 // out) against a float64 product over the dequantized weights, on random blocks with extreme scales (zero, f16
 // subnormal, tiny, huge, negative). Every output buffer is filled with NaN first, so an output the kernel fails to
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include <gmock/gmock.h>
@@ -19,6 +21,7 @@
 #include "kernels/tuning.h"
 #include "model/dtype.h"
 #include "model/quant.h"
+#include "reference/quant.h"
 #include "support/device.h"
 
 namespace gerbil::kernels {
@@ -30,13 +33,13 @@ using test::device;
 
 struct TypeCase {
   WeightType type;
-  GgmlType ggml;
+  std::optional<GgmlType> ggml;  // none for Q4_G, gerbil's own block of GPTQ / AWQ groups
 };
 
 const TypeCase kTypes[] = {
     {WeightType::Q8_0, GgmlType::Q8_0}, {WeightType::Q4_0, GgmlType::Q4_0}, {WeightType::Q4_1, GgmlType::Q4_1},
     {WeightType::Q5_0, GgmlType::Q5_0}, {WeightType::Q5_1, GgmlType::Q5_1}, {WeightType::Q4_K, GgmlType::Q4_K},
-    {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K},
+    {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K}, {WeightType::Q4_G, std::nullopt},
 };
 
 std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {
@@ -65,21 +68,37 @@ constexpr uint16_t kScales[] = {0x2E66 /* 0.1 */, 0x0000, 0x0001, 0x03FF, 0x0C00
 
 // `blocks` random ggml blocks of `type`: random quant bytes, scales cycling through kScales, or all ordinary
 // (`extreme` false: magnitudes alike, so a product's relative error speaks for every block).
-std::vector<std::byte> random_blocks(GgmlType type, uint64_t blocks, std::mt19937& rng, bool extreme) {
-  const GgmlTypeInfo& info = ggml_type_info(type);
-  std::vector<std::byte> bytes(blocks * info.block_bytes);
+// `blocks` random blocks of the type as a file holds them (Q4_G: as gptq_group_blocks makes them, with zero
+// points of 1 to 16): random quant bytes, scales cycling through kScales, or all ordinary (`extreme` false:
+// magnitudes alike, so a product's relative error speaks for every block).
+std::vector<std::byte> random_blocks(const TypeCase& c, uint64_t blocks, std::mt19937& rng, bool extreme) {
+  uint32_t block_bytes = block_layout(c.type).ggml_bytes;
+  std::vector<std::byte> bytes(blocks * block_bytes);
   for (auto& b : bytes) b = std::byte(rng() & 0xFF);
-  for (uint64_t b = 0; b < blocks; ++b)
-    for (uint32_t offset : scale_offsets(type)) {
+  for (uint64_t b = 0; b < blocks; ++b) {
+    for (uint32_t offset : c.ggml ? scale_offsets(*c.ggml) : std::vector<uint32_t>{0}) {
       uint16_t scale = extreme ? kScales[(b + offset) % std::size(kScales)] : f32_to_f16(0.05f + 0.01f * float(rng() % 8));
-      std::memcpy(&bytes[b * info.block_bytes + offset], &scale, 2);
+      std::memcpy(&bytes[b * block_bytes + offset], &scale, 2);
     }
+    if (!c.ggml) {
+      uint16_t zero = f32_to_f16(float(1 + rng() % 16));
+      std::memcpy(&bytes[b * block_bytes + 2], &zero, 2);
+    }
+  }
   return bytes;
 }
 
-std::vector<float> dequantized(GgmlType type, std::span<const std::byte> bytes, uint64_t count) {
+// Their values: model/quant.h's dequantize() for ggml's types, the float64 reference for Q4_G (exact in f32).
+std::vector<float> dequantized(const TypeCase& c, std::span<const std::byte> bytes, uint64_t count) {
   std::vector<float> values(count);
-  dequantize(type, bytes, values, "test weights");
+  if (c.ggml) {
+    dequantize(*c.ggml, bytes, values, "test weights");
+    return values;
+  }
+  std::vector<uint8_t> block_bytes(bytes.size());
+  std::memcpy(block_bytes.data(), bytes.data(), bytes.size());
+  auto exact = reference::dequantize_blocks("Q4_G", block_bytes);
+  std::copy(exact.begin(), exact.end(), values.begin());
   return values;
 }
 
@@ -99,11 +118,12 @@ class QuantKernel : public ::testing::TestWithParam<TypeCase> {};
 
 // The gather decodes every element exactly as ggml does, extreme scales included.
 TEST_P(QuantKernel, EmbedGathersDequantizedValuesExactly) {
-  auto [type, ggml] = GetParam();
+  const TypeCase& c = GetParam();
+  WeightType type = c.type;
   std::mt19937 rng(std::random_device{}());
   uint32_t block = block_layout(type).elements, vocab = 9, D = 2 * block;
-  auto ggml_bytes = random_blocks(ggml, uint64_t(vocab) * D / block, rng, true);
-  auto expected_table = dequantized(ggml, ggml_bytes, uint64_t(vocab) * D);
+  auto ggml_bytes = random_blocks(c, uint64_t(vocab) * D / block, rng, true);
+  auto expected_table = dequantized(c, ggml_bytes, uint64_t(vocab) * D);
   auto table = upload_padded("table", pack_rows(type, ggml_bytes, vocab, D, "table"));
   std::vector<uint32_t> ids = {3, 0, 8, 3, 5, 1, 7, 2, 6, 4};
   auto ids_buffer = device().upload("ids", std::span<const uint32_t>(ids));
@@ -133,8 +153,8 @@ struct ProductCase {
 // at column 1 (out_col), so columns the product must not touch stay NaN.
 void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   uint32_t K = s.blocks_per_row * block_layout(c.type).elements, out_stride = s.N + 3, out_col = 1;
-  auto ggml_bytes = random_blocks(c.ggml, uint64_t(s.N) * s.blocks_per_row, rng, s.extreme);
-  auto w = dequantized(c.ggml, ggml_bytes, uint64_t(s.N) * K);
+  auto ggml_bytes = random_blocks(c, uint64_t(s.N) * s.blocks_per_row, rng, s.extreme);
+  auto w = dequantized(c, ggml_bytes, uint64_t(s.N) * K);
   auto weight = upload_padded("W", pack_rows(c.type, ggml_bytes, s.N, K, "W"));
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> x(uint64_t(s.M) * K), bias(s.N), residual(uint64_t(s.M) * out_stride);

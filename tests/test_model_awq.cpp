@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "gerbil/error.h"
@@ -11,6 +12,7 @@
 #include "model/quant.h"
 #include "model/weights.h"
 #include "reference/model.h"
+#include "reference/quant.h"
 #include "support/awq_fixture.h"
 #include "test_model_support.h"
 
@@ -143,6 +145,51 @@ TEST(AwqRepack, RefusesSizesThatDoNotMatchTheShape) {
   EXPECT_THAT(repack(qweight, qzeros, scales, {64, 30, 32}), HasSubstr("multiples of 8"));
   EXPECT_THAT(repack(qweight, qzeros, scales, {0, 32, 32}), HasSubstr("not a valid shape"));
   EXPECT_THAT(repack(qweight, qzeros, scales, {64, 32, 32}, DType::I16), HasSubstr("scales have dtype I16"));
+}
+
+// --- GPTQ groups as Q4_G blocks ----------------------------------------------------------------------
+
+// Outputs 8..23 of a random GPTQ layer (groups of 64: two blocks each) cut into blocks: every element, read by
+// the float64 reference of the block format, equals GPTQ's s * (q - (z + 1)).
+TEST(GptqGroupBlocks, HoldEveryWeightOfTheirOutputs) {
+  std::mt19937 rng(std::random_device{}());
+  const uint32_t K = 128, N = 32, group = 64, G = K / group, first = 8, count = 16;
+  std::vector<uint32_t> qweight(K / 8 * N), qzeros(G * N / 8);
+  for (auto& w : qweight) w = rng();
+  for (auto& w : qzeros) w = rng();
+  std::vector<uint16_t> scales(G * N);
+  for (auto& h : scales) h = f32_to_f16(float(int(rng() % 200) - 100) / 1024.0f);
+  std::vector<std::byte> blocks(count * K / 32 * kInt4GroupBlockBytes);
+  gptq_group_blocks(bytes_of(qweight), bytes_of(qzeros), bytes_of(scales), {K, N, group}, first, count, blocks,
+                    "L");
+  std::vector<double> scale_values;
+  for (uint16_t h : scales) scale_values.push_back(reference::f16_value(h));
+  auto W = reference::dequantize_gptq(qweight, qzeros, scale_values, K, N, group);  // [N, K]
+  std::vector<uint8_t> block_bytes(blocks.size());
+  std::memcpy(block_bytes.data(), blocks.data(), blocks.size());
+  auto got = reference::dequantize_blocks("Q4_G", block_bytes);  // [count, K]
+  ASSERT_EQ(got.size(), std::size_t(count) * K);
+  for (uint32_t n = 0; n < count; ++n)
+    for (uint32_t k = 0; k < K; ++k)
+      ASSERT_EQ(got[std::size_t(n) * K + k], W[std::size_t(first + n) * K + k]) << "output " << first + n << " k " << k;
+}
+
+TEST(GptqGroupBlocks, RefuseShapesOutsideWholeBlocks) {
+  std::vector<uint32_t> qweight(64 / 8 * 16), qzeros(2 * 2);
+  std::vector<uint16_t> scales(2 * 16);
+  std::vector<std::byte> out(16 * 2 * kInt4GroupBlockBytes);
+  auto blocks = [&](Int4Shape shape, uint64_t first = 0, uint64_t count = 16) {
+    return error_of([&] {
+      gptq_group_blocks(bytes_of(qweight), bytes_of(qzeros), bytes_of(scales), shape, first, count, out, "L.qweight");
+    });
+  };
+  EXPECT_THAT(blocks({64, 16, 16}), AllOf(HasSubstr("L.qweight"), HasSubstr("group size 16"), HasSubstr("32")));
+  EXPECT_THAT(blocks({48, 16, 48}), HasSubstr("48 inputs"));
+  EXPECT_THAT(blocks({64, 12, 32}), HasSubstr("12 outputs"));
+  EXPECT_THAT(blocks({64, 16, 64}), HasSubstr("do not make K = 64, N = 16 in groups of 64"));
+  EXPECT_THAT(blocks({64, 16, 32}, 8, 16), HasSubstr("outputs 8 to 24 of 16"));
+  EXPECT_NO_THROW(
+      gptq_group_blocks(bytes_of(qweight), bytes_of(qzeros), bytes_of(scales), {64, 16, 32}, 0, 16, out, "L"));
 }
 
 // --- quantization_config -----------------------------------------------------------------------------

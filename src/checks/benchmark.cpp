@@ -396,8 +396,9 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     c.repeats = decode_copies(w, s, row_bytes * s.N, blocks.size());
     for (uint32_t copy = 1; copy < c.repeats; ++copy)
       weights.push_back({&w.copy_of(*weights[0].buffer, fmt::format("W#{}", copy)), 0, s.N});
-    std::vector<std::string> shares;  // split_k: how each dispatch's work was shared out
-    for (auto [buffer, n0, count] : weights) {
+    std::vector<std::string> shares;  // split_k: how each block's work was shared out (copies share alike)
+    for (size_t i = 0; i < weights.size(); ++i) {
+      auto [buffer, n0, count] = weights[i];
       const gpu::Buffer& W = *buffer;
       // x stands in for the unused bias and residual.
       LinearParams p{s.T, s.K, count, extras.gate_act ? s.N / 2 : s.N, n0, 0, 0, extras.gate_act, extras.norm, 0, 0,
@@ -410,7 +411,8 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
           c.dispatches.push_back(std::move(d));
         bool this_rows = use_linear_rows(w.device(), p, type);  // this block's product
         uint32_t workers = this_rows ? 0 : linear_split_workers(w.device(), p, extras.workers);
-        shares.push_back(workers ? fmt::format("{} workers", workers) : this_rows ? "rows" : "whole tiles");
+        if (i < blocks.size())
+          shares.push_back(workers ? fmt::format("{} workers", workers) : this_rows ? "rows" : "whole tiles");
       } else {
         c.dispatches.push_back(linear(w.device(), whole(x), whole(W), whole(x), whole(x), whole(out), p, type, norm,
                                       blocking));
@@ -438,25 +440,6 @@ Case seed_matmul_int4(Workspace& w, const Shape& s) {
     const gpu::Buffer& C = w.output("C", uint64_t(s.T) * count);
     c.dispatches.push_back(matmul_int4(w.device(), whole(A), whole(B_q), whole(scales), whole(zeros), whole(C),
                                        {s.T, s.K, count, kGroupSize}));
-  }
-  c.note = split_note(w.device(), blocks.size());
-  return c;
-}
-
-Case gptq_case(Workspace& w, const Shape& s) {
-  uint32_t groups = s.K / kGroupSize;
-  Case c = matmul_like(s, s.K * double(s.N) / 2 + groups * double(s.N) * (2 + 0.5));
-  c.variant = s.T <= kMatvecRows ? "matvec" : "tiled";
-  const gpu::Buffer& x = w.floats("x", uint64_t(s.T) * s.K);
-  const gpu::Buffer& out = w.output("out", uint64_t(s.T) * s.N);
-  auto blocks = column_blocks(w.device(), s.N, s.K / 2, 8);
-  for (auto [n0, count] : blocks) {
-    const gpu::Buffer& qweight = w.words("qweight", uint64_t(s.K / 8) * count);
-    const gpu::Buffer& qzeros = w.words("qzeros", uint64_t(groups) * (count / 8));
-    const gpu::Buffer& scales = w.weights("scales", groups, count, WeightType::F16);
-    LinearGptqParams p{s.T, s.K, count, s.N, n0, 0, 0, kGroupSize};
-    c.dispatches.push_back(linear_gptq(w.device(), whole(x), whole(qweight), whole(qzeros), whole(scales),
-                                       whole(x), whole(x), whole(out), p));
   }
   c.note = split_note(w.device(), blocks.size());
   return c;
@@ -826,7 +809,9 @@ const std::vector<Family>& families() {
         {"linear", linear_case(F16, {}, {.split_k = true, .arithmetic = Arithmetic::F16})},
         {"linear", linear_case(Q4_0, {}, {.split_k = true})},
         {"linear", linear_case(Q4_K, {}, {.split_k = true})}}},
-      {int4_projection_shapes(), {"matmul_int4", seed_matmul_int4}, {{"linear_gptq", gptq_case}}},
+      {int4_projection_shapes(),
+       {"matmul_int4", seed_matmul_int4},
+       {{"linear", linear_case(Q4_G, {}, {.split_k = true})}}},  // GPTQ / AWQ layers, as the graph repacks them
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case(KvType::F32)},
         {"flash_attention", flash_case(KvType::F16)},
         {"flash_attention", flash_case(KvType::Q8)}}},

@@ -5,6 +5,7 @@
 #include "checks/check_support.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
+#include "model/quant.h"
 #include "reference/model.h"
 #include "reference/reference.h"
 
@@ -704,22 +705,26 @@ std::string describe_gptq(const GptqShape& s) {
                      s.out_col);
 }
 
-KernelCheck linear_gptq_check(bool quick) {
+// GPTQ layers as the graph runs them: repacked into Q4_G blocks (gptq_group_blocks, pack_rows) and multiplied by
+// linear_split_k, which picks the decode, batched or prompt kernel by M.
+KernelCheck linear_int4_check(bool quick) {
   std::vector<GptqShape> shapes = {
-      // matrix-vector variant (M <= 4)
+      // linear_q_matvec.wgsl (M <= 4)
       {1, 64, 32, 32, true, false},
       {3, 256, 40, 128, false, true},
       {4, 96, 24, 32, true, true, 40, 8},
       {2, 128, 136, 32, true, false},
-      // tiled variant
+      // linear_rows.wgsl (batched decode steps)
       {5, 64, 16, 32, false, false},
+      {16, 128, 40, 64, true, true},
+      // linear_tiled.wgsl
       {17, 256, 96, 32, true, true},
       {70, 128, 72, 128, true, false, 80, 4},
   };
   if (!quick) shapes.push_back({33, 896, 264, 128, true, true});
   constexpr double bound = 1e-5;
   return make_check<GptqShape>(
-      "linear_gptq", bound,
+      "linear_int4", bound,
       "dequantised weights (f16 scale times a small integer) are exact in f32; the K-term sums round like "
       "linear's",
       shapes, describe_gptq, [](gpu::Device& device, Rng& rng, const GptqShape& s) {
@@ -731,16 +736,21 @@ KernelCheck linear_gptq_check(bool quick) {
         auto scales = grid_floats(rng, groups * s.N, 21, 205, 2048.f);  // 0.01 .. 0.1, exact in f16
         std::vector<uint16_t> scale_bits;
         for (float v : scales) scale_bits.push_back(f16_bits(v));
+        std::vector<std::byte> blocks(size_t(s.N) * s.K / 32 * kInt4GroupBlockBytes);
+        gptq_group_blocks(std::as_bytes(std::span(qweight)), std::as_bytes(std::span(qzeros)),
+                          std::as_bytes(std::span(scale_bits)), {s.K, s.N, s.group}, 0, s.N, blocks, "check");
+        std::vector<uint32_t> packed(size_t(s.N) * weight_row_bytes(WeightType::Q4_G, s.K) / 4);
+        pack_rows(WeightType::Q4_G, blocks, s.N, s.K, "check", std::as_writable_bytes(std::span(packed)));
         Buffers b{device};
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
-        LinearGptqParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual, s.group};
-        run(device, linear_gptq(device, {io.x_buffer}, {&b.input("qweight", qweight)},
-                                {&b.input("qzeros", qzeros)}, {&b.input("scales", pack_halves(scale_bits))},
-                                {io.bias_buffer}, {io.residual_buffer}, {io.out}, p));
+        LinearParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual};
+        auto& scratch = b.poisoned("scratch", std::max<uint64_t>(1, linear_split_scratch_floats(device, p)));
+        run(device, linear_split_k(device, {io.x_buffer}, {&b.input("W", packed)}, {io.bias_buffer},
+                                   {io.residual_buffer}, {io.out}, p, WeightType::Q4_G, {&scratch}));
         auto W = reference::dequantize_gptq(qweight, qzeros, widen(scales), s.K, s.N, s.group);
         auto ref = reference::linear(widen(io.x), W, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
                                      stride, s.out_col, std::move(io.ref));
-        return result("linear_gptq", describe_gptq(s), b.read(*io.out, ref.size()), ref, bound);
+        return result("linear_int4", describe_gptq(s), b.read(*io.out, ref.size()), ref, bound);
       });
 }
 
@@ -1152,7 +1162,7 @@ KernelCheck sample_check(bool quick) {
 }
 
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
-  return {embed_check(quick),        linear_check(quick),   linear_f16_check(quick),     linear_gptq_check(quick),
+  return {embed_check(quick),        linear_check(quick),   linear_f16_check(quick),     linear_int4_check(quick),
           gated_act_check(quick),    qkv_rope_store_check(quick), flash_attention_check(quick),
           argmax_check(quick),       sample_check(quick),   linear_fused_check(),        linear_qkv_rope_check()};
 }

@@ -94,6 +94,33 @@ StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, Weigh
   return m;
 }
 
+// The [out, in] rows of a GPTQ (or AWQ, repacked to GPTQ at load) layer as Q4_G blocks: each output's groups cut
+// into blocks of 32 inputs (model/quant.h's gptq_group_blocks), then packed like any block type, so that the layer
+// takes the block types' kernels (decode, batched and prompt products alike).
+StoredMatrix gptq_rows(const RoleTensors& role) {
+  const GptqLinear& g = *role.gptq;
+  Int4Shape shape{role.in_features, role.out_features, g.group_size};
+  StoredMatrix m{WeightType::Q4_G, uint64_t(shape.out), uint64_t(shape.in), 0, g.qweight.name, {}};
+  m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
+  std::span<const std::byte> scales = g.scales.bytes;
+  std::shared_ptr<std::vector<std::byte>> f16_scales;  // scales stored in another float dtype, as f16
+  if (g.scales.dtype != DType::F16) {
+    uint64_t count = uint64_t(g.scales.numel());
+    f16_scales = std::make_shared<std::vector<std::byte>>(2 * count);
+    convert_rows(g.scales.dtype, g.scales.bytes.data(), DType::F16, 1, count, f16_scales->data());
+    scales = *f16_scales;
+  }
+  std::span<const std::byte> qweight = g.qweight.bytes, qzeros = g.qzeros.bytes;
+  uint64_t block_row = m.cols / 32 * kInt4GroupBlockBytes;
+  m.fill = [m, shape, qweight, qzeros, scales, f16_scales, block_row](uint64_t first, uint64_t count,
+                                                                      std::byte* out) {
+    std::vector<std::byte> blocks(count * block_row);
+    gptq_group_blocks(qweight, qzeros, scales, shape, first, count, blocks, m.name);
+    kernels::pack_rows(m.type, blocks, count, m.cols, m.name, {out, count * m.row_bytes});
+  };
+  return m;
+}
+
 // Groups matrices with equal column counts (q, k, v -> qkv; gate, up -> gate_up) into runs of one type each,
 // stored one after the other: one run, unless quantized parts differ in type (they keep theirs: never
 // requantized).
@@ -115,32 +142,6 @@ std::vector<std::vector<StoredMatrix>> stack_rows(std::vector<StoredMatrix> part
     runs.back().push_back(std::move(part));
   }
   return runs;
-}
-
-// A host-side [rows, cols] matrix of one dtype as raw bytes (GPTQ's tensors, fused on the host).
-struct HostMatrix {
-  DType dtype = DType::F32;
-  uint64_t rows = 0, cols = 0;
-  std::vector<std::byte> bytes;
-};
-
-// Places matrices with equal row counts side by side (GPTQ tensors are [K-ish, N]: fusing concatenates N).
-HostMatrix join_columns(const std::vector<HostMatrix>& parts) {
-  HostMatrix all{parts.front().dtype, parts.front().rows, 0, {}};
-  for (auto& part : parts) all.cols += part.cols;
-  size_t element = dtype_size(all.dtype);
-  all.bytes.reserve(all.rows * all.cols * element);
-  for (uint64_t r = 0; r < all.rows; ++r)
-    for (auto& part : parts) {
-      auto row = part.bytes.begin() + std::ptrdiff_t(r * part.cols * element);
-      all.bytes.insert(all.bytes.end(), row, row + std::ptrdiff_t(part.cols * element));
-    }
-  return all;
-}
-
-HostMatrix as_matrix(const TensorView& tensor) {
-  uint64_t rows = tensor.shape.size() == 2 ? uint64_t(tensor.shape[0]) : 1;
-  return {tensor.dtype, rows, uint64_t(tensor.numel()) / rows, {tensor.bytes.begin(), tensor.bytes.end()}};
 }
 
 std::vector<float> to_f32(const TensorView& tensor) {
@@ -201,13 +202,7 @@ class Uploader {
                                    std::memcpy(out, owned->data(), size);
                                  }}});
   }
-  gpu::Buffer upload_bytes(const std::string& label, std::vector<std::byte> bytes) {
-    auto owned = std::make_shared<std::vector<std::byte>>(std::move(bytes));
-    uint64_t size = owned->size();
-    return upload(label, size, {{0, 1, size, [owned, size](uint64_t, uint64_t, std::byte* out) {
-                                   std::memcpy(out, owned->data(), size);
-                                 }}});
-  }
+
 
   // Makes every noted part, in pieces of about kPieceBytes spread over the cores, then unmaps their buffers.
   void flush() {
@@ -243,9 +238,9 @@ class Uploader {
     GpuLinear linear;
     linear.name = label;
     bool conv1d = files_.arch().conv1d_weights;
-    if (roles.front()->gptq) return gptq_linear(roles, label);
     std::vector<StoredMatrix> parts;
-    for (auto* role : roles) parts.push_back(linear_rows(*role->weight, conv1d, policy_, label));
+    for (auto* role : roles)
+      parts.push_back(role->gptq ? gptq_rows(*role) : linear_rows(*role->weight, conv1d, policy_, label));
     place_weight(linear, stack_rows(std::move(parts)));
     linear.bias = bias(roles, label);
     return linear;
@@ -306,34 +301,6 @@ class Uploader {
       all.insert(all.end(), part.begin(), part.end());
     }
     return upload_f32(label + ".bias", std::move(all));
-  }
-
-  GpuLinear gptq_linear(const std::vector<const RoleTensors*>& roles, const std::string& label) {
-    std::vector<HostMatrix> qweight, qzeros, scales;
-    GpuLinear linear;
-    linear.name = label;
-    for (auto* role : roles) {
-      const GptqLinear& g = *role->gptq;
-      qweight.push_back(as_matrix(g.qweight));
-      qzeros.push_back(as_matrix(g.qzeros));
-      HostMatrix s = as_matrix(g.scales);
-      if (s.dtype != DType::F16) {
-        HostMatrix f16{DType::F16, s.rows, s.cols, std::vector<std::byte>(s.rows * s.cols * 2)};
-        convert_rows(s.dtype, s.bytes.data(), DType::F16, s.rows, s.cols, f16.bytes.data());
-        s = std::move(f16);
-      }
-      scales.push_back(std::move(s));
-      linear.in = uint32_t(role->in_features);
-      linear.out += uint32_t(role->out_features);
-    }
-    GpuGptq gptq;
-    gptq.group_size = uint32_t(roles.front()->gptq->group_size);
-    gptq.qweight = upload_bytes(label + ".qweight", join_columns(qweight).bytes);
-    gptq.qzeros = upload_bytes(label + ".qzeros", join_columns(qzeros).bytes);
-    gptq.scales = upload_bytes(label + ".scales", join_columns(scales).bytes);
-    linear.gptq = std::move(gptq);
-    linear.bias = bias(roles, label);
-    return linear;
   }
 
   // A part to make, and where its first row goes.

@@ -1,9 +1,9 @@
-// A checked model folder (model/weights.h) uploaded in the form the kernels read: linear weights as
-// [out, in] rows in their checkpoint dtype (f32, or f16 / bf16 packed two per u32; never converted with
-// loss unless asked; GGUF tensors kept quantized, TensorView::block_type, in kernels::pack_rows()'s layout), q/k/v and gate/up concatenated into one fused projection each, GPT-2's Conv1D
-// weights transposed, norm weights and biases as f32 (Gemma's 1 + w folded in), GPTQ layers kept in
-// their int4 layout. Weights larger than the adapter's maxStorageBufferBindingSize are bound as row
-// blocks, never refused.
+// A checked model folder (model/weights.h) uploaded in the form the kernels read: linear weights as [out, in]
+// rows in their checkpoint dtype (f32, or f16 / bf16 packed two per u32; never converted with loss unless asked;
+// GGUF tensors kept quantized, TensorView::block_type, in kernels::pack_rows()'s layout), q/k/v and gate/up
+// concatenated into one fused projection each, GPT-2's Conv1D weights transposed, norm weights and biases as f32
+// (Gemma's 1 + w folded in), GPTQ and AWQ layers as int4 blocks of their groups (kernels::WeightType::Q4_G).
+// Weights larger than the adapter's maxStorageBufferBindingSize are bound as row blocks, never refused.
 #pragma once
 
 #include <functional>
@@ -33,11 +33,6 @@ struct RowBlock {
   kernels::WeightType type = kernels::WeightType::F32;
 };
 
-struct GpuGptq {
-  gpu::Buffer qweight, qzeros, scales;  // I32 [K/8, N], I32 [G, N/8], f16 [G, N]
-  uint32_t group_size = 0;
-};
-
 // One linear layer y = x W^T + b with W [out, in].
 struct GpuLinear {
   std::string name;
@@ -48,7 +43,6 @@ struct GpuLinear {
   std::shared_ptr<gpu::Buffer> weight;  // shared: a tied LM head is the embedding table
   std::vector<RowBlock> blocks;
   std::optional<gpu::Buffer> bias;  // f32 [out]
-  std::optional<GpuGptq> gptq;      // set instead of `weight` for GPTQ int4 layers
 };
 
 struct GpuNorm {

@@ -275,13 +275,13 @@ class StepBuilder {
   // Whether the gate|up projection `L` can apply the gate activation to its own output (its gate and up
   // rows must lie in one binding).
   bool can_gate(const GpuLinear& L) const {
-    return !L.gptq && L.blocks.size() == 1 && kernels::linear_fuses(device_, T_, L.in, L.out, L.type);
+    return L.blocks.size() == 1 && kernels::linear_fuses(device_, T_, L.in, L.out, L.type);
   }
 
   // Whether `L` can apply its input's RMSNorm itself (the decode kernel sums x's squares as it reads x,
   // so the fused norm costs no extra pass).
   bool fusable(const GpuLinear& L, uint32_t M) const {
-    return !L.gptq && kernels::linear_fuses(device_, M, L.in, L.out, L.type);
+    return kernels::linear_fuses(device_, M, L.in, L.out, L.type);
   }
 
   // Normalises `x` for the linear layer `next`: by fusing an RMSNorm into it where the decode kernel can
@@ -337,12 +337,6 @@ class StepBuilder {
     BufferBinding res = residual ? BufferBinding{residual} : unused();
     uint32_t has_bias = L.bias ? 1 : 0, has_residual = residual ? 1 : 0;
     const gpu::Buffer& x = *in.x;
-    if (L.gptq) {
-      kernels::LinearGptqParams p{M, L.in, L.out, L.out, 0, has_bias, has_residual, L.gptq->group_size};
-      add(label, kernels::linear_gptq(device_, {&x}, {&L.gptq->qweight}, {&L.gptq->qzeros}, {&L.gptq->scales},
-                                      L.bias ? BufferBinding{&*L.bias} : unused(), res, {&out}, p));
-      return;
-    }
     bool prepare = next && arch_.norm != NormKind::LayerNorm && fusable(L, M) && fusable(*next->consumer, M);
     for (const RowBlock& block : L.blocks) {
       uint32_t out_stride = gate_act ? L.out / 2 : L.out;
@@ -402,7 +396,7 @@ class StepBuilder {
   void attention(int l, const GpuLayer& L, const std::function<std::string(const char*)>& label, Input in) {
     // Decoding one sequence without q/k norms: the projection rotates q and k and stores k and v itself.
     const GpuLinear& qkv = L.qkv;
-    if (!batched() && !L.q_norm && !L.k_norm && !qkv.gptq && qkv.blocks.size() == 1 &&
+    if (!batched() && !L.q_norm && !L.k_norm && qkv.blocks.size() == 1 &&
         kernels::linear_fuses(device_, T_, qkv.in, qkv.out, qkv.type) && kernels::qkv_rope_fusable(qkv_heads()) &&
         kernels::linear_qkv_rope_fits(device_)) {
       project_qkv_rope(l, L, label, in);

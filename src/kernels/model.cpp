@@ -14,7 +14,6 @@ namespace {
 // linear.wgsl's tiled variant: TILE x TILE output tiles (for prompts, M > kMatvecRows, with K % 8 != 0).
 constexpr uint32_t kTile = 64;
 constexpr uint32_t kLinearMatvecColumns = 8;  // linear.wgsl COLS
-constexpr uint32_t kGptqMatvecColumns = 8;    // linear_gptq.wgsl COLS
 constexpr uint32_t kMaxMatvecColumns = 4;     // linear_matvec_sg.wgsl: columns per group
 constexpr uint64_t kMaxMatvecSplit = 8;       // subgroups per group chosen at most (256 / 32 on NVIDIA)
 constexpr uint32_t kMaxMatvecUnroll = 8;      // linear_matvec_sg.wgsl: its weight registers per column
@@ -48,8 +47,8 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q6_K))
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..10)", kernel,
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q4_G))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..11)", kernel,
          shapes, static_cast<uint32_t>(type));
 }
 
@@ -127,7 +126,7 @@ void check_heads(std::string_view kernel, const std::string& shapes, const QkvHe
          uint64_t(position) + tokens - 1, h.capacity);
 }
 
-// Shape rules shared by linear and linear_gptq.
+// Shape rules of the linear kernels.
 void check_linear(std::string_view kernel, const std::string& shapes, uint32_t M, uint32_t K, uint32_t N,
                   uint32_t out_stride, uint32_t out_col) {
   if (M == 0 || K == 0 || N == 0) fail("kernel '{}' ({}): M, K and N must be positive", kernel, shapes);
@@ -151,10 +150,11 @@ uint32_t weight_bytes(WeightType type) {
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
-bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q6_K; }
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q4_G; }
 
 const char* weight_type_name(WeightType type) {
-  constexpr const char* kNames[] = {"f32", "f16", "bf16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"};
+  constexpr const char* kNames[] = {"f32",  "f16",  "bf16", "Q8_0", "Q4_0", "Q4_1",
+                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G"};
   auto index = static_cast<uint32_t>(type);
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
@@ -170,6 +170,7 @@ BlockLayout block_layout(WeightType type) {
     case WeightType::Q4_K: return {256, 144, 16, 0, 16};
     case WeightType::Q5_K: return {256, 176, 16, 4, 16};
     case WeightType::Q6_K: return {256, 210, 16, 8, 20};
+    case WeightType::Q4_G: return {32, 20, 16, 0, 4};  // model/quant.h's kInt4GroupBlockBytes
     default: break;
   }
   fail("weight type {} ({}) is not a block type", static_cast<uint32_t>(type), weight_type_name(type));
@@ -226,7 +227,8 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
       header(0, 2);
       break;
     case WeightType::Q4_0: nibbles32(b + 2, codes); header(0, 2); break;
-    case WeightType::Q4_1: nibbles32(b + 4, codes); header(0, 4); break;
+    case WeightType::Q4_1:
+    case WeightType::Q4_G: nibbles32(b + 4, codes); header(0, 4); break;
     case WeightType::Q5_0: nibbles32(b + 6, codes); fifth_bits32(b + 2, codes); header(0, 2); break;
     case WeightType::Q5_1: nibbles32(b + 8, codes); fifth_bits32(b + 4, codes); header(0, 4); break;
     case WeightType::Q4_K: nibbles256(b + 16, codes); header(0, 16); break;
@@ -914,32 +916,6 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
                           {"KV_HEADS", double(s.kv_heads)},
                           {"HEAD_DIM", double(s.head_dim)},
                           {"ROTARY_DIM", double(s.rotary_dim)}});
-}
-
-Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight, BufferBinding qzeros,
-                     BufferBinding scales, BufferBinding bias, BufferBinding residual, BufferBinding out,
-                     const LinearGptqParams& p) {
-  auto shapes = fmt::format("M={} K={} N={} group_size={} out_stride={} out_col={}", p.M, p.K, p.N,
-                            p.group_size, p.out_stride, p.out_col);
-  check_linear("linear_gptq", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
-  // A qweight word holds 8 consecutive k, which must share one group.
-  if (p.group_size == 0 || p.group_size % 8 != 0)
-    fail("kernel 'linear_gptq' ({}): group_size must be a positive multiple of 8", shapes);
-  if (p.K % p.group_size != 0) fail("kernel 'linear_gptq' ({}): K must be a multiple of group_size", shapes);
-  if (p.N % 8 != 0)
-    fail("kernel 'linear_gptq' ({}): N must be a multiple of 8 (qzeros packs 8 columns)", shapes);
-  uint64_t groups = p.K / p.group_size;
-  uint64_t out_count = count_of(p.M, p.out_stride);
-  return prepare(device, "linear_gptq", shapes,
-                 {{"x", x, count_of(p.M, p.K)},
-                  {"qweight", qweight, count_of(p.K / 8, p.N)},
-                  {"qzeros", qzeros, count_of(groups, p.N / 8)},
-                  weight_operand("scales", scales, groups, p.N, WeightType::F16),
-                  {"bias", bias, used(p.has_bias, p.N)},
-                  {"residual", residual, used(p.has_residual, out_count)},
-                  {"out", out, out_count}},
-                 p, linear_like_grid(p.M, p.N, kGptqMatvecColumns),
-                 {{"MATVEC", use_matvec(p.M) ? 1.0 : 0.0}});
 }
 
 Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out, const GatedActParams& p) {

@@ -1,5 +1,5 @@
 // Kernels the model graphs need beyond the twelve seed kernels: they read Hugging Face weight layouts
-// directly ([out, in] rows, f32 / f16 / bf16 or GPTQ int4), fuse the steps that only move data
+// directly ([out, in] rows, f32 / f16 / bf16, or ggml's and GPTQ's int blocks), fuse the steps that only move data
 // (QKV split + q/k norm + rotary + KV-cache store), and compute attention in parallel with an online
 // softmax, a sliding window and a configurable scale. Each has a float64 reference in
 // src/reference/model.h and a check in kernels::kernel_checks().
@@ -23,12 +23,15 @@ namespace gerbil::kernels {
 //   high     per chunk: Q5_0 / Q5_1 / Q5_K a word whose bit 8 i + q is element 4 q + i's fifth bit (q < 8,
 //            i < 4); Q6_K two words, element 4 q + i's top two bits at bits 8 i + 2 (q % 4) of word q / 4;
 //   headers  per block, ggml's scales: Q8_0 / Q4_0 / Q5_0 d (f16, two to a word); Q4_1 / Q5_1 d, m; Q4_K /
-//            Q5_K d, dmin and the 12 bytes of 6-bit scales and mins; Q6_K its 16 int8 scales, then d and 2 bytes.
+//            Q5_K d, dmin and the 12 bytes of 6-bit scales and mins; Q6_K its 16 int8 scales, then d and 2 bytes;
+//            Q4_G d and the zero point z (an f16 integer).
+// Q4_G is not ggml's: GPTQ and AWQ layers repacked at load into 32-element blocks of their groups
+// (model/quant.h's gptq_group_blocks), element d (q - z), so that they take the block types' kernels.
 // Kernels decode it with include/blocks.wgsl (one 32-element chunk of a block at a time, scale times integer
 // quants, exactly ggml's dequantized values).
 enum class WeightType : uint32_t {
   F32 = 0, F16 = 1, BF16 = 2,
-  Q8_0 = 3, Q4_0 = 4, Q4_1 = 5, Q5_0 = 6, Q5_1 = 7, Q4_K = 8, Q5_K = 9, Q6_K = 10,
+  Q8_0 = 3, Q4_0 = 4, Q4_1 = 5, Q5_0 = 6, Q5_1 = 7, Q4_K = 8, Q5_K = 9, Q6_K = 10, Q4_G = 11,
 };
 
 // The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);
@@ -45,9 +48,10 @@ constexpr uint32_t kLinearRowsMax = 16;
 
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
 bool is_block_type(WeightType type);
-const char* weight_type_name(WeightType type);  // "f32", "f16", "bf16", "Q8_0", ..., "Q6_K"
-// The block geometry of a block type: elements per block, bytes per block in a ggml file, and the GPU layout's
-// bytes per 32-element chunk (quants, high bits) and per block (header); see WeightType.
+const char* weight_type_name(WeightType type);  // "f32", "f16", "bf16", "Q8_0", ..., "Q6_K", "Q4_G"
+// The block geometry of a block type: elements per block, bytes per block in a ggml file (Q4_G: as
+// gptq_group_blocks makes them), and the GPU layout's bytes per 32-element chunk (quants, high bits) and per
+// block (header); see WeightType.
 struct BlockLayout {
   uint32_t elements, ggml_bytes, quant_bytes, high_bytes, header_bytes;
 };
@@ -261,21 +265,6 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
 // (use_linear_rows), whose single read of x for all rows saves more than the norm and activation dispatches cost.
 bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
-// linear_gptq.wgsl: like linear, with W dequantised from GPTQ int4 ("v1" zero points) of group size G:
-// W[n, k] = scales[k / G, n] * (q[k, n] - (z[k / G, n] + 1)), q[k, n] = bits 4*(k%8).. of qweight[k/8, n],
-// z[g, n] = bits 4*(n%8).. of qzeros[g, n/8]; scales are f16 pairs in u32 (element g*N + n).
-// Bindings: 0 x [M, K], 1 qweight [K/8, N] u32, 2 qzeros [K/G, N/8] u32, 3 scales [K/G, N] f16,
-// 4 bias [N] f32, 5 residual, 6 out, 7 params. Requires K % 8 == 0, K % G == 0, N % 8 == 0.
-struct LinearGptqParams {
-  uint32_t M, K, N;
-  uint32_t out_stride, out_col;
-  uint32_t has_bias, has_residual;
-  uint32_t group_size;
-};
-Dispatch linear_gptq(gpu::Device& device, BufferBinding x, BufferBinding qweight, BufferBinding qzeros,
-                     BufferBinding scales, BufferBinding bias, BufferBinding residual, BufferBinding out,
-                     const LinearGptqParams& p);
-
 // gated_act.wgsl: out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], act = SiLU (0) or GELU-tanh (1);
 // gated_act_vec4.wgsl (a vec4 per thread) where I % 4 == 0. Bindings: 0 gate_up [T, 2I], 1 out [T, I], 2 params.
 struct GatedActParams {
@@ -410,7 +399,7 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
 // sampler draws with it too, so a seeded sequence gets the same tokens on either.
 double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
-static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48 && sizeof(LinearGptqParams) == 32);
+static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48);
 static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 48);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 

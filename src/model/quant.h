@@ -88,7 +88,7 @@ struct Int4Shape {
   int64_t in = 0, out = 0, group_size = 0;  // K, N, group size
 };
 
-// A layer in the GPTQ "v1" layout, the one linear_gptq.wgsl runs (fixtures README "GPTQ int4 folders"):
+// A layer in the GPTQ "v1" layout (fixtures README "GPTQ int4 folders"):
 //   W[k][n] = scales[g][n] * (q[k][n] - (z[g][n] + 1)),  g = k / group_size,
 // q[k][n] nibble k % 8 of qweight[k / 8][n], z[g][n] nibble n % 8 of qzeros[g][n / 8] (lowest bits first).
 struct GptqInt4 {
@@ -112,5 +112,19 @@ inline constexpr int kAwqNibbleColumn[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 GptqInt4 repack_awq_gemm(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
                          std::span<const std::byte> scales, DType scale_dtype, Int4Shape shape,
                          std::string_view what);
+
+// The bytes of one 32-element int4 group block as the GPU keeps GPTQ and AWQ layers (kernels::WeightType::Q4_G),
+// laid out as ggml's Q4_1 block: d (f16, the group's scale), then the group's zero point z + 1 (an integer of
+// 1 to 16, as an f16) where Q4_1 keeps its minimum, then 16 bytes of nibbles (element i < 16 in the low nibble of
+// byte i, i + 16 in its high nibble). Element i is d * (q_i - (z + 1)), exactly GPTQ's W[k][n].
+inline constexpr uint64_t kInt4GroupBlockBytes = 20;
+
+// Outputs [first, first + count) of a GPTQ v1 layer (qweight, qzeros little-endian words, scales f16 [G, N]) as
+// rows of K / 32 such blocks each, into `out` (count * K / 32 * kInt4GroupBlockBytes bytes). K and the group
+// size must be multiples of 32 (the checkpoint's shapes are checked by model/weights.cpp); `what` names the
+// layer in errors.
+void gptq_group_blocks(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                       std::span<const std::byte> scales, Int4Shape shape, uint64_t first, uint64_t count,
+                       std::span<std::byte> out, std::string_view what);
 
 }  // namespace gerbil

@@ -110,10 +110,11 @@ class ExpectedList {
     int64_t group = config_.gptq->group_size > 0 ? config_.gptq->group_size : s.in;
     std::string base = arch_.tensor_name(role, layer, "qweight");
     bool awq = config_.gptq->format == Int4Format::Awq;
-    if (s.in % 8 != 0 || s.out % 8 != 0 || group % 8 != 0 || s.in % group != 0)
+    // Inputs in whole groups of whole 32-input blocks (kernels::WeightType::Q4_G), outputs in words of 8.
+    if (s.out % 8 != 0 || group % 32 != 0 || s.in % group != 0)
       fail(
-          "{}: {} layer {} has {} inputs and {} outputs; 4-bit packing needs multiples of 8, and inputs a "
-          "multiple of group_size {}, itself a multiple of 8",
+          "{}: {} layer {} has {} inputs and {} outputs; gerbil needs outputs a multiple of 8, and inputs a "
+          "multiple of group_size {}, itself a multiple of 32",
           config_.file.string(), awq ? "AWQ" : "GPTQ", base, s.in, s.out, group);
     int64_t groups = s.in / group;
     add(layer, role, Part::QWeight, awq ? std::vector{s.in, s.out / 8} : std::vector{s.in / 8, s.out});

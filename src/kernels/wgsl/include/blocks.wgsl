@@ -1,7 +1,7 @@
-// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..10: Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; see kernels::WeightType for the layout). The including kernel declares
-// WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
-// `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
+// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..11: Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q4_G, GPTQ / AWQ groups; see kernels::WeightType for the layout). The
+// including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight
+// binding, and `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits
 // and the headers (scales) of its blocks (32 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of
 // 4 integer quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
@@ -13,7 +13,7 @@
 
 struct ChunkScale {
   scale: vec2<f32>,  // of elements 0..15 and 16..31 (only Q6_K's differ: its scales cover 16 elements)
-  offset: f32,       // the block's minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m)
+  offset: f32,       // the block's minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m); Q4_G d z
 }
 
 // Where a row's runs start, in words of the weight binding.
@@ -24,7 +24,7 @@ struct BlockRow {
 }
 
 fn block_elements() -> u32 {
-  return select(32u, 256u, WEIGHT_TYPE >= 8u);
+  return select(32u, 256u, WEIGHT_TYPE >= 8u && WEIGHT_TYPE <= 10u);
 }
 
 // Words of quants per chunk: 32 int8 (Q8_0) or 32 nibbles.
@@ -41,12 +41,12 @@ fn chunk_high_words() -> u32 {
   }
 }
 
-// Bytes of a block's header: d (f16); d, m; d, dmin and 12 bytes of 6-bit scales and mins; Q6_K's 16 int8
-// scales, d and 2 bytes of padding.
+// Bytes of a block's header: d (f16); d, m (Q4_G: d, z); d, dmin and 12 bytes of 6-bit scales and mins; Q6_K's
+// 16 int8 scales, d and 2 bytes of padding.
 fn header_bytes() -> u32 {
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: { return 2u; }
-    case 5u, 7u: { return 4u; }
+    case 5u, 7u, 11u: { return 4u; }
     case 8u, 9u: { return 16u; }
     default: { return 20u; }
   }
@@ -71,7 +71,7 @@ fn block_row_at(quants: u32, K: u32) -> BlockRow {
 
 // Whether values have an offset (a minimum): then a dot product needs the sum of x over the chunk.
 fn blocks_have_offset() -> bool {
-  return WEIGHT_TYPE == 5u || WEIGHT_TYPE == 7u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 9u;
+  return WEIGHT_TYPE == 5u || WEIGHT_TYPE == 7u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 9u || WEIGHT_TYPE == 11u;
 }
 
 // The four bytes of w less `zero`, as exact floats: (2^23 + b) - (2^23 + zero), the zero point folded into the
@@ -122,16 +122,16 @@ fn k_scale_min(w: vec3<u32>, j: u32) -> vec2<f32> {
 }
 
 // The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 /
-// Q5_0 the word holding the block's d; Q4_1 / Q5_1 d, m; Q4_K / Q5_K the block's 4 words; Q6_K the word of
-// the chunk's two int8 scales and the word of d. Reading them apart from decoding them lets a kernel issue the
-// loads early and decode once they have arrived (linear_tiled_body.wgsl decodes after a slab's products).
+// Q5_0 the word holding the block's d; Q4_1 / Q5_1 d, m (Q4_G d, z); Q4_K / Q5_K the block's 4 words; Q6_K the
+// word of the chunk's two int8 scales and the word of d. Reading them apart from decoding them lets a kernel issue
+// the loads early and decode once they have arrived (linear_tiled_body.wgsl decodes after a slab's products).
 fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
   let b = c / (block_elements() / 32u);
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: {
       return vec4<u32>(block_word(r.headers + b / 2u), 0u, 0u, 0u);
     }
-    case 5u, 7u: {
+    case 5u, 7u, 11u: {
       return vec4<u32>(block_word(r.headers + b), 0u, 0u, 0u);
     }
     case 8u, 9u: {
@@ -155,6 +155,10 @@ fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
     case 5u, 7u: {
       let head = unpack2x16float(h.x);
       return ChunkScale(vec2<f32>(head.x), -head.y);
+    }
+    case 11u: {
+      let head = unpack2x16float(h.x);  // d (q - z) = d q - d z, d z exact in f32 (z at most 16)
+      return ChunkScale(vec2<f32>(head.x), head.x * head.y);
     }
     case 8u, 9u: {
       let head = unpack2x16float(h.x);

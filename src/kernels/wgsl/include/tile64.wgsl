@@ -1,4 +1,4 @@
-// The tiled variant shared by linear.wgsl and linear_gptq.wgsl, and their entry point.
+// The tiled variant of linear.wgsl (M > its MATVEC_ROWS) and its entry point.
 // Tiled: each workgroup of 256 computes a 64 x 64 tile of out as a 16 x 16 grid of threads, each owning rows
 // ty + 16i and columns tx + 16j (i, j < 4), so neighbouring threads write neighbouring columns; K is walked
 // in steps of TILE_K through x and W tiles staged transposed (k-major) in workgroup memory. The kernel
