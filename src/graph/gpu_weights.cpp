@@ -203,7 +203,6 @@ class Uploader {
                                  }}});
   }
 
-
   // Makes every noted part, in pieces of about kPieceBytes spread over the cores, then unmaps their buffers.
   void flush() {
     struct Piece {

@@ -61,11 +61,6 @@ void check_block_rows(std::string_view kernel, const std::string& shapes, Weight
 
 bool use_matvec(uint32_t M) { return M <= kMatvecRows; }
 
-Grid linear_like_grid(uint32_t M, uint32_t N, uint32_t matvec_columns) {
-  if (use_matvec(M)) return fold(ceil_div(N, matvec_columns));
-  return fold(ceil_div(N, kTile) * ceil_div(M, kTile));
-}
-
 std::pair<std::string, double> block_constant(const KvBlocks& b) { return {"KV_BLOCK_TOKENS", double(b.block_tokens)}; }
 
 std::string blocks_shapes(const KvBlocks& b) { return fmt::format("blocks={}x{}", b.blocks, b.block_tokens); }
@@ -555,7 +550,7 @@ Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightTy
 }
 
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles) {
-  if (use_matvec(p.M)) return linear_like_grid(p.M, p.N, kLinearMatvecColumns);
+  if (use_matvec(p.M)) return fold(ceil_div(p.N, kLinearMatvecColumns));
   return fold(tile_count(p, linear_tile(p, false, resident_tiles)));
 }
 
