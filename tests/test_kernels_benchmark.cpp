@@ -104,6 +104,17 @@ TEST(KernelBenchmark, MatmulCasesCountTwoFlopsPerMultiplyAdd) {
   for (const Result& r : results) expect_measured(r);
 }
 
+// A decode product reads copies of its weight in turn (cold caches: not --quick); its note says once how the work
+// was shared out, not once per copy.
+TEST(KernelBenchmark, SplitProductNotesTheirSharesOncePerBlock) {
+  Options options{.kernel = "matmul_int4", .shape = "q_proj M=1 ", .iterations = 1};
+  auto results = run(device(), options, kCeilings);
+  ASSERT_EQ(results.size(), 2u);
+  const Result& product = results[1];
+  EXPECT_THAT(product.note,
+              ::testing::AllOf(::testing::StartsWith("whole tiles, "), HasSubstr("weight copies read in turn")));
+}
+
 TEST(KernelBenchmark, ShapeFilterKeepsOnlyMatchingShapes) {
   Options options{.quick = true, .kernel = "rmsnorm_vec4", .shape = "T=50", .iterations = 1};
   auto results = run(device(), options, kCeilings);

@@ -242,6 +242,13 @@ TEST(ModelFiles, RejectsGptqShapesAndSettings) {
                      [](json& c) { c["quantization_config"]["group_size"] = 48; });
   EXPECT_THAT(error_of([&] { ModelFiles::open(group.path()); }),
               AllOf(HasSubstr("model.layers.0.self_attn.q_proj"), HasSubstr("group_size 48")));
+  // Groups of 16 divide the inputs but not gerbil's 32-input int4 blocks (kernels::WeightType::Q4_G).
+  ScratchDir small_group;
+  test::copy_fixture("qwen2-tiny-gptq-int4", small_group.path(), {},
+                     [](json& c) { c["quantization_config"]["group_size"] = 16; });
+  EXPECT_THAT(error_of([&] { ModelFiles::open(small_group.path()); }),
+              AllOf(HasSubstr("model.layers.0.self_attn.q_proj"), HasSubstr("group_size 16"),
+                    HasSubstr("a multiple of 32")));
 
   // A dense checkpoint whose config claims GPTQ has no qweight tensors.
   ScratchDir dense;
