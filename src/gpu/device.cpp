@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 #include "gerbil/error.h"
 
@@ -539,9 +540,12 @@ void Device::create_pipelines(std::span<const PipelineSpec> specs) {
     bool queued = std::any_of(pending.begin(), pending.end(), [&](const Pending& p) { return p.key == key; });
     if (!queued && !pipelines_.contains(key)) pending.push_back({&spec, std::move(key)});
   }
-  // Every creation is started before any is waited on, so Dawn compiles them side by side.
+  // Every creation is started before any is waited on, so Dawn compiles them side by side. A kernel's variants
+  // (its override constants) share one shader module: its WGSL parsed and validated once, here on this thread.
+  std::unordered_map<std::string_view, Handle<WGPUShaderModule, wgpuShaderModuleRelease>> modules;
   for (Pending& p : pending) {
-    auto module = shader_module(p.spec->name, p.spec->wgsl);
+    auto& module = modules[p.spec->wgsl];
+    if (!module) module = shader_module(p.spec->name, p.spec->wgsl);
     PipelineDescriptor descriptor(p.spec->name, module.get(), p.spec->constants);
     WGPUCreateComputePipelineAsyncCallbackInfo callback{};
     callback.mode = WGPUCallbackMode_WaitAnyOnly;
