@@ -1,10 +1,9 @@
-// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K and Q4_G, pack_rows, include/blocks.wgsl):
-// the embedding gather bit for bit against model/quant.h's dequantize() (Q4_G: the float64 reference), and the
-// products (decode M = 1..4 in
-// linear_q_matvec.wgsl, batched decode steps in linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared
-// out) against a float64 product over the dequantized weights, on random blocks with extreme scales (zero, f16
-// subnormal, tiny, huge, negative). Every output buffer is filled with NaN first, so an output the kernel fails to
-// write shows.
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G and Q4_G128, pack_rows,
+// include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize() (Q4_G, Q4_G128: the
+// float64 reference), and the products (decode M = 1..4 in linear_q_matvec.wgsl, batched decode steps in
+// linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the dequantized
+// weights, on random blocks with extreme scales (zero, f16 subnormal, tiny, huge, negative). Every output buffer is
+// filled with NaN first, so an output the kernel fails to write shows.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -33,13 +32,14 @@ using test::device;
 
 struct TypeCase {
   WeightType type;
-  std::optional<GgmlType> ggml;  // none for Q4_G, gerbil's own block of GPTQ / AWQ groups
+  std::optional<GgmlType> ggml;  // none for Q4_G and Q4_G128, gerbil's own blocks of GPTQ / AWQ groups
 };
 
 const TypeCase kTypes[] = {
     {WeightType::Q8_0, GgmlType::Q8_0}, {WeightType::Q4_0, GgmlType::Q4_0}, {WeightType::Q4_1, GgmlType::Q4_1},
     {WeightType::Q5_0, GgmlType::Q5_0}, {WeightType::Q5_1, GgmlType::Q5_1}, {WeightType::Q4_K, GgmlType::Q4_K},
     {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K}, {WeightType::Q4_G, std::nullopt},
+    {WeightType::Q4_G128, std::nullopt},
 };
 
 std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {
@@ -66,10 +66,8 @@ std::vector<uint32_t> scale_offsets(GgmlType type) {
 constexpr uint16_t kScales[] = {0x2E66 /* 0.1 */, 0x0000, 0x0001, 0x03FF, 0x0C00 /* 2^-12 */,
                                 0x7BFF /* 65504 */, 0xB800 /* -0.5 */, 0x3C00 /* 1 */};
 
-// `blocks` random ggml blocks of `type`: random quant bytes, scales cycling through kScales, or all ordinary
-// (`extreme` false: magnitudes alike, so a product's relative error speaks for every block).
-// `blocks` random blocks of the type as a file holds them (Q4_G: as gptq_group_blocks makes them, with zero
-// points of 1 to 16): random quant bytes, scales cycling through kScales, or all ordinary (`extreme` false:
+// `blocks` random blocks of the type as a file holds them (Q4_G, Q4_G128: as gptq_group_blocks makes them, with
+// zero points of 1 to 16): random quant bytes, scales cycling through kScales, or all ordinary (`extreme` false:
 // magnitudes alike, so a product's relative error speaks for every block).
 std::vector<std::byte> random_blocks(const TypeCase& c, uint64_t blocks, std::mt19937& rng, bool extreme) {
   uint32_t block_bytes = block_layout(c.type).ggml_bytes;
@@ -88,7 +86,8 @@ std::vector<std::byte> random_blocks(const TypeCase& c, uint64_t blocks, std::mt
   return bytes;
 }
 
-// Their values: model/quant.h's dequantize() for ggml's types, the float64 reference for Q4_G (exact in f32).
+// Their values: model/quant.h's dequantize() for ggml's types, the float64 reference for Q4_G and Q4_G128 (exact
+// in f32).
 std::vector<float> dequantized(const TypeCase& c, std::span<const std::byte> bytes, uint64_t count) {
   std::vector<float> values(count);
   if (c.ggml) {
@@ -97,7 +96,7 @@ std::vector<float> dequantized(const TypeCase& c, std::span<const std::byte> byt
   }
   std::vector<uint8_t> block_bytes(bytes.size());
   std::memcpy(block_bytes.data(), bytes.data(), bytes.size());
-  auto exact = reference::dequantize_blocks("Q4_G", block_bytes);
+  auto exact = reference::dequantize_blocks(weight_type_name(c.type), block_bytes);
   std::copy(exact.begin(), exact.end(), values.begin());
   return values;
 }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "gerbil/error.h"
 #include "model/config.h"
 #include "model/quant.h"
@@ -151,33 +153,41 @@ TEST(AwqRepack, RefusesSizesThatDoNotMatchTheShape) {
 
 // Outputs 8..23 of a random GPTQ layer (groups of 64: two blocks each) cut into blocks: every element, read by
 // the float64 reference of the block format, equals GPTQ's s * (q - (z + 1)).
+// Groups of 32 and 64 become 32-element blocks (Q4_G), groups of 128 and 256 128-element ones (Q4_G128: one
+// header per 128 weights).
 TEST(GptqGroupBlocks, HoldEveryWeightOfTheirOutputs) {
   std::mt19937 rng(std::random_device{}());
-  const uint32_t K = 128, N = 32, group = 64, G = K / group, first = 8, count = 16;
-  std::vector<uint32_t> qweight(K / 8 * N), qzeros(G * N / 8);
-  for (auto& w : qweight) w = rng();
-  for (auto& w : qzeros) w = rng();
-  std::vector<uint16_t> scales(G * N);
-  for (auto& h : scales) h = f32_to_f16(float(int(rng() % 200) - 100) / 1024.0f);
-  std::vector<std::byte> blocks(count * K / 32 * kInt4GroupBlockBytes);
-  gptq_group_blocks(bytes_of(qweight), bytes_of(qzeros), bytes_of(scales), {K, N, group}, first, count, blocks,
-                    "L");
-  std::vector<double> scale_values;
-  for (uint16_t h : scales) scale_values.push_back(reference::f16_value(h));
-  auto W = reference::dequantize_gptq(qweight, qzeros, scale_values, K, N, group);  // [N, K]
-  std::vector<uint8_t> block_bytes(blocks.size());
-  std::memcpy(block_bytes.data(), blocks.data(), blocks.size());
-  auto got = reference::dequantize_blocks("Q4_G", block_bytes);  // [count, K]
-  ASSERT_EQ(got.size(), std::size_t(count) * K);
-  for (uint32_t n = 0; n < count; ++n)
-    for (uint32_t k = 0; k < K; ++k)
-      ASSERT_EQ(got[std::size_t(n) * K + k], W[std::size_t(first + n) * K + k]) << "output " << first + n << " k " << k;
+  const uint32_t K = 512, N = 32, first = 8, count = 16;
+  for (uint32_t group : {32u, 64u, 128u, 256u}) {
+    SCOPED_TRACE(fmt::format("group size {}", group));
+    const uint32_t G = K / group;
+    std::vector<uint32_t> qweight(K / 8 * N), qzeros(G * N / 8);
+    for (auto& w : qweight) w = rng();
+    for (auto& w : qzeros) w = rng();
+    std::vector<uint16_t> scales(G * N);
+    for (auto& h : scales) h = f32_to_f16(float(int(rng() % 200) - 100) / 1024.0f);
+    const uint64_t elements = int4_block_elements(group);
+    EXPECT_EQ(elements, group < 128 ? 32u : 128u);
+    std::vector<std::byte> blocks(count * K / elements * int4_block_bytes(elements));
+    gptq_group_blocks(bytes_of(qweight), bytes_of(qzeros), bytes_of(scales), {K, N, group}, first, count, blocks,
+                      "L");
+    std::vector<double> scale_values;
+    for (uint16_t h : scales) scale_values.push_back(reference::f16_value(h));
+    auto W = reference::dequantize_gptq(qweight, qzeros, scale_values, K, N, group);  // [N, K]
+    std::vector<uint8_t> block_bytes(blocks.size());
+    std::memcpy(block_bytes.data(), blocks.data(), blocks.size());
+    auto got = reference::dequantize_blocks(elements == 128 ? "Q4_G128" : "Q4_G", block_bytes);  // [count, K]
+    ASSERT_EQ(got.size(), std::size_t(count) * K);
+    for (uint32_t n = 0; n < count; ++n)
+      for (uint32_t k = 0; k < K; ++k)
+        ASSERT_EQ(got[std::size_t(n) * K + k], W[std::size_t(first + n) * K + k]) << "output " << first + n << " k " << k;
+  }
 }
 
 TEST(GptqGroupBlocks, RefuseShapesOutsideWholeBlocks) {
   std::vector<uint32_t> qweight(64 / 8 * 16), qzeros(2 * 2);
   std::vector<uint16_t> scales(2 * 16);
-  std::vector<std::byte> out(16 * 2 * kInt4GroupBlockBytes);
+  std::vector<std::byte> out(16 * 2 * int4_block_bytes(32));
   auto blocks = [&](Int4Shape shape, uint64_t first = 0, uint64_t count = 16) {
     return error_of([&] {
       gptq_group_blocks(bytes_of(qweight), bytes_of(qzeros), bytes_of(scales), shape, first, count, out, "L.qweight");

@@ -811,7 +811,7 @@ const std::vector<Family>& families() {
         {"linear", linear_case(Q4_K, {}, {.split_k = true})}}},
       {int4_projection_shapes(),
        {"matmul_int4", seed_matmul_int4},
-       {{"linear", linear_case(Q4_G, {}, {.split_k = true})}}},  // GPTQ / AWQ layers, as the graph repacks them
+       {{"linear", linear_case(Q4_G128, {}, {.split_k = true})}}},  // GPTQ / AWQ layers of groups of 128, as loaded
       {attention_shapes(), {"attention", seed_attention}, {{"flash_attention", flash_case(KvType::F32)},
         {"flash_attention", flash_case(KvType::F16)},
         {"flash_attention", flash_case(KvType::Q8)}}},

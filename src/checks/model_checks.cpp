@@ -3,6 +3,7 @@
 
 #include "gerbil/error.h"
 #include "checks/check_support.h"
+#include "graph/gpu_weights.h"
 #include "kernels/model.h"
 #include "kernels/seed.h"
 #include "model/quant.h"
@@ -705,8 +706,9 @@ std::string describe_gptq(const GptqShape& s) {
                      s.out_col);
 }
 
-// GPTQ layers as the graph runs them: repacked into Q4_G blocks (gptq_group_blocks, pack_rows) and multiplied by
-// linear_split_k, which picks the decode, batched or prompt kernel by M.
+// GPTQ layers as the graph runs them: repacked into int4 group blocks (graph::pack_gptq_rows: Q4_G for groups of
+// 32 or 64, Q4_G128 for 128) and multiplied by linear_split_k, which picks the decode, batched or prompt kernel
+// by M.
 KernelCheck linear_int4_check(bool quick) {
   std::vector<GptqShape> shapes = {
       // linear_q_matvec.wgsl (M <= 4)
@@ -736,17 +738,18 @@ KernelCheck linear_int4_check(bool quick) {
         auto scales = grid_floats(rng, groups * s.N, 21, 205, 2048.f);  // 0.01 .. 0.1, exact in f16
         std::vector<uint16_t> scale_bits;
         for (float v : scales) scale_bits.push_back(f16_bits(v));
-        std::vector<std::byte> blocks(size_t(s.N) * s.K / 32 * kInt4GroupBlockBytes);
-        gptq_group_blocks(std::as_bytes(std::span(qweight)), std::as_bytes(std::span(qzeros)),
-                          std::as_bytes(std::span(scale_bits)), {s.K, s.N, s.group}, 0, s.N, blocks, "check");
-        std::vector<uint32_t> packed(size_t(s.N) * weight_row_bytes(WeightType::Q4_G, s.K) / 4);
-        pack_rows(WeightType::Q4_G, blocks, s.N, s.K, "check", std::as_writable_bytes(std::span(packed)));
+        Int4Shape shape{s.K, s.N, s.group};
+        WeightType type = graph::gptq_block_type(shape);
+        std::vector<uint32_t> packed(size_t(s.N) * weight_row_bytes(type, s.K) / 4);
+        graph::pack_gptq_rows(std::as_bytes(std::span(qweight)), std::as_bytes(std::span(qzeros)),
+                              std::as_bytes(std::span(scale_bits)), shape, 0, s.N,
+                              std::as_writable_bytes(std::span(packed)), "check");
         Buffers b{device};
         auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
         LinearParams p{s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual};
         auto& scratch = b.poisoned("scratch", std::max<uint64_t>(1, linear_split_scratch_floats(device, p)));
         run(device, linear_split_k(device, {io.x_buffer}, {&b.input("W", packed)}, {io.bias_buffer},
-                                   {io.residual_buffer}, {io.out}, p, WeightType::Q4_G, {&scratch}));
+                                   {io.residual_buffer}, {io.out}, p, type, {&scratch}));
         auto W = reference::dequantize_gptq(qweight, qzeros, widen(scales), s.K, s.N, s.group);
         auto ref = reference::linear(widen(io.x), W, widen(io.bias), widen(io.residual), s.M, s.K, s.N,
                                      stride, s.out_col, std::move(io.ref));

@@ -94,13 +94,12 @@ StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, Weigh
   return m;
 }
 
-// The [out, in] rows of a GPTQ (or AWQ, repacked to GPTQ at load) layer as Q4_G blocks: each output's groups cut
-// into blocks of 32 inputs (model/quant.h's gptq_group_blocks), then packed like any block type, so that the layer
-// takes the block types' kernels (decode, batched and prompt products alike).
+// The [out, in] rows of a GPTQ (or AWQ, repacked to GPTQ at load) layer as int4 group blocks (pack_gptq_rows), so
+// that the layer takes the block types' kernels (decode, batched and prompt products alike).
 StoredMatrix gptq_rows(const RoleTensors& role) {
   const GptqLinear& g = *role.gptq;
   Int4Shape shape{role.in_features, role.out_features, g.group_size};
-  StoredMatrix m{WeightType::Q4_G, uint64_t(shape.out), uint64_t(shape.in), 0, g.qweight.name, {}};
+  StoredMatrix m{gptq_block_type(shape), uint64_t(shape.out), uint64_t(shape.in), 0, g.qweight.name, {}};
   m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
   std::span<const std::byte> scales = g.scales.bytes;
   std::shared_ptr<std::vector<std::byte>> f16_scales;  // scales stored in another float dtype, as f16
@@ -111,12 +110,8 @@ StoredMatrix gptq_rows(const RoleTensors& role) {
     scales = *f16_scales;
   }
   std::span<const std::byte> qweight = g.qweight.bytes, qzeros = g.qzeros.bytes;
-  uint64_t block_row = m.cols / 32 * kInt4GroupBlockBytes;
-  m.fill = [m, shape, qweight, qzeros, scales, f16_scales, block_row](uint64_t first, uint64_t count,
-                                                                      std::byte* out) {
-    std::vector<std::byte> blocks(count * block_row);
-    gptq_group_blocks(qweight, qzeros, scales, shape, first, count, blocks, m.name);
-    kernels::pack_rows(m.type, blocks, count, m.cols, m.name, {out, count * m.row_bytes});
+  m.fill = [m, shape, qweight, qzeros, scales, f16_scales](uint64_t first, uint64_t count, std::byte* out) {
+    pack_gptq_rows(qweight, qzeros, scales, shape, first, count, {out, count * m.row_bytes}, m.name);
   };
   return m;
 }
@@ -317,6 +312,19 @@ class Uploader {
 };
 
 }  // namespace
+
+WeightType gptq_block_type(const Int4Shape& shape) {
+  return int4_block_elements(uint64_t(shape.group_size)) == 128 ? WeightType::Q4_G128 : WeightType::Q4_G;
+}
+
+void pack_gptq_rows(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                    std::span<const std::byte> scales, const Int4Shape& shape, uint64_t first, uint64_t count,
+                    std::span<std::byte> out, std::string_view what) {
+  uint64_t elements = int4_block_elements(uint64_t(shape.group_size));
+  std::vector<std::byte> blocks(count * uint64_t(shape.in) / elements * int4_block_bytes(elements));
+  gptq_group_blocks(qweight, qzeros, scales, shape, first, count, blocks, what);
+  kernels::pack_rows(gptq_block_type(shape), blocks, count, uint64_t(shape.in), what, out);
+}
 
 WeightType block_weight_type(GgmlType type, std::string_view tensor) {
   switch (type) {

@@ -2,7 +2,8 @@
 // rows in their checkpoint dtype (f32, or f16 / bf16 packed two per u32; never converted with loss unless asked;
 // GGUF tensors kept quantized, TensorView::block_type, in kernels::pack_rows()'s layout), q/k/v and gate/up
 // concatenated into one fused projection each, GPT-2's Conv1D weights transposed, norm weights and biases as f32
-// (Gemma's 1 + w folded in), GPTQ and AWQ layers as int4 blocks of their groups (kernels::WeightType::Q4_G).
+// (Gemma's 1 + w folded in), GPTQ and AWQ layers as int4 blocks of their groups (kernels::WeightType::Q4_G,
+// Q4_G128).
 // Weights larger than the adapter's maxStorageBufferBindingSize are bound as row blocks, never refused.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "gpu/device.h"
 #include "kernels/dispatch.h"
 #include "kernels/model.h"
+#include "model/quant.h"
 #include "model/weights.h"
 
 namespace gerbil::graph {
@@ -71,6 +73,15 @@ using LoadProgress = std::function<void(uint64_t done_bytes, uint64_t total_byte
 
 GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPolicy policy,
                           const LoadProgress& progress = {});
+
+// GPTQ (and AWQ, repacked into GPTQ's layout) layers on the GPU: the block type their groups are cut into
+// (model/quant.h's int4_block_elements: Q4_G128 for groups of whole 128s, else Q4_G), and outputs [first,
+// first + count) of a layer as that type's rows in kernels::pack_rows()'s layout (count rows of
+// kernels::weight_row_bytes at `out`); `what` names the layer in errors.
+kernels::WeightType gptq_block_type(const Int4Shape& shape);
+void pack_gptq_rows(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                    std::span<const std::byte> scales, const Int4Shape& shape, uint64_t first, uint64_t count,
+                    std::span<std::byte> out, std::string_view what);
 
 // Splits `rows` rows of `row_bytes` each into blocks that fit one storage binding; block starts are
 // multiples of 128 rows so their byte offsets meet the binding-offset alignment.

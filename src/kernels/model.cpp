@@ -47,8 +47,8 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q4_G))
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..11)", kernel,
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q4_G128))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..12)", kernel,
          shapes, static_cast<uint32_t>(type));
 }
 
@@ -145,11 +145,11 @@ uint32_t weight_bytes(WeightType type) {
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
-bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q4_G; }
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q4_G128; }
 
 const char* weight_type_name(WeightType type) {
   constexpr const char* kNames[] = {"f32",  "f16",  "bf16", "Q8_0", "Q4_0", "Q4_1",
-                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G"};
+                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128"};
   auto index = static_cast<uint32_t>(type);
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
@@ -165,7 +165,8 @@ BlockLayout block_layout(WeightType type) {
     case WeightType::Q4_K: return {256, 144, 16, 0, 16};
     case WeightType::Q5_K: return {256, 176, 16, 4, 16};
     case WeightType::Q6_K: return {256, 210, 16, 8, 20};
-    case WeightType::Q4_G: return {32, 20, 16, 0, 4};  // model/quant.h's kInt4GroupBlockBytes
+    case WeightType::Q4_G: return {32, 20, 16, 0, 4};  // model/quant.h's int4_block_bytes
+    case WeightType::Q4_G128: return {128, 68, 16, 0, 4};
     default: break;
   }
   fail("weight type {} ({}) is not a block type", static_cast<uint32_t>(type), weight_type_name(type));
@@ -224,6 +225,10 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
     case WeightType::Q4_0: nibbles32(b + 2, codes); header(0, 2); break;
     case WeightType::Q4_1:
     case WeightType::Q4_G: nibbles32(b + 4, codes); header(0, 4); break;
+    case WeightType::Q4_G128:
+      for (size_t chunk = 0; chunk < 4; ++chunk) nibbles32(b + 4 + 16 * chunk, codes + 32 * chunk);
+      header(0, 4);
+      break;
     case WeightType::Q5_0: nibbles32(b + 6, codes); fifth_bits32(b + 2, codes); header(0, 2); break;
     case WeightType::Q5_1: nibbles32(b + 8, codes); fifth_bits32(b + 4, codes); header(0, 4); break;
     case WeightType::Q4_K: nibbles256(b + 16, codes); header(0, 16); break;

@@ -365,6 +365,8 @@ GptqInt4 repack_awq_gemm(std::span<const std::byte> qweight, std::span<const std
   return out;
 }
 
+uint64_t int4_block_elements(uint64_t group_size) { return group_size % 128 == 0 ? 128 : 32; }
+
 void gptq_group_blocks(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
                        std::span<const std::byte> scales, Int4Shape shape, uint64_t first, uint64_t count,
                        std::span<std::byte> out, std::string_view what) {
@@ -372,32 +374,33 @@ void gptq_group_blocks(std::span<const std::byte> qweight, std::span<const std::
   if (K % 32 != 0 || group == 0 || group % 32 != 0 || K % group != 0 || N % 8 != 0)
     fail("{}: GPTQ layer of {} inputs, {} outputs, group size {}: int4 blocks need inputs and groups in whole "
          "blocks of 32 and outputs in words of 8", what, K, N, group);
-  const uint64_t groups = K / group, blocks = K / 32;
+  const uint64_t groups = K / group, elements = int4_block_elements(group), blocks = K / elements;
+  const uint64_t block_bytes = int4_block_bytes(elements), row_bytes = blocks * block_bytes;
   if (qweight.size() != K / 8 * N * 4 || qzeros.size() != groups * N / 8 * 4 || scales.size() != groups * N * 2)
     fail("{}: GPTQ tensors of {}, {} and {} bytes do not make K = {}, N = {} in groups of {}", what,
          qweight.size(), qzeros.size(), scales.size(), K, N, group);
-  if (first + count > N || out.size() != count * blocks * kInt4GroupBlockBytes)
+  if (first + count > N || out.size() != count * row_bytes)
     fail("{}: outputs {} to {} of {} into {} bytes", what, first, first + count, N, out.size());
   for (uint64_t n = first; n < first + count; ++n) {
-    std::byte* row = out.data() + (n - first) * blocks * kInt4GroupBlockBytes;
+    std::byte* row = out.data() + (n - first) * row_bytes;
     for (uint64_t b = 0; b < blocks; ++b) {
-      uint64_t g = b * 32 / group;
+      uint64_t g = b * elements / group;
       uint32_t zeros = load_u32(qzeros, g * (N / 8) + n / 8);
       uint16_t zero = f32_to_f16(float(nibble(zeros, uint32_t(n % 8)) + 1));
-      std::byte* block = row + b * kInt4GroupBlockBytes;
+      std::byte* block = row + b * block_bytes;
       std::memcpy(block, scales.data() + 2 * (g * N + n), 2);
       std::memcpy(block + 2, &zero, 2);
-      std::fill_n(block + 4, 16, std::byte{0});
+      std::fill_n(block + 4, block_bytes - 4, std::byte{0});
     }
   }
   // qweight row by row (8 inputs of every output a word), so that a range of outputs reads it contiguously.
   for (uint64_t k8 = 0; k8 < K / 8; ++k8)
     for (uint64_t n = first; n < first + count; ++n) {
       uint32_t word = load_u32(qweight, k8 * N + n);
-      std::byte* row = out.data() + (n - first) * blocks * kInt4GroupBlockBytes;
+      std::byte* row = out.data() + (n - first) * row_bytes;
       for (uint32_t i = 0; i < 8; ++i) {
-        uint64_t k = 8 * k8 + i, element = k % 32;
-        std::byte& byte = row[k / 32 * kInt4GroupBlockBytes + 4 + element % 16];
+        uint64_t k = 8 * k8 + i, element = k % 32;  // of its chunk, chunk k % elements / 32 of block k / elements
+        std::byte& byte = row[k / elements * block_bytes + 4 + k % elements / 32 * 16 + element % 16];
         byte |= std::byte(nibble(word, i) << (element < 16 ? 0 : 4));
       }
     }

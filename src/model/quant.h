@@ -113,16 +113,19 @@ GptqInt4 repack_awq_gemm(std::span<const std::byte> qweight, std::span<const std
                          std::span<const std::byte> scales, DType scale_dtype, Int4Shape shape,
                          std::string_view what);
 
-// The bytes of one 32-element int4 group block as the GPU keeps GPTQ and AWQ layers (kernels::WeightType::Q4_G),
-// laid out as ggml's Q4_1 block: d (f16, the group's scale), then the group's zero point z + 1 (an integer of
-// 1 to 16, as an f16) where Q4_1 keeps its minimum, then 16 bytes of nibbles (element i < 16 in the low nibble of
-// byte i, i + 16 in its high nibble). Element i is d * (q_i - (z + 1)), exactly GPTQ's W[k][n].
-inline constexpr uint64_t kInt4GroupBlockBytes = 20;
+// An int4 group block as the GPU keeps GPTQ and AWQ layers (kernels::WeightType::Q4_G of 32 elements, Q4_G128 of
+// 128), laid out as ggml's Q4_1 block: d (f16, the group's scale), then the group's zero point z + 1 (an integer
+// of 1 to 16, as an f16) where Q4_1 keeps its minimum, then 16 bytes of nibbles per 32 elements (element i < 16 of
+// them in the low nibble of byte i, i + 16 in its high nibble). Element i is d * (q_i - (z + 1)), exactly GPTQ's
+// W[k][n]. A block lies within one group: 128 elements where the group size is a multiple of 128 (one header per
+// 128 weights, 4.25 bits a weight), else 32 (5 bits).
+uint64_t int4_block_elements(uint64_t group_size);
+inline uint64_t int4_block_bytes(uint64_t elements) { return 4 + elements / 2; }
 
 // Outputs [first, first + count) of a GPTQ v1 layer (qweight, qzeros little-endian words, scales f16 [G, N]) as
-// rows of K / 32 such blocks each, into `out` (count * K / 32 * kInt4GroupBlockBytes bytes). K and the group
-// size must be multiples of 32 (the checkpoint's shapes are checked by model/weights.cpp); `what` names the
-// layer in errors.
+// rows of K / E such blocks each (E = int4_block_elements(group size)), into `out` (count * K / E *
+// int4_block_bytes(E) bytes). K and the group size must be multiples of 32 (the checkpoint's shapes are checked by
+// model/weights.cpp); `what` names the layer in errors.
 void gptq_group_blocks(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
                        std::span<const std::byte> scales, Int4Shape shape, uint64_t first, uint64_t count,
                        std::span<std::byte> out, std::string_view what);

@@ -67,11 +67,16 @@ const std::vector<Format>& formats() {
          unsigned high = (b[16 + i % 32] >> (i / 32)) & 1u;  // bit s of byte i % 32 of qh
          return half_at(b) * scale * double(nibble256(b + 48, i) + 16 * high) - half_at(b + 2) * min;
        }},
-      // gerbil's block of GPTQ / AWQ groups (model/quant.h kInt4GroupBlockBytes): d, the zero point z as an f16
-      // integer, then Q4_0's nibbles; d q - d z, which is GPTQ's d (q - z) but for the sign of a zero.
+      // gerbil's blocks of GPTQ / AWQ groups (model/quant.h int4_block_bytes): d, the zero point z as an f16
+      // integer, then Q4_0's nibbles for each 32 elements; d q - d z, which is GPTQ's d (q - z) but for the sign of
+      // a zero.
       {"Q4_G", 20, 32,
        [](const uint8_t* b, size_t i) {
          return half_at(b) * double(nibble32(b + 4, i)) - half_at(b) * half_at(b + 2);
+       }},
+      {"Q4_G128", 68, 128,
+       [](const uint8_t* b, size_t i) {
+         return half_at(b) * double(nibble32(b + 4 + 16 * (i / 32), i % 32)) - half_at(b) * half_at(b + 2);
        }},
       {"Q6_K", 210, 256,
        [](const uint8_t* b, size_t i) {

@@ -1,5 +1,5 @@
-// GPTQ v1 int4 layers run as the graph runs them: repacked into Q4_G blocks (model/quant.h's gptq_group_blocks,
-// kernels::pack_rows) and multiplied by kernels::linear on the test device.
+// GPTQ v1 int4 layers run as the graph runs them: repacked into int4 group blocks (graph::pack_gptq_rows) and
+// multiplied by kernels::linear on the test device.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "checks/check_support.h"
+#include "graph/gpu_weights.h"
 #include "kernels/model.h"
 #include "model/quant.h"
 #include "support/device.h"
@@ -19,17 +20,16 @@ namespace gerbil::test {
 inline std::vector<float> gptq_layer_transposed(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
                                                 std::span<const std::byte> scales, Int4Shape shape) {
   auto K = uint32_t(shape.in), N = uint32_t(shape.out);
-  std::vector<std::byte> blocks(std::size_t(N) * K / 32 * kInt4GroupBlockBytes);
-  gptq_group_blocks(qweight, qzeros, scales, shape, 0, N, blocks, "test layer");
-  std::vector<uint32_t> packed(std::size_t(N) * kernels::weight_row_bytes(kernels::WeightType::Q4_G, K) / 4);
-  kernels::pack_rows(kernels::WeightType::Q4_G, blocks, N, K, "test layer", std::as_writable_bytes(std::span(packed)));
+  kernels::WeightType type = graph::gptq_block_type(shape);
+  std::vector<uint32_t> packed(std::size_t(N) * kernels::weight_row_bytes(type, K) / 4);
+  graph::pack_gptq_rows(qweight, qzeros, scales, shape, 0, N, std::as_writable_bytes(std::span(packed)), "test layer");
   std::vector<float> identity(std::size_t(K) * K, 0.f);
   for (uint32_t k = 0; k < K; ++k) identity[std::size_t(k) * K + k] = 1.f;
   kernels::check::Buffers b{device()};
   auto& x = b.input("x", identity);
   auto& out = b.poisoned("out", std::size_t(K) * N);
   kernels::run(device(), kernels::linear(device(), {&x}, {&b.input("W", packed)}, {&x}, {&x}, {&out},
-                                         {K, K, N, N, 0, 0, 0}, kernels::WeightType::Q4_G));
+                                         {K, K, N, N, 0, 0, 0}, type));
   return b.read(out, std::size_t(K) * N);
 }
 

@@ -1,10 +1,11 @@
-// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..11: Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q4_G, GPTQ / AWQ groups; see kernels::WeightType for the layout). The
-// including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight
-// binding, and `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
-// A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits
-// and the headers (scales) of its blocks (32 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of
-// 4 integer quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
+// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..12: Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q4_G / Q4_G128, GPTQ / AWQ groups in blocks of 32 / 128; see kernels::WeightType
+// for the layout). The including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of
+// its weight binding, and `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte
+// load).
+// A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
+// headers (scales) of its blocks (32, 128 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of 4 integer
+// quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
 //   scale[quad / 4] * q[i] - offset,
 // every product exact in f32 (an f16 times integers of at most 25 bits together), so a kernel that computes that
 // expression gets ggml's dequantized value bit for bit, and a dot product can take the scale out of its sum.
@@ -13,7 +14,7 @@
 
 struct ChunkScale {
   scale: vec2<f32>,  // of elements 0..15 and 16..31 (only Q6_K's differ: its scales cover 16 elements)
-  offset: f32,       // the block's minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m); Q4_G d z
+  offset: f32,       // the block's minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m); Q4_G(128) d z
 }
 
 // Where a row's runs start, in words of the weight binding.
@@ -24,7 +25,11 @@ struct BlockRow {
 }
 
 fn block_elements() -> u32 {
-  return select(32u, 256u, WEIGHT_TYPE >= 8u && WEIGHT_TYPE <= 10u);
+  switch (WEIGHT_TYPE) {
+    case 8u, 9u, 10u: { return 256u; }
+    case 12u: { return 128u; }
+    default: { return 32u; }
+  }
 }
 
 // Words of quants per chunk: 32 int8 (Q8_0) or 32 nibbles.
@@ -41,12 +46,12 @@ fn chunk_high_words() -> u32 {
   }
 }
 
-// Bytes of a block's header: d (f16); d, m (Q4_G: d, z); d, dmin and 12 bytes of 6-bit scales and mins; Q6_K's
-// 16 int8 scales, d and 2 bytes of padding.
+// Bytes of a block's header: d (f16); d, m (Q4_G / Q4_G128: d, z); d, dmin and 12 bytes of 6-bit scales and
+// mins; Q6_K's 16 int8 scales, d and 2 bytes of padding.
 fn header_bytes() -> u32 {
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: { return 2u; }
-    case 5u, 7u, 11u: { return 4u; }
+    case 5u, 7u, 11u, 12u: { return 4u; }
     case 8u, 9u: { return 16u; }
     default: { return 20u; }
   }
@@ -71,7 +76,8 @@ fn block_row_at(quants: u32, K: u32) -> BlockRow {
 
 // Whether values have an offset (a minimum): then a dot product needs the sum of x over the chunk.
 fn blocks_have_offset() -> bool {
-  return WEIGHT_TYPE == 5u || WEIGHT_TYPE == 7u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 9u || WEIGHT_TYPE == 11u;
+  return WEIGHT_TYPE == 5u || WEIGHT_TYPE == 7u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 9u || WEIGHT_TYPE == 11u ||
+         WEIGHT_TYPE == 12u;
 }
 
 // The four bytes of w less `zero`, as exact floats: (2^23 + b) - (2^23 + zero), the zero point folded into the
@@ -121,17 +127,17 @@ fn k_scale_min(w: vec3<u32>, j: u32) -> vec2<f32> {
   return vec2<f32>(select(upper, low & vec2<u32>(63u), j < 4u));
 }
 
-// The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 /
-// Q5_0 the word holding the block's d; Q4_1 / Q5_1 d, m (Q4_G d, z); Q4_K / Q5_K the block's 4 words; Q6_K the
-// word of the chunk's two int8 scales and the word of d. Reading them apart from decoding them lets a kernel issue
-// the loads early and decode once they have arrived (linear_tiled_body.wgsl decodes after a slab's products).
+// The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 / Q5_0 the
+// word holding the block's d; Q4_1 / Q5_1 d, m (Q4_G / Q4_G128 d, z); Q4_K / Q5_K the block's 4 words; Q6_K the word of
+// the chunk's two int8 scales and the word of d. Reading them apart from decoding them lets a kernel issue the loads
+// early and decode once they have arrived (linear_tiled_body.wgsl decodes after a slab's products).
 fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
   let b = c / (block_elements() / 32u);
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: {
       return vec4<u32>(block_word(r.headers + b / 2u), 0u, 0u, 0u);
     }
-    case 5u, 7u, 11u: {
+    case 5u, 7u, 11u, 12u: {
       return vec4<u32>(block_word(r.headers + b), 0u, 0u, 0u);
     }
     case 8u, 9u: {
@@ -156,7 +162,7 @@ fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
       let head = unpack2x16float(h.x);
       return ChunkScale(vec2<f32>(head.x), -head.y);
     }
-    case 11u: {
+    case 11u, 12u: {
       let head = unpack2x16float(h.x);  // d (q - z) = d q - d z, d z exact in f32 (z at most 16)
       return ChunkScale(vec2<f32>(head.x), head.x * head.y);
     }
