@@ -1,4 +1,4 @@
-// Linear for decoding (M <= 4 rows) with block-quantized weights (WEIGHT_TYPE 3..11, include/blocks.wgsl): the
+// Linear for decoding (M <= 4 rows) with block-quantized weights (WEIGHT_TYPE 3..12, include/blocks.wgsl): the
 // contract of linear.wgsl,
 //   out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n]),  n < N,
 // with W's rows in kernels::pack_rows()'s layout (K a multiple of the block size). No fusions: the graph
