@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
-(for f in "${files[@]}"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf"; done) &
+random_ggufs "${files[@]}"
 section tuning; "$1" tune | tail -3
 for b in "${binaries[@]}"; do
   section "decode products: $(basename "$b")"

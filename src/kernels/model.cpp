@@ -224,9 +224,10 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
       break;
     case WeightType::Q4_0: nibbles32(b + 2, codes); header(0, 2); break;
     case WeightType::Q4_1:
-    case WeightType::Q4_G: nibbles32(b + 4, codes); header(0, 4); break;
-    case WeightType::Q4_G128:
-      for (size_t chunk = 0; chunk < 4; ++chunk) nibbles32(b + 4 + 16 * chunk, codes + 32 * chunk);
+    case WeightType::Q4_G:
+    case WeightType::Q4_G128:  // d and m (z) for the block, then 16 bytes of nibbles per 32 elements
+      for (size_t chunk = 0; chunk < block_layout(type).elements / 32; ++chunk)
+        nibbles32(b + 4 + 16 * chunk, codes + 32 * chunk);
       header(0, 4);
       break;
     case WeightType::Q5_0: nibbles32(b + 6, codes); fifth_bits32(b + 2, codes); header(0, 2); break;
