@@ -297,6 +297,19 @@ TEST(DecodeGraph, FusesNormsAndGateIntoTheProjections) {
   EXPECT_EQ(entries.size(), 2 + 5 * size_t(files.config().num_layers));
 }
 
+// A step of a few rows (a batched decode step, or as here a short prompt) runs its gate|up projection in
+// linear_rows.wgsl, which applies the gate activation itself: no gated_act dispatch follows it.
+TEST(BatchedGraph, GatesInTheGateUpProjection) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(fixtures_dir() / "llama-tiny");
+  Model model(device(), files, ModelOptions{.context = 32});
+  auto entries = model.describe(kernels::kLinearRowsMax);
+  auto count = [&](auto matches) { return std::count_if(entries.begin(), entries.end(), matches); };
+  EXPECT_EQ(count([](auto& e) { return e.kernel.starts_with("gated_act"); }), 0);
+  EXPECT_EQ(count([](auto& e) { return e.label.ends_with("gate_up") && e.kernel == "linear_rows"; }),
+            files.config().num_layers);
+}
+
 // Pipelines created at load (ModelOptions::pipelines_at_load, as gerbil::Engine and the CLI load models) are the
 // ones the steps then use: the same logits as a model that creates each pipeline on first use, also where the
 // context is shorter than a prompt chunk (the traced prompt lengths stop at the context; they once ran past it and

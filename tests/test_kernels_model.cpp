@@ -58,10 +58,9 @@ TEST(ModelKernels, FallbacksWithoutSubgroups) {
   EXPECT_EQ(checks, 2);
 }
 
-// On lavapipe (one resident tile) linear_rows.wgsl always takes 32-column slices; with an H200's tuning the same
-// checks take its 8- and 16-column slices and 1 or 2 columns a thread (the narrow products of linear_check's
-// batched decode steps).
-TEST(ModelKernels, LinearRowsAtEverySliceWidth) {
+// On lavapipe (one resident tile) linear_rows.wgsl takes 4 or 2 columns a thread; with an H200's tuning the same
+// checks take 1 or 2 (the narrow products of linear_check's batched decode steps).
+TEST(ModelKernels, LinearRowsAtEveryColumnCount) {
   gpu::Device h200;
   h200.set_tuning(kH200);
   test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "linear");
@@ -286,10 +285,16 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
   EXPECT_EQ(linear_rows_grid(device(), {9, 4096, 4096, 4096, 0, 0, 0}, F16), (Grid{256, 1, 1}));
   EXPECT_EQ(linear_rows_blocking(device(), 8, 4096, F16).columns, 2u);  // 128 workgroups of 4 columns, 256 of 2
   EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 4096, 4096, 0, 0, 0}, F16), (Grid{256, 1, 1}));
-  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}, F16), (Grid{448, 1, 1}));  // gate_up: 32
-  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 40000, 40000, 0, 0, 0}, F16), (Grid{313, 1, 1}));   // 32
-  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}, F16), (Grid{313, 1, 1}));   // 16
-  EXPECT_EQ(linear_rows_blocking(device(), 8, 20000, F16).lanes, 16u);
+  // Slices of 8 columns, however many workgroups that makes (Llama's gate_up: 1,792 of 2 columns a thread).
+  EXPECT_EQ(linear_rows_grid(device(), {16, 4096, 28672, 28672, 0, 0, 0}, F16), (Grid{1792, 1, 1}));
+  EXPECT_EQ(linear_rows_grid(device(), {8, 4096, 20000, 20000, 0, 0, 0}, F16), (Grid{625, 1, 1}));
+  EXPECT_EQ(linear_rows_blocking(device(), 8, 20000, F16).lanes, 8u);
+  // Block rows take one piece (a chunk's 16 bytes of quants) a column at a time, whatever the columns.
+  for (WeightType type : {WeightType::Q4_0, WeightType::Q8_0, WeightType::Q4_K, WeightType::Q6_K}) {
+    EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896, type).columns, 1u);
+    EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 896, type).unroll, 1u);
+    EXPECT_EQ(linear_rows_blocking(device(), kLinearRowsMax, 28672, type).unroll, 1u);
+  }
   // A requested blocking is kept; one the kernel cannot take is refused, naming the field.
   RowsBlocking asked = linear_rows_blocking(device(), 8, 4096, F16, {1, 32, 2});
   EXPECT_EQ(asked.columns, 1u);
@@ -360,8 +365,12 @@ TEST_F(ShapeErrors, LinearGateActChecksPairsAndOutputColumns) {
   EXPECT_THAT([&] { project({1, 64, 32, 16, 0, 0, 0, 2}, {4, 0}); },
               ThrowsMessage<Error>(HasSubstr("groups rows in 2 columns, 4 requested")));
   EXPECT_NO_THROW(project({1, 64, 32, 16, 0, 0, 0, 2}));
-  // The tiled prompt kernels have no gate epilogue.
-  EXPECT_THAT([&] { project({5, 64, 32, 16, 0, 0, 0, 1}); },
+  // A batched step's linear_rows.wgsl gates (at least 2 columns a thread: a gate row and its up row); the tiled
+  // prompt kernels have no gate epilogue.
+  EXPECT_NO_THROW(project({5, 64, 32, 16, 0, 0, 0, 1}));
+  EXPECT_THAT([&] { project({5, 64, 32, 16, 0, 0, 0, 1}, {1, 8, 1}); },
+              ThrowsMessage<Error>(HasSubstr("a gated projection takes 2 or 4")));
+  EXPECT_THAT([&] { project({kLinearRowsMax + 1, 64, 32, 16, 0, 0, 0, 1}); },
               ThrowsMessage<Error>(HasSubstr("needs the subgroup decode variant")));
 }
 

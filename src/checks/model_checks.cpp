@@ -308,8 +308,8 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       // batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0: linear_rows.wgsl): 4 columns
       // per thread, fewer for narrow N, each with N not a multiple of the workgroup's columns (some threads'
       // columns past N), pieces per row (K / 4 for f32, K / 8 for 16-bit weights) odd or not a multiple of
-      // the slices' blocks, a row block into a strided output, and, under a tuning of many resident tiles
-      // (an H200's), 8- to 32-column slices (wide N keeps wide slices)
+      // the slices' blocks, a row block into a strided output, and wide N (grids of thousands of
+      // workgroups); under a tuning of many resident tiles (an H200's) narrow N takes fewer columns a thread
       {5, 64, 33, F32, true, true},
       {5, 72, 19, F16, false, true, 23, 3},
       {7, 200, 45, F32, true, false},
@@ -408,9 +408,10 @@ KernelCheck linear_f16_check(bool quick) {
   return check;
 }
 
-// The decode variant's fusions: a gate activation on the gate|up output, an RMSNorm of x before the product
-// (with the norm's weight, or on an x prepared as x * weight, the rms from the raw x), and the next norm's
-// x * weight written beside the output (norm_out, into a block of columns at out_col of a wider output).
+// The decode variant's fusions (and linear_rows.wgsl's gate): a gate activation on the gate|up output, an
+// RMSNorm of x before the product (with the norm's weight, or on an x prepared as x * weight, the rms from the
+// raw x), and the next norm's x * weight written beside the output (norm_out, into a block of columns at out_col
+// of a wider output).
 // N is the output width: a gated case projects onto N gate and N up rows.
 struct FusedLinearShape {
   uint32_t M, K, N;
@@ -467,7 +468,14 @@ KernelCheck linear_fused_check() {
                                           {2, 200, 29, F32, 0, W, true, {1, 2, 1, 1}},
                                           {1, 1032, 24, F16, 1, 0, true, {2, 4, 1, 1}},
                                           {4, 72, 200, BF16, 0, 0, true, {3, 1, 2, 2}},
-                                          {2, 96, 33, F16, 0, 0, true, {1, 8, 1, 5}, true, 3}};
+                                          {2, 96, 33, F16, 0, 0, true, {1, 8, 1, 5}, true, 3},
+                                          // batched steps' gate|up projections in linear_rows.wgsl (no norm):
+                                          // 1 and 2 outputs a thread (4 and 2 columns), odd N past the last
+                                          // thread's outputs, slices of 8 to 32
+                                          {5, 64, 33, F16, 1, 0, true},
+                                          {9, 72, 21, BF16, 2, 0, false},
+                                          {kLinearRowsMax, 136, 45, F32, 1, 0, true, {4, 16, 2}},
+                                          {13, 200, 19, F16, 2, 0, true, {2, 32, 1}}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
     return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate,
@@ -479,7 +487,9 @@ KernelCheck linear_fused_check() {
   return make_check<FusedLinearShape>(
       "linear_fused", bound, "linear's rounding plus one f32 activation or RMS per output", shapes, describe,
       [describe](gpu::Device& device, Rng& rng, const FusedLinearShape& s) {
-        if (!linear_can_fuse(device, s.M, s.K, s.type))
+        bool gate_only = s.gate && !s.norm && !s.norm_out;
+        if (!linear_can_fuse(device, s.M, s.K, s.type) &&
+            !(gate_only && linear_gates(device, s.M, s.K, 2 * s.N, s.type)))
           return CaseResult{"linear_fused", describe(s) + " (not run: the adapter lacks subgroups)", 0, bound};
         Buffers b{device};
         uint32_t rows = s.gate ? 2 * s.N : s.N;

@@ -275,7 +275,7 @@ class StepBuilder {
   // Whether the gate|up projection `L` can apply the gate activation to its own output (its gate and up
   // rows must lie in one binding).
   bool can_gate(const GpuLinear& L) const {
-    return L.blocks.size() == 1 && kernels::linear_fuses(device_, T_, L.in, L.out, L.type);
+    return L.blocks.size() == 1 && kernels::linear_gates(device_, T_, L.in, L.out, L.type);
   }
 
   // Whether `L` can apply its input's RMSNorm itself (the decode kernel sums x's squares as it reads x,

@@ -516,7 +516,7 @@ bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightTyp
 }
 
 RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
-                                  RowsBlocking requested) {
+                                  RowsBlocking requested, bool gated) {
   auto shapes = [&] { return fmt::format("M={} N={} type={}", M, N, name_of(type)); };
   // linear_rows.wgsl's limits: four groups of 4 rows, 4 columns a thread, 4 pieces a slice at a time.
   constexpr uint32_t kRowsMaxColumns = 4, kRowsMaxUnroll = 4, kRowsInFlight = 4;
@@ -526,23 +526,31 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // FMAs), 2 beyond (64 sums a thread would leave too few threads resident).
   if (b.columns == 0) b.columns = M <= 8 ? 4 : 2;
   auto workgroups = [&] { return ceil_div(N, uint64_t(b.lanes) * b.columns); };
-  // Columns side by side at one k share each read of x; fewer of them (more slices of k) where wide slices
-  // would leave fewer workgroups than tuning().resident_tiles (an H200: two per SM), which reading the weights
-  // at bandwidth needs (Llama-3-8B's o, N = 4096 at M = 16: 64 workgroups of 32-column slices, 256 of 8).
+  // Slices of 8 columns at one k: a workgroup's 32 slices then share each column's k. On an H200 (2026-12-03,
+  // bench kernels over every blocking at 4, 8 and 16 rows) they were the fastest or within noise of it for every
+  // Llama-3-8B and Qwen2.5-0.5B product; the wider slices the earlier rule kept where they still filled the
+  // resident tiles were slower at 16 rows: Llama's gate_up 0.272 -> 0.232 ms (f16), 0.238 -> 0.209 (Q4_0);
+  // Qwen's gate_up 0.0374 -> 0.0317 (f16).
   bool fixed_lanes = b.lanes != 0;
-  if (!fixed_lanes)
-    for (b.lanes = 32; b.lanes > 8 && workgroups() < tuning(device).resident_tiles;) b.lanes /= 2;
-  // Fewer columns a thread (down to 1) while 8-column slices still leave fewer workgroups than half the resident
-  // tiles (an H200: one per SM). On an H200 (2026-12-02, bench model --batch --profile, the kernel before this
-  // one): Qwen2.5-0.5B's down (N = 896) went from 28 workgroups to 112 at M = 8, 57.6 -> 37.1 us, and from 56 to
-  // 112 at M = 16, 70.8 -> 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but
+  if (!fixed_lanes) b.lanes = 8;
+  // Fewer columns a thread (down to 1) while the slices leave fewer workgroups than half the resident tiles (an
+  // H200: one per SM). On an H200 (2026-12-02, bench model --batch --profile, the kernel before this one):
+  // Qwen2.5-0.5B's down (N = 896) went from 28 workgroups to 112 at M = 8, 57.6 -> 37.1 us, and from 56 to 112
+  // at M = 16, 70.8 -> 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but
   // from 256 (already about the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
+  uint32_t fewest_columns = gated ? 2 : 1;  // a gated output's gate and up rows
   if (requested.columns == 0 && !fixed_lanes)
-    while (b.columns > 1 && workgroups() < tuning(device).resident_tiles / 2) b.columns /= 2;
-  // Then the pieces a slice takes at a time: kRowsInFlight weight loads in flight per thread.
-  if (b.unroll == 0) b.unroll = std::max<uint32_t>(1, kRowsInFlight / b.columns);
+    while (b.columns > fewest_columns && workgroups() < tuning(device).resident_tiles / 2) b.columns /= 2;
+  // Then the pieces a slice takes at a time: kRowsInFlight weight loads in flight per thread for element types.
+  // A piece of a block row is a chunk's 16 bytes of quants (16 or 32 weights, not 4 or 8), and one a column at
+  // a time was the fastest on the H200 run above: Qwen's o at 16 rows in Q4_0, 0.0239 ms at 4 pieces (the
+  // earlier rule's, 1 column a thread) against 0.0140 at 1; Llama's gate_up 0.217 at 2 against 0.209 at 1.
+  if (b.unroll == 0) b.unroll = is_block_type(type) ? 1 : std::max<uint32_t>(1, kRowsInFlight / b.columns);
   if (b.columns > kRowsMaxColumns || !std::has_single_bit(b.columns))
     fail("kernel 'linear_rows' ({}): {} columns a thread requested; 1, 2 or 4", shapes(), b.columns);
+  if (b.columns < fewest_columns)
+    fail("kernel 'linear_rows' ({}): 1 column a thread requested; a gated projection takes 2 or 4 (gate and up "
+         "rows)", shapes());
   if (b.lanes < 8 || b.lanes > 32 || !std::has_single_bit(b.lanes))
     fail("kernel 'linear_rows' ({}): slices of {} columns requested; 8, 16 or 32", shapes(), b.lanes);
   if (b.unroll > kRowsMaxUnroll || !std::has_single_bit(b.unroll))
@@ -551,7 +559,7 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
 }
 
 Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightType type, RowsBlocking requested) {
-  RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested);
+  RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested, p.gate_act != 0);
   return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes));
 }
 
@@ -724,6 +732,10 @@ bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N,
   return linear_can_fuse(device, M, K, type) && !use_linear_rows(device, {M, K, N}, type);
 }
 
+bool linear_gates(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type) {
+  return N % 2 == 0 && (linear_fuses(device, M, K, N, type) || use_linear_rows(device, {M, K, N}, type));
+}
+
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
                                         MatvecBlocking requested) {
   auto shapes = [&] { return fmt::format("N={} type={}", N, name_of(type)); };
@@ -789,10 +801,12 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
   if (p.gate_act && p.has_residual) fail("kernel 'linear' ({}): gate_act takes no residual", shapes);
   // A gated projection writes one act(gate) * up column per gate|up pair of rows.
   check_linear("linear", shapes, p.M, p.K, p.gate_act ? p.N / 2 : p.N, p.out_stride, p.out_col);
-  bool fused = p.gate_act != 0 || p.norm_x != 0 || p.norm_out != 0;
-  if (fused && !use_subgroup_matvec(device, p, type))
-    fail("kernel 'linear' ({}): a fused norm or gate activation needs the subgroup decode variant (see "
-         "linear_can_fuse)", shapes);
+  // linear_rows.wgsl fuses a gate activation, the subgroup decode variant that and the norms.
+  bool norms = p.norm_x != 0 || p.norm_out != 0;
+  bool rows = !norms && use_linear_rows(device, p, type);
+  if ((norms || p.gate_act) && !rows && !use_subgroup_matvec(device, p, type))
+    fail("kernel 'linear' ({}): a fused norm or gate activation needs the subgroup decode variant or a batched "
+         "step's linear_rows (see linear_can_fuse, linear_gates)", shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);
   uint64_t x_count = count_of(p.M, p.K);
   std::initializer_list<Operand> operands = {{"x", x, x_count},
@@ -800,15 +814,16 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                                              {"bias", bias, used(p.has_bias, p.N)},
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
-  if (!fused && use_linear_rows(device, p, type)) {
+  if (rows) {
     RowsBlocking requested{blocking.columns, blocking.split, blocking.unroll};
-    RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested);
+    RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested, p.gate_act != 0);
     return prepare(device, "linear_rows", shapes, operands, p, linear_rows_grid(device, p, type, requested),
                    {{"WEIGHT_TYPE", double(type)},
                     {"ROWS", double(p.M)},
                     {"COLS", double(b.columns)},
                     {"LANES", double(b.lanes)},
-                    {"UNROLL", double(b.unroll)}});
+                    {"UNROLL", double(b.unroll)},
+                    {"GATE_ACT", double(p.gate_act)}});
   }
   if (is_block_type(type) && use_matvec(p.M))
     return quant_matvec(device, shapes, x, weight, bias, residual, out, p, type, blocking);
@@ -841,11 +856,11 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
                                      BufferBinding residual, BufferBinding out, const LinearParams& p,
                                      WeightType type, BufferBinding scratch, uint32_t requested,
                                      Arithmetic arithmetic) {
-  if (p.gate_act || p.norm_x || p.norm_out)
-    fail("kernel 'linear' (M={} K={} N={}): linear_split_k serves prompts, which fuse no norm or gate", p.M, p.K,
-         p.N);
   // linear_rows.wgsl reads each weight once for all of a batched decode step's rows: it shares nothing out.
   bool rows = use_linear_rows(device, p, type);
+  if ((p.gate_act && !rows) || p.norm_x || p.norm_out)
+    fail("kernel 'linear' (M={} K={} N={}): linear_split_k's tiles fuse no norm or gate (a batched step's "
+         "linear_rows fuses a gate)", p.M, p.K, p.N);
   if (rows && requested != 0)
     fail("kernel 'linear' ({}): {} split workers requested; this product of {} weights (a batched decode step of "
          "at most {} rows) runs linear_rows.wgsl, which shares nothing out", linear_shapes(p, type), requested,

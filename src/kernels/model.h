@@ -137,8 +137,9 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // Bindings: 0 x [M, K], 1 W [N, K] (WeightType), 2 bias [N] f32, 3 residual [M, out_stride] f32,
 // 4 out [M, out_stride] f32, 5 params (the decode variant: 5 norm_weight [K] f32, 6 and 7 unused here,
 // 8 params). Unused bias / residual / norm_weight: bind any buffer, flag 0.
-// Batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0, no fusion; use_linear_rows) run
-// linear_rows.wgsl (same bindings and params; linear_rows_blocking()); other prompts with K % 8 == 0 run linear_tiled.wgsl (same
+// Batched decode steps (kLinearRowsMin <= M <= kLinearRowsMax, K % 8 == 0; use_linear_rows) run linear_rows.wgsl
+// (same bindings and params; linear_rows_blocking()), which fuses a gate activation (gate_act, below) and no
+// norm; other prompts with K % 8 == 0 run linear_tiled.wgsl (same
 // bindings and params; 64/128-square tiles chosen by linear_grid()'s shape rule; linear_split_k() may take larger
 // ones to share out), other K linear.wgsl's 64 x 64 tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
@@ -190,16 +191,17 @@ Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // H200 figures that chose this are in model.cpp), the others stay on linear_q_matvec.wgsl.
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
-// else 2), columns per slice of k (`lanes`: 32, 16 or 8, the most that still give the adapter's
-// tuning().resident_tiles workgroups, else 8), then fewer columns per thread (down to 1) while the workgroups are
-// fewer than half of those, and pieces a slice takes at a time (`unroll`: 4 loads in flight a thread). Fields of
+// else 2), 8 columns per slice of k (`lanes`), then fewer columns per thread (down to 1) while the workgroups are
+// fewer than half the adapter's tuning().resident_tiles, and pieces a slice takes at a time (`unroll`: 4 loads in
+// flight a thread of element weights, 1 piece a column of block weights). Fields of
 // `requested` that are not 0 are kept (benchmarks compare blockings; a requested `lanes` or `columns` also keeps
-// the other); throws naming one out of range. Its grid: linear_rows_grid.
+// the other); throws naming one out of range. A `gated` projection (gate_act) keeps at least 2 columns a thread,
+// a gate row and its up row. Its grid: linear_rows_grid.
 struct RowsBlocking {
   uint32_t columns = 0, lanes = 0, unroll = 0;
 };
 RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
-                                  RowsBlocking requested = {});
+                                  RowsBlocking requested = {}, bool gated = false);
 Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightType type, RowsBlocking requested = {});
 Dispatch linear(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
                 BufferBinding residual, BufferBinding out, const LinearParams& p, WeightType type,
@@ -267,6 +269,9 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
 // Whether a model's step should fuse them: where it can, except for products that linear_rows.wgsl takes unfused
 // (use_linear_rows), whose single read of x for all rows saves more than the norm and activation dispatches cost.
 bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
+// Whether linear() applies a gate activation to this gate|up projection (N rows: both halves) itself: where it
+// fuses (linear_fuses) or takes linear_rows.wgsl.
+bool linear_gates(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
 // gated_act.wgsl: out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], act = SiLU (0) or GELU-tanh (1);
 // gated_act_vec4.wgsl (a vec4 per thread) where I % 4 == 0. Bindings: 0 gate_up [T, 2I], 1 out [T, I], 2 params.

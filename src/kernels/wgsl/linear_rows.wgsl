@@ -22,8 +22,13 @@
 // * the 256 / LANES slices of a workgroup take every slices-th block of UNROLL pieces (UNROLL * COLS = 4 piece
 //   loads in flight per thread; a block piece also loads its chunk's header and high-bit words) and add up
 //   through workgroup memory at the end, a group of 4 rows at a time.
+// * GATE_ACT 1 / 2 (params.gate_act): a gated MLP's gate|up projection, W = [gate rows; up rows] (N / 2 each),
+//   writes act(gate) * up (SiLU / GELU-tanh, biases added first) to out[m, out_col + g] for g < N / 2, sparing a
+//   batched step the activation's own dispatch. A thread's first COLS / 2 columns are gate rows g and its others
+//   the up rows N / 2 + g of the same g, so a pair meets in one thread's sums (COLS 2 or 4).
 // No subgroups, no shader-f16: it runs on every adapter. The dispatcher (kernels::linear_rows_blocking) sets
-// ROWS = M, COLS (1, 2 or 4), LANES (8, 16 or 32) and UNROLL; grid: ceil(N / (LANES * COLS)) workgroups, folded.
+// ROWS = M, COLS (1, 2 or 4), LANES (8, 16 or 32), UNROLL and GATE_ACT; grid: ceil(N / (LANES * COLS))
+// workgroups, folded (a gated projection's N counts both halves).
 // A row's sum is the same f32 sum of K terms as in the other linear kernels, in another order (COLS, LANES and
 // UNROLL set which pieces each slice adds up): a row can differ in its last bits between steps of other sizes,
 // as it already does between the matrix-vector and tiled kernels; tests/test_generate_scheduler holds the greedy
@@ -35,6 +40,7 @@
 //!include weights.wgsl
 //!include linear_store.wgsl
 //!include blocks.wgsl
+//!include activations.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -47,6 +53,7 @@ override ROWS: u32 = 8u;    // M, 1..16
 override COLS: u32 = 4u;    // columns per thread: 1, 2 or 4
 override LANES: u32 = 32u;  // columns of a slice (8, 16 or 32); 256 / LANES slices share each column's k
 override UNROLL: u32 = 1u;  // consecutive pieces a slice takes at a time: 1, 2 or 4
+override GATE_ACT: u32 = 0u;  // params.gate_act: 0, or 1 (SiLU) / 2 (GELU-tanh) with COLS 2 or 4
 
 const WORKGROUP_SIZE: u32 = 256u;
 
@@ -246,28 +253,69 @@ fn load(row0: u32, row1: u32, row2: u32, row3: u32, p: u32) -> Loaded {
   return l;
 }
 
-// Adds up the slices' sums of row group g and stores them: thread t takes (column, row) pairs t / LANES,
-// t / LANES + slices, ... of column lane t % LANES.
-fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_column: u32) {
+// Output columns of the workgroup's thread slots: COLS, or COLS / 2 gate|up pairs.
+fn outputs_per_thread() -> u32 {
+  return select(COLS, COLS / 2u, GATE_ACT != 0u);
+}
+
+// The output columns: N, or the N / 2 gate|up pairs.
+fn output_columns() -> u32 {
+  return select(params.N, params.N / 2u, GATE_ACT != 0u);
+}
+
+// The weight row of a thread's column slot c (its output column n = first_output + (c % outputs) * LANES + lane):
+// n itself, or for a gated projection n's gate row (slots below COLS / 2) or up row (the others). Past the
+// outputs it reads the last one's rows again and stores nothing.
+fn slot_row(c: u32, first_output: u32, lane: u32) -> u32 {
+  let outputs = outputs_per_thread();
+  let n = min(first_output + (c % outputs) * LANES + lane, output_columns() - 1u);
+  return select(n, n + select(0u, params.N / 2u, c >= outputs), GATE_ACT != 0u);
+}
+
+// Column slot c's total of row 4 g + r (the workgroup's partial sums of its slices).
+fn slot_total(c: u32, r: u32, lane: u32) -> f32 {
+  var total = 0.0;
+  for (var s = 0u; s < WORKGROUP_SIZE / LANES; s++) {
+    total += partial[c * WORKGROUP_SIZE + s * LANES + lane][r];
+  }
+  return total;
+}
+
+// Row m's act(gate) * up for output column n, biases added first.
+fn store_gated(m: u32, n: u32, gate_sum: f32, up_sum: f32) {
+  var gate = gate_sum;
+  var up = up_sum;
+  if (params.has_bias != 0u) {
+    gate += bias[n];
+    up += bias[params.N / 2u + n];
+  }
+  let act = select(gelu(gate), silu(gate), GATE_ACT == 1u);
+  out[output_index(m, n)] = act * up;
+}
+
+// Adds up the slices' sums of row group g and stores them: thread t takes (output, row) pairs t / LANES,
+// t / LANES + slices, ... of column lane t % LANES (a gated output: its gate and up slots).
+fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_output: u32) {
   let slices = WORKGROUP_SIZE / LANES;
   let lane = lid % LANES;
+  let outputs = outputs_per_thread();
   workgroupBarrier();  // the last group's reads are done
   partial[lid] = sums[0];
   partial[WORKGROUP_SIZE + lid] = sums[1];
   partial[2u * WORKGROUP_SIZE + lid] = sums[2];
   partial[3u * WORKGROUP_SIZE + lid] = sums[3];
   workgroupBarrier();
-  for (var i = lid / LANES; i < 4u * COLS; i += slices) {
+  for (var i = lid / LANES; i < 4u * outputs; i += slices) {
     let c = i / 4u;
     let r = i % 4u;
-    var total = 0.0;
-    for (var s = 0u; s < slices; s++) {
-      total += partial[c * WORKGROUP_SIZE + s * LANES + lane][r];
-    }
     let m = 4u * g + r;
-    let n = first_column + c * LANES + lane;
-    if (m < ROWS && n < params.N) {
-      store(m, n, total);
+    let n = first_output + c * LANES + lane;
+    if (m < ROWS && n < output_columns()) {
+      if (GATE_ACT != 0u) {
+        store_gated(m, n, slot_total(c, r, lane), slot_total(c + outputs, r, lane));
+      } else {
+        store(m, n, slot_total(c, r, lane));
+      }
     }
   }
 }
@@ -275,7 +323,6 @@ fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_column: u32) {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let N = params.N;
   let pieces = params.K / (4u * piece_quads());  // 16-byte pieces per weight row (block types: of its quants)
   // Pieces from a weight row's start to the next's: a block row's quants are followed by its high bits and
   // headers (blocks.wgsl).
@@ -283,13 +330,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let slices = WORKGROUP_SIZE / LANES;
   let lane = lid % LANES;
   let slice = lid / LANES;
-  let first_column = (wid.x + wid.y * nwg.x) * LANES * COLS;
+  let first_output = (wid.x + wid.y * nwg.x) * LANES * outputs_per_thread();
 
-  // Column c of this thread is first_column + c * LANES + lane; past N it reads row N - 1 and stores nothing.
-  let row0 = min(first_column + lane, N - 1u) * stride;
-  let row1 = min(first_column + LANES + lane, N - 1u) * stride;
-  let row2 = min(first_column + 2u * LANES + lane, N - 1u) * stride;
-  let row3 = min(first_column + 3u * LANES + lane, N - 1u) * stride;
+  // Where the weight rows of the thread's column slots start (slot_row).
+  let row0 = slot_row(0u, first_output, lane) * stride;
+  let row1 = slot_row(1u, first_output, lane) * stride;
+  let row2 = slot_row(2u, first_output, lane) * stride;
+  let row3 = slot_row(3u, first_output, lane) * stride;
   for (var block = slice * UNROLL; block < pieces; block += slices * UNROLL) {
     // Every load of the block before any sum (UNROLL * COLS in flight).
     let a = load(row0, row1, row2, row3, block);
@@ -318,14 +365,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   let g = groups();
-  reduce_group(0u, acc0, lid, first_column);
+  reduce_group(0u, acc0, lid, first_output);
   if (g > 1u) {
-    reduce_group(1u, acc1, lid, first_column);
+    reduce_group(1u, acc1, lid, first_output);
   }
   if (g > 2u) {
-    reduce_group(2u, acc2, lid, first_column);
+    reduce_group(2u, acc2, lid, first_output);
   }
   if (g > 3u) {
-    reduce_group(3u, acc3, lid, first_column);
+    reduce_group(3u, acc3, lid, first_output);
   }
 }
