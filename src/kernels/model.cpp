@@ -539,8 +539,14 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // at M = 16, 70.8 -> 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but
   // from 256 (already about the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
   uint32_t fewest_columns = gated ? 2 : 1;  // a gated output's gate and up rows
-  if (requested.columns == 0 && !fixed_lanes)
+  if (requested.columns == 0 && !fixed_lanes) {
     while (b.columns > fewest_columns && workgroups() < tuning(device).resident_tiles / 2) b.columns /= 2;
+    // Then, for element weights, slices of 4 columns (64 slices share each column's k) if the grid is still
+    // that small. On the H200 (2026-12-03) Qwen2.5-0.5B's down (K = 4864, N = 896: 112 workgroups of 8-column
+    // slices, 224 of 4) at 16 rows: f16 0.0303 -> 0.0237 ms, at 8 rows 0.0197 -> 0.0171; its o (K = 896) stayed
+    // at 0.0150; Q4_0's down slowed (0.0291 -> 0.0323), so block rows keep 8.
+    if (!is_block_type(type) && workgroups() < tuning(device).resident_tiles / 2) b.lanes = 4;
+  }
   // Then the pieces a slice takes at a time: kRowsInFlight weight loads in flight per thread for element types.
   // A piece of a block row is a chunk's 16 bytes of quants (16 or 32 weights, not 4 or 8), and one a column at
   // a time was the fastest on the H200 run above: Qwen's o at 16 rows in Q4_0, 0.0239 ms at 4 pieces (the
@@ -551,8 +557,8 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   if (b.columns < fewest_columns)
     fail("kernel 'linear_rows' ({}): 1 column a thread requested; a gated projection takes 2 or 4 (gate and up "
          "rows)", shapes());
-  if (b.lanes < 8 || b.lanes > 32 || !std::has_single_bit(b.lanes))
-    fail("kernel 'linear_rows' ({}): slices of {} columns requested; 8, 16 or 32", shapes(), b.lanes);
+  if (b.lanes < 4 || b.lanes > 32 || !std::has_single_bit(b.lanes))
+    fail("kernel 'linear_rows' ({}): slices of {} columns requested; 4, 8, 16 or 32", shapes(), b.lanes);
   if (b.unroll > kRowsMaxUnroll || !std::has_single_bit(b.unroll))
     fail("kernel 'linear_rows' ({}): {} pieces a slice at a time requested; 1, 2 or 4", shapes(), b.unroll);
   return b;
