@@ -55,6 +55,7 @@ enable subgroups;
 //!include weights.wgsl
 //!include linear_store.wgsl
 //!include activations.wgsl
+//!include gated_store.wgsl
 //!include kv_cache.wgsl
 //!include kv_blocks.wgsl
 
@@ -228,17 +229,6 @@ fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
   }
 }
 
-// GATE_ACT: row m's act(gate) * up for the pair (g, N / 2 + g), biases added first.
-fn store_gated(m: u32, g: u32, gate_sum: f32, up_sum: f32) {
-  var gate = gate_sum;
-  var up = up_sum;
-  if (params.has_bias != 0u) {
-    gate += bias[g];
-    up += bias[params.N / 2u + g];
-  }
-  let act = select(gelu(gate), silu(gate), GATE_ACT == 1u);
-  out[output_index(m, g)] = act * up;
-}
 
 // NORM_X 2: every row's 1 / rms from the raw x, the workgroup's threads sharing the reads (once per
 // workgroup, however many column groups it then takes).

@@ -41,6 +41,7 @@
 //!include linear_store.wgsl
 //!include blocks.wgsl
 //!include activations.wgsl
+//!include gated_store.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
@@ -279,18 +280,6 @@ fn slot_total(c: u32, r: u32, lane: u32) -> f32 {
     total += partial[c * WORKGROUP_SIZE + s * LANES + lane][r];
   }
   return total;
-}
-
-// Row m's act(gate) * up for output column n, biases added first.
-fn store_gated(m: u32, n: u32, gate_sum: f32, up_sum: f32) {
-  var gate = gate_sum;
-  var up = up_sum;
-  if (params.has_bias != 0u) {
-    gate += bias[n];
-    up += bias[params.N / 2u + n];
-  }
-  let act = select(gelu(gate), silu(gate), GATE_ACT == 1u);
-  out[output_index(m, n)] = act * up;
 }
 
 // Adds up the slices' sums of row group g and stores them: thread t takes (output, row) pairs t / LANES,
