@@ -530,7 +530,9 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // bench kernels over every blocking at 4, 8 and 16 rows) they were the fastest or within noise of it for every
   // Llama-3-8B and Qwen2.5-0.5B product; the wider slices the earlier rule kept where they still filled the
   // resident tiles were slower at 16 rows: Llama's gate_up 0.272 -> 0.232 ms (f16), 0.238 -> 0.209 (Q4_0);
-  // Qwen's gate_up 0.0374 -> 0.0317 (f16).
+  // Qwen's gate_up 0.0374 -> 0.0317 (f16). Narrower slices (4 columns, 64 slices) for Qwen's narrow f16 products
+  // made its down faster alone (16 rows: 0.0303 -> 0.0237 ms) but the model slower (16 sequences: 6,040 -> 5,525
+  // tok/s, two runs each, same call).
   bool fixed_lanes = b.lanes != 0;
   if (!fixed_lanes) b.lanes = 8;
   // Fewer columns a thread (down to 1) while the slices leave fewer workgroups than half the resident tiles (an
@@ -539,14 +541,8 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // at M = 16, 70.8 -> 51.9 us; Llama-3-8B's down (N = 4096) from 128 to 512 at M = 8, 183.6 -> 123.0 us; but
   // from 256 (already about the resident tiles) to 512 at M = 16 it slowed, 226.5 -> 327.9 us, hence the half.
   uint32_t fewest_columns = gated ? 2 : 1;  // a gated output's gate and up rows
-  if (requested.columns == 0 && !fixed_lanes) {
+  if (requested.columns == 0 && !fixed_lanes)
     while (b.columns > fewest_columns && workgroups() < tuning(device).resident_tiles / 2) b.columns /= 2;
-    // Then, for element weights, slices of 4 columns (64 slices share each column's k) if the grid is still
-    // that small. On the H200 (2026-12-03) Qwen2.5-0.5B's down (K = 4864, N = 896: 112 workgroups of 8-column
-    // slices, 224 of 4) at 16 rows: f16 0.0303 -> 0.0237 ms, at 8 rows 0.0197 -> 0.0171; its o (K = 896) stayed
-    // at 0.0150; Q4_0's down slowed (0.0291 -> 0.0323), so block rows keep 8.
-    if (!is_block_type(type) && workgroups() < tuning(device).resident_tiles / 2) b.lanes = 4;
-  }
   // Then the pieces a slice takes at a time: kRowsInFlight weight loads in flight per thread for element types.
   // A piece of a block row is a chunk's 16 bytes of quants (16 or 32 weights, not 4 or 8), and one a column at
   // a time was the fastest on the H200 run above: Qwen's o at 16 rows in Q4_0, 0.0239 ms at 4 pieces (the
@@ -557,8 +553,8 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   if (b.columns < fewest_columns)
     fail("kernel 'linear_rows' ({}): 1 column a thread requested; a gated projection takes 2 or 4 (gate and up "
          "rows)", shapes());
-  if (b.lanes < 4 || b.lanes > 32 || !std::has_single_bit(b.lanes))
-    fail("kernel 'linear_rows' ({}): slices of {} columns requested; 4, 8, 16 or 32", shapes(), b.lanes);
+  if (b.lanes < 8 || b.lanes > 32 || !std::has_single_bit(b.lanes))
+    fail("kernel 'linear_rows' ({}): slices of {} columns requested; 8, 16 or 32", shapes(), b.lanes);
   if (b.unroll > kRowsMaxUnroll || !std::has_single_bit(b.unroll))
     fail("kernel 'linear_rows' ({}): {} pieces a slice at a time requested; 1, 2 or 4", shapes(), b.unroll);
   return b;

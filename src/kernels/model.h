@@ -192,7 +192,7 @@ Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
 // else 2), 8 columns per slice of k (`lanes`), then fewer columns per thread (down to 1) while the workgroups are
-// fewer than half the adapter's tuning().resident_tiles (and then, for element weights, slices of 4), and pieces a slice takes at a time (`unroll`: 4 loads in
+// fewer than half the adapter's tuning().resident_tiles, and pieces a slice takes at a time (`unroll`: 4 loads in
 // flight a thread of element weights, 1 piece a column of block weights). Fields of
 // `requested` that are not 0 are kept (benchmarks compare blockings; a requested `lanes` or `columns` also keeps
 // the other); throws naming one out of range. A `gated` projection (gate_act) keeps at least 2 columns a thread,

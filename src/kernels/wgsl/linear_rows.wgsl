@@ -27,7 +27,7 @@
 //   batched step the activation's own dispatch. A thread's first COLS / 2 columns are gate rows g and its others
 //   the up rows N / 2 + g of the same g, so a pair meets in one thread's sums (COLS 2 or 4).
 // No subgroups, no shader-f16: it runs on every adapter. The dispatcher (kernels::linear_rows_blocking) sets
-// ROWS = M, COLS (1, 2 or 4), LANES (4, 8, 16 or 32), UNROLL and GATE_ACT; grid: ceil(N / (LANES * COLS))
+// ROWS = M, COLS (1, 2 or 4), LANES (8, 16 or 32), UNROLL and GATE_ACT; grid: ceil(N / (LANES * COLS))
 // workgroups, folded (a gated projection's N counts both halves).
 // A row's sum is the same f32 sum of K terms as in the other linear kernels, in another order (COLS, LANES and
 // UNROLL set which pieces each slice adds up): a row can differ in its last bits between steps of other sizes,
@@ -52,7 +52,7 @@
 
 override ROWS: u32 = 8u;    // M, 1..16
 override COLS: u32 = 4u;    // columns per thread: 1, 2 or 4
-override LANES: u32 = 32u;  // columns of a slice (4, 8, 16 or 32); 256 / LANES slices share each column's k
+override LANES: u32 = 32u;  // columns of a slice (8, 16 or 32); 256 / LANES slices share each column's k
 override UNROLL: u32 = 1u;  // consecutive pieces a slice takes at a time: 1, 2 or 4
 override GATE_ACT: u32 = 0u;  // params.gate_act: 0, or 1 (SiLU) / 2 (GELU-tanh) with COLS 2 or 4
 
