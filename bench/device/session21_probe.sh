@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The twenty-first session's H200 diagnosis (one binary): (1) where a batched decode step's time goes (`bench model
 # --batch 1,16,64 --profile` on random f16 weights of Qwen2.5-0.5B's and Llama-3-8B's shapes); (2) linear_rows.wgsl
-# at 16 rows over its blockings (COLUMNS,LANES,UNROLL); (3) the machine code the NVIDIA driver made of the decode
-# products (linear_rows at 16 rows, linear_q_matvec Q4_0, linear_matvec_sg f16) through bench/sass, with Dawn's
-# own pipeline cache off so that the driver compiles (and caches) every program.
-#   bench/device/session21_probe.sh GERBIL [profile] [sweep|sweep8|sweep4] [sass]   (from the project root; listings in $OUT/sass)
+# at 16, 8 or 4 rows over its blockings (COLUMNS,LANES,UNROLL); (3) the machine code the NVIDIA driver made of the
+# decode products (linear_rows at 16 rows, linear_q_matvec Q4_0, linear_matvec_sg f16) through bench/sass, with Dawn's
+# own pipeline cache off so that the driver compiles (and caches) every program (the listings stay in /tmp/sass;
+# a zstd binary in .device/bin, which the call carries, unpacks the driver's cache).
+#   bench/device/session21_probe.sh GERBIL [profile] [sweep|sweep8|sweep4] [sass]   (from the project root)
 source "$(dirname "$0")/common.sh"
 g=$1; shift
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -26,10 +27,10 @@ sass)
   section "decode products compiled by the driver, disassembled"
   mkdir -p /tmp/nvc
   export PATH="$PATH:/usr/local/cuda/bin"  # nvdisasm; zstd is carried in .device/bin
-  GERBIL_CACHE_DIR=off __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 \
-    timeout 150 "$g" bench kernels --kernel linear --shape "llama gate_up M=1" --iterations 3 --blocking 4,8,1 --blocking 2,8,2 |
-    grep -E "llama gate_up M=1(6)? " | cut -c1-100
-  python3 bench/sass/disassemble_shader_cache.py /tmp/nvc "$OUT/sass" 2>&1 | tail -3
-  python3 bench/sass/sass_summary.py "$OUT/sass" | head -80 ;;
+  export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
+  GERBIL_CACHE_DIR=off timeout 150 "$g" bench kernels --kernel linear --shape "llama gate_up M=1" --iterations 3 \
+    --blocking 4,8,1 --blocking 2,8,2 | grep -E "llama gate_up M=1(6)? " | cut -c1-100
+  python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -3
+  python3 bench/sass/sass_summary.py /tmp/sass | head -80 ;;
 esac; done
 section done

@@ -527,7 +527,7 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   if (b.columns == 0) b.columns = M <= 8 ? 4 : 2;
   auto workgroups = [&] { return ceil_div(N, uint64_t(b.lanes) * b.columns); };
   // Slices of 8 columns at one k: a workgroup's 32 slices then share each column's k. On an H200 (2026-12-03,
-  // bench kernels over every blocking at 4, 8 and 16 rows) they were the fastest or within noise of it for every
+  // bench kernels over every blocking at 4, 8 and 16 rows) they were the fastest or within 9 % of it for every
   // Llama-3-8B and Qwen2.5-0.5B product; the wider slices the earlier rule kept where they still filled the
   // resident tiles were slower at 16 rows: Llama's gate_up 0.272 -> 0.232 ms (f16), 0.238 -> 0.209 (Q4_0);
   // Qwen's gate_up 0.0374 -> 0.0317 (f16). Narrower slices (4 columns, 64 slices) for Qwen's narrow f16 products
@@ -803,7 +803,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
   if (p.gate_act && p.has_residual) fail("kernel 'linear' ({}): gate_act takes no residual", shapes);
   // A gated projection writes one act(gate) * up column per gate|up pair of rows.
   check_linear("linear", shapes, p.M, p.K, p.gate_act ? p.N / 2 : p.N, p.out_stride, p.out_col);
-  // linear_rows.wgsl fuses a gate activation, the subgroup decode variant that and the norms.
+  // linear_rows.wgsl fuses a gate activation; the subgroup decode variant fuses that and the norms.
   bool norms = p.norm_x != 0 || p.norm_out != 0;
   bool rows = !norms && use_linear_rows(device, p, type);
   if ((norms || p.gate_act) && !rows && !use_subgroup_matvec(device, p, type))

@@ -229,7 +229,6 @@ fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
   }
 }
 
-
 // NORM_X 2: every row's 1 / rms from the raw x, the workgroup's threads sharing the reads (once per
 // workgroup, however many column groups it then takes).
 fn raw_rms_scale(lid: u32, subgroup: u32, lane: u32, lanes: u32) -> vec4<f32> {
