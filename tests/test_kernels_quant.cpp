@@ -21,6 +21,7 @@
 #include "model/dtype.h"
 #include "model/quant.h"
 #include "reference/quant.h"
+#include "reference/reference.h"
 #include "support/device.h"
 
 namespace gerbil::kernels {
@@ -146,12 +147,15 @@ struct ProductCase {
   uint32_t workers = 0;  // prompts: shared out over this many workgroups (0: the dispatcher's choice)
   MatvecBlocking blocking{};  // decoding: columns per team and team size (0: the dispatcher's choice)
   const char* kernel = nullptr;  // the kernel the product must run on (nullptr: any)
+  uint32_t gate = 0;  // 1 SiLU, 2 GELU-tanh: a gate|up projection (N / 2 gate rows, then N / 2 up rows)
 };
 
-// out = x W^T (+ bias, + residual) against float64 over the dequantized W; outputs [M, N + 3] with the product
-// at column 1 (out_col), so columns the product must not touch stay NaN.
+// out = x W^T (+ bias, + residual) against float64 over the dequantized W, or for a gate|up projection
+// act(x gate^T + bias) * (x up^T + bias); outputs [M, outputs + 3] with the product at column 1 (out_col), so
+// columns the product must not touch stay NaN.
 void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
-  uint32_t K = s.blocks_per_row * block_layout(c.type).elements, out_stride = s.N + 3, out_col = 1;
+  uint32_t outputs = s.gate ? s.N / 2 : s.N;
+  uint32_t K = s.blocks_per_row * block_layout(c.type).elements, out_stride = outputs + 3, out_col = 1;
   auto ggml_bytes = random_blocks(c, uint64_t(s.N) * s.blocks_per_row, rng, s.extreme);
   auto w = dequantized(c, ggml_bytes, uint64_t(s.N) * K);
   auto weight = upload_padded("W", pack_rows(c.type, ggml_bytes, s.N, K, "W"));
@@ -166,7 +170,7 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   auto out = nan_buffer("out", uint64_t(s.M) * out_stride);
   uint64_t scratch_floats = linear_split_scratch_floats(device(), {s.M, K, s.N, out_stride, out_col}, s.workers);
   auto scratch = nan_buffer("scratch", std::max<uint64_t>(1, scratch_floats));
-  LinearParams p{s.M, K, s.N, out_stride, out_col, s.bias ? 1u : 0u, s.residual ? 1u : 0u};
+  LinearParams p{s.M, K, s.N, out_stride, out_col, s.bias ? 1u : 0u, s.residual ? 1u : 0u, s.gate};
   std::vector<Dispatch> dispatches;
   if (s.blocking.columns || s.blocking.split)
     dispatches.push_back(linear(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
@@ -174,9 +178,9 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   else
     dispatches = linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
                                 c.type, {&scratch}, s.workers);
-  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={} unroll={}",
+  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={} unroll={} gate={}",
                            weight_type_name(c.type), s.M, s.N, K, s.extreme, s.workers, s.blocking.columns,
-                           s.blocking.split, s.blocking.unroll));
+                           s.blocking.split, s.blocking.unroll, s.gate));
   if (s.kernel) {
     ASSERT_EQ(dispatches.front().kernel, s.kernel);
   }
@@ -186,21 +190,35 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   for (uint32_t m = 0; m < s.M; ++m)
     for (uint32_t col = 0; col < out_stride; ++col) {
       float value = got[uint64_t(m) * out_stride + col];
-      if (col < out_col || col >= out_col + s.N) {
+      if (col < out_col || col >= out_col + outputs) {
         ASSERT_TRUE(std::isnan(value)) << "row " << m << " column " << col << " lies outside the product";
         continue;
       }
       uint32_t n = col - out_col;
-      double want = 0, magnitude = 0;
-      for (uint32_t k = 0; k < K; ++k) {
-        double term = double(x[uint64_t(m) * K + k]) * double(w[uint64_t(n) * K + k]);
-        want += term;
-        magnitude += std::abs(term);
+      // Row `row` of W's sum for row m (with its bias), and the sum of its terms' magnitudes.
+      auto sum = [&](uint32_t row) {
+        double total = s.bias ? bias[row] : 0.0, magnitude = 0;
+        for (uint32_t k = 0; k < K; ++k) {
+          double term = double(x[uint64_t(m) * K + k]) * double(w[uint64_t(row) * K + k]);
+          total += term;
+          magnitude += std::abs(term);
+        }
+        return std::pair{total, magnitude};
+      };
+      auto [want, magnitude] = sum(n);
+      // f32 sums of K terms: each within a few K ulps of the sum of magnitudes (a gated output: through the
+      // activation, whose slope is under 1.2, and the product with up).
+      double bound = 1e-6 * K * (magnitude + 1.0);
+      if (s.gate) {
+        auto [up, up_magnitude] = sum(outputs + n);
+        std::span<const double> gate(&want, 1);
+        double act = (s.gate == 1 ? reference::silu(gate) : reference::gelu_tanh(gate))[0];
+        bound = 1e-6 * K *
+                (1.2 * (magnitude + 1.0) * (std::abs(up) + 1.0) + (up_magnitude + 1.0) * (std::abs(act) + 1.0));
+        want = act * up;
       }
-      if (s.bias) want += bias[n];
       if (s.residual) want += residual[uint64_t(m) * out_stride + col];
-      // f32 sums of K terms: each output within a few K ulps of the sum of magnitudes.
-      ASSERT_NEAR(value, want, 1e-6 * K * (magnitude + 1.0)) << "row " << m << " column " << n;
+      ASSERT_NEAR(value, want, bound) << "row " << m << " column " << n;
       diff += (value - want) * (value - want);
       norm += want * want;
     }
@@ -236,7 +254,8 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
 // Batched decode steps take linear_rows.wgsl: every block piece's quads dequantized in registers and summed for
 // every row. From kMatvecRows + 1 rows: 4 columns a thread (M = 5) and 2 (M = 16), odd N (threads' columns past
 // it), a few blocks a row (pieces fewer than a workgroup's slices); at blockings of its own (1 to 4 columns, slices
-// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row). At kMatvecRows rows, K-quants whose
+// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row); gate|up projections with the
+// activation applied in the store. At kMatvecRows rows, K-quants whose
 // weights come to 24 KiB per resident workgroup (use_linear_rows; its fewest odd N on this adapter).
 TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   std::mt19937 rng(std::random_device{}());
@@ -247,6 +266,9 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   check_product(c, {7, 45, 3, false, true, true, 0, {1, 8, 4}, "linear_rows"}, rng);
   check_product(c, {13, 33, 5, true, false, true, 0, {4, 16, 2}, "linear_rows"}, rng);
   check_product(c, {kLinearRowsMax, 19, 3, false, true, true, 0, {2, 32, 1}, "linear_rows"}, rng);
+  // gate|up projections (the activation applied in the store): 1 output a thread at 16 rows, 2 at 6, odd pairs
+  check_product(c, {kLinearRowsMax, 38, 2, false, true, false, 0, {}, "linear_rows", 1}, rng);
+  check_product(c, {6, 22, 3, true, false, false, 0, {4, 8, 1}, "linear_rows", 2}, rng);
   if (block_layout(c.type).elements < 256) return;  // 32-element blocks keep linear_q_matvec up to kMatvecRows
   uint32_t blocks = 2;
   uint64_t row_bytes = weight_row_bytes(c.type, uint64_t(blocks) * block_layout(c.type).elements);
