@@ -244,6 +244,10 @@ TEST(LinearGrid, BatchedDecodeStepsTakeLinearRows) {
     EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax + 1, 256, 8, 8, 0, 0, 0}, type));  // a prompt: tiles
   }
   EXPECT_FALSE(use_linear_rows(device(), {8, 64, 8, 8, 0, 0, 0}, WeightType::Q4_K));  // not whole blocks: refused
+  // linear_rows.wgsl fuses a gate but no norm: a product that fuses a norm is never its own.
+  EXPECT_TRUE(use_linear_rows(device(), {kLinearRowsMax, 64, 8, 8, 0, 0, 0, 1}, WeightType::F16));
+  EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax, 64, 8, 8, 0, 0, 0, 0, kNormWeighted}, WeightType::F16));
+  EXPECT_FALSE(use_linear_rows(device(), {kLinearRowsMax, 64, 8, 8, 0, 0, 0, 0, 0, 0, 0, 1}, WeightType::F16));
   // From kLinearRowsMin to kMatvecRows rows, products of at least 24 KiB of weights per resident workgroup
   // (1,056 x 24 KiB = 24.75 MiB here): Llama-3-8B's o (32 MiB of f16), not Qwen2.5-0.5B's gate_up (17 MiB);
   // f32 weights count their 4 bytes, K-quants (at kMatvecRows rows only) their packed rows; formats of 32-element

@@ -354,10 +354,10 @@ Builder linear_case(WeightType type, MatvecBlocking blocking = {}, LinearExtras 
     }
     uint64_t row_bytes = weight_row_bytes(type, s.K);
     Case c = matmul_like(s, double(row_bytes) * s.N);
-    bool norms = extras.norm || extras.norm_out;
-    bool fused = norms || extras.gate_act;
-    // linear() runs linear_rows.wgsl where it takes the product, with a gate but no norm (linear_gates).
-    bool rows = !norms && use_linear_rows(w.device(), {s.T, s.K, s.N}, type);
+    bool fused = extras.norm || extras.gate_act || extras.norm_out;
+    // linear() runs linear_rows.wgsl where it takes the product (with a gate, never with a norm).
+    LinearParams shape{s.T, s.K, s.N, s.N, 0, 0, 0, extras.gate_act, extras.norm, 0, 0, extras.norm_out};
+    bool rows = use_linear_rows(w.device(), shape, type);
     c.variant = fmt::format("{} {}", type_name(type), rows ? "rows" : s.T <= kMatvecRows ? "matvec" : "tiled");
     if (blocking.columns) c.variant += fmt::format(" c{}", blocking.columns);
     if (blocking.split) c.variant += fmt::format(" s{}", blocking.split);

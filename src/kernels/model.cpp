@@ -505,6 +505,7 @@ uint64_t linear_split_scratch_bound(const gpu::Device& device) {
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type) {
   constexpr uint64_t kRowsMinWorkgroupBytes = 24 << 10;  // up to kMatvecRows rows (see model.h)
   if (p.M < kLinearRowsMin || p.M > kLinearRowsMax || p.K % 8 != 0) return false;
+  if (p.norm_x || p.norm_out) return false;  // linear_rows.wgsl fuses a gate activation, no norm
   if (is_block_type(type) && p.K % block_layout(type).elements != 0) return false;  // linear() names the error
   if (p.M > kMatvecRows) return true;
   // Below kMatvecRows rows block formats stay on linear_q_matvec, and formats of 32-element blocks up to it, whose
@@ -735,7 +736,7 @@ bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N,
 }
 
 bool linear_gates(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type) {
-  return N % 2 == 0 && (linear_fuses(device, M, K, N, type) || use_linear_rows(device, {M, K, N}, type));
+  return N % 2 == 0 && (linear_can_fuse(device, M, K, type) || use_linear_rows(device, {M, K, N}, type));
 }
 
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
@@ -804,9 +805,8 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
   // A gated projection writes one act(gate) * up column per gate|up pair of rows.
   check_linear("linear", shapes, p.M, p.K, p.gate_act ? p.N / 2 : p.N, p.out_stride, p.out_col);
   // linear_rows.wgsl fuses a gate activation; the subgroup decode variant fuses that and the norms.
-  bool norms = p.norm_x != 0 || p.norm_out != 0;
-  bool rows = !norms && use_linear_rows(device, p, type);
-  if ((norms || p.gate_act) && !rows && !use_subgroup_matvec(device, p, type))
+  bool rows = use_linear_rows(device, p, type);
+  if ((p.gate_act || p.norm_x || p.norm_out) && !rows && !use_subgroup_matvec(device, p, type))
     fail("kernel 'linear' ({}): a fused norm or gate activation needs the subgroup decode variant or a batched "
          "step's linear_rows (see linear_can_fuse, linear_gates)", shapes);
   uint64_t out_count = count_of(p.M, p.out_stride);

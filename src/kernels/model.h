@@ -188,7 +188,8 @@ Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // 383 -> 421 tok/s; o 38 -> 26 us, down 92 -> 65 us); Qwen2.5-0.5B's (1.5 to 16.5 KiB) did about as well as the
 // fused matrix-vector kernel, so those dispatches made its steps slower (batch 4: 2,705 -> 2,490 tok/s). Block
 // types fuse nothing in either kernel; of 2 to 4 rows only K-quants at kMatvecRows rows take the same rule (the
-// H200 figures that chose this are in model.cpp), the others stay on linear_q_matvec.wgsl.
+// H200 figures that chose this are in model.cpp), the others stay on linear_q_matvec.wgsl. A product with a fused
+// norm (norm_x, norm_out) never takes it.
 bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightType type);
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
 // else 2), 8 columns per slice of k (`lanes`), then fewer columns per thread (down to 1) while the workgroups are
@@ -269,8 +270,8 @@ bool linear_can_fuse(const gpu::Device& device, uint32_t M, uint32_t K, WeightTy
 // Whether a model's step should fuse them: where it can, except for products that linear_rows.wgsl takes unfused
 // (use_linear_rows), whose single read of x for all rows saves more than the norm and activation dispatches cost.
 bool linear_fuses(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
-// Whether linear() applies a gate activation to this gate|up projection (N rows: both halves) itself: where it
-// fuses (linear_fuses) or takes linear_rows.wgsl.
+// Whether linear() applies a gate activation to this gate|up projection (N rows: both halves) itself: where the
+// subgroup decode variant can fuse (linear_can_fuse) or linear_rows.wgsl takes the product.
 bool linear_gates(const gpu::Device& device, uint32_t M, uint32_t K, uint32_t N, WeightType type);
 
 // gated_act.wgsl: out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i], act = SiLU (0) or GELU-tanh (1);
