@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "gerbil/error.h"
 #include "kernels/tuning.h"
@@ -154,8 +155,10 @@ const char* weight_type_name(WeightType type) {
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
 
-BlockLayout block_layout(WeightType type) {
-  // ggml-common.h's block sizes, then the GPU layout's runs (see WeightType).
+namespace {
+
+// ggml-common.h's block sizes, then the GPU layout's runs (see WeightType); all zero for element types.
+constexpr BlockLayout layout_of(WeightType type) {
   switch (type) {
     case WeightType::Q8_0: return {32, 34, 32, 0, 2};
     case WeightType::Q4_0: return {32, 18, 16, 0, 2};
@@ -167,9 +170,17 @@ BlockLayout block_layout(WeightType type) {
     case WeightType::Q6_K: return {256, 210, 16, 8, 20};
     case WeightType::Q4_G: return {32, 20, 16, 0, 4};  // model/quant.h's int4_block_bytes
     case WeightType::Q4_G128: return {128, 68, 16, 0, 4};
-    default: break;
+    default: return {0, 0, 0, 0, 0};
   }
-  fail("weight type {} ({}) is not a block type", static_cast<uint32_t>(type), weight_type_name(type));
+}
+
+}  // namespace
+
+BlockLayout block_layout(WeightType type) {
+  BlockLayout layout = layout_of(type);
+  if (layout.elements == 0)
+    fail("weight type {} ({}) is not a block type", static_cast<uint32_t>(type), weight_type_name(type));
+  return layout;
 }
 
 uint64_t weight_row_bytes(WeightType type, uint64_t K) {
@@ -201,16 +212,45 @@ void nibbles32(const std::byte* qs, uint8_t* codes) {
 }
 
 // Q5_0 / Q5_1: bit i of the word at `qh` is element i's fifth bit.
+// (The bits are read into a local first: `codes` may alias the block's bytes as far as the compiler knows, which
+// would make it reload them after every store.)
 void fifth_bits32(const std::byte* qh, uint8_t* codes) {
-  for (size_t i = 0; i < 32; ++i) codes[i] |= ((byte_at(qh, i / 8) >> (i % 8)) & 1) << 4;
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  for (size_t i = 0; i < 32; ++i) codes[i] |= ((bits >> i) & 1) << 4;
 }
 
 // Q4_K / Q5_K: sub-block pairs share 32 bytes, the even sub-block in the low nibbles.
 void nibbles256(const std::byte* qs, uint8_t* codes) {
-  for (size_t i = 0; i < 256; ++i) {
-    uint8_t byte = byte_at(qs, 32 * (i / 64) + i % 32);
-    codes[i] = (i / 32) % 2 == 0 ? byte & 15 : byte >> 4;
-  }
+  for (size_t pair = 0; pair < 4; ++pair)
+    for (size_t l = 0; l < 32; ++l) {
+      uint8_t byte = byte_at(qs, 32 * pair + l);
+      codes[64 * pair + l] = byte & 15;
+      codes[64 * pair + 32 + l] = byte >> 4;
+    }
+}
+
+// Q5_K: bit j of byte l of the 32 bytes at `qh` is element 32 j + l's fifth bit.
+void fifth_bits256(const std::byte* qh, uint8_t* codes) {
+  std::array<uint8_t, 32> bits;
+  std::memcpy(bits.data(), qh, 32);
+  for (size_t j = 0; j < 8; ++j)
+    for (size_t l = 0; l < 32; ++l) codes[32 * j + l] |= ((bits[l] >> j) & 1) << 4;
+}
+
+// Q6_K: in a half of 128 elements, element 32 k + l has its low nibble in ql byte l + 32 (k % 2) (nibble k / 2)
+// and its top two bits in qh byte l (bits 2 k).
+void codes_q6k(const std::byte* b, uint8_t* codes) {
+  for (size_t half = 0; half < 2; ++half)
+    for (size_t l = 0; l < 32; ++l) {
+      uint8_t ql0 = byte_at(b, 64 * half + l), ql1 = byte_at(b, 64 * half + 32 + l);
+      uint8_t qh = byte_at(b, 128 + 32 * half + l);
+      uint8_t* out = codes + 128 * half + l;
+      out[0] = (ql0 & 15) | (qh & 3) << 4;
+      out[32] = (ql1 & 15) | ((qh >> 2) & 3) << 4;
+      out[64] = (ql0 >> 4) | ((qh >> 4) & 3) << 4;
+      out[96] = (ql1 >> 4) | ((qh >> 6) & 3) << 4;
+    }
 }
 
 BlockParts block_parts(WeightType type, const std::byte* b) {
@@ -235,15 +275,11 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
     case WeightType::Q4_K: nibbles256(b + 16, codes); header(0, 16); break;
     case WeightType::Q5_K:
       nibbles256(b + 48, codes);
-      for (size_t i = 0; i < 256; ++i) codes[i] |= ((byte_at(b, 16 + i % 32) >> (i / 32)) & 1) << 4;
+      fifth_bits256(b + 16, codes);
       header(0, 16);
       break;
-    default:  // Q6_K: in a half of 128, element 32 k + l: ql byte l + 32 (k % 2), nibble k / 2; qh bits 2k of byte l
-      for (size_t i = 0; i < 256; ++i) {
-        size_t half = i / 128, k = i % 128 / 32, l = i % 32;
-        uint8_t low = byte_at(b, 64 * half + l + 32 * (k % 2)) >> (4 * (k / 2)) & 15;
-        codes[i] = low | ((byte_at(b, 128 + 32 * half + l) >> (2 * k)) & 3) << 4;
-      }
+    default:  // Q6_K
+      codes_q6k(b, codes);
       std::copy_n(b + 192, 18, parts.header.begin());  // scales, d
       break;
   }
@@ -257,11 +293,46 @@ void put_chunk(const BlockLayout& layout, const uint8_t* codes, std::byte* quant
     return;
   }
   for (size_t i = 0; i < 16; ++i) quants[i] = std::byte((codes[i] & 15) | (codes[i + 16] & 15) << 4);
-  // Element 4 q + i's bits above the nibble go to byte i at bit q (one bit) or 2 (q % 4) of word q / 4 (two).
-  uint32_t bits = layout.high_bytes / 4;
-  for (size_t e = 0; e < 32 && bits; ++e) {
-    size_t q = e / 4, i = e % 4, word = bits == 1 ? 0 : q / 4, shift = bits == 1 ? q : 2 * (q % 4);
-    high[4 * word + i] |= std::byte((codes[e] >> 4) << shift);
+  // Element 4 q + i's bits above the nibble go to byte i at bit q (one bit) or 2 (q % 4) of word q / 4 (two):
+  // quad q's four codes taken as a little-endian word put their bits in all four bytes at once.
+  if (layout.high_bytes == 0) return;
+  static_assert(std::endian::native == std::endian::little, "the GPU layout's words are little-endian");
+  uint32_t words[2] = {0, 0};
+  for (uint32_t q = 0; q < 8; ++q) {
+    uint32_t quad;
+    std::memcpy(&quad, codes + 4 * q, 4);
+    if (layout.high_bytes == 4) words[0] |= ((quad >> 4) & 0x01010101u) << q;
+    if (layout.high_bytes == 8) words[q / 4] |= ((quad >> 4) & 0x03030303u) << (2 * (q % 4));
+  }
+  std::memcpy(high, words, layout.high_bytes);
+}
+
+// pack_rows() for one block type, fixed at compile time so that the layout's loops unroll and its branches fold
+// (four to ten times faster for K-quants than a layout read at run time: bench/bench_pack_rows.cpp). Sizes are
+// checked by the caller.
+template <WeightType kType>
+void pack_rows_of(std::span<const std::byte> ggml, uint64_t rows, uint64_t K, std::span<std::byte> packed) {
+  constexpr BlockLayout layout = layout_of(kType);
+  uint64_t blocks = K / layout.elements, chunks = K / 32, row_bytes = packed.size() / std::max<uint64_t>(1, rows);
+  // Each row is made in host memory and then copied out whole: the high bits are or-ed in, and `packed` may be
+  // a buffer mapped at creation, which the driver may give write-combined memory that is slow to read back
+  // (on the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).
+  std::vector<std::byte> row(row_bytes);
+  for (uint64_t r = 0; r < rows; ++r) {
+    std::fill(row.begin(), row.end(), std::byte{0});
+    std::byte* quants = row.data();
+    std::byte* high = quants + chunks * layout.quant_bytes;
+    std::byte* headers = high + chunks * layout.high_bytes;
+    for (uint64_t b = 0; b < blocks; ++b) {
+      BlockParts parts = block_parts(kType, ggml.data() + (r * blocks + b) * layout.ggml_bytes);
+      std::copy_n(parts.header.begin(), layout.header_bytes, headers + b * layout.header_bytes);
+      for (uint32_t c = 0; c < layout.elements / 32; ++c) {
+        uint64_t chunk = b * (layout.elements / 32) + c;
+        put_chunk(layout, parts.codes.data() + 32 * c, quants + chunk * layout.quant_bytes,
+                  high + chunk * layout.high_bytes);
+      }
+    }
+    std::copy(row.begin(), row.end(), packed.begin() + std::ptrdiff_t(r * row_bytes));
   }
 }
 
@@ -280,32 +351,25 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
   if (K % layout.elements != 0)
     fail("tensor '{}' ({}): rows of {} elements are not whole blocks of {}", what, weight_type_name(type), K,
          layout.elements);
-  uint64_t blocks = K / layout.elements, chunks = K / 32, row_bytes = weight_row_bytes(type, K);
+  uint64_t blocks = K / layout.elements, row_bytes = weight_row_bytes(type, K);
   if (ggml.size() != rows * blocks * layout.ggml_bytes)
     fail("tensor '{}' ({} [{}, {}]): {} bytes, expected {} ({} blocks of {})", what, weight_type_name(type), rows, K,
          ggml.size(), rows * blocks * layout.ggml_bytes, rows * blocks, layout.ggml_bytes);
   if (packed.size() != rows * row_bytes)
     fail("tensor '{}' ({}): packing {} rows into {} bytes, expected {}", what, weight_type_name(type), rows,
          packed.size(), rows * row_bytes);
-  // Each row is made in host memory and then copied out whole: the high bits are or-ed in, and `packed` may be
-  // a buffer mapped at creation, which the driver may give write-combined memory that is slow to read back
-  // (on the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).
-  std::vector<std::byte> row(row_bytes);
-  for (uint64_t r = 0; r < rows; ++r) {
-    std::fill(row.begin(), row.end(), std::byte{0});
-    std::byte* quants = row.data();
-    std::byte* high = quants + chunks * layout.quant_bytes;
-    std::byte* headers = high + chunks * layout.high_bytes;
-    for (uint64_t b = 0; b < blocks; ++b) {
-      BlockParts parts = block_parts(type, ggml.data() + (r * blocks + b) * layout.ggml_bytes);
-      std::copy_n(parts.header.begin(), layout.header_bytes, headers + b * layout.header_bytes);
-      for (uint32_t c = 0; c < layout.elements / 32; ++c) {
-        uint64_t chunk = b * (layout.elements / 32) + c;
-        put_chunk(layout, parts.codes.data() + 32 * c, quants + chunk * layout.quant_bytes,
-                  high + chunk * layout.high_bytes);
-      }
-    }
-    std::copy(row.begin(), row.end(), packed.begin() + std::ptrdiff_t(r * row_bytes));
+  switch (type) {
+    case WeightType::Q8_0: return pack_rows_of<WeightType::Q8_0>(ggml, rows, K, packed);
+    case WeightType::Q4_0: return pack_rows_of<WeightType::Q4_0>(ggml, rows, K, packed);
+    case WeightType::Q4_1: return pack_rows_of<WeightType::Q4_1>(ggml, rows, K, packed);
+    case WeightType::Q5_0: return pack_rows_of<WeightType::Q5_0>(ggml, rows, K, packed);
+    case WeightType::Q5_1: return pack_rows_of<WeightType::Q5_1>(ggml, rows, K, packed);
+    case WeightType::Q4_K: return pack_rows_of<WeightType::Q4_K>(ggml, rows, K, packed);
+    case WeightType::Q5_K: return pack_rows_of<WeightType::Q5_K>(ggml, rows, K, packed);
+    case WeightType::Q6_K: return pack_rows_of<WeightType::Q6_K>(ggml, rows, K, packed);
+    case WeightType::Q4_G: return pack_rows_of<WeightType::Q4_G>(ggml, rows, K, packed);
+    case WeightType::Q4_G128: return pack_rows_of<WeightType::Q4_G128>(ggml, rows, K, packed);
+    default: break;  // block_layout() has thrown for the others
   }
 }
 
