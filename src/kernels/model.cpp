@@ -1280,7 +1280,7 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
                                                     splits, kv, blocks));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,
                                {{"partials", scratch, partials}, {"out", out, q}}, p, Grid{p.T, p.num_q_heads, 1},
-                               {{"SPLITS", double(splits)}}));
+                               {{"SPLITS", double(splits)}, {"FIRST_CHUNKS_ONLY", prompt ? 0.0 : 1.0}}));
   return dispatches;
 }
 

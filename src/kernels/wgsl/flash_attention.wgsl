@@ -21,7 +21,7 @@
 // query's visible keys, so a short S leaves the last chunks empty and the same grid serves every S up to the
 // cache capacity. It writes an unnormalised partial record to `out` (then a scratch buffer) at
 // ((t * num_q_heads + h) * SPLITS + z) * (head_dim + 2): [running max, softmax denominator, acc[head_dim]];
-// an empty chunk writes [LOWEST_F32, 0, 0...]. flash_attention_combine.wgsl merges the records.
+// an empty chunk writes none. flash_attention_combine.wgsl merges the records of the chunks with keys.
 
 //!include flash_params.wgsl
 //!include kv_cache.wgsl
@@ -69,16 +69,17 @@ fn value_at(e: u32) -> f32 {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
+  // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow. An empty
+  // chunk (split mode) writes no record: the combine reads only the chunks with keys (chunks_with_keys).
   let task = query_task(wid, nwg, SPLITS);
-  if (task.t >= params.T) {
+  if (task.t >= params.T || task.first > task.last) {
     return;
   }
   let D = params.head_dim;
   let kv_stride = params.num_kv_heads * D;
   let kv_offset = task.kv * D;
   let q_base = (task.t * params.num_q_heads + task.h) * D;
-  let first = task.first;  // the keys this workgroup covers: [first, last], empty when first > last
+  let first = task.first;  // the keys this workgroup covers: [first, last]
   let last = task.last;
   let scale = bitcast<f32>(params.scale_bits);
 

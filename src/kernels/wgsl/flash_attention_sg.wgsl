@@ -76,8 +76,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(subgroup_size) lanes: u32) {
   // The whole workgroup shares its query, so this return keeps the barriers in uniform control flow.
+  // An empty chunk (split mode) writes no record: the combine reads only the chunks with keys.
   let task = query_task(wid, nwg, SPLITS);
-  if (task.t >= params.T) {
+  if (task.t >= params.T || task.first > task.last) {
     return;
   }
   let D4 = HEAD_DIM / 4u;
@@ -86,7 +87,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let kv_stride = params.num_kv_heads * D4;
   let kv_offset = task.kv * D4;
   let q_base = (task.t * params.num_q_heads + task.h) * D4;
-  let first = task.first;  // the keys this workgroup covers: [first, last], empty when first > last
+  let first = task.first;  // the keys this workgroup covers: [first, last]
   let last = task.last;
   let scale = bitcast<f32>(params.scale_bits);
   let subgroup = lid / lanes;

@@ -25,6 +25,12 @@ fn first_key(position: u32) -> u32 {
 
 const CHUNK_GRANULE: u32 = 128u;  // kernels/model.cpp kSplitGranule: split chunks are whole multiples of it
 
+// The keys of each of `splits` (> 1) chunks for the query at `position`: its keys split evenly, in whole
+// multiples of CHUNK_GRANULE.
+fn chunk_length(position: u32, splits: u32) -> u32 {
+  return (position - first_key(position)) / (splits * CHUNK_GRANULE) * CHUNK_GRANULE + CHUNK_GRANULE;
+}
+
 // The keys [x, y] the query at `position` sees in chunk `chunk_index` of `splits` (splits 1: all its keys);
 // empty (x > y) for chunks past its last key.
 fn chunk_keys(position: u32, chunk_index: u32, splits: u32) -> vec2<u32> {
@@ -32,9 +38,18 @@ fn chunk_keys(position: u32, chunk_index: u32, splits: u32) -> vec2<u32> {
   if (splits < 2u) {
     return vec2<u32>(first, position);
   }
-  let chunk = (position - first) / (splits * CHUNK_GRANULE) * CHUNK_GRANULE + CHUNK_GRANULE;
+  let chunk = chunk_length(position, splits);
   let start = first + chunk_index * chunk;
   return vec2<u32>(start, min(position, start + chunk - 1u));
+}
+
+// How many of the chunks hold keys for the query at `position`: the first ones; chunk_keys leaves the others
+// empty. The per-query kernels write records for those alone, which flash_attention_combine.wgsl reads.
+fn chunks_with_keys(position: u32, splits: u32) -> u32 {
+  if (splits < 2u) {
+    return 1u;
+  }
+  return (position - first_key(position)) / chunk_length(position, splits) + 1u;
 }
 
 // A per-query workgroup's work: query t, q head h and its kv head, and the keys [first, last] of its chunk
