@@ -19,3 +19,23 @@ each() {  # each LABEL ARGS...: every binary of the array `binaries` in turn, on
 random_ggufs() {  # random_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each (random_gguf.py), in the background
   (for f in "$@"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf"; done) &
 }
+# The random GGUF files the decode-product calls time: Llama-3-8B's shape in Q4_0 and Q4_K_M, Qwen2.5-0.5B's in
+# Q8_0 and Q4_K_M.
+quant_files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
+decode_products() {  # decode_products BINARY...: `bench kernels` on every decode (M = 1) shape, block and f16 rows
+  for b in "$@"; do
+    section "decode products: $(basename "$b")"
+    timeout 200 "$b" bench kernels --kernel linear --shape "M=1 " | grep -E "M=1 " |
+      grep -E "Q[0-9]_[0-9KG] matvec|f16 matvec +(llama|qwen)" | cut -c1-110
+  done
+}
+machine_code() {  # machine_code COMMAND...: runs it (a gerbil binary's bench) with Dawn's pipeline cache off, so that
+  # the driver compiles every program into its own cache, then disassembles that cache into /tmp/sass (bench/sass;
+  # nvdisasm from CUDA, zstd carried in .device/bin) and tars the listings into $OUT/sass.tar.gz
+  mkdir -p /tmp/nvc
+  (export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
+   export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
+   GERBIL_CACHE_DIR=off timeout 150 "$@"
+   python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -1)
+  tar czf "${OUT:-/tmp}/sass.tar.gz" -C /tmp sass
+}

@@ -7,15 +7,14 @@
 source "$(dirname "$0")/common.sh"
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
-random_ggufs "${files[@]}"
+random_ggufs "${quant_files[@]}"
 section tuning; "$1" tune | tail -3
 for b in "${binaries[@]}"; do
   section "decode products: $(basename "$b")"
   timeout 120 "$b" bench kernels --kernel linear --shape "M=1 " | grep -E "(Q[0-9]_[0-9K]( matvec)?|f16 matvec) +(llama|qwen)"
 done
 wait
-for f in "${files[@]}"; do
+for f in "${quant_files[@]}"; do
   each "${f/:/ }" bench model --model "/tmp/${f/:/-}.gguf" -p 512 -g 128 -r 2
 done
 section done

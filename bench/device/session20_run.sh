@@ -10,8 +10,7 @@
 source "$(dirname "$0")/common.sh"
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
-random_ggufs "${files[@]}"
+random_ggufs "${quant_files[@]}"
 section tuning; "$1" tune | tail -3
 decode_rows() { grep -E "M=1 " | grep -E "Q[0-9]_[0-9KG]|f16 matvec"; }
 for b in "${binaries[@]}"; do
@@ -23,7 +22,7 @@ for c in 1 2 4; do for l in 8 16 32; do for u in 1 2 4; do blockings+=(--blockin
 section "candidate blockings (COLUMNS,LANES,UNROLL), llama"
 timeout 200 "$2" bench kernels --kernel linear --shape "llama" "${blockings[@]}" | grep -E "M=1 " | grep Q4_0
 wait
-for f in "${files[@]}"; do
+for f in "${quant_files[@]}"; do
   each "${f/:/ }" bench model --model "/tmp/${f/:/-}.gguf" -p 512 -g 128 -r 2
 done
 for b in "${binaries[@]}"; do  # each binary with a Dawn disk cache of its own: a user's first and second start

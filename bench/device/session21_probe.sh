@@ -25,12 +25,8 @@ sweep|sweep8|sweep4)
   timeout 300 "$g" bench kernels --kernel linear --shape "M=$rows " "${blockings[@]}" | grep -E "M=$rows " ;;
 sass)
   section "decode products compiled by the driver, disassembled"
-  mkdir -p /tmp/nvc
-  export PATH="$PATH:/usr/local/cuda/bin"  # nvdisasm; zstd is carried in .device/bin
-  export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
-  GERBIL_CACHE_DIR=off timeout 150 "$g" bench kernels --kernel linear --shape "llama gate_up M=1" --iterations 3 \
+  machine_code "$g" bench kernels --kernel linear --shape "llama gate_up M=1" --iterations 3 \
     --blocking 4,8,1 --blocking 2,8,2 | grep -E "llama gate_up M=1(6)? " | cut -c1-100
-  python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -3
   python3 bench/sass/sass_summary.py /tmp/sass | head -80 ;;
 esac; done
 section done

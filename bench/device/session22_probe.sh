@@ -24,11 +24,6 @@ blockings=()
 for spec in 2,32,1 2,32,2 2,32,8 1,32,4 4,32,4 2,64,4 2,16,4 1,16,4 4,16,4 2,128,4; do blockings+=(--blocking "$spec"); done
 timeout 200 "$1" bench kernels --kernel linear --shape "llama down M=1 " "${blockings[@]}" | grep -E "Q4_[0K] matvec" | cut -c1-110
 section "machine code of $(basename "$1")"
-mkdir -p /tmp/nvc
-export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
-export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
-GERBIL_CACHE_DIR=off timeout 150 "$1" bench kernels --kernel linear --shape "llama down M=1 " --iterations 3 | decode_rows
-python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -3
+machine_code "$1" bench kernels --kernel linear --shape "llama down M=1 " --iterations 3 | decode_rows
 python3 bench/sass/sass_summary.py /tmp/sass | head -40
-tar czf "${OUT:-/tmp}/sass.tar.gz" -C /tmp sass
 section done

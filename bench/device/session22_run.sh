@@ -8,23 +8,13 @@
 source "$(dirname "$0")/common.sh"
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
-random_ggufs "${files[@]}"
-decode_rows() { grep -E "M=1 " | grep -E "Q[0-9]_[0-9KG] matvec|f16 matvec +(llama|qwen)" | cut -c1-110; }
-for b in "${binaries[@]}"; do
-  section "decode products: $(basename "$b")"
-  timeout 200 "$b" bench kernels --kernel linear --shape "M=1 " | decode_rows
-done
+random_ggufs "${quant_files[@]}"
+decode_products "${binaries[@]}"
 section "machine code of $(basename "$2")'s decode products"
-mkdir -p /tmp/nvc
-export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
-(export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
- GERBIL_CACHE_DIR=off timeout 150 "$2" bench kernels --kernel linear --shape "llama down M=1 " --iterations 3 > /dev/null)
-python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -1
+machine_code "$2" bench kernels --kernel linear --shape "llama down M=1 " --iterations 3 > /dev/null
 grep -l "IDP" /tmp/sass/*.sass | head; grep -c "IDP" /tmp/sass/*.sass | grep -v ":0"
-tar czf "${OUT:-/tmp}/sass.tar.gz" -C /tmp sass
 wait
-for f in "${files[@]}"; do
+for f in "${quant_files[@]}"; do
   each "${f/:/ }" bench model --model "/tmp/${f/:/-}.gguf" -p 512 -g 128 -r 2
 done
 section done

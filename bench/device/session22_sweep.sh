@@ -5,8 +5,7 @@
 #   bench/device/session22_sweep.sh BASE CAND CAND2   (from the project root)
 source "$(dirname "$0")/common.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
-random_ggufs "${files[@]}"
+random_ggufs "${quant_files[@]}"
 blockings=()
 for c in 1 2 4; do for s in 32 64; do for u in 1 2 4; do blockings+=(--blocking "$c,$s,$u"); done; done; done
 for shape in "llama down M=1 " "llama gate_up M=1 " "qwen gate_up M=1 "; do
@@ -17,7 +16,7 @@ section "decode products: $(basename "$3")"
 timeout 200 "$3" bench kernels --kernel linear --shape "M=1 " | grep -E "M=1 " | grep -E "Q[0-9]_[0-9KG] matvec" | cut -c1-110
 wait
 binaries=("$1" "$3")
-for f in "${files[@]}"; do
+for f in "${quant_files[@]}"; do
   each "${f/:/ }" bench model --model "/tmp/${f/:/-}.gguf" -p 512 -g 128 -r 2
 done
 section done
