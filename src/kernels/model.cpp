@@ -313,7 +313,7 @@ void put_chunk(const BlockLayout& layout, const uint8_t* codes, std::byte* quant
 template <WeightType kType>
 void pack_rows_of(std::span<const std::byte> ggml, uint64_t rows, uint64_t K, std::span<std::byte> packed) {
   constexpr BlockLayout layout = layout_of(kType);
-  uint64_t blocks = K / layout.elements, chunks = K / 32, row_bytes = packed.size() / std::max<uint64_t>(1, rows);
+  uint64_t blocks = K / layout.elements, chunks = K / 32, row_bytes = weight_row_bytes(kType, K);
   // Each row is made in host memory and then copied out whole: the high bits are or-ed in, and `packed` may be
   // a buffer mapped at creation, which the driver may give write-combined memory that is slow to read back
   // (on the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).

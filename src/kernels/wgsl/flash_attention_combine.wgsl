@@ -1,10 +1,10 @@
 // The second half of split-KV flash attention: merges the SPLITS partial records that flash_attention.wgsl
 // or flash_attention_sg.wgsl (split mode) wrote for each (query t, q head) into the normalised output,
 //   m* = max_i m_i,  out[d] = sum_i exp(m_i - m*) acc_i[d] / sum_i exp(m_i - m*) l_i.
-// Empty chunks carry m_i = LOWEST_F32 and l_i = acc_i = 0, so their weight exp(m_i - m*) is 0 (every query
-// sees at least one key, which lies in chunk 0, so m* is a real score). The per-query kernels write no record
-// for an empty chunk (FIRST_CHUNKS_ONLY: only the first chunks_with_keys are read), the block kernel writes one
-// for every chunk.
+// The per-query kernels write no record for a chunk without keys (FIRST_CHUNKS_ONLY: only the first
+// chunks_with_keys records are read). The block kernel writes one for every chunk: a row without keys in its
+// chunk carries m_i = LOWEST_F32 and l_i = acc_i = 0, so its weight exp(m_i - m*) is 0 (every query sees at least
+// one key, which lies in chunk 0, so m* is a real score).
 // Bindings (group 0): 0 partials [T, num_q_heads, SPLITS, head_dim + 2] read, 1 out [T, Hq * head_dim]
 //                     read_write, 2 params uniform (flash_attention.wgsl's, unchanged).
 // Dispatch: (T, num_q_heads, 1); thread d < head_dim writes output dim d.
