@@ -68,8 +68,9 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
 }
 
 // Draws `draws` tokens with kernels::sample from `logits` and token counts `seen` with settings `p`, at positions
-// 0, 1, ...: the stages before the draw once (they do not depend on the position), then the draw at each
-// position with the same counts. Every output and the scratch start poisoned.
+// 0, 1, ...: the stages before the draw once (they do not depend on the position; of the levels, those the
+// settings need, as a model's step records them), then the draw at each position with the same counts. Every
+// output and the scratch start poisoned.
 std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>& logits,
                                   const std::vector<uint32_t>& seen, const SamplingParams& p, uint32_t draws) {
   const auto count = uint32_t(logits.size());
@@ -83,7 +84,7 @@ std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>&
                           uint32_t(p.seed), uint32_t(p.seed >> 32), p.repetition_penalty, p.presence_penalty,
                           p.frequency_penalty};
   auto stages = kernels::sample(device, {&logits_buffer}, {&next}, {&drawn}, {&candidates}, {&counts}, q);
-  kernels::run(device, std::span(stages).first(stages.size() - 1));  // position-free
+  kernels::run(device, std::span(stages).first(2 + kernels::sample_levels(q)));  // position-free
   for (uint32_t d = 0; d < draws; ++d) {
     q.position = q.slot = d;
     device.write(stages.back().params, std::as_bytes(std::span(&q, 1)));

@@ -143,9 +143,13 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
 
 // A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and
 // batched with a longer greedy one (drawn on the host by Sampler from the batch's logits): both hash the same
-// random numbers from (seed, position). Flat and cut settings, with penalties (the GPU keeps its own counts).
+// random numbers from (seed, position). Flat and cut settings, with penalties (the GPU keeps its own counts); the
+// requests alone share one model, whose sampled step records the sampler's levels after the first only for the
+// cut settings (kernels::sample_levels), so its settings change between requests.
 TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   ModelFiles files = ModelFiles::open(dir_);
+  graph::Model alone_model(test::device(), files, {.context = 48});
+  Scheduler alone_scheduler(alone_model, nullptr);
   for (SamplingParams sampling : {SamplingParams{.temperature = 1.5f, .seed = 1234},
                                   SamplingParams{.temperature = 0.9f, .top_k = 20, .top_p = 0.9f, .seed = 99},
                                   SamplingParams{.temperature = 1.2f, .min_p = 0.02f, .repetition_penalty = 1.3f,
@@ -156,12 +160,7 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
       request.options.sampling = sampling;
       return request;
     };
-    Generation alone;
-    {
-      graph::Model model(test::device(), files, {.context = 48});
-      Scheduler scheduler(model, nullptr);
-      alone = scheduler.run(seeded());
-    }
+    Generation alone = alone_scheduler.run(seeded());
     graph::Model model(test::device(), files, {.context = 48, .slots = 2});
     Scheduler scheduler(model, nullptr, {.parallel = 2});
     std::vector<SequenceRequest> requests;

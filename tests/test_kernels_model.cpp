@@ -1,5 +1,6 @@
 // The model kernels (kernels/model.h) against their float64 references (reference/model.h) on fresh random
 // inputs, GPTQ decoding on the real int4 fixture, the dispatch grids, and the dispatchers' shape checks.
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -593,6 +594,20 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
 
 // Every sampling setting out of range is an error naming it (the model checks settings with the same function
 // before rewriting a built step's uniforms).
+// Only a top-k below the count or a top-p below 1 is a cut for the levels after the first to narrow down.
+TEST(SampleLevels, OnlySettingsWithACutNeedTheLevelsAfterTheFirst) {
+  SampleParams p{1000, 0, 0, 0, 1.0f, 0.f, 1.f};
+  EXPECT_EQ(sample_levels(p), 1u);
+  p.min_p = 0.1f, p.inv_temperature = 2.f, p.repetition_penalty = 1.3f;
+  EXPECT_EQ(sample_levels(p), 1u);
+  p.top_k = 1000;  // keeps every token
+  EXPECT_EQ(sample_levels(p), 1u);
+  p.top_k = 999;
+  EXPECT_EQ(sample_levels(p), kSampleLevels);
+  p.top_k = 0, p.top_p = std::nextafter(1.0f, 0.0f);
+  EXPECT_EQ(sample_levels(p), kSampleLevels);
+}
+
 TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
   auto check = [](auto change) {
     SampleParams p{1000, 0, 20, 0, 0.9f, 0.f, 1.f};

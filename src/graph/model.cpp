@@ -69,12 +69,13 @@ struct Model::Step {
     std::string label;
     std::optional<Dispatch> dispatch;
     std::optional<Copy> copy;
-    // When set, the entry is recorded only for steps whose key count (cache position + tokens) it accepts:
-    // a graph may hold alternative kernels for short and long caches.
-    std::function<bool(uint32_t keys)> for_keys;
+    // When set, the entry is recorded only for steps it accepts, given their key count (cache position + tokens):
+    // a graph may hold alternative kernels for short and long caches, and sampler levels that the settings of
+    // the moment do not need.
+    std::function<bool(uint32_t keys)> recorded_if;
     // When set, rewrites the dispatch's position-dependent uniform before each step that records it.
     std::function<void(uint32_t position)> at_position;
-    uint32_t segment = 0;  // the segment whose slot's position `for_keys` and `at_position` follow
+    uint32_t segment = 0;  // the segment whose slot's position `recorded_if` and `at_position` follow
   };
   std::vector<std::pair<uint32_t, uint32_t>> segments;  // (slot, tokens) of each sequence in the step
   uint32_t tokens = 0;                                  // rows in all
@@ -165,11 +166,17 @@ class StepBuilder {
       auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
                                     {&b_.token_counts}, p);
       for (size_t i = 0; i < stages.size(); ++i) {
-        std::string label = i == 0                   ? "sample chunks"
-                            : i == 1                 ? "sample histogram"
-                            : i + 1 < stages.size() ? fmt::format("sample level {}", i - 2)
-                                                     : "sample draw";
+        bool level = i >= 2 && i + 1 < stages.size();
+        std::string label = i == 0  ? "sample chunks"
+                            : i == 1 ? "sample histogram"
+                            : level  ? fmt::format("sample level {}", i - 2)
+                                     : "sample draw";
         at_position<kernels::SampleParams>(add(std::move(label), std::move(stages[i])), p, follow);
+        // Levels the settings of the moment cannot need stay out of the step.
+        if (level)
+          step_.entries.back().recorded_if = [sampling, index = uint32_t(i - 2)](uint32_t) {
+            return index < kernels::sample_levels(*sampling);
+          };
       }
     }
   }
@@ -210,11 +217,11 @@ class StepBuilder {
     };
   }
 
-  // An attention dispatch: its uniform follows the position; `for_keys` as Step::Entry's.
+  // An attention dispatch: its uniform follows the position; `for_keys` as Step::Entry's `recorded_if`.
   void attention_dispatch(std::string label, Dispatch dispatch, const kernels::FlashAttentionParams& params,
                           std::function<bool(uint32_t)> for_keys) {
     Dispatch& attend = add(std::move(label), std::move(dispatch));
-    step_.entries.back().for_keys = std::move(for_keys);
+    step_.entries.back().recorded_if = std::move(for_keys);
     uint32_t T = params.T;
     at_position<kernels::FlashAttentionParams>(attend, params, [T](auto& p, uint32_t position) {
       p.position_offset = position;
@@ -1011,7 +1018,7 @@ void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
   for (auto& entry : s.entries) {
     auto [slot, tokens] = s.segments[entry.segment];
     uint32_t position = positions_[slot];
-    if (entry.for_keys && !entry.for_keys(position + tokens)) continue;
+    if (entry.recorded_if && !entry.recorded_if(position + tokens)) continue;
     if (entry.at_position) entry.at_position(position);
     if (entry.copy)
       recorder.copy(*entry.copy->source, entry.copy->source_offset, *entry.copy->destination,
@@ -1237,7 +1244,7 @@ std::vector<StepEntry> Model::describe(uint32_t tokens, bool all_logits) {
   Step& s = step(tokens, all_logits ? Output::AllLogits : Output::LastLogits, 0);
   std::vector<StepEntry> out;
   for (const auto& entry : s.entries) {
-    if (entry.for_keys && !entry.for_keys(positions_[0] + tokens)) continue;
+    if (entry.recorded_if && !entry.recorded_if(positions_[0] + tokens)) continue;
     if (entry.dispatch)
       out.push_back({entry.label, entry.dispatch->kernel, entry.dispatch->shapes, entry.dispatch->grid});
     else

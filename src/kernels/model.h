@@ -376,10 +376,12 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 // sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
 // generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
 // and random numbers hashed from (seed, position). The drawn token goes to next_ids[0] and history[slot], as
-// argmax's. 3 + kSampleLevels dispatches (record all, in order; only the last depends on the position): chunk
+// argmax's. 3 + kSampleLevels dispatches (recorded in order; only the last depends on the position): chunk
 // maxima, a histogram of the weights, the levels that narrow the tokens around the cut down to at most
 // kSampleGathered and gather them (each over every chunk; those with nothing left to do return at once), then one
-// workgroup finds the cut among the gathered tokens and draws.
+// workgroup finds the cut among the gathered tokens and draws. The levels from sample_levels(p) on may be left
+// out of a step (dispatches 2 + sample_levels(p) up to the draw, which stays): settings without a cut need level 0
+// alone.
 // Penalties as the host sampler's apply to the tokens with counts[i] > 0; the drawn token's count goes up by one.
 // Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
 // [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
@@ -398,6 +400,9 @@ constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
 constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
 constexpr uint32_t kMaxSampleCount = 524288;  // 256 chunks: the drawing workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
+// The levels a step with settings `p` needs (level L is dispatch 2 + L of sample()): 1 without a top-k or top-p
+// cut (temperature and min-p alone), else kSampleLevels.
+uint32_t sample_levels(const SampleParams& p);
 // Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
 // uniform with new settings).
 void check_sample_params(const SampleParams& p);

@@ -34,8 +34,10 @@
 //   (all of whose tokens weigh the same: the top-k total follows), then top-p's cut from that total.
 //   LEVELS covers the worst case (a bounds level and 3 refinements of 51 bits for the top-k cut's key, a bounds
 //   level and 4 for top-p's cut, 11 bits each, then the gather); a level with nothing left to do returns at once.
-// 4: one workgroup sorts the gathered tokens, finds the cut among them, then draws: the chunk that holds
-//   the mark from the chunks' kept sums, and the token within it.
+//   Without a top-k or top-p cut, level 0 gathers an empty window at once: a step with such settings may leave
+//   out levels 1 on (kernels::sample_levels).
+// 4: one workgroup sorts the gathered tokens (the first gathering level's window), finds the cut among them,
+//   then draws: the chunk that holds the mark from the chunks' kept sums, and the token within it.
 // Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
 //                     [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params uniform.
 //!include token_order.wgsl
@@ -915,9 +917,27 @@ fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
   return draw_span(lid, chunk * CHUNK, min(chunk * CHUNK + CHUNK, params.count), chunk_mark, best, cut);
 }
 
+// The window the draw takes: the first level's whose tokens were gathered (FITS), which every later level keeps.
+// A step may leave out the levels its settings cannot need (kernels::sample_levels); their windows stay as stage
+// 0 zeroed them (mode FITS, nothing gathered), after the first gathered one. LEVELS is enough for every row: with
+// none gathered, the last level's.
+fn drawn_window(lid: u32) -> Window {
+  if (lid == 0u) {
+    var drawn = LEVELS - 1u;
+    for (var level = 0u; level < LEVELS; level++) {
+      if (atomicLoad(&scratch[WINDOWS + level * WINDOW_WORDS]) == FITS) {  // the mode, store_window's first word
+        drawn = level;
+        break;
+      }
+    }
+    shared_u32[3] = drawn;
+  }
+  return load_level(lid, workgroupUniformLoad(&shared_u32[3])).window;
+}
+
 fn finish(lid: u32) {
   let best_key = stored_best(lid);
-  let w = load_level(lid, LEVELS - 1u).window;  // FITS: LEVELS is enough for every row
+  let w = drawn_window(lid);
   var token = NONE;
   if (best_key != 0u) {
     let best = key_value(best_key);
