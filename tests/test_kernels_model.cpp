@@ -592,8 +592,6 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
   EXPECT_EQ(blocks.front().kernel, "linear_rows");
 }
 
-// Every sampling setting out of range is an error naming it (the model checks settings with the same function
-// before rewriting a built step's uniforms).
 // Only a top-k below the count or a top-p below 1 is a cut for the levels after the first to narrow down.
 TEST(SampleLevels, OnlySettingsWithACutNeedTheLevelsAfterTheFirst) {
   SampleParams p{1000, 0, 0, 0, 1.0f, 0.f, 1.f};
@@ -608,6 +606,8 @@ TEST(SampleLevels, OnlySettingsWithACutNeedTheLevelsAfterTheFirst) {
   EXPECT_EQ(sample_levels(p), kSampleLevels);
 }
 
+// Every sampling setting out of range is an error naming it (the model checks settings with the same function
+// before rewriting a built step's uniforms).
 TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
   auto check = [](auto change) {
     SampleParams p{1000, 0, 20, 0, 0.9f, 0.f, 1.f};
