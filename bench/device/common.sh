@@ -1,7 +1,7 @@
 # Sourced by the H200 scripts of bench/device (from the project root, as they are run): Dawn and the Vulkan
 # loader staged as .device/gpu-env.sh expects, a kernel cache of the call's own, and the helpers that label
-# sections by the seconds since the start, keep the rows of `gerbil bench model` (of each binary in turn: each)
-# and write random GGUF files (random_ggufs).
+# sections by the seconds since the start, keep the rows of `gerbil bench model` (of each binary in turn: each;
+# in several rounds: rounds) and write random GGUF files (random_ggufs).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .device/gpu-env.sh
@@ -15,6 +15,12 @@ each() {  # each LABEL ARGS...: every binary of the array `binaries` in turn, on
     section "$label: $(basename "$b") $*"
     timeout 240 "$b" "$@" | rows
   done
+}
+rounds() {  # rounds N LABEL ARGS...: `each` N times over, the binaries taking turns, so that drift within a call
+  # falls on all of them alike
+  local n=$1 label=$2 round
+  shift 2
+  for ((round = 1; round <= n; round++)); do each "$label (round $round)" "$@"; done
 }
 random_ggufs() {  # random_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each (random_gguf.py), in the background
   (for f in "$@"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf"; done) &

@@ -8,7 +8,5 @@ binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --out /tmp/q > /dev/null
 "$1" tune | tail -1
-for round in 1 2; do
-  each "0.5B f16, round $round" bench model --model /tmp/q -p 128 -g 128 --batch 8,16
-done
+rounds 2 "0.5B f16" bench model --model /tmp/q -p 128 -g 128 --batch 8,16
 section done

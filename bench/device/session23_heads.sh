@@ -9,7 +9,5 @@ binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:Q4_0
 wait
-for round in 1 2; do
-  each "llama3-8b Q4_0 (round $round)" bench model --model /tmp/llama3-8b-Q4_0.gguf -p 16 -g 128 -r 2 -d 0 2048 8192
-done
+rounds 2 "llama3-8b Q4_0" bench model --model /tmp/llama3-8b-Q4_0.gguf -p 16 -g 128 -r 2 -d 0 2048 8192
 section done

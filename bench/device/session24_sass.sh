@@ -13,9 +13,7 @@ binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:F16
 wait
-for round in 1 2; do
-  each "llama3-8b F16 (round $round)" bench model --model /tmp/llama3-8b-F16.gguf -p 16 -g 128 -r 2 -d 8192
-done
+rounds 2 "llama3-8b F16" bench model --model /tmp/llama3-8b-F16.gguf -p 16 -g 128 -r 2 -d 8192
 export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
 for b in "${binaries[@]}"; do
   name=$(basename "$b")

@@ -8,11 +8,7 @@ binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/device/random_gguf.py qwen2.5-0.5b F16 /tmp/qwen2.5-0.5b-F16.gguf
 random_ggufs llama3-8b:F16  # in the background, while the small model runs
-for round in 1 2; do
-  each "qwen2.5-0.5b F16 (round $round)" bench model --model /tmp/qwen2.5-0.5b-F16.gguf -p 16 -g 128 -r 2 -d 0 2048 8192
-done
+rounds 2 "qwen2.5-0.5b F16" bench model --model /tmp/qwen2.5-0.5b-F16.gguf -p 16 -g 128 -r 2 -d 0 2048 8192
 wait
-for round in 1 2; do
-  each "llama3-8b F16 (round $round)" bench model --model /tmp/llama3-8b-F16.gguf -p 16 -g 128 -r 1 -d 0 2048 8192
-done
+rounds 2 "llama3-8b F16" bench model --model /tmp/llama3-8b-F16.gguf -p 16 -g 128 -r 1 -d 0 2048 8192
 section done
