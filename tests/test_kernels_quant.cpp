@@ -236,18 +236,19 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
     check_product(GetParam(), {M, 37, 3, false, true, M % 2 == 0}, rng);
     check_product(GetParam(), {M, 5, 2, true, false, false}, rng);
   }
-  // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 2 to 16 chunks a
-  // step; of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N, and
-  // 1, 2, 4 or 8 lanes to a chunk.
-  for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 8}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
-                                  MatvecBlocking{1, 256, 4}})
+  // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 3 chunks a lane;
+  // of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N, and 1 or 2
+  // chunks a lane in flight.
+  for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 2}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
+                                  MatvecBlocking{1, 256, 1}})
     check_product(GetParam(), {2, 37, 5, false, true, true, 0, blocking}, rng);
   // Rows long enough for several passes of two chunks a lane and a tail chunk (70 blocks: 70 chunks of a
-  // 32-element type, 16 a pass for a team of 32 lanes at 4 to a chunk; 560 of a K-quant), at the dispatcher's
-  // blocking and at 8 lanes a chunk.
+  // 32-element type, 2 passes and a tail for a team of 32 lanes; 560 of a K-quant) and for x staged in several
+  // segments (of 4,096 elements for 1 row, 1,344 for 3: 140 blocks of a 32-element type, 70 of a K-quant), at
+  // the dispatcher's blocking and at one chunk a lane in flight.
   check_product(GetParam(), {1, 9, 70, false, false, false}, rng);
   check_product(GetParam(), {3, 5, 70, true, true, true}, rng);
-  check_product(GetParam(), {1, 9, 70, false, false, false, 0, MatvecBlocking{1, 32, 8}}, rng);
+  check_product(GetParam(), {1, 9, 140, false, false, false, 0, MatvecBlocking{1, 32, 1}}, rng);
   device().set_tuning(measured);
 }
 

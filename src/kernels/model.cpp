@@ -24,9 +24,6 @@ constexpr uint64_t kResidentMatvecRowBytes = 8192;  // weight rows from which de
 constexpr uint32_t kMaxHeadDim = 256;  // qkv_rope_store.wgsl / flash_attention.wgsl MAX_HEAD_DIM
 // linear_q_matvec.wgsl's lanes per team: a warp of NVIDIA's (and half an AMD wave).
 constexpr uint32_t kQuantTeam = 32;
-// linear_q_matvec.wgsl's lanes per 32-element chunk: a team's load instruction then reads x of 8 chunks, 1 KiB
-// in 8 cache lines, instead of a line per lane.
-constexpr uint32_t kQuantChunkLanes = 4;
 
 const char* name_of(WeightType type) { return weight_type_name(type); }
 
@@ -810,22 +807,21 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
   // Two columns per team (each piece of x read and summed once for both), teams of kQuantTeam lanes, more lanes
   // only while the grid is under one workgroup per SM (the adapter's resident workgroups / 8): the kernel is
   // bound by its instructions per element, not by filling the GPU. H200, llama down (K = 14336, N = 4096, 256
-  // workgroups at 2 columns, 32 lanes), bench kernels 2026-12-02: Q4_0 0.0327 ms against 0.0389 for one column
-  // in teams of 64 (1,024 workgroups), 0.0374 for four columns and 0.0443 for the earlier rule's choice; Q4_K
-  // 0.0402 against 0.0448 and 0.0482.
+  // workgroups at 2 columns, 32 lanes), bench kernels 2026-12-02, with the earlier kernel whose lanes shared
+  // chunks: Q4_0 0.0327 ms against 0.0389 for one column in teams of 64 (1,024 workgroups), 0.0374 for four
+  // columns and 0.0443 for the earlier rule's choice; Q4_K 0.0402 against 0.0448 and 0.0482.
   uint64_t sms = std::max<uint64_t>(1, tuning(device).resident_workgroups / 8);
   if (b.columns == 0) b.columns = 2;
   auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
   if (b.split == 0)
     for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < sms;) b.split *= 2;
-  // K-quants decode a chunk's scale and minimum from 6-bit fields, once per lane: two lanes to a chunk halve
-  // that (Q4_K on the shape above, 2 columns: 0.0382 ms against 0.0402 with four lanes; Q4_0 0.0330 / 0.0327).
-  if (b.unroll == 0) b.unroll = type == WeightType::Q4_K || type == WeightType::Q5_K ? 2 : kQuantChunkLanes;
+  // Two chunks a lane in flight, their loads issued together (not timed against one).
+  if (b.unroll == 0) b.unroll = 2;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);
-  if (!std::has_single_bit(b.unroll) || b.unroll > 8)
-    fail("kernel 'linear_q_matvec' ({}): {} lanes per chunk requested; 1, 2, 4 or 8", shapes(), b.unroll);
+  if (b.unroll > 2)
+    fail("kernel 'linear_q_matvec' ({}): {} chunks a lane in flight requested; 1 or 2", shapes(), b.unroll);
   // Lane c * M + m of a team stores column c of row m: at least 16 lanes.
   if (!std::has_single_bit(b.split) || b.split < 16 || b.split > kWorkgroupSize)
     fail("kernel 'linear_q_matvec' ({}): a team of {} lanes requested; a power of two from 16 to {}", shapes(),
@@ -852,7 +848,7 @@ Dispatch quant_matvec(gpu::Device& device, std::string shapes, BufferBinding x, 
                   {"ROWS", double(p.M)},
                   {"COLS", double(b.columns)},
                   {"TEAM", double(b.split)},
-                  {"CHUNK_LANES", double(b.unroll)}});
+                  {"IN_FLIGHT", double(b.unroll)}});
 }
 
 // linear() in the given arithmetic, which only the tiled prompt kernel honours (the other paths are f32).

@@ -4,13 +4,24 @@
 // with W's rows in kernels::pack_rows()'s layout (K a multiple of the block size). No fusions: the graph
 // normalises x and applies gate activations with their own dispatches for these weights (linear_can_fuse).
 // Decoding streams every weight once, so the work is cut for memory: a team of TEAM threads serves COLS output
-// columns, its lanes taking the 32-element chunks of the rows in steps of TEAM / CHUNK_LANES consecutive chunks,
-// CHUNK_LANES lanes to a chunk, so that each load instruction of a team reads a contiguous run of quants and of
-// x (pack_rows keeps a row's chunks of quants back to back); each quad of a chunk is decoded in registers and
-// the chunk's scale taken out of the lane's dot products (sum scale * q * x = scale * sum q * x, less
-// offset * sum x for formats with a minimum, the sum of x shared by the COLS columns). The lanes' sums meet in
-// workgroup memory.
-// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (u32 words), 2 bias [N] read, 3 residual read,
+// columns, each lane taking whole 32-element chunks of the rows (lane l chunks l, l + TEAM, ...; IN_FLIGHT of them
+// a pass, so that their loads are in flight together). A lane reads a chunk's quants of each column in one
+// 16-byte load (pack_rows keeps a row's chunks of quants back to back, so a team's load reads 16 * TEAM
+// contiguous bytes), decodes each quad in registers and takes the chunk's scale out of its dot products
+// (sum scale * q * x = scale * sum q * x, less offset * sum x for formats with a minimum, the sum of x shared by
+// the COLS columns). x reaches the lanes through workgroup memory: a lane's own chunk of x lies in one cache
+// line, so reading it from memory touches a line per lane and load instruction, while workgroup memory serves a
+// quarter warp's 16-byte reads in one pass when they fall in different banks. The workgroup stages x a segment
+// at a time (STAGE_QUADS vec4s for all ROWS rows), each chunk's quads rotated by its index (staged_quad), so that
+// the 8 neighbouring lanes reading quad q of 8 consecutive chunks meet 8 different groups of banks. The lanes'
+// sums meet in workgroup memory (the same array).
+// On an H200 (2026-12-03, random GGUF files, tg128 tok/s, the same call) this layout took Llama-3-8B's shape from
+// 228.8 to 252.2 in Q4_0 (bench kernels, down: 0.0330 -> 0.0298 ms) against the earlier kernel (4 lanes sharing
+// a chunk, x and words read from memory); the same lanes reading x from memory instead of staging it ran at
+// 167.9 (down 0.0431 ms). Qwen2.5-0.5B's, whose rows of 896 give a workgroup little to stage x for, lost 1.4 %
+// (Q8_0 700.3 -> 690.3); staging only for teams of at most 32 or 64 lanes lost more there (677.4, 682.0).
+// Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (vec4<u32>: a chunk's quants in one 16-byte load; a
+//                     header or high-bit word picked from its vector), 2 bias [N] read, 3 residual read,
 //                     4 out [M, out_stride] read_write, 5 params uniform.
 // Dispatch: ceil(N / (COLS * 256 / TEAM)) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
@@ -18,7 +29,7 @@
 //!include weights.wgsl
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> W: array<u32>;
+@group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read> residual: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
@@ -28,45 +39,98 @@
 //!include blocks.wgsl
 
 fn block_word(i: u32) -> u32 {
-  return W[i];
+  return W[i / 4u][i % 4u];
 }
 
-// Four word loads: W bound as vec4<u32> (a K-quant header in one 16-byte load, the quants picked out of
-// vectors) made this kernel slower on an H200 (bench kernels, llama down M=1, two calls of 2026-12-02 whose
-// f16 rows agree: Q4_K 0.0383 -> 0.0406 ms with the same passes).
 fn block_words4(i: u32) -> vec4<u32> {
-  return vec4<u32>(W[i], W[i + 1u], W[i + 2u], W[i + 3u]);
+  return W[i / 4u];
 }
 
-override ROWS: u32 = 1u;         // M, 1..4
-override COLS: u32 = 1u;         // output columns per team, 1..4
-override TEAM: u32 = 32u;        // threads per team, a power of two up to 256
-override CHUNK_LANES: u32 = 4u;  // lanes sharing a chunk: 1, 2, 4 or 8 (at most TEAM)
+override ROWS: u32 = 1u;       // M, 1..4
+override COLS: u32 = 1u;       // output columns per team, 1..4
+override TEAM: u32 = 32u;      // threads per team, a power of two from 16 to 256
+override IN_FLIGHT: u32 = 2u;  // chunks a lane takes per pass: 1 or 2
 
 const WORKGROUP_SIZE: u32 = 256u;
-var<workgroup> partial_sums: array<array<vec4<f32>, 4>, WORKGROUP_SIZE>;  // [thread][column][row]
+// x staged for a segment: ROWS rows of segment_quads() vec4s each (16 KiB); at the end, the lanes' sums
+// [thread][column] (as many vec4s).
+const STAGE_QUADS: u32 = 4u * WORKGROUP_SIZE;
+var<workgroup> staged_x: array<vec4<f32>, STAGE_QUADS>;
 
-// Adds this lane's quads of chunk `chunk` (part, part + CHUNK_LANES, ...) of the rows to acc[column][row]. The
-// quads' dot products with the integer quants are summed first and scaled once per chunk; offsets come out of
-// the sum of x: sum (scale q - offset) x = scale sum q x - offset sum x.
-fn add_chunk(chunk: u32, part: u32, rows: array<BlockRow, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
+// Quads (vec4s) of x per row in a segment: whole chunks, ROWS rows in STAGE_QUADS.
+fn segment_quads() -> u32 {
+  return STAGE_QUADS / ROWS / 8u * 8u;
+}
+
+// Where quad q of the segment's chunk c of row m lies in staged_x: chunk c's quads rotated by c, so that lanes
+// reading the same quad of 8 consecutive chunks hit 8 different 16-byte bank groups.
+fn staged_quad(m: u32, c: u32, q: u32) -> u32 {
+  return m * segment_quads() + 8u * c + (q + c) % 8u;
+}
+
+// Copies quads [first, first + count) of every row of x into staged_x.
+fn stage_x(first: u32, count: u32, lid: u32) {
+  let row_quads = params.K / 4u;
+  for (var m = 0u; m < ROWS; m++) {
+    for (var i = lid; i < count; i += WORKGROUP_SIZE) {
+      staged_x[staged_quad(m, i / 8u, i % 8u)] = x[m * row_quads + first + i];
+    }
+  }
+}
+
+// The words of chunk `chunk` of a row, loaded together: its quants (4 words, Q8_0 8) and high bits (Q5: 1 word,
+// Q6_K 2), and its header words.
+struct ChunkWords {
+  quants: array<u32, 8>,
+  high: vec2<u32>,
+  header: vec4<u32>,
+}
+
+fn chunk_words(r: BlockRow, chunk: u32) -> ChunkWords {
+  var w: ChunkWords;
+  let first = block_words4(r.quants + chunk * chunk_quant_words());
+  w.quants[0] = first.x;
+  w.quants[1] = first.y;
+  w.quants[2] = first.z;
+  w.quants[3] = first.w;
+  if (chunk_quant_words() == 8u) {
+    let second = block_words4(r.quants + chunk * 8u + 4u);
+    w.quants[4] = second.x;
+    w.quants[5] = second.y;
+    w.quants[6] = second.z;
+    w.quants[7] = second.w;
+  }
+  let high_words = chunk_high_words();
+  if (high_words > 0u) {
+    w.high.x = block_word(r.high + chunk * high_words);
+  }
+  if (high_words > 1u) {
+    w.high.y = block_word(r.high + chunk * high_words + 1u);
+  }
+  w.header = chunk_header(r, chunk);
+  return w;
+}
+
+// Adds chunk `chunk` of the rows (the segment's chunk `local`, staged) to acc[column][row]: the quads' dot
+// products with the integer quants are summed first and scaled once per chunk; offsets come out of the sum of
+// x: sum (scale q - offset) x = scale sum q x - offset sum x.
+fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
+  var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the chunk (Q6_K: scaled already)
+  var x_sums = vec4<f32>(0.0);    // [row]: sum of x over it (formats with an offset)
   var scales: array<ChunkScale, 4>;
   for (var c = 0u; c < COLS; c++) {
-    scales[c] = chunk_scale(rows[c], chunk);
+    scales[c] = chunk_scale_of(words[c].header, chunk);
   }
-  var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the lane's quads (Q6_K: scaled already)
-  var x_sums = vec4<f32>(0.0);    // [row]: sum of x over them (formats with an offset)
-  for (var j = 0u; j < 8u / CHUNK_LANES; j++) {
-    let quad = part + j * CHUNK_LANES;
+  for (var quad = 0u; quad < 8u; quad++) {
     var xs: array<vec4<f32>, 4>;
     for (var m = 0u; m < ROWS; m++) {
-      xs[m] = x[(m * params.K + 32u * chunk) / 4u + quad];
+      xs[m] = staged_x[staged_quad(m, local, quad)];
       if (blocks_have_offset()) {
         x_sums[m] += dot(xs[m], vec4<f32>(1.0));
       }
     }
     for (var c = 0u; c < COLS; c++) {
-      let q = chunk_quad(rows[c], chunk, quad);
+      let q = quad_quants(words[c].quants[quad_quant_word(quad)], words[c].high[quad_high_word(quad)], quad);
       if (WEIGHT_TYPE == 10u) {
         // Only Q6_K's two halves of a chunk have scales of their own: each quad's dot product is scaled by its
         // half's (one multiply-add a row, not a multiply per weight).
@@ -93,41 +157,61 @@ fn add_chunk(chunk: u32, part: u32, rows: array<BlockRow, 4>, acc: ptr<function,
   }
 }
 
+// Adds the lane's chunks `local`, `local + TEAM`, ... of the staged segment (`chunks` of them, the first of
+// which is the rows' chunk `first`), IN_FLIGHT a pass with all their loads issued first.
+fn add_segment(first: u32, chunks: u32, lane: u32, rows: array<BlockRow, 4>,
+               acc: ptr<function, array<vec4<f32>, 4>>) {
+  var local = lane;
+  if (IN_FLIGHT == 2u) {
+    for (; local + TEAM < chunks; local += 2u * TEAM) {
+      var a: array<ChunkWords, 4>;
+      var b: array<ChunkWords, 4>;
+      for (var c = 0u; c < COLS; c++) {
+        a[c] = chunk_words(rows[c], first + local);
+        b[c] = chunk_words(rows[c], first + local + TEAM);
+      }
+      add_chunk(first + local, local, a, acc);
+      add_chunk(first + local + TEAM, local + TEAM, b, acc);
+    }
+  }
+  for (; local < chunks; local += TEAM) {
+    var a: array<ChunkWords, 4>;
+    for (var c = 0u; c < COLS; c++) {
+      a[c] = chunk_words(rows[c], first + local);
+    }
+    add_chunk(first + local, local, a, acc);
+  }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let lane = lid % TEAM;
   let first = ((wid.x + wid.y * nwg.x) * (WORKGROUP_SIZE / TEAM) + lid / TEAM) * COLS;
   let N = params.N;
-  let chunks = params.K / 32u;
   // Columns past N read row N - 1 again and store nothing.
   var rows: array<BlockRow, 4>;
   for (var c = 0u; c < COLS; c++) {
     rows[c] = block_row(min(first + c, N - 1u), params.K);
   }
-  // CHUNK_LANES neighbouring lanes share a chunk: a load instruction of the team then reads x and the quants of
-  // its TEAM / CHUNK_LANES chunks contiguously (a lane per whole chunk would touch a cache line of x per lane,
-  // which bounds the product by the cache's line rate instead of memory).
-  let part = lane % CHUNK_LANES;
-  let chunk_step = TEAM / CHUNK_LANES;
   var acc: array<vec4<f32>, 4>;  // acc[column][row]
-  var chunk = lane / CHUNK_LANES;
-  // Two chunks a pass, so that a lane has the loads of both in flight at once. (Four a pass at 4 lanes a chunk,
-  // with W bound as vec4<u32>, was slower on an H200: llama down M=1, Q4_0 0.0330 -> 0.0426 ms, Q8_0 0.0360 ->
-  // 0.0460, f16's unchanged kernel 0.0360 / 0.0361 in the two calls, 2026-12-02.)
-  for (; chunk + chunk_step < chunks; chunk += 2u * chunk_step) {
-    add_chunk(chunk, part, rows, &acc);
-    add_chunk(chunk + chunk_step, part, rows, &acc);
+  let row_quads = params.K / 4u;
+  for (var start = 0u; start < row_quads; start += segment_quads()) {
+    let count = min(segment_quads(), row_quads - start);
+    workgroupBarrier();  // the previous segment's reads are done
+    stage_x(start, count, lid);
+    workgroupBarrier();
+    add_segment(start / 8u, count / 8u, lane, rows, &acc);
   }
-  if (chunk < chunks) {
-    add_chunk(chunk, part, rows, &acc);
+  workgroupBarrier();  // the last segment's reads are done: staged_x takes the sums
+  for (var c = 0u; c < COLS; c++) {
+    staged_x[4u * lid + c] = acc[c];
   }
-  partial_sums[lid] = acc;
   workgroupBarrier();
   for (var stride = TEAM / 2u; stride > 0u; stride /= 2u) {
     if (lane < stride) {
       for (var c = 0u; c < COLS; c++) {
-        partial_sums[lid][c] += partial_sums[lid + stride][c];
+        staged_x[4u * lid + c] += staged_x[4u * (lid + stride) + c];
       }
     }
     workgroupBarrier();
@@ -136,6 +220,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let c = lane / ROWS;
   let m = lane % ROWS;
   if (c < COLS && first + c < N) {
-    store(m, first + c, partial_sums[lid - lane][c][m]);
+    store(m, first + c, staged_x[4u * (lid - lane) + c][m]);
   }
 }
