@@ -78,12 +78,10 @@ fn stage_x(first: u32, count: u32, lid: u32) {
   }
 }
 
-// The words of chunk `chunk` of a row, loaded together: its quants (4 words, Q8_0 8) and high bits (Q5: 1 word,
-// Q6_K 2), and its header words.
+// The words of chunk `chunk` of a row, loaded together: its quants (4 words, Q8_0 8) and the rest (chunk_side).
 struct ChunkWords {
   quants: array<u32, 8>,
-  high: vec2<u32>,
-  header: vec4<u32>,
+  side: ChunkSide,
 }
 
 fn chunk_words(r: BlockRow, chunk: u32) -> ChunkWords {
@@ -100,15 +98,17 @@ fn chunk_words(r: BlockRow, chunk: u32) -> ChunkWords {
     w.quants[6] = second.z;
     w.quants[7] = second.w;
   }
-  let high_words = chunk_high_words();
-  if (high_words > 0u) {
-    w.high.x = block_word(r.high + chunk * high_words);
-  }
-  if (high_words > 1u) {
-    w.high.y = block_word(r.high + chunk * high_words + 1u);
-  }
-  w.header = chunk_header(r, chunk);
+  w.side = chunk_side(r, chunk);
   return w;
+}
+
+// Chunk `chunk`'s words of the COLS rows.
+fn columns_words(rows: array<BlockRow, 4>, chunk: u32) -> array<ChunkWords, 4> {
+  var words: array<ChunkWords, 4>;
+  for (var c = 0u; c < COLS; c++) {
+    words[c] = chunk_words(rows[c], chunk);
+  }
+  return words;
 }
 
 // Adds chunk `chunk` of the rows (the segment's chunk `local`, staged) to acc[column][row]: the quads' dot
@@ -119,7 +119,7 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
   var x_sums = vec4<f32>(0.0);    // [row]: sum of x over it (formats with an offset)
   var scales: array<ChunkScale, 4>;
   for (var c = 0u; c < COLS; c++) {
-    scales[c] = chunk_scale_of(words[c].header, chunk);
+    scales[c] = chunk_scale_of(words[c].side.header, chunk);
   }
   for (var quad = 0u; quad < 8u; quad++) {
     var xs: array<vec4<f32>, 4>;
@@ -130,7 +130,7 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
       }
     }
     for (var c = 0u; c < COLS; c++) {
-      let q = quad_quants(words[c].quants[quad_quant_word(quad)], words[c].high[quad_high_word(quad)], quad);
+      let q = quad_quants(words[c].quants[quad_quant_word(quad)], words[c].side.high[quad_high_word(quad)], quad);
       if (WEIGHT_TYPE == 10u) {
         // Only Q6_K's two halves of a chunk have scales of their own: each quad's dot product is scaled by its
         // half's (one multiply-add a row, not a multiply per weight).
@@ -164,22 +164,14 @@ fn add_segment(first: u32, chunks: u32, lane: u32, rows: array<BlockRow, 4>,
   var local = lane;
   if (IN_FLIGHT == 2u) {
     for (; local + TEAM < chunks; local += 2u * TEAM) {
-      var a: array<ChunkWords, 4>;
-      var b: array<ChunkWords, 4>;
-      for (var c = 0u; c < COLS; c++) {
-        a[c] = chunk_words(rows[c], first + local);
-        b[c] = chunk_words(rows[c], first + local + TEAM);
-      }
+      let a = columns_words(rows, first + local);
+      let b = columns_words(rows, first + local + TEAM);
       add_chunk(first + local, local, a, acc);
       add_chunk(first + local + TEAM, local + TEAM, b, acc);
     }
   }
   for (; local < chunks; local += TEAM) {
-    var a: array<ChunkWords, 4>;
-    for (var c = 0u; c < COLS; c++) {
-      a[c] = chunk_words(rows[c], first + local);
-    }
-    add_chunk(first + local, local, a, acc);
+    add_chunk(first + local, local, columns_words(rows, first + local), acc);
   }
 }
 

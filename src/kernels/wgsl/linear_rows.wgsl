@@ -6,7 +6,7 @@
 // decoding one row does, but it also does M times the FMAs, so the kernel is built to spend neither twice:
 // * its unit of work is a 16-byte piece of a weight row, 4 or 8 consecutive k of element weights; of a block
 //   row, a 32-element chunk's 16 bytes of quants (Q8_0: half its 32), each quad of 4 k of which is dequantized
-//   in registers (chunk_quad's integer quants, the chunk's scale and offset decoded once a piece: ggml's values
+//   in registers (quad_quants' integer quants, the chunk's scale and offset decoded once a piece: ggml's values
 //   bit for bit) and then feeds the same 4 * ROWS FMAs an element quad does, so the decode's cost is spread over
 //   all rows (a matrix-vector kernel takes the scale out of its sums instead, which saves a multiply a weight
 //   but serves only its few rows);
@@ -83,17 +83,10 @@ fn piece_chunk(p: u32) -> u32 {
   return p * piece_quads() / 8u;
 }
 
-// What a block piece needs beside its quants: its chunk's header words (chunk_header) and high-bit words (Q5_0,
-// Q5_1, Q5_K: one; Q6_K: two, quad_high_word).
-struct BlockSide {
-  header: vec4<u32>,
-  high: vec2<u32>,
-}
-
 // A thread's loads of one piece of its columns: w[c] column c's 16 bytes, side[c] (block types only) the rest.
 struct Loaded {
   w: array<vec4<u32>, 4>,
-  side: array<BlockSide, 4>,
+  side: array<ChunkSide, 4>,
 }
 
 // The sums: acc<g>[c][r] is row 4 g + r of column c.
@@ -169,7 +162,7 @@ fn element_quad(w: array<vec4<u32>, 4>, h: u32) -> mat4x4<f32> {
 
 // Quad `quad` of a column's chunk, as ggml dequantizes it: from the column's piece (the quad's quant word),
 // its high-bit words (side) and its chunk's scale.
-fn column_quad(w: vec4<u32>, side: BlockSide, s: ChunkScale, quad: u32) -> vec4<f32> {
+fn column_quad(w: vec4<u32>, side: ChunkSide, s: ChunkScale, quad: u32) -> vec4<f32> {
   return scaled_quad(s, quad_quants(w[quad_quant_word(quad) % 4u], side.high[quad_high_word(quad)], quad), quad);
 }
 
@@ -216,18 +209,8 @@ fn piece(p: u32, l: Loaded) {
 }
 
 // Block types: the chunk header and high-bit words of the column whose quants start at piece `row`, for piece p.
-fn block_side(row: u32, p: u32) -> BlockSide {
-  let r = block_row_at(4u * row, params.K);
-  let chunk = piece_chunk(p);
-  var side = BlockSide(chunk_header(r, chunk), vec2<u32>(0u));
-  let words = chunk_high_words();
-  if (words > 0u) {
-    side.high.x = block_word(r.high + chunk * words);
-  }
-  if (words > 1u) {
-    side.high.y = block_word(r.high + chunk * words + 1u);
-  }
-  return side;
+fn block_side(row: u32, p: u32) -> ChunkSide {
+  return chunk_side(block_row_at(4u * row, params.K), piece_chunk(p));
 }
 
 // The thread's loads for piece p: row<c> is where column c's row (its quants) starts, in pieces; zeros past COLS.

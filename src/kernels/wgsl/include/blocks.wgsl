@@ -181,8 +181,23 @@ fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
   }
 }
 
-fn chunk_scale(r: BlockRow, c: u32) -> ChunkScale {
-  return chunk_scale_of(chunk_header(r, c), c);
+// What a chunk's quants need beside them, loaded together: its header words (chunk_header) and high-bit words
+// (Q5_0, Q5_1, Q5_K: one; Q6_K: two, quad_high_word; zeros for types without high bits).
+struct ChunkSide {
+  header: vec4<u32>,
+  high: vec2<u32>,
+}
+
+fn chunk_side(r: BlockRow, c: u32) -> ChunkSide {
+  var side = ChunkSide(chunk_header(r, c), vec2<u32>(0u));
+  let words = chunk_high_words();
+  if (words > 0u) {
+    side.high.x = block_word(r.high + c * words);
+  }
+  if (words > 1u) {
+    side.high.y = block_word(r.high + c * words + 1u);
+  }
+  return side;
 }
 
 // The words quad `quad` of chunk c is decoded from (quad_quants): its quants' word and its high bits' word (0
@@ -194,12 +209,6 @@ fn quad_words(r: BlockRow, c: u32, quad: u32) -> vec2<u32> {
     high = block_word(r.high + c * chunk_high_words() + quad_high_word(quad));
   }
   return vec2<u32>(quant, high);
-}
-
-// The integer quants of elements 4 quad .. 4 quad + 3 of chunk c (zero points already subtracted).
-fn chunk_quad(r: BlockRow, c: u32, quad: u32) -> vec4<f32> {
-  let words = quad_words(r, c, quad);
-  return quad_quants(words.x, words.y, quad);
 }
 
 // Elements 4 quad .. 4 quad + 3 of chunk c, as ggml dequantizes them, from the chunk's header words
