@@ -500,6 +500,20 @@ TEST(DispatcherChoices, FollowTheMeasuredRules) {
   EXPECT_EQ(blocking(896, 151936), (std::vector<uint32_t>{2, 1, 1, 0}));   // Qwen's LM head: pairs
   EXPECT_EQ(blocking(896, 9728, {2}), (std::vector<uint32_t>{2, 1, 1, 0}));  // its gate|up pairs: never split
   EXPECT_EQ(blocking(3072, 4096, {4}), (std::vector<uint32_t>{4, 2, 4, 0}));  // 24 KiB groups split: 4 loads
+  // Block-quantized decode products: four columns a team, one chunk in flight, where that leaves half the
+  // resident workgroups (528): Llama's gate|up (896 workgroups) and LM head; two columns, two chunks elsewhere.
+  auto quant = [](uint32_t N) {
+    MatvecBlocking b = linear_q_matvec_blocking(device(), N, WeightType::Q4_0, {});
+    return std::vector<uint32_t>{b.columns, b.split, b.unroll};
+  };
+  EXPECT_EQ(quant(28672), (std::vector<uint32_t>{4, 32, 1}));   // Llama's gate|up
+  EXPECT_EQ(quant(128256), (std::vector<uint32_t>{4, 32, 1}));  // its LM head
+  EXPECT_EQ(quant(16896), (std::vector<uint32_t>{4, 32, 1}));   // 528 workgroups of 4 columns
+  EXPECT_EQ(quant(16864), (std::vector<uint32_t>{2, 32, 2}));   // 527
+  EXPECT_EQ(quant(6144), (std::vector<uint32_t>{2, 32, 2}));    // its q|k|v: 384 workgroups of 2 columns
+  EXPECT_EQ(quant(4096), (std::vector<uint32_t>{2, 32, 2}));    // its o and down
+  EXPECT_EQ(quant(9728), (std::vector<uint32_t>{2, 32, 2}));    // Qwen's gate|up
+  EXPECT_EQ(quant(896), (std::vector<uint32_t>{2, 128, 2}));    // its o: teams of 128 until the grid has an SM each
   auto workers = [](uint32_t M, uint32_t K, uint32_t N) { return linear_split_workers(device(), {M, K, N, N, 0, 0, 0}); };
   EXPECT_EQ(workers(512, 4096, 6144), 264u);   // 192 tiles of 128 x 128: one wave of shares
   EXPECT_EQ(workers(512, 4096, 4096), 264u);   // 128

@@ -810,13 +810,24 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
   // workgroups at 2 columns, 32 lanes), bench kernels 2026-12-02, with the earlier kernel whose lanes shared
   // chunks: Q4_0 0.0327 ms against 0.0389 for one column in teams of 64 (1,024 workgroups), 0.0374 for four
   // columns and 0.0443 for the earlier rule's choice; Q4_K 0.0402 against 0.0448 and 0.0482.
-  uint64_t sms = std::max<uint64_t>(1, tuning(device).resident_workgroups / 8);
-  if (b.columns == 0) b.columns = 2;
+  // Four columns where that still leaves half the resident workgroups: every workgroup stages all of x, so
+  // twice the columns halve the x staged per weight byte. H200, 2026-12-03 (bench kernels, the kernel with
+  // whole chunks a lane): llama gate_up (N = 28672, 896 workgroups at 4 columns) Q4_0 0.0503 -> 0.0494 ms, Q4_K
+  // 0.0559 -> 0.0526; down, qkv and o (128-192 workgroups of 4 columns at 32 lanes) 15-22 % slower, and no
+  // blocking of 4 columns faster than 2 there. tg128: 8B Q4_0 253.1 -> 257.2, Q4_K_M 224.0 -> 230.1, 4 sequences
+  // of Q4_0 565.8 -> 599.9.
+  uint64_t resident = tuning(device).resident_workgroups;
+  uint64_t sms = std::max<uint64_t>(1, resident / 8);
   auto grid = [&](uint64_t team) { return ceil_div(uint64_t(N) * team, uint64_t(b.columns) * kWorkgroupSize); };
+  if (b.columns == 0) {
+    b.columns = 4;
+    if (grid(kQuantTeam) < resident / 2) b.columns = 2;
+  }
   if (b.split == 0)
     for (b.split = kQuantTeam; b.split < kWorkgroupSize && grid(b.split) < sms;) b.split *= 2;
-  // Two chunks a lane in flight, their loads issued together (not timed against one).
-  if (b.unroll == 0) b.unroll = 2;
+  // Two chunks a lane in flight, their loads issued together; one at four columns, whose words then fill the
+  // registers (the gate_up rows above: Q4_0 0.0517 ms with two, Q4_K 0.0555).
+  if (b.unroll == 0) b.unroll = b.columns < 4 ? 2 : 1;
   if (b.columns > kMaxMatvecColumns)
     fail("kernel 'linear_q_matvec' ({}): {} columns per team requested, at most {}", shapes(), b.columns,
          kMaxMatvecColumns);

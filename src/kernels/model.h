@@ -238,7 +238,7 @@ MatvecBlocking linear_matvec_blocking(const gpu::Device& device, uint32_t K, uin
                                       MatvecBlocking requested = {}, bool norm_x = false);
 // The blocking linear() decodes block-quantized weights with (linear_q_matvec.wgsl; M <= kMatvecRows): `columns`
 // output columns (1..4) per team of `split` lanes (a power of two, 16..256); 0 leaves the choice to the rule;
-// `unroll` the chunks a lane has in flight (1 or 2; 0: 2); `workgroups` is unused. Throws naming the
+// `unroll` the chunks a lane has in flight (1 or 2; 0: 2, 1 at 4 columns); `workgroups` is unused. Throws naming the
 // field out of range.
 MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, WeightType type,
                                         MatvecBlocking requested = {});
