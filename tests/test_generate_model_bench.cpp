@@ -42,6 +42,11 @@ TEST(ModelBench, MeasuresEveryRowAtEveryDepth) {
     for (const char* test : {"tg6", "tg6 (top-k 20 sampling)", "tg6 (top-p 0.9 sampling)", "tg6 (host sampling)"})
       EXPECT_TRUE(rows.contains({test, depth})) << test << " at depth " << depth;
   EXPECT_EQ(results.size(), 1 + 4 * options.depths.size());
+  // Named as llama-bench names them: the depth after the test, before a variant.
+  EXPECT_EQ(llama_bench_name({"pp24", 0}), "pp24");
+  EXPECT_EQ(llama_bench_name({"tg6", 0}), "tg6");
+  EXPECT_EQ(llama_bench_name({"tg6", 40}), "tg6 @ d40");
+  EXPECT_EQ(llama_bench_name({"tg6 (host sampling)", 40}), "tg6 @ d40 (host sampling)");
   EXPECT_EQ(model.position(), 0u);
 
   options.depths = {122};

@@ -132,7 +132,8 @@ int bench_model_command(BenchModelCommand c) {
                            {"cold_first_token_seconds", cold_seconds},
                            {"results", nlohmann::json::array()}};
   for (auto& r : results)
-    report["results"].push_back({{"test", r.test}, {"depth", r.depth}, {"median_seconds", r.median_seconds},
+    report["results"].push_back({{"test", r.test}, {"name", llama_bench_name(r)}, {"depth", r.depth},
+                                 {"median_seconds", r.median_seconds},
                                  {"tokens_per_second", r.tokens_per_second}, {"seconds", r.seconds}});
   for (auto& p : profiles) report["profiles"].push_back(profile_json(p));
   if (c.json) {
@@ -143,9 +144,9 @@ int bench_model_command(BenchModelCommand c) {
               c.model.model_dir.c_str(), std::string(model.config().arch->name).c_str(), c.model.weights.c_str(),
               model.weight_bytes() / 1048576.0, model.kv_cache_bytes() / 1048576.0, model.context(),
               kernels::kv_type_name(model.kv_type()), c.model.arithmetic.c_str());
-  std::printf("%-26s %7s %14s %12s\n", "test", "depth", "median ms", "tok/s");
+  std::printf("%-40s %14s %12s\n", "test (llama-bench's names)", "median ms", "tok/s");
   for (auto& r : results)
-    std::printf("%-26s %7u %14.2f %12.1f\n", r.test.c_str(), r.depth, r.median_seconds * 1000, r.tokens_per_second);
+    std::printf("%-40s %14.2f %12.1f\n", llama_bench_name(r).c_str(), r.median_seconds * 1000, r.tokens_per_second);
   std::printf("time to first token (pp%u): %.1f ms\n", c.bench.prompt_tokens, results.front().median_seconds * 1000);
   const graph::LoadStats& load = model.load_stats();
   std::printf("load: %.0f ms (weights %.0f ms; pipelines %.0f ms: %zu created for %zu traced steps); "

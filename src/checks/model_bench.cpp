@@ -119,6 +119,12 @@ std::optional<graph::Model::GpuSampling> named_sampling(const graph::Model& mode
 
 }  // namespace
 
+std::string llama_bench_name(const ModelBenchResult& result) {
+  if (result.depth == 0) return result.test;
+  size_t variant = std::min(result.test.find(" ("), result.test.size());
+  return fmt::format("{} @ d{}{}", result.test.substr(0, variant), result.depth, result.test.substr(variant));
+}
+
 std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchOptions& options) {
   check_fits(model, options);
   std::optional<graph::Model::GpuSampling> sampled = named_sampling(model, options);

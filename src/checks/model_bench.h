@@ -36,6 +36,10 @@ struct ModelBenchResult {
   std::vector<double> seconds;  // every repeat
 };
 
+// The row's name as llama-bench writes it: "tg128", "tg128 @ d8192" at a depth, the variant after it
+// ("tg128 @ d8192 (host sampling)").
+std::string llama_bench_name(const ModelBenchResult& result);
+
 // The GPU sampling settings of a --sampling spec (see ModelBenchOptions::sampling) for a model with these
 // generation defaults; throws naming a bad key or value.
 graph::Model::GpuSampling parse_bench_sampling(const std::string& spec, const GenerationDefaults& defaults);
