@@ -7,7 +7,8 @@
 // columns, each lane taking whole 32-element chunks of the rows (lane l chunks l, l + TEAM, ...; IN_FLIGHT of them
 // a pass, so that their loads are in flight together). A lane reads a chunk's quants of each column in one
 // 16-byte load (pack_rows keeps a row's chunks of quants back to back, so a team's load reads 16 * TEAM
-// contiguous bytes), decodes each quad in registers and takes the chunk's scale out of its dot products
+// contiguous bytes), decodes each quad in registers where its values lie in their word (field_quants; x staged
+// scaled to match) and takes the chunk's scale out of its dot products
 // (sum scale * q * x = scale * sum q * x, less offset * sum x for formats with a minimum, the sum of x shared by
 // the COLS columns). x reaches the lanes through workgroup memory: a lane's own chunk of x lies in one cache
 // line, so reading it from memory touches a line per lane and load instruction, while workgroup memory serves a
@@ -20,6 +21,8 @@
 // a chunk, x and words read from memory); the same lanes reading x from memory instead of staging it ran at
 // 167.9 (down 0.0431 ms). Qwen2.5-0.5B's, whose rows of 896 give a workgroup little to stage x for, lost 1.4 %
 // (Q8_0 700.3 -> 690.3); staging only for teams of at most 32 or 64 lanes lost more there (677.4, 682.0).
+// Decoding values in place (field_quants; 2026-12-04, same call) took the 8B's Q4_0 from 258.0 to 283.7
+// (gate_up 0.0493 -> 0.0436 ms) and Q4_K_M from 230.6 to 247.1.
 // Bindings (group 0): 0 x [M, K] read (as vec4), 1 W read (vec4<u32>: a chunk's quants in one 16-byte load; a
 //                     header or high-bit word picked from its vector), 2 bias [N] read, 3 residual read,
 //                     4 out [M, out_stride] read_write, 5 params uniform.
@@ -68,12 +71,76 @@ fn staged_quad(m: u32, c: u32, q: u32) -> u32 {
   return m * segment_quads() + 8u * c + (q + c) % 8u;
 }
 
-// Copies quads [first, first + count) of every row of x into staged_x.
+// Quants are decoded where they lie in a word: a field of `width` bits at bit p (p + width <= 23), with the
+// exponent bits of 2^23 around it, is the float 2^23 + v 2^p, so one AND with (field mask << p | the sign and
+// exponent bits) and one subtraction of 2^23 + zero 2^p give (v - zero) 2^p exactly; x staged times 2^-p makes
+// each product (v - zero) x exactly. That takes one logic operation a value where moving each value down to the
+// bottom of its word took three (a shift and two masks, in the H200's machine code). The word is the chunk's word
+// of quants itself for 4-bit formats (Q4_0, Q4_1, Q4_K, Q4_G, Q4_G128: quad q < 4 the low nibbles of word q, else
+// the high nibbles of word q - 4), and the quad's biased quants as bytes (quad_bytes) for the others. Fields that
+// end above bit 22 are taken from the word shifted right by field_shift().
+fn nibbles_in_place() -> bool {
+  return WEIGHT_TYPE == 4u || WEIGHT_TYPE == 5u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 11u || WEIGHT_TYPE == 12u;
+}
+
+fn field_shift() -> u32 {
+  return select(16u, 12u, nibbles_in_place());
+}
+
+// Whether each of quad `quad`'s values is taken from the shifted word, and at which bit of its word it lies:
+// nibbles at bits 0, 8, 16, 24 (quads 0-3) or 4, 12, 20, 28 (quads 4-7), the last one or two shifted by 12;
+// bytes at 0, 8, 16, 24, the last shifted by 16 (all of Q8_0's top two bytes, whose fields are 8 bits wide).
+fn field_shifted(quad: u32) -> vec4<bool> {
+  if (nibbles_in_place()) {
+    return vec4<bool>(false, false, quad >= 4u, true);
+  }
+  return vec4<bool>(false, false, WEIGHT_TYPE == 3u, true);
+}
+
+fn field_bits(quad: u32) -> vec4<u32> {
+  if (nibbles_in_place()) {
+    return select(vec4<u32>(0u, 8u, 16u, 12u), vec4<u32>(4u, 12u, 8u, 16u), quad >= 4u);
+  }
+  return select(vec4<u32>(0u, 8u, 16u, 8u), vec4<u32>(0u, 8u, 0u, 8u), WEIGHT_TYPE == 3u);
+}
+
+fn field_mask() -> u32 {
+  switch (WEIGHT_TYPE) {
+    case 3u: { return 0xFFu; }
+    case 6u, 7u, 9u: { return 0x1Fu; }
+    case 10u: { return 0x3Fu; }
+    default: { return 0xFu; }
+  }
+}
+
+// 2^field_bits(quad) and its inverse, the x staged is scaled by, exact (the exponent field set directly).
+fn field_place(quad: u32) -> vec4<f32> {
+  return bitcast<vec4<f32>>((vec4<u32>(127u) + field_bits(quad)) << vec4<u32>(23u));
+}
+
+fn field_x_scale(quad: u32) -> vec4<f32> {
+  return bitcast<vec4<f32>>((vec4<u32>(127u) - field_bits(quad)) << vec4<u32>(23u));
+}
+
+const FIELD_EXPONENT: u32 = 0x4B000000u;  // the bits of 2^23
+const FIELD_HIGH_BITS: u32 = 0xFF800000u; // sign and exponent
+
+// Quad `quad`'s values (v - quad_zero()) 2^field_bits(quad) from its words.
+fn field_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
+  let word = select(quad_bytes(quant, high, quad), quant, nibbles_in_place());
+  let low = (word & 0x007FFFFFu) | FIELD_EXPONENT;
+  let shifted = (word >> field_shift()) | FIELD_EXPONENT;
+  let words = select(vec4<u32>(low), vec4<u32>(shifted), field_shifted(quad));
+  let masks = (vec4<u32>(field_mask()) << field_bits(quad)) | vec4<u32>(FIELD_HIGH_BITS);
+  return bitcast<vec4<f32>>(words & masks) - (vec4<f32>(8388608.0) + quad_zero() * field_place(quad));
+}
+
+// Copies quads [first, first + count) of every row of x into staged_x, times field_x_scale.
 fn stage_x(first: u32, count: u32, lid: u32) {
   let row_quads = params.K / 4u;
   for (var m = 0u; m < ROWS; m++) {
     for (var i = lid; i < count; i += WORKGROUP_SIZE) {
-      staged_x[staged_quad(m, i / 8u, i % 8u)] = x[m * row_quads + first + i];
+      staged_x[staged_quad(m, i / 8u, i % 8u)] = x[m * row_quads + first + i] * field_x_scale(i % 8u);
     }
   }
 }
@@ -126,11 +193,11 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
     for (var m = 0u; m < ROWS; m++) {
       xs[m] = staged_x[staged_quad(m, local, quad)];
       if (blocks_have_offset()) {
-        x_sums[m] += dot(xs[m], vec4<f32>(1.0));
+        x_sums[m] += dot(xs[m], field_place(quad));  // the sum of x itself
       }
     }
     for (var c = 0u; c < COLS; c++) {
-      let q = quad_quants(words[c].quants[quad_quant_word(quad)], words[c].side.high[quad_high_word(quad)], quad);
+      let q = field_quants(words[c].quants[quad_quant_word(quad)], words[c].side.high[quad_high_word(quad)], quad);
       if (WEIGHT_TYPE == 10u) {
         // Only Q6_K's two halves of a chunk have scales of their own: each quad's dot product is scaled by its
         // half's (one multiply-add a row, not a multiply per weight).

@@ -96,11 +96,12 @@ fn quad_high_word(quad: u32) -> u32 {
   return select(0u, quad / 4u, WEIGHT_TYPE == 10u);
 }
 
-// The integer quants of quad `quad` of a chunk (zero points subtracted), from its words (quad_quant_word,
-// quad_high_word; `high` unused for types without high bits).
-fn quad_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
+// The integer quants of quad `quad` of a chunk, biased to be unsigned, as the four bytes of a word (quad_bytes; from
+// its words quad_quant_word, quad_high_word; `high` unused for types without high bits), and the bias (quad_zero):
+// the quants are the bytes less the bias (quad_quants).
+fn quad_bytes(quant: u32, high: u32, quad: u32) -> u32 {
   if (WEIGHT_TYPE == 3u) {
-    return byte_floats(quant ^ 0x80808080u, 128.0);  // int8: flipping the sign bits makes b + 128
+    return quant ^ 0x80808080u;  // int8: flipping the sign bits makes b + 128
   }
   var bits = (quant >> (4u * (quad / 4u))) & 0x0F0F0F0Fu;
   if (chunk_high_words() == 1u) {
@@ -109,12 +110,21 @@ fn quad_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
   if (WEIGHT_TYPE == 10u) {
     bits |= ((high >> (2u * (quad % 4u))) & 0x03030303u) << 4u;
   }
+  return bits;
+}
+
+fn quad_zero() -> f32 {
   switch (WEIGHT_TYPE) {
-    case 4u: { return byte_floats(bits, 8.0); }
-    case 6u: { return byte_floats(bits, 16.0); }
-    case 10u: { return byte_floats(bits, 32.0); }
-    default: { return byte_floats(bits, 0.0); }
+    case 3u: { return 128.0; }
+    case 4u: { return 8.0; }
+    case 6u: { return 16.0; }
+    case 10u: { return 32.0; }
+    default: { return 0.0; }
   }
+}
+
+fn quad_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
+  return byte_floats(quad_bytes(quant, high, quad), quad_zero());
 }
 
 // Q4_K / Q5_K: sub-block j's 6-bit scale and minimum from the 12 bytes of words w (a block's words 1..3): bytes
