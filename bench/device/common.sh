@@ -45,3 +45,16 @@ machine_code() {  # machine_code COMMAND...: runs it (a gerbil binary's bench) w
    python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -1)
   tar czf "${OUT:-/tmp}/sass.tar.gz" -C /tmp sass
 }
+linear_products() {  # linear_products PATTERN SHAPE...: `bench kernels --kernel linear` of every binary of the array
+  # `binaries` on each shape (at the blockings of the array `blockings`, where set), the rows of the block types
+  # PATTERN matches (e.g. "Q4_(0|K)")
+  local pattern=$1 b shape
+  shift
+  for b in "${binaries[@]}"; do
+    for shape in "$@"; do
+      section "$(basename "$b"): $shape"
+      timeout 200 "$b" bench kernels --kernel linear --shape "$shape" ${blockings[@]+"${blockings[@]}"} |
+        grep -E "$pattern matvec" | cut -c1-120
+    done
+  done
+}

@@ -8,12 +8,7 @@ source "$(dirname "$0")/common.sh"
 binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M
-for b in "${binaries[@]}"; do
-  for shape in "llama gate_up M=1 " "llama down M=1 "; do
-    section "$(basename "$b"): $shape"
-    timeout 200 "$b" bench kernels --kernel linear --shape "$shape" | grep -E "Q[0-9]_[0-9K] matvec" | cut -c1-110
-  done
-done
+linear_products "Q[0-9]_[0-9K]" "llama gate_up M=1 " "llama down M=1 "
 wait
 for f in llama3-8b-Q4_0 llama3-8b-Q4_K_M qwen2.5-0.5b-Q8_0 qwen2.5-0.5b-Q4_K_M; do
   rounds 2 "$f" bench model --model "/tmp/$f.gguf" -p 16 -g 128 -r 2 -d 0

@@ -9,13 +9,7 @@ binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q4_K_M
 blockings=(--blocking 4,16,1 --blocking 2,16,2 --blocking 4,16,2)
-for b in "${binaries[@]}"; do
-  for shape in "llama gate_up M=1 " "llama down M=1 " "llama o M=1 "; do
-    section "$(basename "$b"): $shape"
-    timeout 200 "$b" bench kernels --kernel linear --shape "$shape" "${blockings[@]}" | grep -E "Q4_(0|K) matvec" |
-      cut -c1-120
-  done
-done
+linear_products "Q4_(0|K)" "llama gate_up M=1 " "llama down M=1 " "llama o M=1 "
 section "machine code: $(basename "$2") llama gate_up M=1"
 machine_code "$2" bench kernels --kernel linear --shape "llama gate_up M=1 " --iterations 2 > /dev/null
 python3 bench/sass/sass_summary.py /tmp/sass

@@ -11,13 +11,7 @@ binaries=("$@")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:Q4_0
 blockings=(--blocking 4,32,1 --blocking 4,32,2 --blocking 2,32,2 --blocking 1,32,2 --blocking 4,64,1)
-for b in "${binaries[@]}"; do
-  for shape in "llama gate_up M=1 " "llama down M=1 "; do
-    section "$(basename "$b"): $shape"
-    timeout 200 "$b" bench kernels --kernel linear --shape "$shape" "${blockings[@]}" | grep -E "Q4_0 matvec" |
-      cut -c1-120
-  done
-done
+linear_products "Q4_0" "llama gate_up M=1 " "llama down M=1 "
 section "machine code: $(basename "$1") llama gate_up M=1"
 machine_code "$1" bench kernels --kernel linear --shape "llama gate_up M=1 " --iterations 2 > /dev/null
 python3 bench/sass/sass_summary.py /tmp/sass
