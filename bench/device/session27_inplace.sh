@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The twenty-seventh session's second H200 call: 4-bit nibbles decoded in place (linear_q_matvec.wgsl) against
-# main (and other candidates). `bench kernels` on Llama-3-8B's gate_up, down and o at M = 1 (Q4_0 and Q4_K rows, the dispatcher's blocking
-# and teams of 16 lanes); the driver's machine code of the candidate's products (bench/sass); tg128 at depth 0 and
-# 2,048 of random Llama-3-8B Q4_0 and Q4_K_M files and a Qwen2.5-0.5B Q4_K_M one, two rounds in turn.
+# main (and other candidates). `bench kernels` on Llama-3-8B's gate_up, down and o at M = 1 (Q4_0 and Q4_K rows,
+# the dispatcher's blocking and teams of 16 lanes); the driver's machine code of the candidate's products
+# (bench/sass); tg128 at depth 0 and 2,048 of random Llama-3-8B Q4_0 and Q4_K_M files and a Qwen2.5-0.5B Q4_K_M
+# one, two rounds in turn.
 #   bench/device/session27_inplace.sh BASE CANDIDATE [OTHER...]   (from the project root; machine code of CANDIDATE)
 source "$(dirname "$0")/common.sh"
 binaries=("$@")

@@ -80,7 +80,7 @@ fn staged_quad(m: u32, c: u32, q: u32) -> u32 {
 // the high nibbles of word q - 4), and the quad's biased quants as bytes (quad_bytes) for the others. Fields that
 // end above bit 22 are taken from the word shifted right by field_shift().
 fn nibbles_in_place() -> bool {
-  return WEIGHT_TYPE == 4u || WEIGHT_TYPE == 5u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 11u || WEIGHT_TYPE == 12u;
+  return chunk_quant_words() == 4u && chunk_high_words() == 0u;  // nibbles with no high bits
 }
 
 fn field_shift() -> u32 {
@@ -104,13 +104,9 @@ fn field_bits(quad: u32) -> vec4<u32> {
   return select(vec4<u32>(0u, 8u, 16u, 8u), vec4<u32>(0u, 8u, 0u, 8u), WEIGHT_TYPE == 3u);
 }
 
+// A value's bits: Q8_0's 8; a nibble and the chunk's high bits an element (none, Q5's one, Q6_K's two) otherwise.
 fn field_mask() -> u32 {
-  switch (WEIGHT_TYPE) {
-    case 3u: { return 0xFFu; }
-    case 6u, 7u, 9u: { return 0x1Fu; }
-    case 10u: { return 0x3Fu; }
-    default: { return 0xFu; }
-  }
+  return select((16u << chunk_high_words()) - 1u, 0xFFu, WEIGHT_TYPE == 3u);
 }
 
 // 2^field_bits(quad) and its inverse, the x staged is scaled by, exact (the exponent field set directly).
