@@ -606,7 +606,9 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
   EXPECT_EQ(blocks.front().kernel, "linear_rows");
 }
 
-// Only a top-k below the count or a top-p below 1 is a cut for the levels after the first to narrow down.
+// Only a top-k below the count or a top-p below 1 is a cut for the levels after the first to narrow down; one
+// cut needs fewer levels than both (GpuSampling.FlatRowsDrawTheHostSamplersTokens runs the worst cases with the
+// levels these leave).
 TEST(SampleLevels, OnlySettingsWithACutNeedTheLevelsAfterTheFirst) {
   SampleParams p{1000, 0, 0, 0, 1.0f, 0.f, 1.f};
   EXPECT_EQ(sample_levels(p), 1u);
@@ -615,9 +617,13 @@ TEST(SampleLevels, OnlySettingsWithACutNeedTheLevelsAfterTheFirst) {
   p.top_k = 1000;  // keeps every token
   EXPECT_EQ(sample_levels(p), 1u);
   p.top_k = 999;
+  EXPECT_EQ(sample_levels(p), kSampleLevelsOneCut);
+  p.top_p = 0.9f;
   EXPECT_EQ(sample_levels(p), kSampleLevels);
   p.top_k = 0, p.top_p = std::nextafter(1.0f, 0.0f);
-  EXPECT_EQ(sample_levels(p), kSampleLevels);
+  EXPECT_EQ(sample_levels(p), kSampleLevelsOneCut);
+  p.top_k = 1000;  // no cut of its own
+  EXPECT_EQ(sample_levels(p), kSampleLevelsOneCut);
 }
 
 // Every sampling setting out of range is an error naming it (the model checks settings with the same function

@@ -1360,8 +1360,9 @@ double sample_unit(uint64_t seed, uint32_t position, uint32_t round) {
 
 uint32_t sample_levels(const SampleParams& p) {
   // sample.wgsl's first_window(): a top-k below the count or a top-p below 1 is a cut to narrow down.
-  bool cut = (p.top_k > 0 && p.top_k < p.count) || p.top_p < 1.0f;
-  return cut ? kSampleLevels : 1;
+  bool k_cut = p.top_k > 0 && p.top_k < p.count, p_cut = p.top_p < 1.0f;
+  if (k_cut && p_cut) return kSampleLevels;
+  return k_cut || p_cut ? kSampleLevelsOneCut : 1;
 }
 
 std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,

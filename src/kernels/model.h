@@ -398,10 +398,14 @@ struct SampleParams {
 };
 constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
 constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
+// The levels one cut needs at most (top-k or top-p alone): a bounds level, 4 refinements of 11 bits (51 bits of
+// position down to aligned blocks of 2^7, at most 128 tokens), then the gather.
+constexpr uint32_t kSampleLevelsOneCut = 6;
 constexpr uint32_t kMaxSampleCount = 524288;  // 256 chunks: the drawing workgroup's invocations
 uint64_t sample_candidates_words(uint32_t count);
 // The levels a step with settings `p` needs (level L is dispatch 2 + L of sample()): 1 without a top-k or top-p
-// cut (temperature and min-p alone), else kSampleLevels.
+// cut (temperature and min-p alone), kSampleLevelsOneCut with one of them, kSampleLevels with both (the top-k
+// cut's order key is narrowed down first, then top-p's cut from the top-k total).
 uint32_t sample_levels(const SampleParams& p);
 // Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
 // uniform with new settings).

@@ -35,7 +35,8 @@
 //   LEVELS covers the worst case (a bounds level and 3 refinements of 51 bits for the top-k cut's key, a bounds
 //   level and 4 for top-p's cut, 11 bits each, then the gather); a level with nothing left to do returns at once.
 //   Without a top-k or top-p cut, level 0 gathers an empty window at once: a step with such settings may leave
-//   out levels 1 on (kernels::sample_levels).
+//   out levels 1 on; with one of them, a bounds level, 4 refinements and the gather are the most it takes, and it
+//   may leave out levels 6 on (kernels::sample_levels).
 // 4: one workgroup sorts the gathered tokens (the first gathering level's window), finds the cut among them,
 //   then draws: the chunk that holds the mark from the chunks' kept sums, and the token within it.
 // Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
