@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The twenty-eighth session's fifth H200 call: llama.cpp (CUDA, flash attention; February 2025 source carried as
+# .device/llama.cpp.tar.xz, built in the call) and gerbil on random F16 GGUF files of Llama-3-8B's and
+# Qwen2.5-0.5B's shapes in the same call: long contexts (bench/peers/llama_depth_bench.sh: pp8192, tg128 at
+# depths 0, 2,048, 8,192; issue 22) and batched decoding (bench/peers/llama_batched_bench.sh: 1, 4, 16, 64
+# sequences of 128 + 128 tokens; issue 20).
+#   bench/device/session28_long.sh GERBIL   (from the project root; carry [".device"])
+source "$(dirname "$0")/common.sh"
+export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+"$GERBIL" tune | tail -1
+tar -C /tmp -xJf .device/llama.cpp.tar.xz
+(JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh /tmp/llama.cpp /tmp/llama-build \
+   >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
+builder=$!
+for f in llama3-8b qwen2.5-0.5b; do python3 bench/device/random_gguf.py $f F16 /tmp/$f-F16.gguf & done
+wait $(jobs -p | grep -v "^$builder$")
+section "files written; waiting for the llama.cpp build"
+wait "$builder"
+tail -1 /tmp/llama-build.log
+summary() {  # the comparison tables of the peer scripts (test or sequence count, both rates, the ratio)
+  grep -E '^(test |sequences|pp[0-9]|tg[0-9]| +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$|.* missing from )'
+}
+for f in qwen2.5-0.5b llama3-8b; do
+  section "long contexts, $f F16"
+  timeout 240 bench/peers/llama_depth_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 8192 0,2048,8192 | summary
+done
+for f in qwen2.5-0.5b llama3-8b; do
+  section "batched decoding, $f F16"
+  timeout 200 bench/peers/llama_batched_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 1,4,16,64 | summary
+done
+section done
