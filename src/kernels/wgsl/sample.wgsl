@@ -25,7 +25,7 @@
 // 2 level 0, 3 level L = 1 .. LEVELS - 1 (a dispatch each, of PARTIALS + L - 1 workgroups: see main()). Every
 //   workgroup works out the same window from level L - 1's window and result (level 0: from the histogram of
 //   stage 1); workgroup 0 stores it; the level's workgroups zero the next level's histogram. A level after the
-//   gather returns at once. Then by the window's mode:
+//   gather returns at once, its window left as stage 0 zeroed it (mode FITS). Then by the window's mode:
 //   FITS: gathers its tokens (at most CAPACITY) into GATHERED and sums each chunk's kept weight before the window
 //   into CHUNK_KEPT (once: later levels keep the window); BOUNDS: the smallest and largest order key in the window
 //   (a window of whole bins); REFINE: a histogram of the window's tokens in BINS sub-bins, aligned blocks of
@@ -981,13 +981,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (wid.x >= PARTIALS) {
       return;
     }
-    let previous = load_level(lid, level - 1u);
-    if (previous.window.mode == FITS) {  // gathered already (or no cut): the window stays, nothing to do
-      if (wid.x == 0u && lid == 0u) {
-        store_window(level, previous.window);
-      }
+    // Gathered already (or no cut): nothing to do. Only the previous level's mode is read, and this level's
+    // window stays as stage 0 zeroed it, mode FITS, which the next level and the draw (drawn_window: the first
+    // FITS level holds the gathered window) read as gathered before.
+    if (lid == 0u) {
+      shared_u32[0] = atomicLoad(&scratch[WINDOWS + (level - 1u) * WINDOW_WORDS]);  // its mode (first word)
+    }
+    if (workgroupUniformLoad(&shared_u32[0]) == FITS) {
       return;
     }
+    let previous = load_level(lid, level - 1u);
     let best_key = stored_best(lid);
     run_level(wid.x, lid, level, best_key, advance(lid, level, previous, key_value(best_key)));
   } else {
