@@ -4,9 +4,11 @@
 # Qwen2.5-0.5B's shapes in the same call: long contexts (bench/peers/llama_depth_bench.sh: pp8192, tg128 at
 # depths 0, 2,048, 8,192; issue 22) and batched decoding (bench/peers/llama_batched_bench.sh: 1, 4, 16, 64
 # sequences of 128 + 128 tokens; issue 20).
-#   bench/device/session28_long.sh GERBIL   (from the project root; carry [".device"])
+#   bench/device/session28_long.sh GERBIL [PARTS]   (from the project root; carry [".device"])
+# PARTS: "depth batched" (default), or one of them (the seventh call ran "batched" alone).
 source "$(dirname "$0")/common.sh"
 export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
+parts=${2:-depth batched}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$GERBIL" tune | tail -1
 tar -C /tmp -xJf .device/llama.cpp.tar.xz
@@ -22,10 +24,12 @@ summary() {  # the comparison tables of the peer scripts (test or sequence count
   grep -E '^(test |sequences|pp[0-9]|tg[0-9]| +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$|.* missing from )'
 }
 for f in qwen2.5-0.5b llama3-8b; do
+  [[ $parts == *depth* ]] || break
   section "long contexts, $f F16"
   timeout 240 bench/peers/llama_depth_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 8192 0,2048,8192 | summary
 done
 for f in qwen2.5-0.5b llama3-8b; do
+  [[ $parts == *batched* ]] || break
   section "batched decoding, $f F16"
   timeout 200 bench/peers/llama_batched_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 1,4,16,64 | summary
 done
