@@ -506,6 +506,11 @@ fn store_window(level: u32, w: Window) {
     atomicStore(&scratch[WINDOWS + level * WINDOW_WORDS + j], words[j]);
   }
 }
+// Level `level`'s window mode alone (store_window's first word).
+fn window_mode(level: u32) -> u32 {
+  return atomicLoad(&scratch[WINDOWS + level * WINDOW_WORDS]);
+}
+
 // Level `level`'s window and key bounds, the same in every invocation.
 struct Level {
   window: Window,
@@ -918,15 +923,15 @@ fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
   return draw_span(lid, chunk * CHUNK, min(chunk * CHUNK + CHUNK, params.count), chunk_mark, best, cut);
 }
 
-// The window the draw takes: the first level's whose tokens were gathered (FITS), which every later level keeps.
-// A step may leave out the levels its settings cannot need (kernels::sample_levels); their windows stay as stage
-// 0 zeroed them (mode FITS, nothing gathered), after the first gathered one. LEVELS is enough for every row: with
+// The window the draw takes: the first level's whose tokens were gathered (FITS). The levels after it, and those a
+// step leaves out because its settings cannot need them (kernels::sample_levels), keep their windows as stage 0
+// zeroed them (mode FITS, nothing gathered). LEVELS is enough for every row: with
 // none gathered, the last level's.
 fn drawn_window(lid: u32) -> Window {
   if (lid == 0u) {
     var drawn = LEVELS - 1u;
     for (var level = 0u; level < LEVELS; level++) {
-      if (atomicLoad(&scratch[WINDOWS + level * WINDOW_WORDS]) == FITS) {  // the mode, store_window's first word
+      if (window_mode(level) == FITS) {
         drawn = level;
         break;
       }
@@ -985,7 +990,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // window stays as stage 0 zeroed it, mode FITS, which the next level and the draw (drawn_window: the first
     // FITS level holds the gathered window) read as gathered before.
     if (lid == 0u) {
-      shared_u32[0] = atomicLoad(&scratch[WINDOWS + (level - 1u) * WINDOW_WORDS]);  // its mode (first word)
+      shared_u32[0] = window_mode(level - 1u);
     }
     if (workgroupUniformLoad(&shared_u32[0]) == FITS) {
       return;
