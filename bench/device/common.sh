@@ -58,3 +58,15 @@ linear_products() {  # linear_products PATTERN SHAPE...: `bench kernels --kernel
     done
   done
 }
+start_llama_cpp_build() {  # llama.cpp's source from .device/llama.cpp.tar.xz, built into /tmp/llama-build on all cores
+  # but two, niced, in the background (bench/peers/build_llama_cpp.sh; its log /tmp/llama-build.log); `builder` is
+  # its job's pid, for `wait "$builder"`
+  tar -C /tmp -xJf .device/llama.cpp.tar.xz
+  (JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh /tmp/llama.cpp /tmp/llama-build \
+     >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
+  builder=$!
+}
+peer_tables() {  # the comparison tables of bench/peers' scripts (test or sequence count, both rates, the ratio),
+  # without the raw reports printed before them
+  grep -E '^(test |sequences|pp[0-9]|tg[0-9]| +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$|.* missing from )'
+}

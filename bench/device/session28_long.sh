@@ -11,26 +11,20 @@ export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
 parts=${2:-depth batched}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$GERBIL" tune | tail -1
-tar -C /tmp -xJf .device/llama.cpp.tar.xz
-(JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh /tmp/llama.cpp /tmp/llama-build \
-   >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
-builder=$!
+start_llama_cpp_build
 for f in llama3-8b qwen2.5-0.5b; do python3 bench/device/random_gguf.py $f F16 /tmp/$f-F16.gguf & done
 wait $(jobs -p | grep -v "^$builder$")
 section "files written; waiting for the llama.cpp build"
 wait "$builder"
 tail -1 /tmp/llama-build.log
-summary() {  # the comparison tables of the peer scripts (test or sequence count, both rates, the ratio)
-  grep -E '^(test |sequences|pp[0-9]|tg[0-9]| +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$|.* missing from )'
-}
 for f in qwen2.5-0.5b llama3-8b; do
   [[ $parts == *depth* ]] || break
   section "long contexts, $f F16"
-  timeout 240 bench/peers/llama_depth_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 8192 0,2048,8192 | summary
+  timeout 240 bench/peers/llama_depth_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 8192 0,2048,8192 | peer_tables
 done
 for f in qwen2.5-0.5b llama3-8b; do
   [[ $parts == *batched* ]] || break
   section "batched decoding, $f F16"
-  timeout 200 bench/peers/llama_batched_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 1,4,16,64 | summary
+  timeout 200 bench/peers/llama_batched_bench.sh /tmp/llama-build /tmp/$f-F16.gguf 1,4,16,64 | peer_tables
 done
 section done

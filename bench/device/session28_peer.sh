@@ -11,10 +11,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 section "the adapter's tuning, before anything else loads the machine"
 "$GERBIL" tune | tail -2
 section "build llama.cpp in the background"
-tar -C /tmp -xJf .device/llama.cpp.tar.xz
-(JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh /tmp/llama.cpp /tmp/llama-build \
-   >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
-builder=$!
+start_llama_cpp_build
 files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)
 for f in "${files[@]}"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf" & done
 wait $(jobs -p | grep -v "^$builder$")
@@ -23,6 +20,6 @@ wait "$builder"
 tail -2 /tmp/llama-build.log
 for f in "${files[@]}"; do
   section "llama.cpp and gerbil on ${f/:/-}"
-  timeout 150 bench/peers/llama_bench.sh /tmp/llama-build "/tmp/${f/:/-}.gguf" -r 3 | grep -vE '^ *[]{}["]|^== '
+  timeout 150 bench/peers/llama_bench.sh /tmp/llama-build "/tmp/${f/:/-}.gguf" -r 3 | peer_tables
 done
 section done
