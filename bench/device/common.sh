@@ -25,6 +25,15 @@ rounds() {  # rounds N LABEL ARGS...: `each` N times over, the binaries taking t
 random_ggufs() {  # random_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each (random_gguf.py), in the background
   (for f in "$@"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf"; done) &
 }
+f16_models() {  # f16_models GERBIL qwen|llama ...: random f16 weights (gerbil synth, seed 1) of Qwen2.5-0.5B's shape
+  # in /tmp/q, of Llama-3-8B's in /tmp/l8
+  local g=$1 shape
+  shift
+  for shape in "$@"; do case $shape in
+    qwen) "$g" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --out /tmp/q > /dev/null ;;
+    llama) "$g" synth --preset llama3-8b --dtype f16 --seed 1 --out /tmp/l8 > /dev/null ;;
+  esac; done
+}
 # The random GGUF files the decode-product calls time: Llama-3-8B's shape in Q4_0 and Q4_K_M, Qwen2.5-0.5B's in
 # Q8_0 and Q4_K_M.
 quant_files=(llama3-8b:Q4_0 llama3-8b:Q4_K_M qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M)

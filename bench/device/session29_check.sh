@@ -6,7 +6,7 @@
 source "$(dirname "$0")/common.sh"
 binaries=("$1" "$2")
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
-"$1" synth --preset llama3-8b --dtype f16 --seed 1 --out /tmp/l8 > /dev/null
+f16_models "$1" llama
 rounds 2 "8B f16" bench model --model /tmp/l8 -p 128 -g 32 --batch 64
 each "8B f16" bench model --model /tmp/l8 -p 128 -g 32 --batch 16,32,64
 section done

@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 binaries=("$1" "$2" "$3")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:Q4_0 llama3-8b:Q4_K_M
-"$1" synth --preset llama3-8b --dtype f16 --seed 1 --out /tmp/l8 > /dev/null
+f16_models "$1" llama
 rounds 2 "8B f16" bench model --model /tmp/l8 -p 128 -g 32 --batch 16,32,64
 wait
 rounds 2 "8B Q4_0" bench model --model /tmp/llama3-8b-Q4_0.gguf -p 128 -g 32 --batch 32,64

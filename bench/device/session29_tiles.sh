@@ -10,8 +10,7 @@ source "$(dirname "$0")/common.sh"
 binaries=("$1" "$2")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 random_ggufs llama3-8b:Q4_0
-"$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --out /tmp/q > /dev/null
-"$1" synth --preset llama3-8b --dtype f16 --seed 1 --out /tmp/l8 > /dev/null
+f16_models "$1" qwen llama
 for b in "${binaries[@]}"; do
   section "$(basename "$b"): products of 17 to 64 rows"
   timeout 200 "$b" bench kernels --kernel linear --shape "M=" | grep -E "M=(17|32|64) " | grep -E "(f16|Q4_0)" |
