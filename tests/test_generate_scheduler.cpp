@@ -3,12 +3,14 @@
 // same greedy tokens as each answered alone, and as transformers; cancellation frees a slot; a request that cannot
 // run is refused.
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -301,6 +303,35 @@ TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {
   // The slot serves the next request as if nothing had happened.
   Generation next = scheduler.run(greedy_request({4, 5, 6}, 5));
   EXPECT_EQ(next.tokens.size(), 5u);
+}
+
+// A shutdown that does not finish, called while an earlier one lets a sequence finish (the server's second
+// Ctrl-C), cancels that sequence, and both calls return once the scheduler has stopped.
+TEST_F(SchedulerTest, ASecondShutdownCancelsWhatTheFirstLetsFinish) {
+  Scheduler scheduler(*model_, nullptr, {.parallel = 2});
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t seen = 0;
+  std::optional<Generation> result;
+  scheduler.submit(greedy_request({1, 2, 3}, 30), [&](const SequenceEvent& event) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // 30 tokens take 0.6 s: both calls land mid-way
+    std::lock_guard lock(mutex);
+    seen += event.ids.size();
+    if (event.done) result = event.result;
+    changed.notify_all();
+    return true;
+  });
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return seen >= 2 || result; });
+  }
+  std::thread finishing([&] { scheduler.shutdown(/*finish=*/true); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  scheduler.shutdown(/*finish=*/false);
+  finishing.join();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->finish, FinishReason::Cancelled);
+  EXPECT_LT(result->tokens.size(), 30u);
 }
 
 // A callback that throws on its third event cancels its sequence there (the exception goes no further), and

@@ -166,12 +166,12 @@ void Scheduler::cancel(uint64_t id) {
 void Scheduler::shutdown(bool finish) {
   {
     std::lock_guard lock(mutex_);
-    if (!stopping_) {
-      stopping_ = true;
-      finish_on_stop_ = finish;
-    }
+    // The first call decides; a later one may still turn finishing into cancelling, never back.
+    finish_on_stop_ = stopping_ ? finish_on_stop_ && finish : finish;
+    stopping_ = true;
     wake_.notify_all();
   }
+  std::lock_guard join(join_mutex_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -393,6 +393,11 @@ void Scheduler::record_blocks() {
 // stops so that the next step batches them.
 bool Scheduler::newcomer_can_join() const { return waiting_ > 0 && slots_.size() > 1; }
 
+bool Scheduler::cancelling_all() const {
+  std::lock_guard lock(mutex_);
+  return stopping_ && !finish_on_stop_;
+}
+
 // A step of decoding sequences that all pick greedily with nothing to mask or report: each one's next id is
 // picked on the GPU and only the ids come back, not the logits. Returns false, doing nothing, where that does not
 // apply.
@@ -458,7 +463,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
     if (!accept(slot, id)) return false;  // finished: `s` is gone
     deliver(s);
-    return !s.cancelled && !newcomer_can_join();
+    return !s.cancelled && !newcomer_can_join() && !cancelling_all();
   };
   try {
     if (argmax)

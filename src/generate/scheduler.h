@@ -107,7 +107,9 @@ class Scheduler {
   Generation run(SequenceRequest request, const TextCallback& on_text = {},
                  const std::atomic<bool>* cancel = nullptr);
 
-  // Stops taking requests; with `finish`, lets queued and running ones end, else cancels them. Then waits.
+  // Stops taking requests; with `finish`, lets queued and running ones end, else cancels them. Then waits. A
+  // later call without `finish` cancels what an earlier one was letting end (a second Ctrl-C); any thread may
+  // call it, and each returns once the scheduler has stopped.
   void shutdown(bool finish);
 
   // Forgets the conversations the idle slots' caches hold: the next requests compute their whole prompts.
@@ -125,6 +127,8 @@ class Scheduler {
   void admit();
   void step();
   bool newcomer_can_join() const;
+  // Whether a shutdown has asked to cancel what runs.
+  bool cancelling_all() const;
   bool decode_solo_on_gpu(Slot& slot);
   bool decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments);
   void draw(Slot& slot, std::span<float> logits);
@@ -154,6 +158,7 @@ class Scheduler {
   uint64_t next_id_ = 1;
   uint64_t admitted_ = 0;  // admissions so far: orders slots by last use
   bool stopping_ = false, finish_on_stop_ = false;
+  std::mutex join_mutex_;  // one shutdown() joins the thread at a time
   std::thread thread_;
 };
 
