@@ -273,30 +273,47 @@ class SchedulerTest : public ::testing::Test {
   std::optional<graph::Model> model_;
 };
 
+// A submitted request's events as they come: the ids so far and, at the end, the result.
+class Watched {
+ public:
+  // The callback to submit with; each event first waits `delay` (on the scheduler's thread).
+  SequenceCallback callback(std::chrono::milliseconds delay = {}) {
+    return [this, delay](const SequenceEvent& event) {
+      std::this_thread::sleep_for(delay);
+      std::lock_guard lock(mutex_);
+      seen_ += event.ids.size();
+      if (event.done) result_ = event.result;
+      changed_.notify_all();
+      return true;
+    };
+  }
+  // Waits until `ids` ids have come, or the end.
+  void wait_for(size_t ids) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return seen_ >= ids || result_; });
+  }
+  const Generation& result() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return result_.has_value(); });
+    return *result_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  size_t seen_ = 0;
+  std::optional<Generation> result_;
+};
+
 TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {
+  Watched watched;  // outlives the scheduler, which holds its callback
   Scheduler scheduler(*model_, nullptr, {.parallel = 2});
-  std::mutex mutex;
-  std::condition_variable changed;
-  size_t seen = 0;
-  std::optional<Generation> result;
-  uint64_t id = scheduler.submit(greedy_request({1, 2, 3}, 30), [&](const SequenceEvent& event) {
-    std::lock_guard lock(mutex);
-    seen += event.ids.size();
-    if (event.done) result = event.result;
-    changed.notify_all();
-    return true;
-  });
-  {
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return seen >= 2 || result; });
-  }
+  uint64_t id = scheduler.submit(greedy_request({1, 2, 3}, 30), watched.callback());
+  watched.wait_for(2);
   scheduler.cancel(id);
-  {
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return result.has_value(); });
-  }
-  EXPECT_EQ(result->finish, FinishReason::Cancelled);
-  EXPECT_LT(result->tokens.size(), 30u);
+  const Generation& result = watched.result();
+  EXPECT_EQ(result.finish, FinishReason::Cancelled);
+  EXPECT_LT(result.tokens.size(), 30u);
   SchedulerStats stats = scheduler.stats();
   EXPECT_EQ(stats.cancelled, 1u);
   EXPECT_EQ(stats.active, 0u);
@@ -308,30 +325,18 @@ TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {
 // A shutdown that does not finish, called while an earlier one lets a sequence finish (the server's second
 // Ctrl-C), cancels that sequence, and both calls return once the scheduler has stopped.
 TEST_F(SchedulerTest, ASecondShutdownCancelsWhatTheFirstLetsFinish) {
+  Watched watched;  // outlives the scheduler, which holds its callback
   Scheduler scheduler(*model_, nullptr, {.parallel = 2});
-  std::mutex mutex;
-  std::condition_variable changed;
-  size_t seen = 0;
-  std::optional<Generation> result;
-  scheduler.submit(greedy_request({1, 2, 3}, 30), [&](const SequenceEvent& event) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // 30 tokens take 0.6 s: both calls land mid-way
-    std::lock_guard lock(mutex);
-    seen += event.ids.size();
-    if (event.done) result = event.result;
-    changed.notify_all();
-    return true;
-  });
-  {
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return seen >= 2 || result; });
-  }
+  // 20 ms an event: 30 tokens take 0.6 s, and both calls land mid-way.
+  scheduler.submit(greedy_request({1, 2, 3}, 30), watched.callback(std::chrono::milliseconds(20)));
+  watched.wait_for(2);
   std::thread finishing([&] { scheduler.shutdown(/*finish=*/true); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   scheduler.shutdown(/*finish=*/false);
   finishing.join();
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->finish, FinishReason::Cancelled);
-  EXPECT_LT(result->tokens.size(), 30u);
+  const Generation& result = watched.result();
+  EXPECT_EQ(result.finish, FinishReason::Cancelled);
+  EXPECT_LT(result.tokens.size(), 30u);
 }
 
 // A callback that throws on its third event cancels its sequence there (the exception goes no further), and
