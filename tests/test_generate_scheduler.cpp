@@ -11,7 +11,9 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,7 @@
 #include "model/weights.h"
 #include "support/device.h"
 #include "support/paths.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gerbil {
 namespace {
@@ -355,6 +358,95 @@ TEST_F(SchedulerTest, ACallbackThatThrowsCancelsOnlyItsSequence) {
   EXPECT_EQ(g.finish, FinishReason::Cancelled);
   EXPECT_EQ(g.tokens.size(), 3u);
   EXPECT_EQ(scheduler.run(greedy_request({7, 8, 9}, 6)).tokens, expected.tokens);
+}
+
+// A tokenizer of VOCAB ids whose texts are "<0>", "<1>", ...; its decoder rewrites "<A><B>" (A then B) as
+// "rewritten", so a stream decoder that has returned "<A>" fails at B: its text changed after it was returned.
+Tokenizer rewriting_tokenizer(int32_t vocab, int32_t a, int32_t b) {
+  nlohmann::json ids = nlohmann::json::object();
+  for (int32_t id = 0; id < vocab; ++id) ids[fmt::format("<{}>", id)] = id;
+  nlohmann::json json = {
+      {"model", {{"type", "BPE"}, {"vocab", ids}, {"merges", nlohmann::json::array()}}},
+      {"decoder",
+       {{"type", "Sequence"},
+        {"decoders",
+         {{{"type", "Fuse"}},
+          {{"type", "Replace"}, {"pattern", {{"String", fmt::format("<{}><{}>", a, b)}}}, {"content", "rewritten"}}}}}}};
+  return Tokenizer::from_json(json, "rewriting.json");
+}
+
+// A sequence whose stream decoder throws while it decodes in a batch with another (its ids picked on the GPU)
+// ends with that error, and the scheduler goes on: before, the exception left the scheduler's thread and ended
+// the process.
+TEST_F(SchedulerTest, ADecoderErrorInABatchEndsOnlyThatSequence) {
+  ASSERT_TRUE(model_->can_pick_in_batch());
+  const std::vector<int32_t> prompt = {11, 12, 13};
+  std::vector<int32_t> answer = Scheduler(*model_, nullptr).run(greedy_request(prompt, 8)).tokens;
+  // The first pair of successive ids from the third on that did not come earlier: the decoder fails there.
+  auto pair_came_earlier = [&](size_t i) {
+    for (size_t j = 1; j < i; ++j)
+      if (answer[j - 1] == answer[i - 1] && answer[j] == answer[i]) return true;
+    return false;
+  };
+  size_t fails_at = 2;
+  while (fails_at < answer.size() && pair_came_earlier(fails_at)) ++fails_at;
+  ASSERT_LT(fails_at, answer.size()) << "the answer repeats one pair of ids";
+  Tokenizer tokenizer = rewriting_tokenizer(int32_t(model_->token_count()), answer[fails_at - 1], answer[fails_at]);
+
+  Scheduler scheduler(*model_, &tokenizer, {.parallel = 2});
+  // The second request is queued before the first's second step: from the third step on, both decode together.
+  std::promise<void> second_queued;
+  std::shared_future<void> queued = second_queued.get_future().share();
+  std::promise<SequenceEvent> first_done, second_done;
+  bool first_event = true;
+  scheduler.submit(greedy_request(prompt, 8), [&](const SequenceEvent& event) {
+    if (std::exchange(first_event, false)) queued.wait();
+    if (event.done) first_done.set_value(event);
+    return true;
+  });
+  scheduler.submit(greedy_request(prompt, 8), [&](const SequenceEvent& event) {
+    if (event.done) second_done.set_value(event);
+    return true;
+  });
+  second_queued.set_value();
+  for (auto* done : {&first_done, &second_done}) {
+    SequenceEvent last = done->get_future().get();
+    EXPECT_THAT(last.error, HasSubstr("changed text that was already returned"));
+    EXPECT_EQ(last.result.tokens, std::vector<int32_t>(answer.begin(), answer.begin() + std::ptrdiff_t(fails_at) + 1));
+  }
+  EXPECT_EQ(scheduler.stats().failed, 2u);
+  EXPECT_EQ(scheduler.run(greedy_request(prompt, 1)).tokens, std::vector<int32_t>{answer[0]});
+}
+
+// Log-probabilities come one per delivered id, each for its id: the end-of-sequence id that ends an answer is not
+// part of it and has none.
+TEST_F(SchedulerTest, LogprobsComeOnePerDeliveredId) {
+  const std::vector<int32_t> prompt = {21, 22, 23};
+  std::vector<int32_t> answer = Scheduler(*model_, nullptr).run(greedy_request(prompt, 6)).tokens;
+  // The first id that did not come earlier ends the answer there.
+  size_t ends_at = 1;
+  while (ends_at < answer.size() && std::count(answer.begin(), answer.begin() + std::ptrdiff_t(ends_at), answer[ends_at]))
+    ++ends_at;
+  ASSERT_LT(ends_at, answer.size()) << "the answer repeats one id";
+  SequenceRequest request = greedy_request(prompt, 6);
+  request.options.ignore_eos = false;
+  request.options.stop_ids = {answer[ends_at]};
+  request.logprobs = true;
+  std::vector<int32_t> ids;
+  std::vector<StepLogprobs> logprobs;
+  std::promise<FinishReason> finished;
+  Scheduler scheduler(*model_, nullptr);
+  scheduler.submit(std::move(request), [&](const SequenceEvent& event) {
+    EXPECT_EQ(event.logprobs.size(), event.ids.size());
+    ids.insert(ids.end(), event.ids.begin(), event.ids.end());
+    logprobs.insert(logprobs.end(), event.logprobs.begin(), event.logprobs.end());
+    if (event.done) finished.set_value(event.result.finish);
+    return true;
+  });
+  EXPECT_EQ(finished.get_future().get(), FinishReason::EndOfSequence);
+  EXPECT_EQ(ids, std::vector<int32_t>(answer.begin(), answer.begin() + std::ptrdiff_t(ends_at)));
+  ASSERT_EQ(logprobs.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(logprobs[i].chosen.id, ids[i]) << "id " << i;
 }
 
 TEST_F(SchedulerTest, ZeroNewTokensGenerateNothing) {

@@ -326,7 +326,7 @@ void Scheduler::step() {
     try {
       draw(*owners[i], std::span(logits).subspan(i * vocab, vocab));
     } catch (const std::exception& e) {
-      finish(*owners[i], FinishReason::Cancelled, e.what());
+      abandon(*owners[i], e.what());
     }
   }
   record_blocks();
@@ -423,8 +423,11 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
                          model_.position(slot.index) - 1));
       continue;
     }
-    Sequence& s = *slot.sequence;
-    if (accept(slot, int32_t(picked[i]))) deliver(s);
+    try {
+      if (accept(slot, int32_t(picked[i]))) deliver(*slot.sequence);
+    } catch (const std::exception& e) {
+      abandon(slot, e.what());
+    }
   }
   return true;
 }
@@ -472,7 +475,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
       model_.decode_sampled(first, steps, on_gpu, s.history, on_token, slot.index);
   } catch (const std::exception& e) {
     slot.cached.resize(std::min(slot.cached.size(), size_t(model_.position(slot.index))));
-    if (slot.sequence) finish(slot, FinishReason::Cancelled, e.what());
+    abandon(slot, e.what());
     return true;
   }
   if (slot.sequence) slot.cached.resize(model_.position(slot.index));
@@ -488,13 +491,15 @@ void Scheduler::draw(Slot& slot, std::span<float> logits) {
   if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
   // The position of the token fed (the step has moved past it), as the GPU sampler hashes it.
   int32_t id = s.sampler.sample(logits, s.history, model_.position(slot.index) - 1);
-  if (raw) s.pending.logprobs.push_back(logprobs_of(*raw, id, s.request.top_logprobs));
+  std::optional<StepLogprobs> logprobs;
+  if (raw) logprobs = logprobs_of(*raw, id, s.request.top_logprobs);
   if (s.request.constraint) s.request.constraint->accept(id);
-  if (accept(slot, id)) deliver(s);  // else finished, and `s` is gone
+  if (accept(slot, id, std::move(logprobs))) deliver(s);  // else finished, and `s` is gone
 }
 
-// Takes one drawn id; returns whether the sequence goes on (else it is finished and its slot free).
-bool Scheduler::accept(Slot& slot, int32_t id) {
+// Takes one drawn id (and its log-probabilities, where asked); returns whether the sequence goes on (else it is
+// finished and its slot free).
+bool Scheduler::accept(Slot& slot, int32_t id, std::optional<StepLogprobs> logprobs) {
   Sequence& s = *slot.sequence;
   const GenerateOptions& o = s.options();
   if (s.result.tokens.empty()) s.result.stats.time_to_first_token = seconds_since(s.start);
@@ -504,8 +509,10 @@ bool Scheduler::accept(Slot& slot, int32_t id) {
     finish(slot, FinishReason::EndOfSequence);
     return false;
   }
+  // An end-of-sequence id is not part of the answer, nor are its log-probabilities: one entry per id delivered.
   s.result.tokens.push_back(id);
   s.pending.ids.push_back(id);
+  if (logprobs) s.pending.logprobs.push_back(std::move(*logprobs));
   if (s.decoder) {
     bool hit = false;
     std::string piece = s.filter.add(s.decoder->step(id), hit);
@@ -582,6 +589,12 @@ void Scheduler::finish(Slot& slot, FinishReason reason, std::string error) {
     stats_.generated_tokens += s.result.tokens.size();
   }
   deliver(s);
+}
+
+// An exception while taking the sequence's id (from its stream decoder, say) ends it with that error; it may
+// have been thrown after the sequence finished.
+void Scheduler::abandon(Slot& slot, const std::string& error) {
+  if (slot.sequence) finish(slot, FinishReason::Cancelled, error);
 }
 
 void Scheduler::finish_unstarted(std::unique_ptr<Sequence> sequence) {

@@ -132,9 +132,10 @@ class Scheduler {
   bool decode_solo_on_gpu(Slot& slot);
   bool decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments);
   void draw(Slot& slot, std::span<float> logits);
-  bool accept(Slot& slot, int32_t id);
+  bool accept(Slot& slot, int32_t id, std::optional<StepLogprobs> logprobs = {});
   void deliver(Sequence& sequence);
   void finish(Slot& slot, FinishReason reason, std::string error = {});
+  void abandon(Slot& slot, const std::string& error);
   void finish_unstarted(std::unique_ptr<Sequence> sequence);
   // Gives idle slots' cached blocks back, least recently used first, until `needed` blocks are free or no idle
   // slot holds any.

@@ -320,13 +320,11 @@ struct Server::Impl {
       if (!event) return false;
       size_t offset = job_->text.size();
       job_->take(*event);
-      if (!event->text.empty() && !hold_text_) {
-        ordered_json delta = {{"content", event->text}};
-        if (!call_id_.empty())
-          delta = {{"tool_calls", ordered_json::array({{{"index", 0}, {"function", {{"arguments", event->text}}}}})}};
-        if (answer_) delta = answer_->feed(event->text);
-        ordered_json logprobs = server_.logprobs_json(*job_, event->logprobs, offset);
-        // Text held back (a marker or call being written) sends nothing, unless its log-probabilities are due.
+      // Ids whose text is held back (part of a character, of a stop string, of a marker or a call being written)
+      // send their log-probabilities with an empty delta.
+      if (!hold_text_ && (!event->text.empty() || !event->logprobs.empty())) {
+        ordered_json delta = event->text.empty() ? ordered_json::object() : text_delta(event->text);
+        ordered_json logprobs = event->logprobs.empty() ? nullptr : server_.logprobs_json(*job_, event->logprobs, offset);
         if ((!delta.empty() || !logprobs.is_null()) && !write(sink, stream_chunk(head, delta, logprobs, nullptr, usage)))
           return false;
       }
@@ -369,6 +367,14 @@ struct Server::Impl {
     int status() const { return status_; }
 
    private:
+    // The delta that streams TEXT: the answer's content (or reasoning, or a tool call it parsed), or the named
+    // tool call's arguments.
+    ordered_json text_delta(const std::string& text) {
+      if (answer_) return answer_->feed(text);
+      if (!call_id_.empty())
+        return {{"tool_calls", ordered_json::array({{{"index", 0}, {"function", {{"arguments", text}}}}})}};
+      return {{"content", text}};
+    }
     bool write(httplib::DataSink& sink, const ordered_json& chunk) { return write_raw(sink, sse(chunk)); }
     bool write_raw(httplib::DataSink& sink, const std::string& text) { return sink.write(text.data(), text.size()); }
 

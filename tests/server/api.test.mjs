@@ -81,6 +81,20 @@ test('chat logprobs: one entry per token with its top alternatives', { skip: noC
   }
 });
 
+test('streamed logprobs: one entry per token, also while its text is held back', { skip: noClient }, async () => {
+  const ask = { ...greedy, prompt: 'Once upon a time', max_tokens: 6, logprobs: 1 };
+  const whole = (await openai.completions.create(ask)).choices[0];
+  assert.equal(whole.logprobs.tokens.length, 6);
+  // A stop string that starts as the answer does but never comes: the first token's text waits until the
+  // second shows it is not the stop string.
+  const stop = whole.logprobs.tokens[0] + '\u2603';
+  const chunks = await streamText(await openai.completions.create({ ...ask, stop: [stop], stream: true }));
+  assert.equal(chunks.map((c) => c.choices[0]?.text ?? '').join(''), whole.text);
+  const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.tokens ?? []);
+  assert.deepEqual(streamed, whole.logprobs.tokens);
+  assert.deepEqual(chunks.flatMap((c) => c.choices[0]?.logprobs?.token_logprobs ?? []), whole.logprobs.token_logprobs);
+});
+
 test('stop strings cut the answer before their first occurrence', { skip: noClient }, async () => {
   const free = (await openai.completions.create({ ...greedy, prompt: 'Hello', max_tokens: 12 })).choices[0].text;
   assert.ok(free.length > 4, `answer long enough to cut: ${JSON.stringify(free)}`);
