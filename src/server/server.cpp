@@ -92,6 +92,8 @@ struct Server::Impl {
   ModelLoader loader;
   httplib::Server http;
   std::atomic<bool> ready{false}, stopping{false};
+  // run() is about to listen, or has; its listener has returned (or never started).
+  std::atomic<bool> listen_called{false}, listener_ended{false};
   std::atomic<int> bound_port{0};
   std::atomic<int> in_flight{0};
   std::unique_ptr<ServedModel> served;
@@ -526,8 +528,16 @@ struct Server::Impl {
       load_error = e.what();
       std::fprintf(stderr, "error: loading the model failed: %s\n", e.what());
       stopping = true;
-      http.stop();
+      stop_listening();
     }
+  }
+
+  // httplib's stop() does nothing before its listener runs: a listener about to start is waited for (run()
+  // does not start one once `stopping` is set).
+  void stop_listening() {
+    while (listen_called && !listener_ended && !http.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    http.stop();
   }
 };
 
@@ -553,7 +563,9 @@ int Server::run() {
   std::fprintf(stderr, "listening on http://%s:%d (loading %s)\n", s.options.host.c_str(), s.bound_port.load(),
                s.options.model_name.c_str());
   s.loading = std::thread([&s] { s.load(); });
-  s.http.listen_after_bind();
+  s.listen_called = true;
+  if (!s.stopping) s.http.listen_after_bind();
+  s.listener_ended = true;
   if (s.loading.joinable()) s.loading.join();
   if (s.scheduler) s.scheduler->shutdown(/*finish=*/false);
   return s.load_error.empty() ? 0 : 1;
@@ -566,7 +578,7 @@ void Server::stop(bool finish) {
   // Let the streams still being written end (each has had its last event), then close the listener.
   auto give_up = Clock::now() + std::chrono::seconds(10);
   while (s.in_flight > 0 && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  s.http.stop();
+  s.stop_listening();
 }
 
 int Server::port() const { return impl_->bound_port; }

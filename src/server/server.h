@@ -44,7 +44,8 @@ class Server {
   // until stop(). Returns the process exit code: 0, or 1 when the model failed to load.
   int run();
   // Thread-safe. Stops taking requests (they get 503); with FINISH the running ones end as they would,
-  // else they are cancelled; then the listener closes and run() returns.
+  // else they are cancelled; then the listener closes and run() returns. Before run(), run() then returns
+  // without listening.
   void stop(bool finish);
   // The bound port, once run() has bound (0 before).
   int port() const;
