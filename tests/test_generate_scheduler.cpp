@@ -265,6 +265,32 @@ TEST(SchedulerBlocks, ASequenceThatCanNeverFitEndsWithAnError) {
   EXPECT_EQ(scheduler.run(greedy_request({1, 2, 3}, 4)).tokens.size(), 4u);
 }
 
+// A follow-up request that found most of its prompt cached, then gave its blocks back to an older sequence that
+// needed them (a preemption), computes its whole prompt again: it reports no cached tokens.
+TEST(SchedulerBlocks, APreemptedSequenceReportsItsPromptComputedAgain) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
+  graph::Model model(test::device(), files, {.context = 600, .slots = 2, .kv_tokens = 768});
+  ASSERT_EQ(model.kv_blocks().total, 3u);
+  Scheduler scheduler(model, nullptr, {.parallel = 2});
+  std::mt19937 rng(7);
+  std::vector<int32_t> conversation = random_prompt(250, rng);
+  Generation first = scheduler.run(greedy_request(conversation, 5));
+  // Its slot keeps the prompt and 4 of the 5 ids (the last was never fed) in one block.
+  conversation.insert(conversation.end(), first.tokens.begin(), first.tokens.end());
+  for (int32_t id : random_prompt(10, rng)) conversation.push_back(id);
+  // The older sequence grows to 520 tokens (3 blocks) while the follow-up, which needs a second block, waits
+  // holding one: the follow-up gives it back.
+  auto results = run_together(scheduler, [&] {
+    std::vector<SequenceRequest> requests;
+    requests.push_back(greedy_request(random_prompt(500, rng), 20));
+    requests.push_back(greedy_request(conversation, 30));
+    return requests;
+  }());
+  EXPECT_EQ(results[1].stats.prefilled_tokens, conversation.size());
+  EXPECT_EQ(scheduler.stats().cached_tokens, 0u);
+}
+
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {

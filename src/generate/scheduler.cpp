@@ -371,6 +371,7 @@ void Scheduler::unblock() {
     model_.reset(youngest->index);
     youngest->cached.clear();
     s.fed = 0;
+    s.result.stats.prefilled_tokens = s.prompt().size();  // none of its prompt comes from the cache now
   } else {
     uint32_t held = model_.kv_blocks_held(youngest->index);
     finish(*youngest, FinishReason::Cancelled,
