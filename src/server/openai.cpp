@@ -8,15 +8,10 @@ std::string dump(const ordered_json& json) {
 
 std::string sse(const ordered_json& json) { return "data: " + dump(json) + "\n\n"; }
 
+// A call cut off by max_tokens or the context is "length", as OpenAI reports it: its arguments may not parse.
 std::string finish_reason(FinishReason reason, bool tool_calls) {
-  if (tool_calls) return "tool_calls";
-  switch (reason) {
-    case FinishReason::MaxTokens:
-    case FinishReason::ContextFull:
-      return "length";
-    default:
-      return "stop";
-  }
+  if (reason == FinishReason::MaxTokens || reason == FinishReason::ContextFull) return "length";
+  return tool_calls ? "tool_calls" : "stop";
 }
 
 ordered_json usage_json(const GenerationStats& stats) {

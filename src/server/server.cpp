@@ -456,32 +456,74 @@ struct Server::Impl {
     res.set_content(stopping ? R"({"status":"stopping"})" : R"({"status":"loading"})", "application/json");
   }
 
+  ApiError body_too_large() const {
+    return ApiError(413, fmt::format("the request body is larger than {} bytes", options.max_body_bytes));
+  }
+
+  // Whether the request carries the API key (or none is needed); else answers 401.
+  bool authorized(const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.path == "/health") return true;
+    std::string header = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    std::string_view given = std::string_view(header).starts_with(kBearer)
+                                 ? std::string_view(header).substr(kBearer.size()) : std::string_view();
+    if (same_secret(given, options.api_key)) return true;
+    write_error(res, ApiError(401, "a valid API key is needed (Authorization: Bearer KEY)"));
+    log(request_id("req"), req, 401, 0, 0, Clock::now());
+    return false;
+  }
+
+  // Registers HANDLER for requests with a body (POST to PATH, or with PATH ".*" every method that has one): the
+  // body is read first, at most max_body_bytes of it whatever its framing (httplib bounds a Content-Length body,
+  // not a chunked one), and only then is the key checked, so that no answer leaves a body unread on a connection
+  // kept alive (it would be read as the next request).
+  void with_body(const std::string& path, const std::function<void(const httplib::Request&, httplib::Response&)>& handler) {
+    auto read_then_handle = [this, handler](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& read) {
+      httplib::Request whole = req;
+      bool too_large = false;
+      bool complete = read([&](const char* data, size_t size) {
+        too_large = whole.body.size() + size > options.max_body_bytes;
+        if (!too_large) whole.body.append(data, size);
+        return !too_large;
+      });
+      if (!complete) {
+        res.set_header("Connection", "close");  // what is left of the body is still on the connection
+        ApiError error = too_large || res.status == 413 ? body_too_large()
+                                                        : ApiError(400, "the request body's framing is broken");
+        write_error(res, error);
+        log(request_id("req"), req, error.status, 0, 0, Clock::now());
+        return;
+      }
+      if (authorized(whole, res)) handler(whole, res);
+    };
+    http.Post(path, read_then_handle);
+    if (path != ".*") return;
+    http.Put(path, read_then_handle);
+    http.Patch(path, read_then_handle);
+    http.Delete(path, read_then_handle);
+  }
+
   void routes() {
     http.set_payload_max_length(options.max_body_bytes);
+    // Requests without a body (GET) are checked before routing; those with one once it is read (with_body).
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-      std::string header = req.get_header_value("Authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      std::string_view given = std::string_view(header).starts_with(kBearer)
-                                   ? std::string_view(header).substr(kBearer.size()) : std::string_view();
-      if (same_secret(given, options.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-      write_error(res, ApiError(401, "a valid API key is needed (Authorization: Bearer KEY)"));
-      log(request_id("req"), req, 401, 0, 0, Clock::now());
-      return httplib::Server::HandlerResponse::Handled;
+      bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+      return has_body || authorized(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                                              : httplib::Server::HandlerResponse::Handled;
     });
     // Statuses httplib answers itself (404 no route, 413 body too large, 400 bad framing) get an error body.
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
       std::string message = res.status == 404   ? fmt::format("no endpoint {} {}", req.method, req.path)
-                            : res.status == 413 ? fmt::format("the request body is larger than {} bytes",
-                                                              options.max_body_bytes)
+                            : res.status == 413 ? std::string(body_too_large().what())
                                                 : fmt::format("HTTP {}", res.status);
       write_error(res, ApiError(res.status, message));
       log(request_id("req"), req, res.status, 0, 0, Clock::now());
       return httplib::Server::HandlerResponse::Handled;
     }));
-    http.Post("/v1/chat/completions", [this](const auto& req, auto& res) { completion(req, res, Endpoint::Chat); });
-    http.Post("/v1/completions", [this](const auto& req, auto& res) { completion(req, res, Endpoint::Completion); });
+    with_body("/v1/chat/completions", [this](const auto& req, auto& res) { completion(req, res, Endpoint::Chat); });
+    with_body("/v1/completions", [this](const auto& req, auto& res) { completion(req, res, Endpoint::Completion); });
     http.Get("/health", [this](const auto& req, auto& res) { simple(req, res, false, [&] { health(res); }); });
     http.Get("/metrics", [this](const auto& req, auto& res) {
       simple(req, res, false, [&] {
@@ -496,14 +538,14 @@ struct Server::Impl {
         res.set_content(dump({{"object", "list"}, {"data", ordered_json::array({model})}}), "application/json");
       });
     });
-    http.Post("/tokenize", [this](const auto& req, auto& res) {
+    with_body("/tokenize", [this](const auto& req, auto& res) {
       simple(req, res, true, [&] {
         TokenizeRequest request = parse_tokenize_request(req.body);
         res.set_content(dump({{"tokens", served->tokenizer.encode(request.content, request.add_special)}}),
                         "application/json");
       });
     });
-    http.Post("/detokenize", [this](const auto& req, auto& res) {
+    with_body("/detokenize", [this](const auto& req, auto& res) {
       simple(req, res, true, [&] {
         DetokenizeRequest request = parse_detokenize_request(req.body);
         std::string text;
@@ -515,6 +557,8 @@ struct Server::Impl {
         res.set_content(dump({{"content", text}}), "application/json");
       });
     });
+    // Last: bodies sent anywhere else are read (within the bound) before the 404.
+    with_body(".*", [](const auto&, auto& res) { res.status = 404; });
   }
 
   void load() {

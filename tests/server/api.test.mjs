@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import net from 'node:net';
 import { startServer, client, post, noClient, testModel } from './support.mjs';
 
 let server, openai;
@@ -134,6 +135,10 @@ test('tool calls: a named call comes back with JSON arguments, and its result go
     ...greedy, max_tokens: 3, tools: [weatherTool],
     messages: [...messages, r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'sunny, 24 C' }] });
   assert.ok(next.usage.prompt_tokens > r.usage.prompt_tokens + 5);
+  // A call cut off by max_tokens says so: its arguments are not whole.
+  const cut = await openai.chat.completions.create({ ...greedy, messages, tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 3 });
+  assert.equal(cut.choices[0].finish_reason, 'length');
+  assert.throws(() => JSON.parse(cut.choices[0].message.tool_calls[0].function.arguments));
 });
 
 test('json_schema answers parse and validate', { skip: noClient }, async () => {
@@ -171,9 +176,56 @@ test('errors: status, OpenAI error body, and the field named', { skip: noClient 
   else assert.ok(total <= 256);
 });
 
+// Sends REQUESTS on one connection, each once the answer to the one before has come whole (httplib reads no
+// pipelined requests), then closes it; resolves with all the server answered.
+function exchange(server, requests) {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    let sent = 0;
+    const socket = net.connect(server.port, '127.0.0.1');
+    const answered = () => {  // how many whole answers (headers and Content-Length bytes) `answer` holds
+      let count = 0, at = 0;
+      for (;;) {
+        const end = answer.indexOf('\r\n\r\n', at);
+        if (end < 0) return count;
+        const length = Number(/content-length: (\d+)/i.exec(answer.slice(at, end))?.[1] ?? 0);
+        if (answer.length < end + 4 + length) return count;
+        at = end + 4 + length;
+        ++count;
+      }
+    };
+    const next = () => {
+      if (sent < requests.length) socket.write(requests[sent++]);
+      else socket.end();
+    };
+    socket.on('connect', next);
+    socket.on('data', (data) => {
+      answer += data;
+      if (answered() === sent) next();
+    });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+const statuses = (answer) => [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+
 test('401 without the API key, 200 with it (the openai client sends it)', { skip: noClient }, async () => {
-  const keyed = await startServer(['--api-key', 'sesame']);
+  const keyed = await startServer(['--api-key', 'sesame', '--max-body-mb', '0.01']);
   try {
+    // A request turned away leaves no body on its kept-alive connection: the next request there is answered.
+    const body = JSON.stringify({ prompt: 'x'.repeat(6000), max_tokens: 1 });
+    const both = await exchange(keyed, [
+      `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body}`,
+      'GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n']);
+    assert.deepEqual(statuses(both), [401, 200], both);
+    // A chunked body is held to --max-body-mb as one with a Content-Length is.
+    const chunk = 'y'.repeat(4000);
+    const chunked = await exchange(keyed, [
+      'POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\nTransfer-Encoding: chunked\r\n\r\n' +
+      `${(4000).toString(16)}\r\n${chunk}\r\n`.repeat(5) + '0\r\n\r\n']);
+    assert.equal(statuses(chunked)[0], 413, chunked);
+    assert.match(chunked, /larger than 10485 bytes/);
     const bad = await post(keyed, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { authorization: 'Bearer sesamf' });
     assert.equal(bad.status, 401);
     assert.equal(bad.json.error.type, 'authentication_error');
