@@ -183,6 +183,19 @@ TEST(JsonMatcher, RecursiveReferencesAndChoices) {
   EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{}]})"));
 }
 
+// A schema placed inside another (a tool's parameters inside the schema of a whole call) keeps its own "#..."
+// references: Pydantic's "$defs", and "#" for itself.
+TEST(JsonMatcher, AnEmbeddedSchemaKeepsItsReferences) {
+  json parameters = json::parse(R"({"type": "object", "$defs": {"A": {"enum": ["x", "y"]}},
+    "properties": {"a": {"$ref": "#/$defs/A"}, "child": {"$ref": "#"}}, "required": ["a"]})");
+  json call = {{"type", "object"},
+               {"properties", {{"arguments", embeddable_schema(parameters)}}},
+               {"required", {"arguments"}}};
+  EXPECT_TRUE(matches(call, R"({"arguments":{"a":"x","child":{"a":"y"}}})"));
+  EXPECT_FALSE(matches(call, R"({"arguments":{"a":"z"}})"));
+  EXPECT_FALSE(matches(call, R"({"arguments":{"a":"x","child":{"arguments":{"a":"x"}}}})"));
+}
+
 TEST(JsonMatcher, TopLevelNumberEndsAtTheEnd) {
   json schema = {{"type", "number"}};
   EXPECT_TRUE(matches(schema, "12.5"));

@@ -211,6 +211,9 @@ TEST(OutputParser, Llama3JsonMessage) {
   MessageParts answer = parse_everywhere("{\"answer\": 42}", options(ToolCallFormat::Llama3Json));
   EXPECT_EQ(answer.content, "{\"answer\": 42}");
   EXPECT_TRUE(answer.tool_calls.empty());
+  MessageParts person = parse_everywhere("{\"name\": \"Ann\", \"age\": 42}", options(ToolCallFormat::Llama3Json));
+  EXPECT_EQ(person.content, "{\"name\": \"Ann\", \"age\": 42}");
+  EXPECT_TRUE(person.tool_calls.empty());
   MessageParts prose = parse_everywhere("Use {\"name\": \"f\"} like this.", options(ToolCallFormat::Llama3Json));
   EXPECT_EQ(prose.content, "Use {\"name\": \"f\"} like this.");
   EXPECT_TRUE(prose.tool_calls.empty());

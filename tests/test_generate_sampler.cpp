@@ -267,6 +267,11 @@ TEST(Sampler, BadParametersAreNamed) {
   EXPECT_THAT([] { Sampler({.min_p = 2.0f}); }, ThrowsMessage<Error>(HasSubstr("min_p")));
   EXPECT_THAT([] { Sampler({.repetition_penalty = 0.0f}); }, ThrowsMessage<Error>(HasSubstr("repetition_penalty")));
   EXPECT_THAT([] { Sampler({.temperature = NAN}); }, ThrowsMessage<Error>(HasSubstr("temperature")));
+  // A temperature whose inverse overflows (subnormal), or so high that masked ids would get weight.
+  EXPECT_THAT([] { Sampler({.temperature = 1e-39f}); }, ThrowsMessage<Error>(HasSubstr("temperature must be 0")));
+  EXPECT_THAT([] { Sampler({.temperature = 3e38f}); }, ThrowsMessage<Error>(HasSubstr("temperature must be 0")));
+  EXPECT_NO_THROW(Sampler({.temperature = kMinTemperature}));
+  EXPECT_NO_THROW(Sampler({.temperature = kMaxTemperature}));
 }
 
 }  // namespace

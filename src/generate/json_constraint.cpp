@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -248,7 +249,7 @@ using nlohmann::json;
 // Compiles schema objects into grammar nodes.
 class SchemaCompiler {
  public:
-  SchemaCompiler(JsonGrammar::Impl& grammar, const json& document) : g_(grammar), document_(document) {}
+  SchemaCompiler(JsonGrammar::Impl& grammar, const json& document) : g_(grammar), document_(&document) {}
 
   uint32_t compile(const json& schema, const std::string& path) {
     if (schema.is_boolean()) {
@@ -256,6 +257,14 @@ class SchemaCompiler {
       return g_.any_value();
     }
     if (!schema.is_object()) fail("{}: a schema must be an object, not {}", path, schema.type_name());
+    // A schema with an "$id" is a document of its own: the "#..." references inside it point into it (as a
+    // tool's parameters, with their "$defs", inside the schema of a whole call).
+    if (schema.contains("$id") && &schema != document_) {
+      const json* outer = std::exchange(document_, &schema);
+      uint32_t compiled = compile(schema, path);
+      document_ = outer;
+      return compiled;
+    }
     check_keywords(schema, path);
     if (schema.contains("$ref")) return reference(schema, path);
     if (schema.contains("const")) return g_.literals({schema["const"].dump()});
@@ -411,24 +420,25 @@ class SchemaCompiler {
     if (!ref.is_string() || !ref.get<std::string>().starts_with("#"))
       fail("{}.$ref: only references into the same schema (\"#/...\") are supported, not {}", path, ref.dump());
     std::string pointer = ref.get<std::string>().substr(1);
-    if (auto it = references_.find(pointer); it != references_.end()) return it->second;
+    auto key = std::pair(document_, pointer);
+    if (auto it = references_.find(key); it != references_.end()) return it->second;
     json::json_pointer target;
     try {
       target = json::json_pointer(pointer);
     } catch (const json::exception& e) {
       fail("{}.$ref: {} is not a JSON pointer ({})", path, ref.dump(), e.what());
     }
-    if (!document_.contains(target)) fail("{}.$ref: {} names nothing in the schema", path, ref.dump());
+    if (!document_->contains(target)) fail("{}.$ref: {} names nothing in the schema", path, ref.dump());
     uint32_t stand_in = g_.add(Kind::Choice);
-    references_[pointer] = stand_in;
-    uint32_t compiled = compile(document_.at(target), "#" + pointer);
+    references_[key] = stand_in;
+    uint32_t compiled = compile(document_->at(target), "#" + pointer);
     g_.nodes[stand_in].alternatives = {compiled};
     return stand_in;
   }
 
   JsonGrammar::Impl& g_;
-  const json& document_;
-  std::map<std::string, uint32_t> references_;
+  const json* document_;  // what "#..." references point into
+  std::map<std::pair<const json*, std::string>, uint32_t> references_;
 };
 
 std::unique_ptr<JsonGrammar::Impl> new_grammar() {
@@ -448,6 +458,11 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const nlohmann::json
   grammar->root = compiler.compile(schema, path);
   grammar->finish(path);
   return std::make_shared<const JsonGrammar>(std::move(grammar));
+}
+
+nlohmann::json embeddable_schema(nlohmann::json schema) {
+  if (schema.is_object() && !schema.contains("$id")) schema["$id"] = "gerbil:embedded";
+  return schema;
 }
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {

@@ -92,6 +92,10 @@ class JsonGrammar {
   std::unique_ptr<Impl> impl_;
 };
 
+// SCHEMA made a document of its own (given an "$id" where it has none), to be placed inside another schema: its
+// "#..." references keep pointing into it (a tool's parameters inside the schema of a whole call).
+nlohmann::json embeddable_schema(nlohmann::json schema);
+
 // Steps the grammar's automaton over bytes: for tests and tools that check text against a grammar.
 class JsonMatcher {
  public:

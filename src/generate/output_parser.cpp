@@ -44,13 +44,14 @@ std::optional<json> parse_json(std::string_view text) {
   return value;
 }
 
-// {"name": ..., "arguments" or "parameters": ...} as a name and JSON arguments; nullopt when it is not one.
+// {"name": ..., "arguments" or "parameters": ...} as a name and JSON arguments; nullopt when it is not one (a
+// JSON answer that merely has a "name", {"name": "Ann", "age": 42}, is not a call).
 std::optional<std::pair<std::string, std::string>> call_of(const json& value) {
   if (!value.is_object() || !value.contains("name") || !value["name"].is_string() ||
       value["name"].get<std::string>().empty())
     return std::nullopt;
   const char* key = value.contains("arguments") ? "arguments" : value.contains("parameters") ? "parameters" : nullptr;
-  if (!key) return std::pair{value["name"].get<std::string>(), std::string("{}")};
+  if (!key) return std::nullopt;
   const json& arguments = value[key];
   // Arguments written as a JSON string holding JSON are taken as that JSON text.
   if (arguments.is_string() && parse_json(arguments.get<std::string>()))
@@ -494,7 +495,7 @@ std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format
     fail("tool_choice: function '{}' is not one of the tools", name);
   json schema = {{"type", "object"},
                  {"properties", {{"name", name.empty() ? json{{"enum", names}} : json{{"const", name}}},
-                                 {"arguments", arguments}}},
+                                 {"arguments", embeddable_schema(arguments)}}},
                  {"required", {"name", "arguments"}}};
   if (!name.empty()) {  // the parameters' own errors, named where they are
     size_t index = static_cast<size_t>(std::find(names.begin(), names.end(), json(name)) - names.begin());

@@ -12,6 +12,11 @@
 namespace gerbil {
 
 void SamplingParams::validate() const {
+  // Outside these bounds 1 / temperature overflows (a tiny one) or the masked ids' -inf logits, clamped to the
+  // lowest float, get weight (a huge one).
+  if (temperature > 0 && !(temperature >= kMinTemperature && temperature <= kMaxTemperature))
+    fail("sampling: temperature must be 0 (greedy) or in [{}, {}], got {}", kMinTemperature, kMaxTemperature,
+         temperature);
   if (!std::isfinite(temperature)) fail("sampling: temperature must be a finite number");
   if (top_k < 0) fail("sampling: top_k must be >= 0 (0 turns it off), got {}", top_k);
   if (!(top_p > 0.0f && top_p <= 1.0f)) fail("sampling: top_p must be in (0, 1], got {}", top_p);

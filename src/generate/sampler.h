@@ -18,8 +18,10 @@
 
 namespace gerbil {
 
+constexpr float kMinTemperature = 1e-4f, kMaxTemperature = 100.0f;
+
 struct SamplingParams {
-  float temperature = 1.0f;  // <= 0: greedy (argmax)
+  float temperature = 1.0f;  // <= 0: greedy (argmax); else within [kMinTemperature, kMaxTemperature]
   int32_t top_k = 0;         // 0: off
   float top_p = 1.0f;        // 1: off
   float min_p = 0.0f;        // 0: off; keeps tokens with p >= min_p * p(best)

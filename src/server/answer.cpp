@@ -26,7 +26,7 @@ std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
       for (const auto& tool : request.tools) names.push_back(tool["function"]["name"].get<std::string>());
       json arguments = names.size() == 1 ? parameters(names[0]) : json{{"type", "object"}};
       return json{{"type", "object"},
-                  {"properties", {{"name", {{"enum", names}}}, {"arguments", arguments}}},
+                  {"properties", {{"name", {{"enum", names}}}, {"arguments", embeddable_schema(arguments)}}},
                   {"required", {"name", "arguments"}}};
     }
     default:
