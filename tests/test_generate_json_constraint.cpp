@@ -204,6 +204,18 @@ TEST(JsonMatcher, TopLevelNumberEndsAtTheEnd) {
   EXPECT_FALSE(matches(schema, "1 2"));
 }
 
+// Numbers are at most 40 bytes: a byte after which a number cannot end is refused where no digit would fit after
+// it (accepted, it left no way on: no byte, not even the end, was allowed).
+TEST(JsonMatcher, ANumberNeverRunsOutOfRoomUnfinished) {
+  json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "number"}}}}}};
+  std::string digits(38, '1');
+  EXPECT_TRUE(matches(schema, R"({"a":)" + digits.substr(1) + "5.5}"));  // 40 bytes
+  EXPECT_TRUE(matches(schema, R"({"a":)" + digits + "e5}"));
+  EXPECT_FALSE(prefix_ok(schema, R"({"a":)" + digits + "5."));
+  EXPECT_FALSE(prefix_ok(schema, R"({"a":)" + digits + "e+"));
+  EXPECT_TRUE(matches(schema, R"({"a":)" + digits + "55}"));
+}
+
 TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
   auto error_of = [](const char* schema) {
     try {

@@ -849,7 +849,9 @@ class Automaton {
         break;
       default: ok = false;
     }
-    if (!ok || frame.pos >= kMaxNumberLength) return accepting ? Result::EndRetry : Result::Reject;
+    // A byte after which the number cannot end yet ('-', '.', 'e', an exponent's sign) needs room for a digit.
+    bool ends_after = next == kNumberZero || next == kNumberInt || next == kNumberFrac || next == kNumberExp;
+    if (!ok || frame.pos + (ends_after ? 1 : 2) > kMaxNumberLength) return accepting ? Result::EndRetry : Result::Reject;
     frame.phase = next;
     ++frame.pos;
     return Result::Accept;
