@@ -25,7 +25,7 @@ void sample(benchmark::State& state, gerbil::SamplingParams params) {
   gerbil::Sampler sampler(params);
   for (auto _ : state) {
     std::copy(logits.begin(), logits.end(), scratch.begin());
-    benchmark::DoNotOptimize(sampler.sample(scratch, history, /*position=*/7));
+    benchmark::DoNotOptimize(sampler.sample(scratch, {.generated = history}, /*position=*/7));
   }
 }
 

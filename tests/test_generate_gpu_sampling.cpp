@@ -17,6 +17,7 @@
 #include "kernels/model.h"
 #include "model/synth.h"
 #include "support/device.h"
+#include "support/logits.h"
 #include "test_model_support.h"
 
 namespace gerbil {
@@ -27,30 +28,44 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
   synth_model(dir.path(), {.preset = "tiny-llama", .seed = 3});
   ModelFiles files = ModelFiles::open(dir.path());
   graph::Model model(test::device(), files, graph::ModelOptions{.context = 64});
-  const std::vector<int32_t> prompt = {5, 17, 29, 3, 17};
   constexpr uint32_t kSteps = 24;
+  // A prompt that holds tokens the model goes on to pick: {5, 17, 29, 3} and its first greedy tokens.
+  std::vector<int32_t> prompt = {5, 17, 29, 3};
+  model.decode_greedy(int32_t(test::argmax(model.forward(prompt))), 6, [&](int32_t id) {
+    prompt.push_back(id);
+    return true;
+  });
 
-  // On the host: the logits read back every step, penalised and argmaxed by Sampler.
-  Sampler host({.temperature = 0.0f, .repetition_penalty = 1.8f, .frequency_penalty = 0.4f, .seed = 1});
-  std::vector<int32_t> history = prompt;
-  auto logits = model.forward(prompt);
-  int32_t first = host.sample(logits, history, uint32_t(history.size() - 1));
-  std::vector<int32_t> on_host = {first};
-  history.push_back(first);
-  for (uint32_t t = 0; t < kSteps; ++t) {
-    logits = model.forward(std::span(&on_host.back(), 1));
-    on_host.push_back(host.sample(logits, history, uint32_t(history.size() - 1)));
-    history.push_back(on_host.back());
-  }
+  // On the host: the logits read back every step, penalised and argmaxed by Sampler; the prompt's tokens count
+  // for the repetition penalty, not for the presence and frequency penalties (PROMPT_COUNTS_AS_GENERATED: as if
+  // they did).
+  const SamplingParams settings{.temperature = 0.0f, .repetition_penalty = 1.2f, .presence_penalty = 1.5f,
+                                .frequency_penalty = 0.4f, .seed = 1};
+  auto decode_on_host = [&](bool prompt_counts_as_generated) {
+    model.reset();
+    Sampler host(settings);
+    std::vector<int32_t> history = prompt, tokens;
+    auto logits = model.forward(prompt);
+    for (uint32_t t = 0; t <= kSteps; ++t) {
+      if (t > 0) logits = model.forward(std::span(&tokens.back(), 1));
+      auto seen = SeenTokens::split(history, prompt_counts_as_generated ? 0 : prompt.size());
+      tokens.push_back(host.sample(logits, seen, uint32_t(history.size() - 1)));
+      history.push_back(tokens.back());
+    }
+    return tokens;
+  };
+  std::vector<int32_t> on_host = decode_on_host(false);
+  EXPECT_NE(decode_on_host(true), on_host);  // the prompt's part in the penalties shows in these tokens
+  int32_t first = on_host[0];
 
   // On the GPU: the same first token, then top-k 1 after the same penalties, counts kept on the GPU.
   model.reset();
   model.forward(prompt);
   std::vector<int32_t> seen = prompt, on_gpu = {first};
   seen.push_back(first);
-  const graph::Model::GpuSampling penalised{.temperature = 1.0f, .top_k = 1, .seed = 1, .repetition_penalty = 1.8f,
-                                            .frequency_penalty = 0.4f};
-  model.decode_sampled(first, kSteps, penalised, seen, [&](int32_t id) {
+  const graph::Model::GpuSampling penalised{.temperature = 1.0f, .top_k = 1, .seed = 1, .repetition_penalty = 1.2f,
+                                            .presence_penalty = 1.5f, .frequency_penalty = 0.4f};
+  model.decode_sampled(first, kSteps, penalised, SeenTokens::split(seen, prompt.size()), [&](int32_t id) {
     on_gpu.push_back(id);
     return true;
   });
@@ -103,7 +118,7 @@ std::vector<uint32_t> draw_on_host(const std::vector<float>& logits, const std::
   std::vector<uint32_t> tokens;
   for (uint32_t d = 0; d < draws; ++d) {
     std::vector<float> scratch = logits;
-    tokens.push_back(uint32_t(host.sample(scratch, history, d)));
+    tokens.push_back(uint32_t(host.sample(scratch, {.generated = history}, d)));
   }
   return tokens;
 }

@@ -20,8 +20,9 @@ namespace {
 __extension__ typedef unsigned __int128 Uint128;  // a GCC / Clang extension (__extension__: no -Wpedantic note)
 
 // POSITION picks the random number (with the seed): draws that must differ pass different positions.
+// HISTORY: generated tokens (the penalties' counts), no prompt.
 int32_t draw(Sampler& sampler, std::vector<float> logits, std::vector<int32_t> history = {}, uint32_t position = 0) {
-  return sampler.sample(logits, history, position);
+  return sampler.sample(logits, {.generated = history}, position);
 }
 
 TEST(Sampler, GreedyTakesTheFirstMaximum) {
@@ -206,6 +207,22 @@ TEST(Sampler, PenaltiesLowerSeenTokens) {
   Sampler frequency({.temperature = 0, .frequency_penalty = 0.4f});
   EXPECT_EQ(draw(frequency, {4.0f, 3.0f}, {0, 0}), 0);     // 4 - 0.8 > 3
   EXPECT_EQ(draw(frequency, {4.0f, 3.0f}, {0, 0, 0}), 1);  // 4 - 1.2 < 3
+}
+
+// The prompt's tokens count for the repetition penalty, not for the presence and frequency penalties (OpenAI's:
+// how often a token was sampled).
+TEST(Sampler, OnlyGeneratedTokensCountForPresenceAndFrequency) {
+  const std::vector<int32_t> prompt = {0, 0, 0, 0};
+  auto pick = [&](const SamplingParams& params, std::vector<int32_t> generated) {
+    std::vector<float> logits = {4.0f, 3.0f};
+    return Sampler(params).sample(logits, {prompt, generated}, 0);
+  };
+  EXPECT_EQ(pick({.temperature = 0, .presence_penalty = 1.5f}, {}), 0);
+  EXPECT_EQ(pick({.temperature = 0, .presence_penalty = 1.5f}, {0}), 1);   // 4 - 1.5 < 3
+  EXPECT_EQ(pick({.temperature = 0, .frequency_penalty = 0.4f}, {}), 0);
+  EXPECT_EQ(pick({.temperature = 0, .frequency_penalty = 0.4f}, {0, 0}), 0);     // 4 - 0.8 > 3
+  EXPECT_EQ(pick({.temperature = 0, .frequency_penalty = 0.4f}, {0, 0, 0}), 1);  // 4 - 1.2 < 3
+  EXPECT_EQ(pick({.temperature = 0, .repetition_penalty = 2.0f}, {}), 1);        // 4 / 2 < 3
 }
 
 // NaN logits are skipped in every mode; a row of nothing but NaN is an error (host greedy used to pick id 0).

@@ -350,7 +350,7 @@ TEST(GpuSampling, DrawsFromTheTopKRepeatsWithItsSeedAndTopOneIsGreedy) {
     std::vector<int32_t> seen = prompt;  // for the penalties: the prompt and the first token
     seen.push_back(tokens[0]);
     uint32_t produced = greedy ? model.decode_greedy(tokens[0], kSteps, keep)
-                               : model.decode_sampled(tokens[0], kSteps, sampling, seen, keep);
+                               : model.decode_sampled(tokens[0], kSteps, sampling, SeenTokens::split(seen, prompt.size()), keep);
     EXPECT_EQ(produced, kSteps);
     return tokens;
   };

@@ -56,8 +56,8 @@ void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens) {
   app.add_option("--top-p", s.top_p, "Nucleus sampling: smallest set with this total probability")->capture_default_str();
   app.add_option("--min-p", s.min_p, "Drop tokens below min-p times the best token's probability")->capture_default_str();
   app.add_option("--repeat-penalty", s.repetition_penalty, "Penalise tokens already seen (1: off)")->capture_default_str();
-  app.add_option("--presence-penalty", s.presence_penalty, "Subtract from seen tokens' logits")->capture_default_str();
-  app.add_option("--frequency-penalty", s.frequency_penalty, "Subtract per occurrence")->capture_default_str();
+  app.add_option("--presence-penalty", s.presence_penalty, "Subtract from the logits of tokens generated so far")->capture_default_str();
+  app.add_option("--frequency-penalty", s.frequency_penalty, "Subtract per time a token was generated")->capture_default_str();
   app.add_option("--seed", s.seed, "Random seed; the same seed gives the same text (0: random)");
   app.add_option("--stop", options.stop, "Stop before this text (repeatable)");
   app.add_flag("--ignore-eos", options.ignore_eos, "Do not stop at the end-of-sequence token");

@@ -102,8 +102,8 @@ struct SamplingOptions {
   float top_p = 1.0f;               // nucleus: the smallest set with this total probability; 1: off
   float min_p = 0.0f;               // drop tokens below min_p times the best token's probability; 0: off
   float repetition_penalty = 1.0f;  // Hugging Face style, over the prompt and the answer; 1: off
-  float presence_penalty = 0.0f;    // OpenAI style: subtracted once from every seen token's logit
-  float frequency_penalty = 0.0f;   // OpenAI style: subtracted per occurrence
+  float presence_penalty = 0.0f;    // OpenAI style: subtracted once from the logit of every token generated so far
+  float frequency_penalty = 0.0f;   // OpenAI style: subtracted per time it was generated (the prompt's do not count)
   uint64_t seed = 0;                // the same seed, prompt and options give the same text; 0: random
 };
 

@@ -168,7 +168,7 @@ std::vector<ModelBenchResult> bench_model(graph::Model& model, const ModelBenchO
         results.push_back(measure(fmt::format("tg{} ({})", options.generated_tokens, name), depth,
                                   options.generated_tokens, options.repeats, [&] {
                                     model.rewind(depth);
-                                    model.decode_sampled(first, options.generated_tokens, sampling, std::span(&first, 1), all);
+                                    model.decode_sampled(first, options.generated_tokens, sampling, {.generated = std::span(&first, 1)}, all);
                                   }));
     // The same tokens with the logits read back and sampled on the host at every step.
     results.push_back(measure(fmt::format("tg{} (host sampling)", options.generated_tokens), depth,

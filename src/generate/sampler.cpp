@@ -34,16 +34,18 @@ Sampler::Sampler(const SamplingParams& params, size_t id_count)
   if (id_count_ == 0) fail("sampling: the vocabulary to draw from is empty (id count 0)");
 }
 
-void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
+void Sampler::apply_penalties(std::span<float> logits, const SeenTokens& seen) const {
   if (!params_.penalized()) return;
-  bool repetition = params_.repetition_penalty != 1.0f;
-  std::unordered_map<int32_t, int32_t> counts;
-  for (int32_t id : history)
-    if (id >= 0 && size_t(id) < logits.size()) ++counts[id];
-  for (auto [id, count] : counts) {
+  std::unordered_map<int32_t, int32_t> generated;  // 0 for a token only the prompt holds
+  auto known = [&](int32_t id) { return id >= 0 && size_t(id) < logits.size(); };
+  for (int32_t id : seen.prompt)
+    if (known(id)) generated.try_emplace(id, 0);
+  for (int32_t id : seen.generated)
+    if (known(id)) ++generated[id];
+  for (auto [id, count] : generated) {
     float& logit = logits[size_t(id)];
-    if (repetition) logit = logit > 0 ? logit / params_.repetition_penalty : logit * params_.repetition_penalty;
-    logit -= params_.presence_penalty + params_.frequency_penalty * float(count);
+    logit = logit > 0 ? logit / params_.repetition_penalty : logit * params_.repetition_penalty;
+    if (count > 0) logit -= params_.presence_penalty + params_.frequency_penalty * float(count);
   }
 }
 
@@ -102,10 +104,10 @@ void Sampler::order_through(size_t count) {
   ordered_ = end;
 }
 
-int32_t Sampler::sample(std::span<float> all_logits, std::span<const int32_t> history, uint32_t position) {
+int32_t Sampler::sample(std::span<float> all_logits, const SeenTokens& seen, uint32_t position) {
   if (all_logits.empty()) fail("sampling: empty logits");
   std::span<float> logits = all_logits.first(std::min(all_logits.size(), id_count_));  // no padded tail
-  apply_penalties(logits, history);
+  apply_penalties(logits, seen);
   if (params_.greedy()) return argmax_skipping_nan(logits);
 
   // Infinities clamped to the largest finite floats keep every weight finite: +inf is certain, -inf drawn only

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/seen_tokens.h"
+
 namespace gerbil {
 
 constexpr float kMinTemperature = 1e-4f, kMaxTemperature = 100.0f;
@@ -26,8 +28,8 @@ struct SamplingParams {
   float top_p = 1.0f;        // 1: off
   float min_p = 0.0f;        // 0: off; keeps tokens with p >= min_p * p(best)
   float repetition_penalty = 1.0f;  // Hugging Face style: divides positive logits of seen tokens, multiplies negative
-  float presence_penalty = 0.0f;    // OpenAI style: subtracted once from the logit of every seen token
-  float frequency_penalty = 0.0f;   // OpenAI style: subtracted per occurrence
+  float presence_penalty = 0.0f;    // OpenAI style: subtracted once from the logit of every generated token
+  float frequency_penalty = 0.0f;   // OpenAI style: subtracted per time generated (the prompt's do not count)
   uint64_t seed = 0;                // 0: a fresh random seed
 
   bool greedy() const { return temperature <= 0.0f; }
@@ -41,7 +43,7 @@ class Sampler {
   // Ids at or above ID_COUNT (the tokenizer's vocabulary size) are never drawn, in every mode.
   explicit Sampler(const SamplingParams& params, size_t id_count = std::numeric_limits<size_t>::max());
 
-  // `logits` is scratch: it is modified. `history` is every token so far (prompt and generated). POSITION is
+  // `logits` is scratch: it is modified. SEEN is every token so far (prompt and generated). POSITION is
   // that of the token whose logits these are (the step's input, as the GPU sampler's): with the seed, it
   // picks the random number.
   //
@@ -51,11 +53,11 @@ class Sampler {
   // top-p the shortest prefix of those whose weight reaches ceil(top_p 2^24 (their total) / 2^24) (top_p 2^24
   // truncated); min-p the tokens whose weight reaches floor(min_p 2^31). The token drawn is the kept one at
   // mark floor(u (kept total)) in id order, u the 24-bit kernels::sample_unit(seed, position, 0).
-  int32_t sample(std::span<float> logits, std::span<const int32_t> history, uint32_t position);
+  int32_t sample(std::span<float> logits, const SeenTokens& seen, uint32_t position);
   uint64_t seed() const { return seed_; }
 
  private:
-  void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
+  void apply_penalties(std::span<float> logits, const SeenTokens& seen) const;
   // Puts candidates_[0, count) in sampling order (they and more may already be).
   void order_through(size_t count);
   // The integer weight of logit V relative to the best, BEST (see sample()).

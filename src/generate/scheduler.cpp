@@ -71,6 +71,7 @@ struct Scheduler::Sequence {
   }
 
   const std::vector<int32_t>& prompt() const { return request.prompt; }
+  SeenTokens seen() const { return SeenTokens::split(history, prompt().size()); }
   const GenerateOptions& options() const { return request.options; }
   bool prefilling() const { return !next; }
   // Whether the cache must take tokens before the next draw or decode step: the prompt's, or after a preemption
@@ -473,7 +474,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     if (argmax)
       model_.decode_greedy(first, steps, on_token, slot.index);
     else
-      model_.decode_sampled(first, steps, on_gpu, s.history, on_token, slot.index);
+      model_.decode_sampled(first, steps, on_gpu, s.seen(), on_token, slot.index);
   } catch (const std::exception& e) {
     slot.cached.resize(std::min(slot.cached.size(), size_t(model_.position(slot.index))));
     abandon(slot, e.what());
@@ -491,7 +492,7 @@ void Scheduler::draw(Slot& slot, std::span<float> logits) {
   if (s.request.logprobs) raw.emplace(logits.begin(), logits.begin() + model_.token_count());
   if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
   // The position of the token fed (the step has moved past it), as the GPU sampler hashes it.
-  int32_t id = s.sampler.sample(logits, s.history, model_.position(slot.index) - 1);
+  int32_t id = s.sampler.sample(logits, s.seen(), model_.position(slot.index) - 1);
   std::optional<StepLogprobs> logprobs;
   if (raw) logprobs = logprobs_of(*raw, id, s.request.top_logprobs);
   if (s.request.constraint) s.request.constraint->accept(id);

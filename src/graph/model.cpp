@@ -1077,16 +1077,18 @@ void Model::follow_sampling(const GpuSampling& s) {
   sampling_ = settings;
 }
 
-uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s,
-                               std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
-                               uint32_t slot) {
+uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s, const SeenTokens& seen,
+                               const std::function<bool(int32_t)>& on_token, uint32_t slot) {
   follow_sampling(s);
   // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
   // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
   if (s.penalized()) {
     std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
-    for (int32_t id : seen)
-      if (id >= 0 && id < config_.vocab_size) ++counts[size_t(id)];
+    auto known = [&](int32_t id) { return id >= 0 && id < config_.vocab_size; };
+    for (int32_t id : seen.prompt)
+      if (known(id)) counts[size_t(id)] |= kernels::kSeenInPrompt;
+    for (int32_t id : seen.generated)
+      if (known(id)) ++counts[size_t(id)];
     device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
   }
   return decode_on_gpu(Output::SampledToken, first, max_steps, on_token, slot);

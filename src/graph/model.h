@@ -17,6 +17,7 @@
 
 #include "gpu/profiler.h"
 #include "graph/gpu_weights.h"
+#include "graph/seen_tokens.h"
 #include "kernels/dispatch.h"
 #include "kernels/model.h"
 #include "model/weights.h"
@@ -179,9 +180,8 @@ class Model {
     float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
     bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   };
-  uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling,
-                          std::span<const int32_t> seen, const std::function<bool(int32_t)>& on_token,
-                          uint32_t slot = 0);
+  uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling, const SeenTokens& seen,
+                          const std::function<bool(int32_t)>& on_token, uint32_t slot = 0);
   // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
   // temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)

@@ -382,9 +382,12 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 // workgroup finds the cut among the gathered tokens and draws. The levels from sample_levels(p) on may be left
 // out of a step (dispatches 2 + sample_levels(p) up to the draw, which stays): settings without a cut need level 0
 // alone.
-// Penalties as the host sampler's apply to the tokens with counts[i] > 0; the drawn token's count goes up by one.
+// Penalties as the host sampler's: counts[i] is how often token i was generated, plus kSeenInPrompt where the
+// prompt holds it; the repetition penalty applies to every token with counts[i] != 0, the presence and frequency
+// penalties to those generated. The drawn token's count goes up by one.
 // Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
 // [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
+constexpr uint32_t kSeenInPrompt = 1u << 31;
 struct SampleParams {
   uint32_t count, slot;
   uint32_t top_k;       // 0: off

@@ -9,9 +9,10 @@
 // first; top-p the shortest prefix of those whose weight reaches ceil(top_p 2^24 (their total) / 2^24); min-p the
 // tokens whose weight reaches floor(min_p 2^31). The token drawn is the one at mark = floor(u (kept total)), u a
 // 24-bit uniform hashed from (seed, position), among the kept tokens in index order (no sort of the kept set).
-// Penalties first, as the host sampler's: a token seen counts[i] > 0 times has its logit divided (if positive) or
-// multiplied by repetition_penalty, then lowered by presence_penalty + frequency_penalty * counts[i]; the drawn
-// token's count goes up by one. Every logit NaN: NONE = 0xFFFFFFFF instead of a token.
+// Penalties first, as the host sampler's: counts[i] is how often token i was generated, with bit 31 set where the
+// prompt holds it (kernels::kSeenInPrompt). A token seen at all has its logit divided (if positive) or multiplied
+// by repetition_penalty; one generated n > 0 times is then lowered by presence_penalty + frequency_penalty * n. The
+// drawn token's count goes up by one. Every logit NaN: NONE = 0xFFFFFFFF instead of a token.
 //
 // The cut is found in a window of tokens, contiguous in sampling order, narrowed down until it holds at most
 // CAPACITY tokens, which one workgroup then sorts. Every step but that sort and the draw within one chunk runs on
@@ -189,9 +190,12 @@ fn logit(i: u32) -> f32 {
   var v = logits[i];
   if (penalized()) {  // without penalties every count leaves the logit as it is: not read
     let seen = counts[i];
-    if (seen > 0u) {
+    if (seen != 0u) {
       v = select(v * params.repetition_penalty, v / params.repetition_penalty, v > 0.0);
-      v -= params.presence_penalty + params.frequency_penalty * f32(seen);
+    }
+    let generated = seen & 0x7fffffffu;
+    if (generated != 0u) {
+      v -= params.presence_penalty + params.frequency_penalty * f32(generated);
     }
   }
   return clamp(v, -LARGEST, LARGEST);
