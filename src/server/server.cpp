@@ -265,6 +265,9 @@ struct Server::Impl {
     if (!job.failure.empty()) throw ApiError(500, fmt::format("generation failed: {}", job.failure));
     if (job.timed_out)
       throw ApiError(503, fmt::format("the request ran past the server's timeout of {} s", options.timeout_seconds));
+    // Cancelled by a second signal: its answer is cut short (or, queued, never began).
+    if (job.result->finish == FinishReason::Cancelled && stopping)
+      throw ApiError(503, "the server is shutting down: the request was cancelled");
   }
 
   ordered_json logprobs_json(const Job& job, const std::vector<StepLogprobs>& steps, size_t text_offset) const {
