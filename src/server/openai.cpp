@@ -31,7 +31,9 @@ ordered_json error_json(const ApiError& error) {
 
 namespace {
 
-std::string token_text(const Tokenizer& tokenizer, int32_t id) { return tokenizer.decode(std::vector<int32_t>{id}); }
+// The bytes the token adds to a text (as a JSON string, any invalid UTF-8 is replaced): decoded alone, a token
+// would lose its leading space to the text-start rules (SentencePiece's "▁"), and a piece of a character its bytes.
+std::string token_text(const Tokenizer& tokenizer, int32_t id) { return tokenizer.token_bytes(id); }
 
 ordered_json bytes_of(const std::string& text) {
   ordered_json bytes = ordered_json::array();

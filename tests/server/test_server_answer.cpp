@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "server/answer.h"
+#include "server/openai.h"
 #include "server/request.h"
+#include "support/paths.h"
 
 namespace gerbil::server {
 namespace {
@@ -125,6 +127,24 @@ TEST(AnswerStream, AnUnclosedThinkBlockIsReasoningStreamedButContentWhole) {
   Answer whole = parse_answer("<think>\nstill going", chat(false), split);
   EXPECT_EQ(whole.content, "<think>\nstill going");
   EXPECT_FALSE(whole.reasoning.has_value());
+}
+
+// Each log-probability entry carries its token's own bytes: a token keeps its leading space (SentencePiece's
+// "▁", which decoding a token alone drops at the start of a text), and the byte tokens of a character split
+// over several join into its UTF-8.
+TEST(Logprobs, EntriesCarryTheTokensOwnBytes) {
+  GERBIL_REQUIRE_PATH(test::tokenizer_dir("llama2"), "run scripts/setup.sh to fetch the tokenizer files");
+  Tokenizer tokenizer = Tokenizer::load(test::tokenizer_dir("llama2"));
+  const std::string text = "a \U0001F600 cat";
+  std::vector<StepLogprobs> steps;
+  for (int32_t id : tokenizer.encode(text, /*add_special_tokens=*/false)) steps.push_back({{id, -1.0f}, {}});
+  std::string joined;
+  ordered_json chat = chat_logprobs(tokenizer, steps);
+  for (const auto& entry : chat["content"])
+    for (int byte : entry["bytes"]) joined.push_back(char(byte));
+  EXPECT_EQ(joined, " " + text);  // the text's own leading "▁" too
+  ordered_json completion = completion_logprobs(tokenizer, steps, 0);
+  EXPECT_EQ(completion["tokens"].back(), " cat");
 }
 
 }  // namespace
