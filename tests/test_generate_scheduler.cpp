@@ -475,6 +475,23 @@ TEST_F(SchedulerTest, LogprobsComeOnePerDeliveredId) {
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(logprobs[i].chosen.id, ids[i]) << "id " << i;
 }
 
+// logit_bias moves the draws: +100 on one id makes every greedy token that id, -100 on the unbiased answer's first
+// id makes the first token another; an id past the vocabulary is refused.
+TEST_F(SchedulerTest, LogitBiasMovesTheDraws) {
+  Scheduler scheduler(*model_, nullptr, {.parallel = 2});
+  const std::vector<int32_t> prompt = {31, 32, 33};
+  std::vector<int32_t> answer = scheduler.run(greedy_request(prompt, 4)).tokens;
+  SequenceRequest favoured = greedy_request(prompt, 4);
+  favoured.logit_bias = {{77, 100.0f}};
+  EXPECT_EQ(scheduler.run(std::move(favoured)).tokens, std::vector<int32_t>(4, 77));
+  SequenceRequest banned = greedy_request(prompt, 4);
+  banned.logit_bias = {{answer[0], -100.0f}};
+  EXPECT_NE(scheduler.run(std::move(banned)).tokens[0], answer[0]);
+  SequenceRequest past = greedy_request(prompt, 4);
+  past.logit_bias = {{99999, 1.0f}};
+  EXPECT_THAT([&] { scheduler.submit(std::move(past), {}); }, ::testing::ThrowsMessage<Error>(HasSubstr("logit_bias")));
+}
+
 TEST_F(SchedulerTest, ZeroNewTokensGenerateNothing) {
   Scheduler scheduler(*model_, nullptr);
   Generation g = scheduler.run(greedy_request({1, 2}, 0));

@@ -74,6 +74,8 @@ struct Scheduler::Sequence {
   SeenTokens seen() const { return SeenTokens::split(history, prompt().size()); }
   const GenerateOptions& options() const { return request.options; }
   bool prefilling() const { return !next; }
+  // Whether its draws need the step's logits on the host (the GPU picks ids with none of these).
+  bool draws_on_host() const { return request.constraint || request.logprobs || !request.logit_bias.empty(); }
   // Whether the cache must take tokens before the next draw or decode step: the prompt's, or after a preemption
   // (Scheduler::unblock) those the sequence had.
   bool feeding() const { return !next || fed < refeed; }
@@ -134,6 +136,10 @@ uint64_t Scheduler::submit(SequenceRequest request, SequenceCallback on_event) {
   if (!tokenizer_ && !request.options.stop_strings.empty()) fail("stop strings need a tokenizer");
   if (request.top_logprobs > kMaxTopLogprobs)
     fail("top_logprobs is {}; at most {} are returned", request.top_logprobs, kMaxTopLogprobs);
+  for (auto [id, bias] : request.logit_bias) {
+    check_token_id(model_.config(), id, "logit_bias token");
+    if (!std::isfinite(bias)) fail("logit_bias of token {} is {}; it must be finite", id, bias);
+  }
   std::lock_guard lock(mutex_);
   if (stopping_) fail("the scheduler is shutting down");
   // Requests queued and not yet admitted take the free slots first; max_queue more may wait beyond them.
@@ -406,8 +412,8 @@ bool Scheduler::cancelling_all() const {
 bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments) {
   if (!model_.can_pick_in_batch()) return false;
   for (Slot* slot : decoding) {
-    const SequenceRequest& r = slot->sequence->request;
-    if (r.constraint || r.logprobs || !r.options.sampling.greedy() || r.options.sampling.penalized()) return false;
+    const Sequence& s = *slot->sequence;
+    if (s.draws_on_host() || !s.options().sampling.greedy() || s.options().sampling.penalized()) return false;
   }
   std::vector<uint32_t> picked;
   try {
@@ -440,7 +446,7 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
 // newcomer). Returns false, doing nothing, where the GPU cannot pick with the sequence's settings.
 bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   Sequence& s = *slot.sequence;
-  if (s.request.constraint || s.request.logprobs) return false;
+  if (s.draws_on_host()) return false;
   const SamplingParams& p = s.options().sampling;
   // Greedy decoding with penalties is sampling from the best one (top-k 1) after them.
   graph::Model::GpuSampling on_gpu{p.greedy() ? 1.0f : p.temperature,
@@ -490,6 +496,7 @@ void Scheduler::draw(Slot& slot, std::span<float> logits) {
   Sequence& s = *slot.sequence;
   std::optional<std::vector<float>> raw;
   if (s.request.logprobs) raw.emplace(logits.begin(), logits.begin() + model_.token_count());
+  for (auto [id, bias] : s.request.logit_bias) logits[size_t(id)] += bias;
   if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
   // The position of the token fed (the step has moved past it), as the GPU sampler hashes it.
   int32_t id = s.sampler.sample(logits, s.seen(), model_.position(slot.index) - 1);

@@ -52,6 +52,8 @@ struct SequenceRequest {
   std::unique_ptr<TokenConstraint> constraint;  // optional: restricts every drawn token
   bool logprobs = false;
   uint32_t top_logprobs = 0;  // at most kMaxTopLogprobs
+  // Added to the logits of these ids before every draw (OpenAI's logit_bias); finite.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Whether special tokens are left out of the text (tool-call formats such as Mistral's [TOOL_CALLS] and
   // Llama 3's <|python_tag|> are special tokens that the output parser must see).
   bool skip_special_tokens = true;

@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -306,6 +307,37 @@ ApiError::ApiError(int status, std::string message, std::string param, std::stri
   }
 }
 
+// logit_bias: {"token id": bias in [-100, 100], ...}.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const ordered_json& body) {
+  std::vector<std::pair<int32_t, float>> biases;
+  const ordered_json* object = field(body, "logit_bias");
+  if (!object) return biases;
+  typed(*object, "logit_bias", ordered_json::value_t::object, "an object of token ids and biases");
+  for (const auto& [key, value] : object->items()) {
+    int32_t id = -1;
+    auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (error != std::errc() || end != key.data() + key.size() || id < 0)
+      bad("logit_bias", fmt::format("`logit_bias` key \"{}\" is not a token id", key));
+    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100))
+      bad("logit_bias", fmt::format("`logit_bias` of token {} must be a number between -100 and 100, got {}", id,
+                                    value.dump()));
+    biases.emplace_back(id, value.get<float>());
+  }
+  return biases;
+}
+
+// Fields of OpenAI's API this server does not implement are refused, not ignored.
+void refuse_unsupported(const ordered_json& body, bool streamed) {
+  if (boolean(body, "echo").value_or(false)) bad("echo", "`echo` is not supported");
+  if (field(body, "suffix")) bad("suffix", "`suffix` is not supported");
+  if (auto best_of = integer(body, "best_of", 1, std::numeric_limits<int64_t>::max()); best_of && *best_of != 1)
+    bad("best_of", fmt::format("`best_of` must be 1 (one answer is computed per request), got {}", *best_of));
+  for (const char* legacy : {"functions", "function_call"})
+    if (field(body, legacy)) bad(legacy, fmt::format("`{}` is not supported: use `tools` and `tool_choice`", legacy));
+  if (field(body, "stream_options") && !streamed)
+    bad("stream_options", "`stream_options` is only allowed when `stream` is true");
+}
+
 CompletionRequest parse_completion_request(std::string_view body_text, Endpoint endpoint) {
   ordered_json body = parse_object(body_text);
   CompletionRequest request;
@@ -353,7 +385,9 @@ CompletionRequest parse_completion_request(std::string_view body_text, Endpoint 
       request.include_usage = typed(*usage, "stream_options.include_usage", ordered_json::value_t::boolean, "a boolean").get<bool>();
   }
   parse_logprobs(body, request);
+  request.logit_bias = parse_logit_bias(body);
   request.response_format = parse_response_format(body);
+  refuse_unsupported(body, request.stream);
   return request;
 }
 

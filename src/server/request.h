@@ -52,6 +52,7 @@ struct CompletionRequest {
   bool include_usage = false;         // stream_options.include_usage
   bool logprobs = false;
   uint32_t top_logprobs = 0;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias in [-100, 100]
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs
   ResponseFormat response_format;
   nlohmann::ordered_json tools;       // chat: the tools, as given (null when none)

@@ -198,6 +198,11 @@ struct Server::Impl {
       sequence.skip_special_tokens = false;
     sequence.logprobs = r.logprobs;
     sequence.top_logprobs = r.top_logprobs;
+    for (auto [id, bias] : r.logit_bias)
+      if (id >= served->model->config().vocab_size)
+        throw ApiError(400, fmt::format("`logit_bias` names token {}, past the vocabulary of {}", id,
+                                        served->model->config().vocab_size), "logit_bias");
+    sequence.logit_bias = r.logit_bias;
     if (auto schema = answer_schema(r)) {
       std::vector<int32_t> eos(served->model->config().eos_token_ids.begin(), served->model->config().eos_token_ids.end());
       sequence.constraint = json_constraint(*schema, answer_schema_field(r), served->tokenizer, std::move(eos));

@@ -96,6 +96,12 @@ test('streamed logprobs: one entry per token, also while its text is held back',
   assert.deepEqual(chunks.flatMap((c) => c.choices[0]?.logprobs?.token_logprobs ?? []), whole.logprobs.token_logprobs);
 });
 
+test('logit_bias: +100 on a token makes every greedy token that one', { skip: noClient }, async () => {
+  const r = await openai.completions.create({ ...greedy, prompt: 'Hi', max_tokens: 3, logit_bias: { 12345: 100 } });
+  const expected = await post(server, '/detokenize', { tokens: [12345, 12345, 12345] });
+  assert.equal(r.choices[0].text, expected.json.content);
+});
+
 test('stop strings cut the answer before their first occurrence', { skip: noClient }, async () => {
   const free = (await openai.completions.create({ ...greedy, prompt: 'Hello', max_tokens: 12 })).choices[0].text;
   assert.ok(free.length > 4, `answer long enough to cut: ${JSON.stringify(free)}`);

@@ -70,6 +70,12 @@ TEST(ServerRequest, CompletionPrompts) {
   EXPECT_EQ(r.top_logprobs, 2u);
 }
 
+TEST(ServerRequest, LogitBiasAndTheDefaultsOfUnsupportedFields) {
+  CompletionRequest r = parse_completion_request(
+      R"({"prompt": "x", "logit_bias": {"7": -100, "12": 2.5}, "echo": false, "best_of": 1})", Endpoint::Completion);
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, float>>{{7, -100.0f}, {12, 2.5f}}));
+}
+
 TEST(ServerRequest, BadInputNamesTheField) {
   struct Case {
     const char* body;
@@ -106,6 +112,16 @@ TEST(ServerRequest, BadInputNamesTheField) {
       {R"({"prompt": [1, -2]})", Endpoint::Completion, "prompt", "token id"},
       {R"({"prompt": "x", "logprobs": true})", Endpoint::Completion, "logprobs", "integer"},
       {R"({"prompt": "x", "messages": []})", Endpoint::Completion, "messages", "chat"},
+      {R"({"prompt": "x", "logit_bias": {"abc": 1}})", Endpoint::Completion, "logit_bias", "not a token id"},
+      {R"({"prompt": "x", "logit_bias": {"-5": 1}})", Endpoint::Completion, "logit_bias", "not a token id"},
+      {R"({"prompt": "x", "logit_bias": {"7": 101}})", Endpoint::Completion, "logit_bias", "between -100 and 100"},
+      {R"({"prompt": "x", "logit_bias": [1]})", Endpoint::Completion, "logit_bias", "object"},
+      {R"({"prompt": "x", "echo": true})", Endpoint::Completion, "echo", "not supported"},
+      {R"({"prompt": "x", "suffix": "y"})", Endpoint::Completion, "suffix", "not supported"},
+      {R"({"prompt": "x", "best_of": 3})", Endpoint::Completion, "best_of", "must be 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "functions": []})", Endpoint::Chat, "functions", "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})",
+       Endpoint::Chat, "stream_options", "`stream` is true"},
   };
   for (const Case& c : cases) {
     ApiError error = refusal(c.body, c.endpoint);
