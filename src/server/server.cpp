@@ -514,11 +514,19 @@ struct Server::Impl {
 
   void routes() {
     http.set_payload_max_length(options.max_body_bytes);
-    // Requests without a body (GET) are checked before routing; those with one once it is read (with_body).
+    // The methods whose bodies httplib reads are checked once the body is read (with_body), the others here,
+    // whatever headers they carry.
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
-      return has_body || authorized(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                              : httplib::Server::HandlerResponse::Handled;
+      using Response = httplib::Server::HandlerResponse;
+      for (const char* method : {"POST", "PUT", "PATCH", "DELETE"})
+        if (req.method == method) return Response::Unhandled;
+      if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
+        res.set_header("Connection", "close");
+        write_error(res, ApiError(405, fmt::format("the method {} is not served", req.method)));
+        log(request_id("req"), req, 405, 0, 0, Clock::now());
+        return Response::Handled;
+      }
+      return authorized(req, res) ? Response::Unhandled : Response::Handled;
     });
     // Statuses httplib answers itself (404 no route, 413 body too large, 400 bad framing) get an error body.
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {

@@ -225,6 +225,9 @@ test('401 without the API key, 200 with it (the openai client sends it)', { skip
       `Content-Length: ${body.length}\r\n\r\n${body}`,
       'GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n']);
     assert.deepEqual(statuses(both), [401, 200], both);
+    // A request without a body is checked whatever its headers say.
+    const headed = await exchange(keyed, ['GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n']);
+    assert.deepEqual(statuses(headed), [401], headed);
     // A chunked body is held to --max-body-mb as one with a Content-Length is.
     const chunk = 'y'.repeat(4000);
     const chunked = await exchange(keyed, [
