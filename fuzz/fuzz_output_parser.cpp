@@ -1,7 +1,7 @@
 // fuzz-link: src/generate/output_parser.cpp src/generate/json_constraint.cpp gerbil_tokenizer
 // A model's output text through the output parser (src/generate/output_parser.h) for every tool-call format, with
-// and without reasoning: the first byte picks the format and options and where the text is cut into streamed
-// pieces. Model text is untrusted: any text must give a message, and the streamed pieces must add up to the
+// and without reasoning, any number of calls or one: the first byte picks the format and options and where the
+// text is cut into streamed pieces. Model text is untrusted: any text must give a message, and the streamed pieces must add up to the
 // whole text's message (content, reasoning, each call's id, name and arguments). A crash, an exception or a
 // mismatch is a bug.
 #include <cstddef>
@@ -32,10 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.reasoning = (choice >> 2) & 1;
   options.thinking_opened = options.reasoning && ((choice >> 3) & 1);
   options.call_id_seed = 7;
+  if (choice >> 7) options.max_tool_calls = 1;
   MessageParts whole = parse_output(text, options);
+  check(whole.tool_calls.size() <= options.max_tool_calls);
 
-  // The same text in pieces of 1 + (choice >> 4) bytes.
-  size_t piece = 1 + (choice >> 4);
+  // The same text in pieces of 1 + ((choice >> 4) & 7) bytes.
+  size_t piece = 1 + ((choice >> 4) & 7);
   OutputParser parser(options);
   MessageParts streamed;
   std::vector<ToolCall> pieced;

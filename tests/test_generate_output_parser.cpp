@@ -160,6 +160,29 @@ TEST(OutputParser, MalformedToolCallsStayContent) {
   EXPECT_EQ(llama.content, "{\"name\": \"f\", \"parameters\": [1, ");
 }
 
+// parallel_tool_calls false: the message ends with its first call, in every format.
+TEST(OutputParser, OneCallAllowedEndsTheMessageThere) {
+  OutputParserOptions one = options(ToolCallFormat::Hermes, true);
+  one.max_tool_calls = 1;
+  MessageParts hermes = parse_everywhere(
+      "<think>two</think>Checking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>\nDone.", one);
+  EXPECT_EQ(hermes.reasoning_content, "two");
+  EXPECT_EQ(hermes.content, "Checking.\n");
+  ASSERT_EQ(hermes.tool_calls.size(), 1u);
+  EXPECT_EQ(hermes.tool_calls[0].name, "f");
+  OutputParserOptions mistral = options(ToolCallFormat::Mistral);
+  mistral.max_tool_calls = 1;
+  MessageParts array = parse_everywhere(
+      "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": {}}]", mistral);
+  ASSERT_EQ(array.tool_calls.size(), 1u);
+  EXPECT_EQ(array.tool_calls[0].name, "f");
+  EXPECT_EQ(array.content, "");
+  // Allowed any number, both calls come.
+  EXPECT_EQ(parse_everywhere("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": {}}]",
+                             options(ToolCallFormat::Mistral)).tool_calls.size(), 2u);
+}
+
 TEST(OutputParser, AQwenCallStreamsItsArgumentsAsTheyAreWritten) {
   OutputParser parser(options(ToolCallFormat::Hermes, true));
   EXPECT_EQ(parser.feed("Sure.\n<tool_call>\n{\"name\": \"get_wea").content, "Sure.\n");
@@ -302,37 +325,48 @@ std::string random_walk(TokenConstraint& constraint, const Tokenizer& tokenizer,
   return tokenizer.decode(ids);
 }
 
-TEST(ToolCallConstraint, QwenCallsParseBackToTheTool) {
+// A prompt that opened the reasoning: the answer reasons freely (never ending there), and the schema holds from
+// </think> on, whether the model writes it as Qwen3's one token or in pieces; the parsed message's content is
+// the JSON answer and its reasoning what came before.
+TEST(AfterReasoning, TheSchemaHoldsFromTheReasoningsEnd) {
   GERBIL_REQUIRE_PATH(test::tokenizer_dir("qwen3"), "run scripts/setup.sh to fetch the tokenizer files");
   Tokenizer tokenizer = Tokenizer::load(test::tokenizer_dir("qwen3"));
   int32_t eos = *tokenizer.token_id("<|im_end|>");
-  for (uint32_t seed = 1; seed <= 3; ++seed) {
-    auto named = make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "get_weather", {eos});
-    std::string text = random_walk(*named, tokenizer, eos, seed);
-    MessageParts message = parse_output(text, options(ToolCallFormat::Hermes));
-    ASSERT_EQ(message.tool_calls.size(), 1u) << text;
-    EXPECT_EQ(message.content, "") << text;
-    EXPECT_EQ(message.tool_calls[0].name, "get_weather");
-    json arguments = json::parse(message.tool_calls[0].arguments);
-    EXPECT_TRUE(arguments["city"].is_string()) << text;
-    EXPECT_TRUE(arguments["days"].is_number_integer()) << text;
-    EXPECT_EQ(arguments.size(), 2u) << text;
-
-    auto any = make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "", {eos});
-    MessageParts required = parse_output(random_walk(*any, tokenizer, eos, seed), options(ToolCallFormat::Hermes));
-    ASSERT_EQ(required.tool_calls.size(), 1u);
-    EXPECT_TRUE(required.tool_calls[0].name == "get_weather" || required.tool_calls[0].name == "search");
-    EXPECT_TRUE(json::parse(required.tool_calls[0].arguments).is_object());
-  }
-  EXPECT_THROW(make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, kTools, "nope", {eos}), Error);
-  EXPECT_THROW(make_tool_call_constraint(ToolCallFormat::Mistral, tokenizer, kTools, "", {eos}), Error);
-  json bad = kTools;
-  bad[1]["function"]["parameters"]["properties"]["query"]["type"] = "text";
-  try {
-    make_tool_call_constraint(ToolCallFormat::Hermes, tokenizer, bad, "search", {eos});
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_TRUE(std::string(e.what()).starts_with("tools[1].function.parameters.properties.query.type:")) << e.what();
+  int32_t close = *tokenizer.token_id("</think>");
+  json schema = kTools[0]["function"]["parameters"];
+  auto grammar = JsonGrammar::from_schema(schema, "response_format");
+  auto pieces = [&](std::initializer_list<std::string_view> texts) {
+    std::vector<int32_t> ids;
+    for (std::string_view text : texts) {
+      std::vector<int32_t> piece = tokenizer.encode(text);
+      ids.insert(ids.end(), piece.begin(), piece.end());
+    }
+    return ids;
+  };
+  std::vector<std::vector<int32_t>> closings = {{close}, pieces({"</", "think", ">"}), pieces({"</thi", "nk>"})};
+  for (uint32_t seed = 1; seed <= closings.size(); ++seed) {
+    auto constraint = after_reasoning(make_json_constraint(grammar, TokenTrie::of(tokenizer), {eos}), tokenizer, {eos});
+    std::vector<int32_t> reasoning = tokenizer.encode("A city and days, so {\"city\": ... <");
+    reasoning.insert(reasoning.end(), closings[seed - 1].begin(), closings[seed - 1].end());
+    std::vector<uint8_t> allowed(tokenizer.vocab_size() + 7);  // a padded vocabulary
+    for (int32_t id : reasoning) {
+      std::fill(allowed.begin(), allowed.end(), 1);
+      constraint->mask(allowed);
+      EXPECT_EQ(std::count(allowed.begin(), allowed.end(), 0), 1) << "only the end of sequence is ruled out";
+      EXPECT_EQ(allowed[eos], 0);
+      EXPECT_FALSE(constraint->complete());
+      constraint->accept(id);
+    }
+    std::fill(allowed.begin(), allowed.end(), 1);
+    constraint->mask(allowed);
+    EXPECT_EQ(allowed[*tokenizer.token_id("{")], 1);
+    EXPECT_EQ(allowed[*tokenizer.token_id("Hello")], 0) << "the schema holds after </think>";
+    std::string text = tokenizer.decode(reasoning) + random_walk(*constraint, tokenizer, eos, seed);
+    MessageParts message = parse_output(text, options(ToolCallFormat::Hermes, true, true));
+    EXPECT_EQ(message.reasoning_content, "A city and days, so {\"city\": ... <") << text;
+    json answer = json::parse(message.content);
+    EXPECT_TRUE(answer["city"].is_string()) << text;
+    EXPECT_TRUE(answer["days"].is_number_integer()) << text;
   }
 }
 

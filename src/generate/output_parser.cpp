@@ -197,7 +197,7 @@ MessageParts OutputParser::feed(std::string_view text) {
 }
 
 void OutputParser::process(MessageParts& out) {
-  for (bool changed = true; changed;) {
+  for (bool changed = true; changed && !ended_;) {
     switch (mode_) {
       case Mode::Content: changed = process_content(out); break;
       case Mode::Reasoning: changed = process_reasoning(out); break;
@@ -205,6 +205,7 @@ void OutputParser::process(MessageParts& out) {
       case Mode::HoldAll: changed = false; break;  // parsed by finish()
     }
   }
+  if (ended_) pending_.clear();
 }
 
 bool OutputParser::skip_section_whitespace() {
@@ -344,6 +345,7 @@ void OutputParser::end_hermes_call(MessageParts& out, std::string_view body, std
 MessageParts OutputParser::finish() {
   MessageParts out;
   process(out);
+  if (ended_) mode_ = Mode::Content;  // process() dropped the rest
   switch (mode_) {
     case Mode::Content: emit_content(out, pending_); break;
     case Mode::Reasoning: emit_reasoning(out, trim_end(pending_)); break;
@@ -382,6 +384,7 @@ bool OutputParser::add_calls(MessageParts& out, std::string_view text) {
   }
   if (!calls) return false;
   for (auto& [name, arguments] : *calls) {
+    if (ended_) break;
     ToolCall call{message_.tool_calls.size(), next_id(), std::move(name), std::move(arguments)};
     emit_call_delta(out, {call.index, true, call.id, call.name, call.arguments});
     add_call(out, std::move(call));
@@ -392,6 +395,7 @@ bool OutputParser::add_calls(MessageParts& out, std::string_view text) {
 void OutputParser::add_call(MessageParts& out, ToolCall call) {
   out.tool_calls.push_back(call);
   message_.tool_calls.push_back(std::move(call));
+  ended_ = message_.tool_calls.size() >= options_.max_tool_calls;
 }
 
 void OutputParser::emit_call_delta(MessageParts& out, ToolCallDelta delta) {
@@ -427,85 +431,40 @@ namespace gerbil {
 
 namespace {
 
-// Forced ids, then an inner constraint until its text is complete, then forced ids, then end of sequence.
-class FramedConstraint final : public TokenConstraint {
+class AfterReasoning final : public TokenConstraint {
  public:
-  FramedConstraint(std::vector<int32_t> prefix, std::unique_ptr<TokenConstraint> inner, std::vector<int32_t> suffix,
-                   std::vector<int32_t> eos_ids)
-      : prefix_(std::move(prefix)), inner_(std::move(inner)), suffix_(std::move(suffix)), eos_ids_(std::move(eos_ids)) {}
+  AfterReasoning(std::unique_ptr<TokenConstraint> inner, Tokenizer tokenizer, std::vector<int32_t> eos_ids)
+      : inner_(std::move(inner)), tokenizer_(std::move(tokenizer)), eos_ids_(std::move(eos_ids)) {}
 
   void mask(std::span<uint8_t> allowed) override {
-    if (in_inner()) return inner_->mask(allowed);
-    std::fill(allowed.begin(), allowed.end(), 0);
-    for (int32_t id : expected())
-      if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 1;
+    if (reasoned_) return inner_->mask(allowed);
+    for (int32_t id : eos_ids_)
+      if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 0;
   }
 
   void accept(int32_t id) override {
-    if (in_inner()) {
-      inner_->accept(id);
-      inner_done_ = inner_->complete();
-      return;
-    }
-    std::vector<int32_t> ids = expected();
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) fail("tool-call constraint: id {} was not allowed", id);
-    ++forced_;
+    if (reasoned_) return inner_->accept(id);
+    if (id >= 0 && static_cast<size_t>(id) < tokenizer_.vocab_size()) tail_ += tokenizer_.token_bytes(id);
+    reasoned_ = tail_.find(kThinkClose) != std::string::npos;
+    // Only the end that may begin </think> matters to the next id.
+    if (tail_.size() >= kThinkClose.size()) tail_.erase(0, tail_.size() - (kThinkClose.size() - 1));
   }
 
-  bool complete() const override { return forced_ > prefix_.size() + suffix_.size(); }
+  bool complete() const override { return reasoned_ && inner_->complete(); }
 
  private:
-  bool in_inner() const { return forced_ == prefix_.size() && !inner_done_; }
-  // The ids allowed outside the inner constraint.
-  std::vector<int32_t> expected() const {
-    size_t at = forced_ < prefix_.size() ? forced_ : forced_ - prefix_.size();
-    const std::vector<int32_t>& forced = forced_ < prefix_.size() ? prefix_ : suffix_;
-    if (at < forced.size()) return {forced[at]};
-    return at == forced.size() ? eos_ids_ : std::vector<int32_t>{};
-  }
-
-  std::vector<int32_t> prefix_;
   std::unique_ptr<TokenConstraint> inner_;
-  std::vector<int32_t> suffix_;
+  Tokenizer tokenizer_;
   std::vector<int32_t> eos_ids_;
-  size_t forced_ = 0;  // forced ids accepted (prefix, then suffix and end of sequence)
-  bool inner_done_ = false;
+  std::string tail_;  // the reasoning's last bytes
+  bool reasoned_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format, const Tokenizer& tokenizer,
-                                                           const nlohmann::json& tools, const std::string& name,
-                                                           std::vector<int32_t> eos_ids) {
-  if (format != ToolCallFormat::Hermes)
-    fail("tool_choice: constraining a required tool call is only supported for Qwen's <tool_call> format");
-  if (!tools.is_array() || tools.empty()) fail("tools: expected a non-empty list of tools");
-  json names = json::array();
-  json arguments = {{"type", "object"}};
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const json& tool = tools[i];
-    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object() ||
-        !tool["function"].contains("name") || !tool["function"]["name"].is_string())
-      fail("tools[{}]: expected {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}", i);
-    names.push_back(tool["function"]["name"]);
-    if (tool["function"]["name"] == name && tool["function"].contains("parameters"))
-      arguments = tool["function"]["parameters"];
-  }
-  if (!name.empty() && std::find(names.begin(), names.end(), json(name)) == names.end())
-    fail("tool_choice: function '{}' is not one of the tools", name);
-  json schema = {{"type", "object"},
-                 {"properties", {{"name", name.empty() ? json{{"enum", names}} : json{{"const", name}}},
-                                 {"arguments", embeddable_schema(arguments)}}},
-                 {"required", {"name", "arguments"}}};
-  if (!name.empty()) {  // the parameters' own errors, named where they are
-    size_t index = static_cast<size_t>(std::find(names.begin(), names.end(), json(name)) - names.begin());
-    JsonGrammar::from_schema(arguments, fmt::format("tools[{}].function.parameters", index));
-  }
-  auto grammar = JsonGrammar::from_schema(schema, "tool call");
-  // The call is a JSON object, so it is complete exactly at its closing brace, where </tool_call> follows.
-  return std::make_unique<FramedConstraint>(tokenizer.encode(std::string(kToolCallOpen) + "\n"),
-                                            make_json_constraint(grammar, TokenTrie::of(tokenizer), {}),
-                                            tokenizer.encode("\n" + std::string(kToolCallClose)), std::move(eos_ids));
+std::unique_ptr<TokenConstraint> after_reasoning(std::unique_ptr<TokenConstraint> inner, Tokenizer tokenizer,
+                                                 std::vector<int32_t> eos_ids) {
+  return std::make_unique<AfterReasoning>(std::move(inner), std::move(tokenizer), std::move(eos_ids));
 }
 
 }  // namespace gerbil

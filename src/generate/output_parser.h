@@ -71,6 +71,9 @@ struct OutputParserOptions {
   bool reasoning = false;         // split out <think>...</think>
   bool thinking_opened = false;   // the prompt opened <think>: the output starts inside the reasoning
   uint64_t call_id_seed = 0;      // tool-call ids come from this seed; 0: a random one
+  // The message ends with its last allowed call; what the model writes after it is dropped (OpenAI's
+  // parallel_tool_calls false: 1).
+  size_t max_tool_calls = SIZE_MAX;
 };
 
 class OutputParser {
@@ -120,19 +123,16 @@ class OutputParser {
   };
   std::optional<StreamedCall> streamed_;
   bool unstreamable_ = false;  // the call being written is not in the streamable form
+  bool ended_ = false;         // the last allowed tool call is in: what follows is dropped
   uint64_t random_state_;
   MessageParts message_;
 };
 
-// For tool_choice "required" or a named function: a constraint that makes the answer one tool call in
-// FORMAT, then an end-of-sequence id. TOOLS are OpenAI's [{type: "function", function: {name, parameters}}];
-// with NAME the call is to that function and its arguments match its parameters schema; without, the name
-// is one of the tools' and the arguments any JSON object (branches by name are not supported yet). Only
-// ToolCallFormat::Hermes (Qwen) is supported; other formats throw gerbil::Error saying so, as do bad tools
-// (the error names "tools[i]..." fields).
-std::unique_ptr<TokenConstraint> make_tool_call_constraint(ToolCallFormat format, const Tokenizer& tokenizer,
-                                                           const nlohmann::json& tools, const std::string& name,
-                                                           std::vector<int32_t> eos_ids);
+// For a prompt that opened the model's reasoning (<think>): any id but end of sequence until the text accepted
+// ends the reasoning (</think>), then INNER (a JSON answer's constraint). The answer so ends as INNER allows,
+// or runs out of tokens. Bytes after </think> within its token are not INNER's (a Qwen3 </think> is one token).
+std::unique_ptr<TokenConstraint> after_reasoning(std::unique_ptr<TokenConstraint> inner, Tokenizer tokenizer,
+                                                 std::vector<int32_t> eos_ids);
 
 // The parts of a whole output: OutputParser's feed() and finish() at once.
 MessageParts parse_output(std::string_view text, const OutputParserOptions& options);

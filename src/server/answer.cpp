@@ -73,7 +73,8 @@ OutputParserOptions parser_options(const CompletionRequest& request, const Answe
   bool tools = !request.tools.is_null() && request.tool_choice.kind != ToolChoice::Kind::None;
   return {.tool_format = tools ? split.format : ToolCallFormat::None,
           .reasoning = split.reasoning,
-          .thinking_opened = split.reasoning && split.thinking_opened};
+          .thinking_opened = split.reasoning && split.thinking_opened,
+          .max_tool_calls = request.parallel_tool_calls ? SIZE_MAX : 1};
 }
 
 nlohmann::ordered_json call_json(const std::string& id, const std::string& name, const std::string& arguments) {

@@ -348,11 +348,12 @@ CompletionRequest parse_completion_request(std::string_view body_text, Endpoint 
     request.messages = parse_messages(body);
     request.tools = parse_tools(body);
     request.tool_choice = parse_tool_choice(body, request.tools);
+    request.parallel_tool_calls = boolean(body, "parallel_tool_calls").value_or(true);
     if (const ordered_json* kwargs = field(body, "chat_template_kwargs"))
       request.template_kwargs = typed(*kwargs, "chat_template_kwargs", ordered_json::value_t::object, "an object");
   } else {
     parse_prompt(body, request);
-    for (const char* chat_only : {"messages", "tools", "tool_choice"})
+    for (const char* chat_only : {"messages", "tools", "tool_choice", "parallel_tool_calls"})
       if (field(body, chat_only)) bad(chat_only, fmt::format("`{}` belongs to /v1/chat/completions", chat_only));
   }
   constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();

@@ -57,6 +57,7 @@ struct CompletionRequest {
   ResponseFormat response_format;
   nlohmann::ordered_json tools;       // chat: the tools, as given (null when none)
   ToolChoice tool_choice;
+  bool parallel_tool_calls = true;    // false: at most one tool call
 };
 
 // Parses the body of a completion request for ENDPOINT. Throws ApiError (400) naming the field.

@@ -194,6 +194,10 @@ struct Server::Impl {
     if (r.seed) s.seed = *r.seed ? *r.seed : 0x9e3779b97f4a7c15ull;
     // Mistral's [TOOL_CALLS] and Llama 3's <|python_tag|> are special tokens the output parser must see.
     ToolCallFormat format = tool_format();
+    if (!r.tools.is_null() && r.tool_choice.kind == ToolChoice::Kind::Auto && format == ToolCallFormat::None)
+      throw ApiError(400, "this model's chat template writes tool calls in no format gerbil parses (Qwen's "
+                          "<tool_call>, Llama 3's JSON, Mistral's [TOOL_CALLS]): use tool_choice \"required\" or "
+                          "a named function, whose call is constrained, or \"none\"", "tool_choice");
     if (!r.tools.is_null() && (format == ToolCallFormat::Mistral || format == ToolCallFormat::Llama3Json))
       sequence.skip_special_tokens = false;
     sequence.logprobs = r.logprobs;
@@ -205,9 +209,13 @@ struct Server::Impl {
     sequence.logit_bias = r.logit_bias;
     if (auto schema = answer_schema(r)) {
       std::vector<int32_t> eos(served->model->config().eos_token_ids.begin(), served->model->config().eos_token_ids.end());
-      sequence.constraint = json_constraint(*schema, answer_schema_field(r), served->tokenizer, std::move(eos));
+      sequence.constraint = json_constraint(*schema, answer_schema_field(r), served->tokenizer, eos);
       job.constrained_call = r.tool_choice.kind == ToolChoice::Kind::Named ||
                              r.tool_choice.kind == ToolChoice::Kind::Required;
+      // A response format after a prompt that opened the reasoning holds once the model closes it (as vLLM's
+      // reasoning parsers have it); a call's JSON is the whole text, so it starts at once.
+      if (!job.constrained_call && reasoning() && job.thinking_opened)
+        sequence.constraint = after_reasoning(std::move(sequence.constraint), served->tokenizer, std::move(eos));
     }
     return sequence;
   }

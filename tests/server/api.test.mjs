@@ -3,7 +3,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { startServer, client, post, noClient, testModel } from './support.mjs';
 
 let server, openai;
@@ -172,6 +175,7 @@ test('errors: status, OpenAI error body, and the field named', { skip: noClient 
   await expectError({ messages: hello, max_tokens: 0 }, 400, 'max_tokens', /max_tokens/);
   await expectError({ prompt: 'x '.repeat(400) }, 400, 'prompt', /prompt has \d+ tokens but the context holds 256/, '/v1/completions');
   await expectError({ messages: hello, model: 'gpt-4' }, 404, 'model', /gpt-4/);
+  await expectError({ prompt: 'x', parallel_tool_calls: false }, 400, 'parallel_tool_calls', /belongs to \/v1\/chat/, '/v1/completions');
   await expectError({}, 404, null, /no endpoint POST \/v1\/nothing/, '/v1/nothing');
   await expectError({ prompt: 'x'.repeat(9 << 20) }, 413, null, /larger than/, '/v1/completions');
   // max_tokens past the context is clamped to what it holds.
@@ -214,6 +218,56 @@ function exchange(server, requests) {
   });
 }
 const statuses = (answer) => [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+
+test('405 for a method no endpoint serves, with an error body', { skip: noClient }, async () => {
+  const answer = await exchange(server, ['TRACE /health HTTP/1.1\r\nHost: x\r\n\r\n']);
+  assert.deepEqual(statuses(answer), [405]);
+  assert.match(answer, /"message":"the method TRACE is not served"/);
+});
+
+// A chat template that opens the model's reasoning in the prompt (as Qwen3's thinking-only releases do) and names
+// no tool-call format.
+function openThinkingModel() {
+  const base = testModel();
+  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gerbil-thinking-')), 'server_test_model');
+  fs.mkdirSync(dir);
+  for (const file of fs.readdirSync(base)) fs.symlinkSync(path.join(base, file), path.join(dir, file));
+  const config = JSON.parse(fs.readFileSync(path.join(base, 'tokenizer_config.json'), 'utf8'));
+  config.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
+  fs.rmSync(path.join(dir, 'tokenizer_config.json'));
+  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+  return dir;
+}
+
+test('a prompt that opened the reasoning: the schema holds after </think>; tools need a known format', { skip: noClient }, async () => {
+  const model = openThinkingModel();
+  const thinking = await startServer(['--ctx', '256'], { model });
+  try {
+    const openai = client(thinking);
+    const schema = { type: 'object', properties: { name: { enum: ['ann', 'bo'] } }, required: ['name'] };
+    const closeThinking = { 151668: 100 };  // </think> first: a random model would reason until max_tokens
+    const r = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 40, logit_bias: closeThinking,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    assert.ok(['ann', 'bo'].includes(JSON.parse(r.choices[0].message.content).name), JSON.stringify(r.choices[0].message));
+    // Reasoning first: the constraint lets it run (here until max_tokens), and it is reasoning, not content.
+    const reasoned = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 6,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+    assert.equal(reasoned.choices[0].finish_reason, 'length');
+    assert.ok(reasoned.choices[0].message.reasoning_content.length > 0);
+    const tools = await post(thinking, '/v1/chat/completions', { messages: hello, tools: [weatherTool] });
+    assert.equal(tools.status, 400, tools.text);
+    assert.equal(tools.json.error.param, 'tool_choice');
+    assert.match(tools.json.error.message, /no format gerbil parses/);
+    const named = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 60, tools: [weatherTool],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    assert.ok(['Paris', 'Rome', 'Oslo'].includes(JSON.parse(named.choices[0].message.tool_calls[0].function.arguments).city));
+  } finally {
+    assert.equal(await thinking.stop(), 0);
+    fs.rmSync(path.dirname(model), { recursive: true });
+  }
+});
 
 test('401 without the API key, 200 with it (the openai client sends it)', { skip: noClient }, async () => {
   const keyed = await startServer(['--api-key', 'sesame', '--max-body-mb', '0.01']);

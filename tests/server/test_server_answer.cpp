@@ -79,6 +79,22 @@ TEST(AnswerStream, APromptThatOpenedThinkingStartsInTheReasoning) {
   EXPECT_EQ(plain.reasoning, "");
 }
 
+TEST(ParseAnswer, ParallelToolCallsFalseKeepsTheFirstCall) {
+  std::string two = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>\n"
+                    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>";
+  AnswerSplit split{ToolCallFormat::Hermes, true, false};
+  CompletionRequest request = chat(true);
+  EXPECT_EQ(parse_answer(two, request, split).tool_calls.size(), 2u);
+  request.parallel_tool_calls = false;
+  Answer one = parse_answer(two, request, split);
+  ASSERT_EQ(one.tool_calls.size(), 1u);
+  EXPECT_EQ(one.tool_calls[0]["function"]["arguments"], R"({"city": "Oslo"})");
+  Streamed streamed = stream(request, split, {two.substr(0, 40), two.substr(40, 60), two.substr(100)});
+  ASSERT_EQ(streamed.tool_calls.size(), 1u);
+  EXPECT_EQ(streamed.tool_calls[0]["function"]["arguments"], R"({"city": "Oslo"})");
+  EXPECT_EQ(streamed.content, "");
+}
+
 TEST(AnswerStream, AToolCallStreamsFromItsNameOn) {
   AnswerSplit split{ToolCallFormat::Hermes, false, false};
   Streamed s = stream(chat(true), split,
