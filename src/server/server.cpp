@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server/answer.h"
+#include "server/connection.h"
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "server/request.h"
@@ -73,6 +74,9 @@ struct Job {
   std::optional<Generation> result;
   std::string failure;
   bool timed_out = false;
+  bool client_gone = false;       // the client hung up before its answer
+  bool cancelled = false;         // for either: the sequence was cancelled
+  Clock::time_point next_check;   // when next to ask whether the client is still there
 
   // Takes the next event into the job; false once DEADLINE passed (the sequence then is cancelled).
   bool take(const SequenceEvent& event) {
@@ -256,12 +260,24 @@ struct Server::Impl {
     return job;
   }
 
-  // Waits for the job's next event; at the deadline cancels the sequence (its last event still comes).
-  std::optional<SequenceEvent> next_event(Job& job) {
-    if (!job.timed_out) {
-      if (auto event = job.events->next(job.deadline)) return event;
-      job.timed_out = true;
-      scheduler->cancel(job.sequence);
+  // Waits for the job's next event. At the deadline, or once the client of CONNECTION (asked every
+  // kClientCheck; -1: not asked) has hung up, cancels the sequence, whose last event still comes.
+  std::optional<SequenceEvent> next_event(Job& job, int connection = -1) {
+    constexpr auto kClientCheck = std::chrono::milliseconds(200);
+    while (!job.cancelled) {
+      Clock::time_point now = Clock::now();
+      job.timed_out = now >= job.deadline;
+      if (connection >= 0 && now >= job.next_check) {
+        job.client_gone = client_closed(connection);
+        job.next_check = now + kClientCheck;
+      }
+      if (job.timed_out || job.client_gone) {
+        job.cancelled = true;
+        scheduler->cancel(job.sequence);
+        break;
+      }
+      if (auto event = job.events->next(connection >= 0 ? std::min(job.deadline, job.next_check) : job.deadline))
+        return event;
     }
     return job.events->next(Clock::now() + std::chrono::seconds(60));
   }
@@ -274,6 +290,7 @@ struct Server::Impl {
   }
 
   void check_outcome(const Job& job) const {
+    if (job.client_gone) throw ApiError(499, "the client closed the connection");
     if (!job.result) throw ApiError(500, "the sequence ended without a result");
     if (!job.failure.empty()) throw ApiError(500, fmt::format("generation failed: {}", job.failure));
     if (job.timed_out)
@@ -289,9 +306,12 @@ struct Server::Impl {
                                                   : completion_logprobs(served->tokenizer, steps, text_offset);
   }
 
-  void answer_whole(Job& job, httplib::Response& res) {
+  // A client that hangs up is seen by asking its connection while the answer is computed (a stream sees it
+  // when a write fails): its sequence is cancelled and logged 499, as a stream's is.
+  void answer_whole(Job& job, const httplib::Request& req, httplib::Response& res) {
+    int connection = connection_socket(req);
     while (!job.result) {
-      auto event = next_event(job);
+      auto event = next_event(job, connection);
       if (!event) throw ApiError(500, "the scheduler stopped answering");
       job.take(*event);
     }
@@ -434,7 +454,7 @@ struct Server::Impl {
         --in_flight;
         return;
       }
-      answer_whole(*job, res);
+      answer_whole(*job, req, res);
       res.status = 200;
     } catch (const ApiError& error) {
       write_error(res, error);

@@ -1,5 +1,6 @@
 // Continuous batching through the server: 16 concurrent greedy requests of different lengths return exactly
-// what each returns alone, and a request cancelled mid-stream frees its slot (the metrics show it).
+// what each returns alone, and a request whose client hangs up, streamed or not, frees its slot (the metrics
+// show it).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, metric, noClient, waitFor } from './support.mjs';
@@ -46,4 +47,19 @@ test('a stream abandoned mid-way is cancelled and frees its slot', { skip: noCli
   await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 0, 30_000);
   // The server still answers.
   assert.equal((await ask('again', 0)).choices[0].text, (await ask('again', 0)).choices[0].text);
+});
+
+test('a request that is not streamed is cancelled too when its client hangs up', { skip: noClient }, async () => {
+  const cancelledBefore = await metric(server, 'gerbil_sequences_cancelled_total');
+  const generatedBefore = await metric(server, 'gerbil_generation_tokens_total');
+  const controller = new AbortController();
+  const asked = openai.completions.create({ prompt: 'Tell a long story', max_tokens: 120, temperature: 0 },
+    { signal: controller.signal });
+  await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 1, 30_000);
+  controller.abort();
+  await assert.rejects(asked);
+  await waitFor(async () => (await metric(server, 'gerbil_sequences_cancelled_total')) > cancelledBefore, 30_000);
+  await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 0, 30_000);
+  assert.ok((await metric(server, 'gerbil_generation_tokens_total')) - generatedBefore < 120, 'it stopped early');
+  assert.match(server.log(), /POST \/v1\/completions 499 /);
 });
