@@ -1,6 +1,8 @@
 // Tokenizers from GGUF metadata: the fixture tokenizers converted to tokenizer.ggml.* keys as llama.cpp's
 // converter writes them, rebuilt through gguf_tokenizer_json + Tokenizer::from_json, encode every fixture
 // string to the ids the Hugging Face tokenizer gives.
+#include <cmath>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -243,6 +245,24 @@ TEST(GgufTokenizerSentencePiece, EqualScoresJoinFromTheLeft) {
   EXPECT_EQ(tokenizer.encode("xxxxx", false), (std::vector<int32_t>{4, 12, 9}));
 }
 
+// A piece of 200,000 bytes among short ones loads at once: its cuts are looked up only at the lengths other
+// pieces have (every cut, each hashing up to the whole piece, took seconds, and a longer piece hours).
+TEST(GgufTokenizerSentencePiece, ALongPieceOnlyCostsItsLength) {
+  SmallSentencePiece small;
+  small.tokens.push_back(std::string(200'000, 'a'));
+  small.types.push_back(1);
+  small.scores.push_back(-9);
+  for (int i = 0; i < 40; ++i) {
+    small.tokens.push_back("w" + std::to_string(i));
+    small.types.push_back(1);
+    small.scores.push_back(-10);
+  }
+  std::string bytes = small.gguf().bytes();
+  Tokenizer tokenizer =
+      Tokenizer::from_json(gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf")), "t.gguf");
+  EXPECT_EQ(tokenizer.encode("ab", false), (std::vector<int32_t>{4, 7}));
+}
+
 // Each inconsistency in SmallSentencePiece's metadata is an error naming the key.
 TEST(GgufTokenizerErrors, SentencePieceMetadataNamesTheKey) {
   auto spoiled = [](const std::function<void(SmallSentencePiece&)>& spoil) {
@@ -260,6 +280,21 @@ TEST(GgufTokenizerErrors, SentencePieceMetadataNamesTheKey) {
   EXPECT_THAT(spoiled([](auto& t) { t.bos_id = 9; }), HasSubstr("tokenizer.ggml.bos_token_id is 9, outside the 9 tokens"));
   EXPECT_THAT(spoiled([](auto& t) { t.unknown_id = 70; }),
               HasSubstr("tokenizer.ggml.unknown_token_id is 70, outside the 9 tokens"));
+  EXPECT_THAT(spoiled([](auto& t) { t.scores[4] = std::nanf(""); }), HasSubstr("tokenizer.ggml.scores[4] is nan"));
+  // llama.cpp's default ids (BOS 1, EOS 2) are checked like given ones: they were read past the tokens.
+  EXPECT_THAT(spoiled([](auto& t) {
+                t.tokens.resize(1);
+                t.types.resize(1);
+                t.scores.resize(1);
+              }),
+              HasSubstr("tokenizer.ggml.bos_token_id is 1 (absent: llama.cpp's default), outside the 1 tokens"));
+  EXPECT_THAT(spoiled([](auto& t) {
+                t.tokens.resize(2);
+                t.types.resize(2);
+                t.scores.resize(2);
+                t.add_eos = true;
+              }),
+              HasSubstr("tokenizer.ggml.eos_token_id is 2 (absent: llama.cpp's default), outside the 2 tokens"));
   GgufWriter no_scores;
   no_scores.add_string("tokenizer.ggml.model", "llama");
   no_scores.add_strings("tokenizer.ggml.tokens", {"a"});

@@ -5,6 +5,7 @@
 // same dequantized weights (Q8_0 and Q4_0); files llama.cpp made match transformers on their dequantized weights.
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -40,6 +41,7 @@ std::string gguf_family(std::string_view hf_architecture) {
   if (hf_architecture == "Qwen2ForCausalLM") return "qwen2";
   if (hf_architecture == "Qwen3ForCausalLM") return "qwen3";
   if (hf_architecture == "GemmaForCausalLM") return "gemma";
+  if (hf_architecture == "Gemma3ForCausalLM") return "gemma3";
   if (hf_architecture == "Phi3ForCausalLM") return "phi3";
   if (hf_architecture == "PhiForCausalLM") return "phi2";
   if (hf_architecture == "GPT2LMHeadModel") return "gpt2";
@@ -83,6 +85,12 @@ GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlTy
   if (arch.positions == PositionKind::Rotary) {
     w.add_f32(p + "rope.freq_base", float(c.rope_full.theta));
     w.add_u32(p + "rope.dimension_count", uint32_t(c.rotary_dim));
+  }
+  if (c.sliding_window > 0) w.add_u32(p + "attention.sliding_window", uint32_t(c.sliding_window));
+  if (family == "gemma3") {  // the fixture's sliding layers come in a pattern of 2, not llama.cpp's 6
+    int64_t pattern = 1;
+    while (pattern < c.num_layers && c.sliding(pattern - 1)) ++pattern;
+    w.add_u32(p + "attention.sliding_window_pattern", uint32_t(pattern));
   }
 
   auto add = [&](Role role, int layer, const char* part, const TensorView& view) {
@@ -176,6 +184,49 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixture,
                            return name;
                          });
 
+// llama.cpp's Gemma 3 files carry no attention scale: it is 1 / sqrt(key_length), but hidden_size / heads for the
+// 27B model (62 layers), as llama.cpp takes it. The fixture's own scalar (24) is neither, so the file is compared
+// with the folder given key_length's.
+TEST(GgufGemma3, ScalesAttentionAsLlamaCppDoes) {
+  GERBIL_REQUIRE_FIXTURES();
+  ScratchDir dir;
+  gguf_from_fixture("gemma3-tiny", Weights::F32).write(dir / "model.gguf");
+  std::filesystem::create_directory(dir / "folder");
+  for (const auto& entry : std::filesystem::directory_iterator(fixtures_dir() / "gemma3-tiny"))
+    if (entry.path().filename() != "config.json")
+      std::filesystem::create_symlink(entry.path(), dir / "folder" / entry.path().filename());
+  nlohmann::json config = nlohmann::json::parse(test::read_text(fixtures_dir() / "gemma3-tiny" / "config.json"));
+  config["query_pre_attn_scalar"] = config["head_dim"];
+  test::write_json_file(dir / "folder" / "config.json", config);
+  auto ids = input_ids(fixtures_dir() / "gemma3-tiny");
+  expect_rows_close(run_logits(dir / "model.gguf", ids), run_logits(dir / "folder", ids), 512, 1e-5, "gemma3");
+
+  for (auto [layers, scalar] : {std::pair{62, 168}, {34, 128}}) {
+    GgufWriter w;
+    w.add_string("general.architecture", "gemma3");
+    for (auto [key, value] : {std::pair{"block_count", layers}, {"embedding_length", 5376}, {"feed_forward_length", 256},
+                              {"context_length", 64}, {"attention.head_count", 32}, {"attention.key_length", 128}})
+      w.add_u32(std::string("gemma3.") + key, uint32_t(value));
+    w.add_f32("gemma3.attention.layer_norm_rms_epsilon", 1e-6f);
+    w.add_tensor("token_embd.weight", uint32_t(GgmlType::F32), {5376, 1}, std::string(5376 * 4, '\0'));
+    std::string bytes = w.bytes();
+    nlohmann::json made = gguf_config_json(Gguf::parse(std::as_bytes(std::span(bytes)), "g.gguf"));
+    EXPECT_EQ(made["query_pre_attn_scalar"], scalar) << layers << " layers";
+  }
+}
+
+// End-of-turn ids other than the file's EOS end a turn too, as they do in llama.cpp.
+TEST(GgufModel, EndOfTurnIdsStopGeneration) {
+  GERBIL_REQUIRE_FIXTURES();
+  ScratchDir dir;
+  GgufWriter w = gguf_from_fixture("qwen2-tiny", Weights::F32);
+  w.add_u32("tokenizer.ggml.eos_token_id", 7);
+  w.add_u32("tokenizer.ggml.eot_token_id", 9);
+  w.add_u32("tokenizer.ggml.eom_token_id", 7);
+  w.write(dir / "model.gguf");
+  EXPECT_EQ(ModelFiles::open(dir / "model.gguf").config().eos_token_ids, (std::vector<int64_t>{7, 9}));
+}
+
 struct QuantizedCase {
   std::string fixture;
   GgmlType type;
@@ -206,7 +257,8 @@ TEST_P(GgufQuantized, MatchesItsDequantizedF32Run) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufQuantized,
                          ::testing::Values(QuantizedCase{"qwen2-tiny", GgmlType::Q8_0, 0.05},
-                                           QuantizedCase{"llama-plain-tiny", GgmlType::Q4_0, 0.5}),
+                                           QuantizedCase{"llama-plain-tiny", GgmlType::Q4_0, 0.5},
+                                           QuantizedCase{"gpt2-tiny", GgmlType::Q8_0, 0.05}),
                          [](const auto& info) {
                            std::string name = info.param.fixture + "_" + std::string(ggml_type_name(info.param.type));
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -292,6 +344,29 @@ TEST(GgufModel, BadModelsNameTheProblem) {
   GgufWriter no_layers;
   no_layers.add_string("general.architecture", "llama");
   EXPECT_THAT(error_for(no_layers), HasSubstr("metadata \"llama.block_count\" is missing"));
+
+  // A llama file of one layer, with TENSORS beside its embedding table (they divided by zero, read an empty list).
+  auto llama = [](uint32_t rotary, const std::function<void(GgufWriter&)>& tensors) {
+    GgufWriter w;
+    w.add_string("general.architecture", "llama");
+    for (auto [key, value] : {std::pair{"block_count", 1}, {"embedding_length", 64}, {"feed_forward_length", 64},
+                              {"context_length", 64}, {"attention.head_count", 4}})
+      w.add_u32(std::string("llama.") + key, uint32_t(value));
+    w.add_u32("llama.rope.dimension_count", rotary);
+    w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-6f);
+    w.add_tensor("token_embd.weight", uint32_t(GgmlType::F32), {64, 8}, std::string(64 * 8 * 4, '\0'));
+    tensors(w);
+    return w;
+  };
+  EXPECT_THAT(error_for(llama(16, [](GgufWriter& w) { w.add_tensor("blk.0.attn_q.weight", 0, {64, 0}, ""); })),
+              HasSubstr("tensor \"blk.0.attn_q.weight\": 0 rows do not split into 4 heads"));
+  EXPECT_THAT(error_for(llama(0, [](GgufWriter& w) { w.add_tensor("rope_freqs.weight", 0, {0}, ""); })),
+              HasSubstr("\"rope_freqs.weight\" holds 0 factors for a rotary dimension of 0"));
+  std::vector<float> factors(8, 1.0f);
+  factors[3] = std::nanf("");
+  std::string factor_bytes(reinterpret_cast<const char*>(factors.data()), factors.size() * 4);
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) { w.add_tensor("rope_freqs.weight", 0, {8}, factor_bytes); })),
+              HasSubstr("\"rope_freqs.weight\": factor 3 is nan"));
 
 }
 

@@ -133,10 +133,13 @@ json rope_parameters(const Gguf& gguf, const std::string& prefix, double theta) 
 json llama3_rope_from_factors(const Gguf& gguf, const std::string& prefix, json rope, int64_t rotary_dim) {
   const GgufTensor& tensor = require_tensor(gguf, "rope_freqs.weight");
   std::string what = fmt::format("{}: tensor \"rope_freqs.weight\"", gguf.name());
+  if (rotary_dim < 2 || tensor.numel() != uint64_t(rotary_dim / 2))
+    fail("{} holds {} factors for a rotary dimension of {}", what, tensor.numel(), rotary_dim);
   std::vector<float> factors(tensor.numel());
   dequantize(tensor.type, tensor.bytes, factors, what);
-  if (int64_t(factors.size()) != rotary_dim / 2)
-    fail("{} holds {} factors for {} rotary frequencies", what, factors.size(), rotary_dim / 2);
+  for (std::size_t i = 0; i < factors.size(); ++i)
+    if (!(std::isfinite(factors[i]) && factors[i] > 0))
+      fail("{}: factor {} is {}; frequency factors are positive", what, i, factors[i]);
   double theta = rope["rope_theta"].get<double>();
   double factor = *std::max_element(factors.begin(), factors.end());
   double context = double(gguf.get_int(prefix + "rope.scaling.original_context_length").value_or(8192));
@@ -237,7 +240,12 @@ json gguf_config_json(const Gguf& gguf) {
   config["attention_bias"] = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
   config["mlp_bias"] = gguf.find_tensor("blk.0.ffn_up.bias") != nullptr;
   if (auto bos = gguf.get_int("tokenizer.ggml.bos_token_id")) config["bos_token_id"] = *bos;
-  if (auto eos = gguf.get_int("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = *eos;
+  // A turn ends at any of the end-of-generation ids llama.cpp stops at (Phi-3's <|end|>, Llama 3.1's
+  // <|eom_id|>, Gemma's <end_of_turn> are not the file's EOS).
+  json eos = json::array();
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (auto id = gguf.get_int(key); id && std::find(eos.begin(), eos.end(), json(*id)) == eos.end()) eos.push_back(*id);
+  if (!eos.empty()) config["eos_token_id"] = eos;
   if (auto pad = gguf.get_int("tokenizer.ggml.padding_token_id")) config["pad_token_id"] = *pad;
 
   if (family.gguf_name == "gpt2") return config;  // learned positions: no rope
@@ -245,7 +253,9 @@ json gguf_config_json(const Gguf& gguf) {
   json rope = rope_parameters(gguf, prefix, theta);
   if (auto rotary = gguf.get_int(prefix + "rope.dimension_count")) {
     int64_t dim = head_dim.value_or(config["hidden_size"].get<int64_t>() / heads);
-    if (*rotary != dim) rope["partial_rotary_factor"] = double(*rotary) / double(dim);
+    // The config takes the rotary dimension as int(head_dim * factor): half a dimension more makes that
+    // truncate to the file's count exactly, where rotary / dim alone may fall just under it (60 of 104).
+    if (*rotary != dim) config["partial_rotary_factor"] = (double(*rotary) + 0.5) / double(dim);
   }
   if (gguf.find_tensor("rope_freqs.weight")) {
     int64_t dim = head_dim.value_or(config["hidden_size"].get<int64_t>() / heads);
@@ -255,7 +265,11 @@ json gguf_config_json(const Gguf& gguf) {
   if (auto window = gguf.get_int(prefix + "attention.sliding_window"); window && *window > 0)
     config["sliding_window"] = *window;
   if (family.gguf_name == "gemma3") {
-    // llama.cpp's Gemma 3: every sixth layer global, local layers at base 10000, q scaled by key_length.
+    // llama.cpp's Gemma 3: every sixth layer global, local layers at base 10000, q scaled by key_length but
+    // for the 27B model (62 layers), whose scale is hidden_size / heads (the files carry no scale of their own).
+    int64_t layers = config["num_hidden_layers"].get<int64_t>();
+    config["query_pre_attn_scalar"] =
+        layers == 62 || !head_dim ? config["hidden_size"].get<int64_t>() / heads : *head_dim;
     config["sliding_window_pattern"] = gguf.get_int(prefix + "attention.sliding_window_pattern").value_or(6);
     json local = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
     config["rope_parameters"] = {{"full_attention", rope}, {"sliding_attention", local}};
@@ -279,7 +293,7 @@ struct ConvertedTensors {
 // a row, move with them.
 std::vector<std::byte> unpermute_rows(std::span<const std::byte> stored, int64_t rows, int64_t heads,
                                       const std::string& what) {
-  if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+  if (heads <= 0 || rows <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
     fail("{}: {} rows do not split into {} heads of an even size", what, rows, heads);
   const std::size_t row_bytes = stored.size() / std::size_t(rows);
   const int64_t per_head = rows / heads;

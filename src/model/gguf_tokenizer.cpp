@@ -1,6 +1,8 @@
 #include "model/gguf_tokenizer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 #include "gerbil/error.h"
@@ -73,10 +75,11 @@ Vocabulary read_vocabulary(const Gguf& gguf) {
 std::optional<int64_t> token_id(const Gguf& gguf, std::string_view key, const Vocabulary& vocabulary,
                                 std::optional<int64_t> fallback) {
   std::optional<int64_t> id = gguf.get_int(key);
-  if (!id) return fallback;
-  if (*id < 0 || std::size_t(*id) >= vocabulary.tokens.size())
-    fail("{}: {} is {}, outside the {} tokens", gguf.name(), key, *id, vocabulary.tokens.size());
-  return id;
+  if (!id && !fallback) return std::nullopt;
+  if (int64_t value = id.value_or(*fallback); value < 0 || std::size_t(value) >= vocabulary.tokens.size())
+    fail("{}: {} is {}{}, outside the {} tokens", gguf.name(), key, value, id ? "" : " (absent: llama.cpp's default)",
+         vocabulary.tokens.size());
+  return id ? id : fallback;
 }
 
 // Control, unknown and user-defined tokens are matched in the text before the model sees it, as llama.cpp
@@ -131,6 +134,12 @@ json gpt2_tokenizer_json(const Gguf& gguf) {
   if (!pre)
     fail("{}: tokenizer.ggml.pre \"{}\" is not supported (qwen2, llama-bpe, gpt-2, default are)", gguf.name(),
          pre_name);
+  // Files from before llama.cpp recorded the pre-tokenizer do not say how their model splits text.
+  if (pre_name == "default")
+    std::fprintf(stderr,
+                 "warning: %s does not name its pre-tokenizer (tokenizer.ggml.pre): splitting text as GPT-2 does; "
+                 "if the model split it otherwise, its token ids differ (a newer conversion of the file names it)\n",
+                 gguf.name().c_str());
   Vocabulary vocabulary = read_vocabulary(gguf);
   json merges = json::array();
   for (std::string_view merge : gguf.get_strings("tokenizer.ggml.merges").value_or(std::vector<std::string_view>{}))
@@ -176,10 +185,22 @@ json merges_from_scores(const Vocabulary& vocabulary, const std::vector<double>&
     std::size_t left_length, right_length;
     int64_t merged, left, right;
   };
+  // Only cuts into two lengths some token has are looked up: a piece of n bytes costs n lookups of up to n bytes
+  // otherwise, which one long piece made a hang.
+  std::vector<bool> is_length;
+  for (std::string_view token : vocabulary.tokens) {
+    if (token.size() >= is_length.size()) is_length.resize(token.size() + 1);
+    is_length[token.size()] = true;
+  }
+  std::vector<std::size_t> lengths;
+  for (std::size_t length = 1; length < is_length.size(); ++length)
+    if (is_length[length]) lengths.push_back(length);
   std::vector<Merge> merges;
   for (std::size_t id = 0; id < vocabulary.tokens.size(); ++id) {
     std::string_view piece = vocabulary.tokens[id];
-    for (std::size_t cut = 1; cut < piece.size(); ++cut) {
+    for (std::size_t cut : lengths) {
+      if (cut >= piece.size()) break;
+      if (!is_length[piece.size() - cut]) continue;
       auto left = ids.find(piece.substr(0, cut)), right = ids.find(piece.substr(cut));
       if (left != ids.end() && right != ids.end())
         merges.push_back({scores[id], code_points(left->first), code_points(right->first), int64_t(id),
@@ -206,6 +227,9 @@ json llama_tokenizer_json(const Gguf& gguf) {
   if (scores->size() != vocabulary.tokens.size())
     fail("{}: tokenizer.ggml.scores has {} entries for {} tokens", gguf.name(), scores->size(),
          vocabulary.tokens.size());
+  for (std::size_t id = 0; id < scores->size(); ++id)
+    if (!std::isfinite((*scores)[id]))
+      fail("{}: tokenizer.ggml.scores[{}] is {}, not a finite score", gguf.name(), id, (*scores)[id]);
   bool space_prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
   json space_to_marker = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}};
   json normalizer = space_prefix ? json{{"type", "Sequence"},
