@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "support/paths.h"
@@ -82,6 +86,52 @@ TEST(CliOptions, BenchModelRefusesCountsThatMeasureNothing) {
     EXPECT_THAT(bad.output, testing::HasSubstr(message)) << option;
     EXPECT_THAT(bad.output, testing::Not(testing::HasSubstr("no config.json"))) << option;
   }
+}
+
+// Generation values that cannot work are refused before a model loads (the missing folder is never reached):
+// they were taken as greedy (a negative temperature), a fixed seed (-2 as 2^64 - 2), nothing to generate, or
+// failed after the first token (an infinite penalty) or after loading (an empty stop string).
+TEST(CliOptions, GenerationValuesAreCheckedBeforeAModelLoads) {
+  for (auto [arguments, message] :
+       {std::pair{"-n 0", "--max-new-tokens must be at least 1"},
+        std::pair{"--temperature -1", "temperature must be 0 (greedy) or in [0.0001, 100], got -1"},
+        std::pair{"--repeat-penalty inf", "repetition_penalty must be a finite number > 0, got inf"},
+        std::pair{"--seed -2", "--seed: Value -2 not in range"},
+        std::pair{"--gpu-memory -5", "--gpu-memory: must not be negative"},
+        std::pair{"--stop ''", "--stop: a stop string must not be empty"},
+        std::pair{"--raw --system hello", "--system and --thinking need the chat template, and --raw skips it"}}) {
+    Outcome bad = run_gerbil(std::string("run --model /nonexistent ") + arguments + " hi");
+    EXPECT_NE(bad.status, 0) << arguments;
+    EXPECT_THAT(bad.output, testing::HasSubstr(message)) << arguments;
+    EXPECT_THAT(bad.output, testing::Not(testing::HasSubstr("no such model folder"))) << arguments;
+  }
+  Outcome fresh = run_gerbil("run --model /nonexistent --seed -1 hi");  // llama.cpp's "a fresh seed"
+  EXPECT_THAT(fresh.output, testing::HasSubstr("no such model folder"));
+  // generate works on ids: it offers no stop strings (they always failed: "stop strings need a tokenizer").
+  EXPECT_THAT(run_gerbil("generate --model /nonexistent --tokens 1 --stop x").output,
+              testing::HasSubstr("The following arguments were not expected"));
+}
+
+// Paths that cannot be read are errors naming them (exit 1), not internal errors (exit 2) or empty answers.
+TEST(CliOptions, UnreadablePathsAreNamed) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gerbil-cli-paths-" + std::to_string(getpid()));
+  struct Removed {
+    std::filesystem::path dir;
+    ~Removed() { std::filesystem::remove_all(dir); }
+  } removed{dir};
+  std::filesystem::create_directories(dir / "model" / "config.json");
+  std::filesystem::create_symlink(dir / "loop", dir / "loop");
+  auto expect_error = [](const std::string& arguments, const std::string& message) {
+    Outcome outcome = run_gerbil(arguments);
+    EXPECT_EQ(WEXITSTATUS(outcome.status), 1) << arguments << ": " << outcome.output;
+    EXPECT_THAT(outcome.output, testing::HasSubstr(message)) << arguments;
+  };
+  expect_error("run --model " + (dir / "loop").string() + " hi", (dir / "loop").string() + ": Too many levels of symbolic links");
+  expect_error("generate --tokens 1 --model " + (dir / "model").string(), "config.json: is a folder, not a file");
+  expect_error("info --model /nonexistent.gguf", "info --model: /nonexistent.gguf does not exist");
+  GERBIL_REQUIRE_PATH(gerbil::test::tokenizer_dir("qwen3"), "run scripts/setup.sh to fetch the tokenizer files");
+  expect_error("tokenize --tokenizer " + gerbil::test::tokenizer_dir("qwen3").string() + " --text-file " + dir.string(),
+               dir.string() + ": is a folder, not a file");  // it printed [] for the folder's text
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ int generate(const GenerateCommand& c) {
 GERBIL_COMMAND("generate", "Generate token ids from prompt token ids (printed comma-separated)", [](CLI::App& app) {
   auto c = std::make_shared<GenerateCommand>();
   c->model.add_to(app);
-  c->generation.add_to(app, 32);
+  c->generation.add_to(app, 32, /*text=*/false);
   app.add_option("--tokens", c->tokens, "Prompt token ids, comma-separated")->required();
   app.add_flag("--stats", c->stats, "Print load and speed statistics to stderr");
   return [c] { return generate(*c); };

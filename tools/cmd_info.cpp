@@ -69,6 +69,7 @@ GERBIL_COMMAND("info", "Show the WebGPU adapter, its features and limits (or wha
   app.add_option("--model", *model, "A GGUF file: print what it holds (no device is opened)");
   return [json, adapter, model] {
     if (!model->empty()) {
+      if (!std::filesystem::exists(*model)) fail("info --model: {} does not exist", *model);
       if (!is_gguf_file(*model)) fail("info --model: {} is not a GGUF file", *model);
       nlohmann::json summary = gguf_summary(Gguf::open(*model));
       if (*json)

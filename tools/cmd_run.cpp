@@ -23,8 +23,7 @@ struct RunCommand {
 std::vector<int32_t> prompt_ids(const RunCommand& c, const Engine& engine) {
   if (c.raw || !engine.has_chat_template()) {
     if (!c.chat.system.empty() || !c.chat.thinking.empty())
-      fail("--system and --thinking need a chat template, and {}",
-           c.raw ? "--raw skips it" : "this model has none");
+      fail("--system and --thinking need a chat template, and this model has none");
     return engine.tokenize(c.prompt, /*add_special_tokens=*/true);
   }
   std::vector<ChatMessage> messages = c.chat.first_messages();
@@ -35,6 +34,8 @@ std::vector<int32_t> prompt_ids(const RunCommand& c, const Engine& engine) {
 
 int run(const RunCommand& c) {
   CompletionOptions options = c.generation.resolve();
+  if (c.raw && (!c.chat.system.empty() || !c.chat.thinking.empty()))
+    fail("--system and --thinking need the chat template, and --raw skips it");
   Engine engine = open_engine(c.model);
   Completion answer = stream_answer(engine, prompt_ids(c, engine), options);
   print_stats(answer);

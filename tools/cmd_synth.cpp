@@ -114,7 +114,8 @@ std::function<int()> setup(CLI::App& app) {
     options.dtype = parse_weight_dtype(args->dtype);
     if (args->vocab != 0) options.vocab = args->vocab;
     if (args->intermediate != 0) options.intermediate = args->intermediate;
-    if (!(args->max_shard_gb > 0)) fail("--max-shard-gb must be positive");
+    if (!(args->max_shard_gb >= 1e-6 && args->max_shard_gb <= 1e6))
+      fail("--max-shard-gb must be between 1e-6 (a kB) and 1e6, got {}", args->max_shard_gb);
     options.max_shard_bytes = uint64_t(args->max_shard_gb * 1e9);
     fs::path tokenizer = args->tokenizer.empty() ? fs::path() : tokenizer_folder(args->tokenizer);
     if (!tokenizer.empty()) fit_to_tokenizer(args->tokenizer, tokenizer, options);

@@ -1,25 +1,16 @@
 // gerbil tokenize / detokenize: text to token ids and back with a Hugging Face tokenizer.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "command.h"
 #include "generate/model_text.h"
 #include "model/gguf_model.h"
 #include "gerbil/error.h"
+#include "json/json_file.h"
 #include "token_ids.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gerbil::cli {
 namespace {
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--text-file {}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A tokenizer file or folder, or the tokenizer a GGUF file's metadata describes.
 Tokenizer load_tokenizer(const std::string& path) {
@@ -46,7 +37,7 @@ GERBIL_COMMAND("tokenize", "Encode text into token ids with a Hugging Face token
   return [=] {
     if (!*text_option && !*file_option) fail("tokenize: give --text or --text-file");
     Tokenizer t = load_tokenizer(*tokenizer);
-    std::vector<int32_t> ids = t.encode(*file_option ? read_text_file(*text_file) : *text, *special);
+    std::vector<int32_t> ids = t.encode(*file_option ? read_file_bytes(*text_file) : *text, *special);
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
     std::printf("%s]\n", line.c_str());

@@ -5,8 +5,10 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 
 #include "generate/engine_options.h"
+#include "gerbil/error.h"
 
 namespace gerbil::cli {
 namespace {
@@ -46,7 +48,7 @@ struct Answering {
 
 }  // namespace
 
-void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens) {
+void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens, bool text) {
   options.max_new_tokens = default_max_tokens;
   auto& s = options.sampling;
   app.add_option("-n,--max-new-tokens", options.max_new_tokens, "Most tokens to generate")->capture_default_str();
@@ -58,14 +60,19 @@ void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens) {
   app.add_option("--repeat-penalty", s.repetition_penalty, "Penalise tokens already seen (1: off)")->capture_default_str();
   app.add_option("--presence-penalty", s.presence_penalty, "Subtract from the logits of tokens generated so far")->capture_default_str();
   app.add_option("--frequency-penalty", s.frequency_penalty, "Subtract per time a token was generated")->capture_default_str();
-  app.add_option("--seed", s.seed, "Random seed; the same seed gives the same text (0: random)");
-  app.add_option("--stop", options.stop, "Stop before this text (repeatable)");
+  app.add_option("--seed", seed, "Random seed; the same seed gives the same text (0 or -1: a fresh one)")
+      ->check(CLI::Range(int64_t(-1), std::numeric_limits<int64_t>::max()));
+  if (text) app.add_option("--stop", options.stop, "Stop before this text (repeatable)");
   app.add_flag("--ignore-eos", options.ignore_eos, "Do not stop at the end-of-sequence token");
 }
 
 CompletionOptions GenerationFlags::resolve() const {
   CompletionOptions resolved = options;
   if (greedy) resolved.sampling.temperature = 0;
+  resolved.sampling.seed = seed > 0 ? uint64_t(seed) : 0;
+  if (resolved.max_new_tokens == 0) fail("--max-new-tokens must be at least 1");
+  for (const std::string& stop : resolved.stop)
+    if (stop.empty()) fail("--stop: a stop string must not be empty");
   generate_options(resolved).sampling.validate();
   return resolved;
 }

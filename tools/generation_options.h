@@ -14,9 +14,11 @@ namespace gerbil::cli {
 struct GenerationFlags {
   CompletionOptions options;
   bool greedy = false;
+  int64_t seed = 0;  // -1 and 0: a fresh seed (llama.cpp's -1 means that too)
 
-  void add_to(CLI::App& app, uint32_t default_max_tokens);
-  // The options with --greedy applied and the sampling values checked (before any model loads).
+  // TEXT: the command decodes text, so --stop is offered.
+  void add_to(CLI::App& app, uint32_t default_max_tokens, bool text = true);
+  // The options with --greedy and --seed applied and every value checked (before any model loads).
   CompletionOptions resolve() const;
 };
 

@@ -1,6 +1,7 @@
 // gerbil: run large language models on the GPU through WebGPU. See README.md.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "command.h"
 #include "gerbil/error.h"
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const gerbil::Error& e) {
+    std::fprintf(stderr, "gerbil: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be looked at: its text names it
     std::fprintf(stderr, "gerbil: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {

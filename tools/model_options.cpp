@@ -69,6 +69,8 @@ void ModelOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--gpu-memory", memory_limit,
                  "The most GPU memory gerbil may take, e.g. 6GiB or 900MiB (units of 1,024; default: what the GPU "
                  "gives); the default context is halved until the model fits")
+      ->check(CLI::Validator([](std::string& text) { return text.starts_with('-') ? "must not be negative" : ""; },
+                             "SIZE"))
       ->transform(CLI::AsSizeValue(false));
   add_toggle_options(app, enable_toggles, disable_toggles);
 }

@@ -14,14 +14,15 @@ namespace gerbil {
 void SamplingParams::validate() const {
   // Outside these bounds 1 / temperature overflows (a tiny one) or the masked ids' -inf logits, clamped to the
   // lowest float, get weight (a huge one).
-  if (temperature > 0 && !(temperature >= kMinTemperature && temperature <= kMaxTemperature))
+  if (temperature != 0 && !(temperature >= kMinTemperature && temperature <= kMaxTemperature))
     fail("sampling: temperature must be 0 (greedy) or in [{}, {}], got {}", kMinTemperature, kMaxTemperature,
          temperature);
   if (!std::isfinite(temperature)) fail("sampling: temperature must be a finite number");
   if (top_k < 0) fail("sampling: top_k must be >= 0 (0 turns it off), got {}", top_k);
   if (!(top_p > 0.0f && top_p <= 1.0f)) fail("sampling: top_p must be in (0, 1], got {}", top_p);
   if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("sampling: min_p must be in [0, 1], got {}", min_p);
-  if (!(repetition_penalty > 0.0f)) fail("sampling: repetition_penalty must be > 0, got {}", repetition_penalty);
+  if (!(repetition_penalty > 0.0f && std::isfinite(repetition_penalty)))
+    fail("sampling: repetition_penalty must be a finite number > 0, got {}", repetition_penalty);
   if (!std::isfinite(presence_penalty) || !std::isfinite(frequency_penalty))
     fail("sampling: presence and frequency penalties must be finite");
 }

@@ -44,12 +44,21 @@ Json parse_json_strict(std::string_view text, const std::filesystem::path& origi
   }
 }
 
-template <class Json>
-Json read_json_file(const std::filesystem::path& file) {
+std::string read_file_bytes(const std::filesystem::path& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) fail("{}: is a folder, not a file", file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot open {}: {}", file.string(), std::strerror(errno));
-  std::string text(std::istreambuf_iterator<char>(in), {});
-  return parse_json_strict<Json>(text, file);
+  try {
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  } catch (const std::exception& e) {  // libstdc++'s filebuf throws on a read error
+    fail("{}: cannot be read: {}", file.string(), e.what());
+  }
+}
+
+template <class Json>
+Json read_json_file(const std::filesystem::path& file) {
+  return parse_json_strict<Json>(read_file_bytes(file), file);
 }
 
 template nlohmann::json parse_json_strict(std::string_view, const std::filesystem::path&, std::string_view);

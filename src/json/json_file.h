@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,9 @@ namespace gerbil {
 // nlohmann::ordered_json where the order of an object's keys matters (chat templates render it).
 template <class Json = nlohmann::json>
 Json parse_json_strict(std::string_view text, const std::filesystem::path& origin, std::string_view what = {});
+
+// The bytes of FILE. A file that is missing, a folder, or fails to read is a gerbil::Error naming it.
+std::string read_file_bytes(const std::filesystem::path& file);
 
 // Reads and parses a whole JSON file.
 template <class Json = nlohmann::json>

@@ -202,9 +202,11 @@ json gguf_summary(const Gguf& gguf) {
 }
 
 bool is_gguf_file(const fs::path& path) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) return false;
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
-  return fs::is_regular_file(path) && in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
 json gguf_config_json(const Gguf& gguf) {

@@ -241,7 +241,10 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
 }
 
 void check_model_folder(const fs::path& dir) {
-  if (!fs::is_directory(dir) && !is_gguf_file(dir)) fail("{}: no such model folder or GGUF file", dir.string());
+  std::error_code error;
+  fs::file_status status = fs::status(dir, error);
+  if (error && error != std::errc::no_such_file_or_directory) fail("{}: {}", dir.string(), error.message());
+  if (!fs::is_directory(status) && !is_gguf_file(dir)) fail("{}: no such model folder or GGUF file", dir.string());
 }
 
 ModelFiles ModelFiles::open(const fs::path& dir) {

@@ -1,23 +1,9 @@
 #include "template/chat_template.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "gerbil/error.h"
 #include "json/json_file.h"
 
 namespace gerbil {
-namespace {
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
 
 std::optional<std::string> tokenizer_config_token(const nlohmann::ordered_json& config, const char* field,
                                                   const std::filesystem::path& path) {
@@ -69,7 +55,7 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& di
   std::optional<std::string> tool_use_source;
   auto field = config.find("chat_template");
   if (std::filesystem::exists(jinja_path)) {
-    source = read_file(jinja_path);
+    source = read_file_bytes(jinja_path);
     origin = jinja_path.string();
   } else if (field == config.end() || field->is_null()) {
     fail("{}: has no 'chat_template' (and there is no chat_template.jinja beside it)", config_path.string());
