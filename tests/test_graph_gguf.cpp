@@ -215,6 +215,36 @@ TEST(GgufGemma3, ScalesAttentionAsLlamaCppDoes) {
   }
 }
 
+// GPT-2's lm_head is an nn.Linear, [vocab, hidden] like every family's, not a Conv1D: an untied checkpoint (its
+// lm_head a copy of the embedding here) gives the tied fixture's logits, as a folder and as GGUF files (F32, and
+// Q8_0 against its dequantized weights).
+TEST(Gpt2, AnUntiedLmHeadIsStoredOutIn) {
+  GERBIL_REQUIRE_FIXTURES();
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "folder");
+  test::copy_fixture(
+      "gpt2-tiny", dir / "folder",
+      [](std::vector<TensorSource>& tensors) {
+        for (const TensorSource& t : tensors)
+          if (t.name == "transformer.wte.weight") {
+            TensorSource head = t;
+            head.name = "lm_head.weight";
+            tensors.push_back(head);
+            return;
+          }
+      },
+      [](nlohmann::json& config) { config["tie_word_embeddings"] = false; });
+  auto ids = input_ids(fixtures_dir() / "gpt2-tiny");
+  auto want = read_f32(fixtures_dir() / "gpt2-tiny" / "ref" / "logits.f32");
+  expect_rows_close(run_logits(dir / "folder", ids), want, 512, 1e-4, "untied folder");
+  gguf_from_fixture((dir / "folder").string(), Weights::F32).write(dir / "f32.gguf");
+  expect_rows_close(run_logits(dir / "f32.gguf", ids), want, 512, 1e-4, "untied GGUF file");
+  gguf_from_fixture((dir / "folder").string(), Weights::Quantized).write(dir / "q8_0.gguf");
+  gguf_from_fixture((dir / "folder").string(), Weights::Dequantized).write(dir / "dequantized.gguf");
+  expect_rows_close(run_logits(dir / "q8_0.gguf", ids), run_logits(dir / "dequantized.gguf", ids), 512, 1e-6,
+                    "untied Q8_0 GGUF file");
+}
+
 // End-of-turn ids other than the file's EOS end a turn too, as they do in llama.cpp.
 TEST(GgufModel, EndOfTurnIdsStopGeneration) {
   GERBIL_REQUIRE_FIXTURES();

@@ -232,11 +232,8 @@ class Uploader {
     GpuLinear linear;
     linear.name = label;
     std::vector<StoredMatrix> parts;
-    for (auto* role : roles) {
-      // GPT-2's Conv1D weights are [in, out], but block views always [out, in] (a GGUF file's quantized ones).
-      bool transposed = files_.arch().conv1d_weights && !(role->weight && role->weight->block_type);
-      parts.push_back(role->gptq ? gptq_rows(*role) : linear_rows(*role->weight, transposed, policy_, label));
-    }
+    for (auto* role : roles)
+      parts.push_back(role->gptq ? gptq_rows(*role) : linear_rows(*role->weight, role->weight_in_out, policy_, label));
     place_weight(linear, stack_rows(std::move(parts)));
     linear.bias = bias(roles, label);
     return linear;

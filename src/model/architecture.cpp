@@ -149,6 +149,10 @@ bool is_norm_role(Role role) {
 }
 bool is_linear_role(Role role) { return role == Role::LmHead || (role >= Role::Q && role < Role::Count); }
 
+bool stored_in_out(const ArchitectureSpec& arch, Role role) {
+  return arch.conv1d_weights && is_linear_role(role) && role != Role::LmHead;
+}
+
 bool ArchitectureSpec::has(Role role) const { return !base_name(role).empty(); }
 
 std::string_view ArchitectureSpec::base_name(Role role) const {

@@ -62,6 +62,10 @@ std::string_view role_name(Role role);
 bool is_layer_role(Role role);
 bool is_norm_role(Role role);    // FinalNorm and the per-layer norms
 bool is_linear_role(Role role);  // LmHead and the per-layer linear layers
+struct ArchitectureSpec;
+// Whether ARCH's checkpoints store ROLE's weight [in, out]: GPT-2's Conv1D layers, not its lm_head (an
+// nn.Linear, [out, in] like every other family's linear weights).
+bool stored_in_out(const ArchitectureSpec& arch, Role role);
 
 struct ArchitectureSpec {
   std::string_view name;  // the Hugging Face `architectures` entry

@@ -24,7 +24,6 @@ struct GgufFamily {
   std::string_view activation;
   bool permuted_qk = false;   // llama.cpp's converter reorders Q/K rows for its interleaved rope
   bool norms_plus_one = false;  // ... and stores Gemma's norms as 1 + w
-  bool transposed_conv1d = false;  // ... and GPT-2's Conv1D weights as [out, in]
 };
 
 constexpr GgufFamily kFamilies[] = {
@@ -35,7 +34,7 @@ constexpr GgufFamily kFamilies[] = {
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", "gelu_pytorch_tanh", false, true},
     {"phi3", "Phi3ForCausalLM", "phi3", "silu"},
     {"phi2", "PhiForCausalLM", "phi", "gelu_new"},
-    {"gpt2", "GPT2LMHeadModel", "gpt2", "gelu_new", false, false, true},
+    {"gpt2", "GPT2LMHeadModel", "gpt2", "gelu_new"},  // its Conv1D weights stored [out, in] (stored_in_out)
 };
 
 const GgufFamily& family_of(const Gguf& gguf) {
@@ -373,8 +372,7 @@ Safetensors gguf_tensors(const Gguf& gguf, const json& config) {
       view.bytes = keep(unpermute_rows(view.bytes, rows, p->role == Role::Q ? heads : kv_heads, what));
     // GGUF stores GPT-2's Conv1D weights [out, in]; float ones go back to the checkpoint's [in, out], block
     // ones stay [out, in] (a block view is always [out, in]).
-    if (family.transposed_conv1d && is_linear_role(p->role) && p->role != Role::LmHead && p->part == "weight" &&
-        !view.block_type && view.shape.size() == 2) {
+    if (stored_in_out(*arch, p->role) && p->part == "weight" && !view.block_type && view.shape.size() == 2) {
       view.bytes = keep(transposed(view.bytes, view.shape[0], view.shape[1], dtype_size(view.dtype)));
       std::swap(view.shape[0], view.shape[1]);
     }

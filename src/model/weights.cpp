@@ -97,8 +97,7 @@ class ExpectedList {
     if (quantized)
       add_gptq(layer, role, s);
     else
-      add(layer, role, Part::Weight,
-          arch_.conv1d_weights ? std::vector{s.in, s.out} : std::vector{s.out, s.in});
+      add(layer, role, Part::Weight, stored_in_out(arch_, role) ? std::vector{s.in, s.out} : std::vector{s.out, s.in});
     if (has_bias(config_, role)) add(layer, role, Part::Bias, {s.out});
   }
 
@@ -148,8 +147,7 @@ void check_block_view(const ExpectedTensor& expected, const TensorView& view, co
     fail("{}: tensor \"{}\" is stored in ggml blocks ({}); only embeddings and linear weights may be",
          view.file.string(), view.name, ggml_type_name(*view.block_type));
   std::vector<int64_t> want = expected.shape;
-  if (config.arch->conv1d_weights && is_linear_role(expected.role) && expected.role != Role::LmHead)
-    std::swap(want[0], want[1]);
+  if (stored_in_out(*config.arch, expected.role)) std::swap(want[0], want[1]);
   if (view.shape != want)
     fail("{}: tensor \"{}\" has shape {} ({} blocks, [out, in]), but {} implies {}", view.file.string(), view.name,
          shape_string(view.shape), ggml_type_name(*view.block_type), config.file.string(), shape_string(want));
@@ -295,6 +293,7 @@ ModelFiles ModelFiles::open(const fs::path& dir) {
     LinearShape s = linear_shape(config, role);
     slot.in_features = s.in;
     slot.out_features = s.out;
+    slot.weight_in_out = slot.weight && !slot.weight->block_type && stored_in_out(*config.arch, role);
     if (slot.gptq) {
       slot.gptq->group_size = config.gptq->group_size > 0 ? config.gptq->group_size : s.in;
       if (config.gptq->format == Int4Format::Awq)

@@ -30,11 +30,14 @@ struct GptqLinear {
 // The tensors of one role. Norms: weight (+ bias for LayerNorm). Embeddings: weight. Linear layers:
 // weight or gptq, plus bias where the architecture has one.
 struct RoleTensors {
-  // linear: [out, in], or [in, out] when arch.conv1d_weights; always [out, in] when weight->block_type is set
+  // linear: [out, in], or [in, out] where weight_in_out says
   std::optional<TensorView> weight;
   std::optional<TensorView> bias;    // [out] / [dim]
   std::optional<GptqLinear> gptq;
   int64_t in_features = 0, out_features = 0;  // linear roles only
+  // The weight is a float matrix stored [in, out] (stored_in_out: GPT-2's Conv1D layers); block views, a GGUF
+  // file's quantized matrices, are [out, in] whatever the checkpoint stored.
+  bool weight_in_out = false;
 
   bool present() const { return weight || gptq; }
 };
