@@ -148,6 +148,26 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufTokenizer,
                                            Case{"llama2", "llama", "", 1}, Case{"gemma3", "llama", "", 2}),
                          [](const auto& info) { return info.param.name; });
 
+// The other names llama.cpp's converter writes for the same splits (DeepSeek-R1's Qwen distills, older Llama 3
+// files, Phi-2 and Phi-3.5/4's GPT-2 split) encode as their family does; they were refused.
+TEST(GgufTokenizerPre, LlamaCppsOtherNamesForASplit) {
+  REQUIRE_FIXTURES("qwen3");
+  REQUIRE_FIXTURES("llama3");
+  for (const Case& c : {Case{"qwen3", "gpt2", "deepseek-r1-qwen", std::nullopt},
+                        Case{"llama3", "gpt2", "llama3", std::nullopt}, Case{"llama3", "gpt2", "llama-v3", std::nullopt}}) {
+    Tokenizer tokenizer = gguf_tokenizer(c);
+    for (const auto& ref : fixture_encodings(c.name))
+      EXPECT_EQ(tokenizer.encode(ref["text"].get<std::string>(), false), ref["ids"].get<std::vector<int32_t>>())
+          << c.pre << ": " << ref["text"];
+  }
+  auto tokenizer_json = [](const std::string& pre) {
+    nlohmann::json hf = nlohmann::json::parse(test::read_text(test::tokenizer_dir("qwen3") / "tokenizer.json"));
+    std::string bytes = gguf_from_tokenizer_json(hf, Case{"qwen3", "gpt2", pre, std::nullopt}).bytes();
+    return gguf_tokenizer_json(Gguf::parse(std::as_bytes(std::span(bytes)), "t.gguf"));
+  };
+  EXPECT_EQ(tokenizer_json("phi-2"), tokenizer_json("gpt-2"));
+}
+
 // The scores decide the merge order: ranked the other way round, the SentencePiece tokenizer encodes some
 // fixture strings differently (so the test above checks the order, not only the vocabulary).
 TEST(GgufTokenizerScores, ReversedRankingChangesTheEncoding) {

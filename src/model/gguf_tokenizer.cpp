@@ -36,18 +36,22 @@ struct PreTokenizer {
   bool ignore_merges;
 };
 
+// The names llama.cpp gives each split (its converter names a tokenizer by its hash; several share a split).
 std::optional<PreTokenizer> pre_tokenizer(std::string_view pre) {
-  if (pre == "qwen2")
+  auto any_of = [&](std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), pre) != names.end();
+  };
+  if (any_of({"qwen2", "deepseek-r1-qwen"}))
     return PreTokenizer{pre, {{"type", "NFC"}},
                         split_then_bytes("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
                                          "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
                         false};
-  if (pre == "llama-bpe")
+  if (any_of({"llama-bpe", "llama3", "llama-v3"}))
     return PreTokenizer{pre, nullptr,
                         split_then_bytes("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
                                          "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
                         true};
-  if (pre == "gpt-2" || pre == "default") return PreTokenizer{pre, nullptr, byte_level(true), false};
+  if (any_of({"gpt-2", "phi-2", "default"})) return PreTokenizer{pre, nullptr, byte_level(true), false};
   return std::nullopt;
 }
 
@@ -132,8 +136,8 @@ json gpt2_tokenizer_json(const Gguf& gguf) {
   std::string_view pre_name = gguf.get_string("tokenizer.ggml.pre").value_or("default");
   std::optional<PreTokenizer> pre = pre_tokenizer(pre_name);
   if (!pre)
-    fail("{}: tokenizer.ggml.pre \"{}\" is not supported (qwen2, llama-bpe, gpt-2, default are)", gguf.name(),
-         pre_name);
+    fail("{}: tokenizer.ggml.pre \"{}\" is not supported (qwen2, deepseek-r1-qwen, llama-bpe, llama3, llama-v3, "
+         "gpt-2, phi-2 and default are)", gguf.name(), pre_name);
   // Files from before llama.cpp recorded the pre-tokenizer do not say how their model splits text.
   if (pre_name == "default")
     std::fprintf(stderr,
