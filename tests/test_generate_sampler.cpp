@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "gerbil/error.h"
+#include "generate/engine_options.h"
 #include "generate/sampler.h"
 #include "kernels/model.h"
 
@@ -289,6 +290,20 @@ TEST(Sampler, BadParametersAreNamed) {
   EXPECT_THAT([] { Sampler({.temperature = 3e38f}); }, ThrowsMessage<Error>(HasSubstr("temperature must be 0")));
   EXPECT_NO_THROW(Sampler({.temperature = kMinTemperature}));
   EXPECT_NO_THROW(Sampler({.temperature = kMaxTemperature}));
+}
+
+// What a request or the CLI leaves out is the model's generation_config.json (Qwen2.5's settings here); a file's
+// value no sampler takes leaves the defaults, rather than failing every request.
+TEST(RecommendedSampling, TakesTheModelsSettings) {
+  SamplingOptions qwen = recommended_sampling({.temperature = 0.7, .top_p = 0.8, .repetition_penalty = 1.05, .top_k = 20});
+  EXPECT_FLOAT_EQ(qwen.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(qwen.top_p, 0.8f);
+  EXPECT_FLOAT_EQ(qwen.repetition_penalty, 1.05f);
+  EXPECT_EQ(qwen.top_k, 20);
+  EXPECT_FLOAT_EQ(recommended_sampling({.top_p = 0.9}).temperature, 1.0f);  // absent: the default
+  SamplingOptions odd = recommended_sampling({.temperature = 0.7, .top_p = 0.0});
+  EXPECT_FLOAT_EQ(odd.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(odd.top_p, 1.0f);
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ void answer(const ChatCommand& c, Engine& engine, std::vector<ChatMessage>& mess
 int chat(const ChatCommand& c) {
   CompletionOptions options = c.generation.resolve();
   Engine engine = open_engine(c.model);
+  options = c.generation.with_recommended(options, engine.info().sampling);
   if (!engine.has_chat_template())
     fail("{}: chat needs the model's chat template and it has none (`gerbil run --raw` sends text as it is)",
          c.model.model_dir);

@@ -19,8 +19,10 @@ struct GenerateCommand {
 
 int generate(const GenerateCommand& c) {
   std::vector<int32_t> prompt = parse_token_ids(c.tokens, "--tokens");
-  GenerateOptions options = generate_options(c.generation.resolve());
+  CompletionOptions resolved = c.generation.resolve();
   LoadedModel loaded = load_model(c.model, c.stats);
+  GenerateOptions options = generate_options(
+      c.generation.with_recommended(resolved, recommended_sampling(loaded.model->config().generation)));
   Generator generator(*loaded.model, nullptr);
   Completion result = to_completion(generator.generate(prompt, options));
   std::string line;

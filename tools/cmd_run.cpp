@@ -37,6 +37,7 @@ int run(const RunCommand& c) {
   if (c.raw && (!c.chat.system.empty() || !c.chat.thinking.empty()))
     fail("--system and --thinking need the chat template, and --raw skips it");
   Engine engine = open_engine(c.model);
+  options = c.generation.with_recommended(options, engine.info().sampling);
   Completion answer = stream_answer(engine, prompt_ids(c, engine), options);
   print_stats(answer);
   return 0;

@@ -53,11 +53,16 @@ void GenerationFlags::add_to(CLI::App& app, uint32_t default_max_tokens, bool te
   auto& s = options.sampling;
   app.add_option("-n,--max-new-tokens", options.max_new_tokens, "Most tokens to generate")->capture_default_str();
   app.add_flag("--greedy", greedy, "Always take the most likely token (same as --temperature 0)");
-  app.add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
-  app.add_option("--top-k", s.top_k, "Sample among the k most likely tokens (0: off)")->capture_default_str();
-  app.add_option("--top-p", s.top_p, "Nucleus sampling: smallest set with this total probability")->capture_default_str();
+  // Unless given, these four are the model's (generation_config.json, as vLLM takes them), else the defaults.
+  temperature_flag = app.add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy (default: "
+                                    "the model's generation_config.json, else 1)");
+  top_k_flag = app.add_option("--top-k", s.top_k, "Sample among the k most likely tokens (0: off; default: the "
+                              "model's, else 0)");
+  top_p_flag = app.add_option("--top-p", s.top_p, "Nucleus sampling: smallest set with this total probability "
+                              "(default: the model's, else 1)");
   app.add_option("--min-p", s.min_p, "Drop tokens below min-p times the best token's probability")->capture_default_str();
-  app.add_option("--repeat-penalty", s.repetition_penalty, "Penalise tokens already seen (1: off)")->capture_default_str();
+  repeat_flag = app.add_option("--repeat-penalty", s.repetition_penalty, "Penalise tokens already seen (1: off; "
+                               "default: the model's, else 1)");
   app.add_option("--presence-penalty", s.presence_penalty, "Subtract from the logits of tokens generated so far")->capture_default_str();
   app.add_option("--frequency-penalty", s.frequency_penalty, "Subtract per time a token was generated")->capture_default_str();
   app.add_option("--seed", seed, "Random seed; the same seed gives the same text (0 or -1: a fresh one)")
@@ -74,6 +79,16 @@ CompletionOptions GenerationFlags::resolve() const {
   for (const std::string& stop : resolved.stop)
     if (stop.empty()) fail("--stop: a stop string must not be empty");
   generate_options(resolved).sampling.validate();
+  return resolved;
+}
+
+CompletionOptions GenerationFlags::with_recommended(CompletionOptions resolved,
+                                                   const SamplingOptions& recommended) const {
+  SamplingOptions& s = resolved.sampling;
+  if (!greedy && !temperature_flag->count()) s.temperature = recommended.temperature;
+  if (!top_k_flag->count()) s.top_k = recommended.top_k;
+  if (!top_p_flag->count()) s.top_p = recommended.top_p;
+  if (!repeat_flag->count()) s.repetition_penalty = recommended.repetition_penalty;
   return resolved;
 }
 

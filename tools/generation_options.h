@@ -15,11 +15,15 @@ struct GenerationFlags {
   CompletionOptions options;
   bool greedy = false;
   int64_t seed = 0;  // -1 and 0: a fresh seed (llama.cpp's -1 means that too)
+  // The sampling flags the model's recommendation stands in for when they are not given.
+  CLI::Option *temperature_flag = nullptr, *top_k_flag = nullptr, *top_p_flag = nullptr, *repeat_flag = nullptr;
 
   // TEXT: the command decodes text, so --stop is offered.
   void add_to(CLI::App& app, uint32_t default_max_tokens, bool text = true);
   // The options with --greedy and --seed applied and every value checked (before any model loads).
   CompletionOptions resolve() const;
+  // RESOLVED with the model's RECOMMENDED sampling (ModelInfo::sampling) for the flags not given.
+  CompletionOptions with_recommended(CompletionOptions resolved, const SamplingOptions& recommended) const;
 };
 
 // --system and --thinking: how a conversation starts and what the chat template is told.

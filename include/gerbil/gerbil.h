@@ -81,14 +81,6 @@ struct EngineOptions {
 };
 
 // What the engine loaded, for display.
-struct ModelInfo {
-  std::string architecture;     // "Qwen3ForCausalLM"
-  std::string adapter;          // the WebGPU adapter, in one line
-  uint32_t context = 0;         // KV-cache capacity in tokens
-  uint64_t weight_bytes = 0;    // on the GPU
-  uint64_t kv_cache_bytes = 0;  // on the GPU
-  double load_seconds = 0;
-};
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", ...
@@ -105,6 +97,16 @@ struct SamplingOptions {
   float presence_penalty = 0.0f;    // OpenAI style: subtracted once from the logit of every token generated so far
   float frequency_penalty = 0.0f;   // OpenAI style: subtracted per time it was generated (the prompt's do not count)
   uint64_t seed = 0;                // the same seed, prompt and options give the same text; 0: random
+};
+
+struct ModelInfo {
+  std::string architecture;     // "Qwen3ForCausalLM"
+  std::string adapter;          // the WebGPU adapter, in one line
+  uint32_t context = 0;         // KV-cache capacity in tokens
+  uint64_t weight_bytes = 0;    // on the GPU
+  uint64_t kv_cache_bytes = 0;  // on the GPU
+  double load_seconds = 0;
+  SamplingOptions sampling;     // what the model recommends (generation_config.json), for settings not given
 };
 
 struct CompletionOptions {

@@ -2,6 +2,7 @@
 // model on the GPU and the generation loop, translating between the public types and the internal ones.
 #include <chrono>
 #include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -116,6 +117,23 @@ GenerateOptions generate_options(const CompletionOptions& o) {
           .ignore_eos = o.ignore_eos};
 }
 
+SamplingOptions recommended_sampling(const GenerationDefaults& defaults) {
+  SamplingOptions recommended;
+  auto take = [](auto& field, const auto& value) {
+    if (value) field = std::remove_reference_t<decltype(field)>(*value);
+  };
+  take(recommended.temperature, defaults.temperature);
+  take(recommended.top_p, defaults.top_p);
+  take(recommended.repetition_penalty, defaults.repetition_penalty);
+  if (defaults.top_k && *defaults.top_k >= 0 && *defaults.top_k <= INT32_MAX) recommended.top_k = int32_t(*defaults.top_k);
+  try {
+    generate_options({.sampling = recommended}).sampling.validate();
+    return recommended;
+  } catch (const Error&) {
+    return {};  // a file's odd value (a top_p of 0, say) does not make every request fail
+  }
+}
+
 std::string_view stop_reason_name(StopReason reason) {
   for (auto [finish, stop] : kReasons)
     if (stop == reason) return finish_reason_name(finish);
@@ -156,7 +174,8 @@ Engine::Engine(const fs::path& model_dir, const EngineOptions& options) {
       .context = m.context(),
       .weight_bytes = m.weight_bytes(),
       .kv_cache_bytes = m.kv_cache_bytes(),
-      .load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+      .load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      .sampling = recommended_sampling(m.config().generation)};
 }
 
 Engine::~Engine() = default;

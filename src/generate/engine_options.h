@@ -14,6 +14,9 @@ gpu::DeviceOptions device_options(const EngineOptions& options);
 // Fails on values no model can use (a prefill chunk of 0 tokens).
 graph::ModelOptions model_options(const EngineOptions& options);
 GenerateOptions generate_options(const CompletionOptions& options);
+// The sampling a model's generation_config.json recommends (its temperature, top_k, top_p and
+// repetition_penalty, as vLLM applies them) over SamplingOptions' defaults; a value no sampler takes is left out.
+SamplingOptions recommended_sampling(const GenerationDefaults& defaults);
 Completion to_completion(Generation generation);
 
 }  // namespace gerbil

@@ -8,6 +8,7 @@
 #include <deque>
 #include <thread>
 
+#include "generate/engine_options.h"
 #include "server/answer.h"
 #include "server/connection.h"
 #include "server/metrics.h"
@@ -186,14 +187,16 @@ struct Server::Impl {
     GenerateOptions& o = sequence.options;
     o.max_new_tokens = std::min(r.max_tokens.value_or(room), room);
     o.stop_strings = r.stop;
+    // What the request leaves out is what the model recommends (generation_config.json), as vLLM serves it.
     SamplingParams& s = o.sampling;
-    s.temperature = r.temperature.value_or(1.0f);
-    s.top_p = r.top_p.value_or(1.0f);
-    s.top_k = r.top_k.value_or(0);
-    s.min_p = r.min_p.value_or(0.0f);
-    s.presence_penalty = r.presence_penalty.value_or(0.0f);
-    s.frequency_penalty = r.frequency_penalty.value_or(0.0f);
-    s.repetition_penalty = r.repetition_penalty.value_or(1.0f);
+    const SamplingOptions recommended = recommended_sampling(served->model->config().generation);
+    s.temperature = r.temperature.value_or(recommended.temperature);
+    s.top_p = r.top_p.value_or(recommended.top_p);
+    s.top_k = r.top_k.value_or(recommended.top_k);
+    s.min_p = r.min_p.value_or(recommended.min_p);
+    s.presence_penalty = r.presence_penalty.value_or(recommended.presence_penalty);
+    s.frequency_penalty = r.frequency_penalty.value_or(recommended.frequency_penalty);
+    s.repetition_penalty = r.repetition_penalty.value_or(recommended.repetition_penalty);
     // The sampler takes seed 0 to mean "fresh"; a request's seed 0 is a seed like any other.
     if (r.seed) s.seed = *r.seed ? *r.seed : 0x9e3779b97f4a7c15ull;
     // Mistral's [TOOL_CALLS] and Llama 3's <|python_tag|> are special tokens the output parser must see.

@@ -225,20 +225,40 @@ test('405 for a method no endpoint serves, with an error body', { skip: noClient
   assert.match(answer, /"message":"the method TRACE is not served"/);
 });
 
-// A chat template that opens the model's reasoning in the prompt (as Qwen3's thinking-only releases do) and names
-// no tool-call format.
-function openThinkingModel() {
+// The test model in a scratch folder of the same name, FILE's JSON passed through EDIT.
+function editedModel(file, edit) {
   const base = testModel();
-  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gerbil-thinking-')), 'server_test_model');
+  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gerbil-edited-')), 'server_test_model');
   fs.mkdirSync(dir);
-  for (const file of fs.readdirSync(base)) fs.symlinkSync(path.join(base, file), path.join(dir, file));
-  const config = JSON.parse(fs.readFileSync(path.join(base, 'tokenizer_config.json'), 'utf8'));
-  config.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
-    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
-  fs.rmSync(path.join(dir, 'tokenizer_config.json'));
-  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+  for (const name of fs.readdirSync(base)) if (name !== file) fs.symlinkSync(path.join(base, name), path.join(dir, name));
+  const json = JSON.parse(fs.readFileSync(path.join(base, file), 'utf8'));
+  edit(json);
+  fs.writeFileSync(path.join(dir, file), JSON.stringify(json));
   return dir;
 }
+
+// A chat template that opens the model's reasoning in the prompt (as Qwen3's thinking-only releases do) and names
+// no tool-call format.
+const openThinkingModel = () => editedModel('tokenizer_config.json', (config) => {
+  config.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
+});
+
+test('the sampling a request leaves out is the model\'s (generation_config.json)', { skip: noClient }, async () => {
+  const model = editedModel('generation_config.json', (config) => { config.temperature = 0; });
+  const greedyModel = await startServer([], { model });
+  try {
+    const ask = (body) => post(greedyModel, '/v1/completions', { prompt: 'Hi', max_tokens: 8, ...body });
+    const [a, b, greedyText] = await Promise.all([ask({ seed: 1 }), ask({ seed: 2 }), ask({ temperature: 0 })]);
+    assert.equal(a.json.choices[0].text, greedyText.json.choices[0].text);
+    assert.equal(b.json.choices[0].text, greedyText.json.choices[0].text);
+    const sampled = await Promise.all([ask({ seed: 1, temperature: 1 }), ask({ seed: 2, temperature: 1 })]);
+    assert.notEqual(sampled[0].json.choices[0].text, sampled[1].json.choices[0].text, 'a given temperature wins');
+  } finally {
+    assert.equal(await greedyModel.stop(), 0);
+    fs.rmSync(path.dirname(model), { recursive: true });
+  }
+});
 
 test('a prompt that opened the reasoning: the schema holds after </think>; tools need a known format', { skip: noClient }, async () => {
   const model = openThinkingModel();
