@@ -13,7 +13,7 @@
 // the prompt moves them by 3.8 to 6 % (meta.json's checks). With an f16 KV cache (float32 weights, every key and
 // value rounded to f16 as stored) the bound is the fixtures' f16 one, 1e-3: lavapipe's largest errors over the
 // whole prompt, the short chunks and the greedy continuation were 4.8e-4 (Qwen2), 4.5e-4 (Mistral) and 2.1e-4
-// (Gemma3), every argmax kept.
+// (Gemma3), every argmax kept. A q8 cache is held to the fixtures' q8 bound, 1.5e-2.
 #include <algorithm>
 #include <set>
 
@@ -157,6 +157,22 @@ TEST_P(LongPositions, F16KvCacheMatchesWithinItsBound) {
   expect_greedy_decoding_matches(model, std::span(all).last(vocab_), kF16CacheBound, "greedy, f16 KV cache");
   model.reset();
   expect_short_chunks_match(model, kF16CacheBound, "short chunks, f16 KV cache");
+}
+
+// A q8 KV cache (--kv-cache q8: int8 codes, a scale per token and kv head) over the same 1,100 positions: the
+// whole prompt in chunks, greedy decoding (split-KV over every quantized key) and the short chunks, within the
+// fixtures' q8 bound (test_graph_fixtures.cpp: 1.5e-2; a row read in the wrong layout or a lost scale is off by
+// O(1)).
+TEST_P(LongPositions, Q8KvCacheMatchesWithinItsBound) {
+  constexpr double kQ8CacheBound = 1.5e-2;
+  Model model(test::device(), *files_, ModelOptions{.kv_cache = KvCache::Q8});
+  ASSERT_EQ(model.kv_type(), kernels::KvType::Q8);
+  auto all = model.forward(ids_, true);
+  expect_rows_match(std::span(all).subspan(first_row_ * vocab_), rows_, first_row_, kQ8CacheBound,
+                    "whole prompt, q8 KV cache");
+  expect_greedy_decoding_matches(model, std::span(all).last(vocab_), kQ8CacheBound, "greedy, q8 KV cache");
+  model.reset();
+  expect_short_chunks_match(model, kQ8CacheBound, "short chunks, q8 KV cache");
 }
 
 INSTANTIATE_TEST_SUITE_P(Long, LongPositions, ::testing::Values("qwen2-long", "mistral-swa-long", "gemma3-long"),
