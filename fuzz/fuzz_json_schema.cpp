@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,8 +63,9 @@ const gerbil::Tokenizer& vocabulary() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto [schema_text, preferred] = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));
-  json schema = json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
+  const gerbil::fuzz::TwoParts parts = gerbil::fuzz::split_parts(gerbil::fuzz::as_text(data, size));
+  const std::string_view preferred = parts.second;
+  json schema = json::parse(parts.first, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return 0;
   const gerbil::Tokenizer& tokenizer = vocabulary();
   const int32_t eos = int32_t(tokenizer.vocab_size()) - 1;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { startServer, client, post, noClient, testModel } from './support.mjs';
+import { startServer, client, post, metric, noClient, testModel, waitFor } from './support.mjs';
 
 let server, openai;
 before(async () => {
@@ -148,6 +148,52 @@ test('tool calls: a named call comes back with JSON arguments, and its result go
   const cut = await openai.chat.completions.create({ ...greedy, messages, tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 3 });
   assert.equal(cut.choices[0].finish_reason, 'length');
   assert.throws(() => JSON.parse(cut.choices[0].message.tool_calls[0].function.arguments));
+});
+
+test('tool_choice required gives one call to a tool; none gives text; json_object an object', { skip: noClient }, async () => {
+  const messages = [{ role: 'user', content: 'Weather in Oslo?' }];
+  // The random model puts runs of whitespace between the call's tokens: it needs more room than the shared
+  // server's context leaves after the tools' prompt.
+  const roomy = await startServer(['--ctx', '512']);
+  let required;
+  try {
+    required = await client(roomy).chat.completions.create({ ...greedy, messages, tools: [weatherTool], tool_choice: 'required', max_tokens: 320 });
+  } finally {
+    assert.equal(await roomy.stop(), 0);
+  }
+  assert.equal(required.choices[0].finish_reason, 'tool_calls', JSON.stringify(required.choices[0]));
+  assert.equal(required.choices[0].message.tool_calls.length, 1);
+  assert.equal(required.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  assert.ok(['Paris', 'Rome', 'Oslo'].includes(JSON.parse(required.choices[0].message.tool_calls[0].function.arguments).city));
+  const none = await openai.chat.completions.create({ ...greedy, messages, tools: [weatherTool], tool_choice: 'none', max_tokens: 5 });
+  assert.equal(none.choices[0].message.tool_calls, undefined);
+  assert.equal(none.usage.completion_tokens, 5);
+  const object = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 40, response_format: { type: 'json_object' } });
+  const content = object.choices[0].message.content;
+  if (object.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(content), 'object');
+  else assert.ok(content.startsWith('{'), content);
+});
+
+test('a follow-up request reuses the conversation it extends (cached_tokens)', { skip: noClient }, async () => {
+  const first = [{ role: 'user', content: 'Name three rivers of Europe, please.' }];
+  const answer = await openai.chat.completions.create({ ...greedy, messages: first, max_tokens: 8 });
+  const followUp = [...first, answer.choices[0].message, { role: 'user', content: 'And one in Asia?' }];
+  const next = await openai.chat.completions.create({ ...greedy, messages: followUp, max_tokens: 4 });
+  assert.ok(next.usage.prompt_tokens_details.cached_tokens >= answer.usage.prompt_tokens - 1,
+    `cached ${next.usage.prompt_tokens_details.cached_tokens} of the first prompt's ${answer.usage.prompt_tokens}`);
+  assert.ok(next.usage.prompt_tokens_details.cached_tokens < next.usage.prompt_tokens);
+});
+
+test('a request past --timeout is cancelled with a 503 that says so', { skip: noClient }, async () => {
+  const slow = await startServer(['--timeout', '0.5']);
+  try {
+    const r = await post(slow, '/v1/completions', { prompt: 'Hi', max_tokens: 400, temperature: 0 });
+    assert.equal(r.status, 503, r.text);
+    assert.match(r.json.error.message, /ran past the server's timeout of 0.5 s/);
+    await waitFor(async () => (await metric(slow, 'gerbil_active_sequences')) === 0, 30_000);
+  } finally {
+    assert.equal(await slow.stop(), 0);
+  }
 });
 
 test('json_schema answers parse and validate', { skip: noClient }, async () => {
