@@ -260,6 +260,57 @@ TEST(CliE2e, LogitsMatchTheFixtureReference) {
   }
 }
 
+// Every command that takes a model or tokenizer takes a GGUF file llama.cpp made (Q8_0 blocks, its tokenizer and
+// chat template in the metadata): info, tokenize, template, logits (against transformers' float64 logits of the
+// dequantized weights), generate, run and bench model.
+TEST(CliE2e, EveryCommandTakesAGgufFile) {
+  fs::path dir = gerbil::test::project_root() / "tests" / "data" / "gguf" / "llamacpp";
+  std::string file = shell_quoted((dir / "llama-Q8_0.gguf").string());
+  nlohmann::json fixture = nlohmann::json::parse(gerbil::test::read_text(dir / "references.json"))["fixtures"][0];
+  ASSERT_EQ(fixture["file"], "llama-Q8_0.gguf");
+  std::vector<int32_t> prompt = fixture["prompt_ids"][0].get<std::vector<int32_t>>();
+
+  Outcome info = gerbil("info --model " + file);
+  ASSERT_EQ(info.status, 0) << info.err;
+  EXPECT_THAT(info.out, HasSubstr("architecture:          llama"));
+  EXPECT_THAT(info.out, HasSubstr("\"Q8_0\":16"));
+  Outcome tokens = gerbil("tokenize --tokenizer " + file + " --text 'Hello world! How are you today?'");
+  ASSERT_EQ(tokens.status, 0) << tokens.err;
+  EXPECT_EQ(ids_of(tokens.out), prompt);
+  gerbil::test::ScratchDir scratch;
+  std::string messages = write_file(scratch.path() / "messages.json", R"([{"role": "user", "content": "Hi"}])");
+  Outcome rendered = gerbil("template --model " + file + " --messages " + messages + " --add-generation-prompt");
+  ASSERT_EQ(rendered.status, 0) << rendered.err;
+  EXPECT_THAT(rendered.out, HasSubstr("Hi"));
+
+  fs::path out = scratch.path() / "logits.f32";
+  Outcome logits = gerbil("logits --model " + file + " --kv-cache f32 --tokens " + joined(prompt) + " --out " +
+                          shell_quoted(out.string()));
+  ASSERT_EQ(logits.status, 0) << logits.err;
+  std::vector<float> got = read_f32(out), want = read_f32(dir / fixture["logits"].get<std::string>());
+  size_t vocab = 384;
+  ASSERT_EQ(got.size(), prompt.size() * vocab);
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    double diff = 0, norm = 0;
+    for (size_t v = t * vocab; v < (t + 1) * vocab; ++v) {
+      diff += (double(got[v]) - want[v]) * (double(got[v]) - want[v]);
+      norm += double(want[v]) * want[v];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-4) << "position " << t;
+  }
+  size_t last = (prompt.size() - 1) * vocab;
+  int32_t best = int32_t(std::max_element(want.begin() + long(last), want.begin() + long(last + vocab)) -
+                         (want.begin() + long(last)));
+  Outcome generated = gerbil("generate --model " + file + " --kv-cache f32 --greedy -n 3 --tokens " + joined(prompt));
+  ASSERT_EQ(generated.status, 0) << generated.err;
+  EXPECT_EQ(ids_of("[" + generated.out + "]").at(0), best);
+  Outcome run = gerbil("run --model " + file + " --greedy -n 4 Hi");
+  EXPECT_EQ(run.status, 0) << run.err;
+  Outcome bench = gerbil("bench model --model " + file + " -p 8 -g 4 -r 1 -d 0");
+  ASSERT_EQ(bench.status, 0) << bench.err;
+  EXPECT_THAT(bench.out, HasSubstr("tg4"));
+}
+
 TEST(CliE2e, GraphListsEveryDispatchItCounts) {
   GERBIL_REQUIRE_FIXTURES();
   std::string model = shell_quoted((gerbil::test::fixtures_dir() / "qwen2-tiny").string());
