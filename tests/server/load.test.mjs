@@ -1,6 +1,8 @@
 // A bounded load test on loopback: CLIENTS clients for SECONDS seconds send greedy requests with random
 // prompts (from a set whose answers were taken alone first), some streamed, some read slowly, some dropped
-// mid-stream. Zero 5xx, every finished answer exactly its prompt's, and the server answers afterwards.
+// mid-stream or before a whole answer. Zero 5xx, every finished answer exactly its prompt's, the server's memory
+// flat, and the server answers afterwards.
+import fs from 'node:fs';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -36,11 +38,28 @@ function rawStream(body, { readChunks = Infinity, delayMs = 0 }) {
   });
 }
 
-test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers`, { skip: noClient, timeout: (seconds + 240) * 1000 }, async () => {
+// A request that is not streamed, abandoned after DELAY_MS.
+async function abandoned(body, delayMs) {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), delayMs);
+  try {
+    await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                                  body: JSON.stringify(body), signal: controller.signal });
+  } catch {}
+}
+
+// The server's resident memory, in MiB.
+const residentMiB = () => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))[1]) / 1024;
+
+test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers, memory flat`, { skip: noClient, timeout: (seconds + 240) * 1000 }, async () => {
   const prompts = Array.from({ length: 6 }, (_, i) => 'pebble '.repeat(1 + i * 7) + `number ${i}`);
   const expected = [];
   for (const prompt of prompts) expected.push((await openai.completions.create({ prompt, max_tokens: 8, temperature: 0 })).choices[0].text);
 
+  // Every path once (whole, streamed, dropped, abandoned) before memory is taken as the baseline.
+  await rawStream({ prompt: prompts[0], max_tokens: 8, temperature: 0, stream: true }, { readChunks: 2 });
+  await abandoned({ prompt: prompts[1], max_tokens: 64, temperature: 0 }, 20);
+  const memoryBefore = residentMiB();
   const counts = { ok: 0, dropped: 0, refused: 0 };
   const end = Date.now() + seconds * 1000;
   // Each client runs for the whole time and until it has had one answer, so a slow machine still checks every
@@ -52,7 +71,10 @@ test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers`, { 
       const i = Math.floor(Math.random() * prompts.length);
       const body = { prompt: prompts[i], max_tokens: 8, temperature: 0 };
       const kind = Math.random();
-      if (kind < 0.4) {
+      if (kind < 0.05) {
+        await abandoned(body, 10 + Math.random() * 40);
+        counts.dropped++;
+      } else if (kind < 0.4) {
         const r = await fetch(`${server.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
         assert.ok(r.status < 500, `status ${r.status}`);
         if (r.status === 429) { counts.refused++; continue; }
@@ -77,6 +99,10 @@ test(`${clients} clients for ${seconds} s: no 5xx, no lost or mixed answers`, { 
   assert.ok(counts.ok >= clients, JSON.stringify(counts));
   await waitFor(async () => (await metric(server, 'gerbil_active_sequences')) === 0, 60_000);
   assert.equal(await metric(server, 'gerbil_queue_length'), 0);
+  // Flat: what the load left behind is far less than a request's worth of anything a leak would keep.
+  const grown = residentMiB() - memoryBefore;
+  assert.ok(grown < 64, `the server's memory grew by ${grown.toFixed(1)} MiB over ${counts.ok + counts.dropped} requests`);
+  console.log(`# ${JSON.stringify(counts)}, memory ${memoryBefore.toFixed(1)} MiB -> +${grown.toFixed(1)} MiB`);
   const after = await openai.completions.create({ prompt: prompts[0], max_tokens: 8, temperature: 0 });
   assert.equal(after.choices[0].text, expected[0]);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
