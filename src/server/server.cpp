@@ -79,8 +79,8 @@ struct Job {
   bool cancelled = false;         // for either: the sequence was cancelled
   Clock::time_point next_check;   // when next to ask whether the client is still there
 
-  // Takes the next event into the job; false once DEADLINE passed (the sequence then is cancelled).
-  bool take(const SequenceEvent& event) {
+  // Takes the next event into the job.
+  void take(const SequenceEvent& event) {
     text += event.text;
     ids.insert(ids.end(), event.ids.begin(), event.ids.end());
     logprobs.insert(logprobs.end(), event.logprobs.begin(), event.logprobs.end());
@@ -88,7 +88,6 @@ struct Job {
       result = event.result;
       failure = event.error;
     }
-    return true;
   }
 };
 
