@@ -80,8 +80,6 @@ struct EngineOptions {
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;
 };
 
-// What the engine loaded, for display.
-
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", ...
   std::string content;
@@ -89,7 +87,7 @@ struct ChatMessage {
 
 // Sampling; the defaults draw from the model's full distribution at temperature 1.
 struct SamplingOptions {
-  float temperature = 1.0f;         // <= 0: greedy (always the most likely token)
+  float temperature = 1.0f;         // 0: greedy (always the most likely token)
   int32_t top_k = 0;                // sample among the k most likely tokens; 0: off
   float top_p = 1.0f;               // nucleus: the smallest set with this total probability; 1: off
   float min_p = 0.0f;               // drop tokens below min_p times the best token's probability; 0: off
@@ -99,6 +97,7 @@ struct SamplingOptions {
   uint64_t seed = 0;                // the same seed, prompt and options give the same text; 0: random
 };
 
+// What the engine loaded, for display.
 struct ModelInfo {
   std::string architecture;     // "Qwen3ForCausalLM"
   std::string adapter;          // the WebGPU adapter, in one line

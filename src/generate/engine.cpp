@@ -2,7 +2,6 @@
 // model on the GPU and the generation loop, translating between the public types and the internal ones.
 #include <chrono>
 #include <optional>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -119,12 +118,9 @@ GenerateOptions generate_options(const CompletionOptions& o) {
 
 SamplingOptions recommended_sampling(const GenerationDefaults& defaults) {
   SamplingOptions recommended;
-  auto take = [](auto& field, const auto& value) {
-    if (value) field = std::remove_reference_t<decltype(field)>(*value);
-  };
-  take(recommended.temperature, defaults.temperature);
-  take(recommended.top_p, defaults.top_p);
-  take(recommended.repetition_penalty, defaults.repetition_penalty);
+  if (defaults.temperature) recommended.temperature = float(*defaults.temperature);
+  if (defaults.top_p) recommended.top_p = float(*defaults.top_p);
+  if (defaults.repetition_penalty) recommended.repetition_penalty = float(*defaults.repetition_penalty);
   if (defaults.top_k && *defaults.top_k >= 0 && *defaults.top_k <= INT32_MAX) recommended.top_k = int32_t(*defaults.top_k);
   try {
     generate_options({.sampling = recommended}).sampling.validate();

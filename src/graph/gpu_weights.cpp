@@ -38,8 +38,8 @@ void convert_rows(DType from, const std::byte* source, DType to, uint64_t rows, 
   convert_from_f32(to, values, {out, values.size() * dtype_size(to)});
 }
 
-// The [out, in] matrix of a linear weight stored as `policy` says; GPT-2's Conv1D stores [in, out] and is
-// transposed here.
+// The [out, in] matrix of a linear weight stored as `policy` says; STORED_TRANSPOSED (RoleTensors::weight_in_out:
+// GPT-2's Conv1D, [in, out], never a block view) is transposed here.
 StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, WeightPolicy policy,
                          std::string_view linear) {
   if (tensor.shape.size() != 2) fail("tensor '{}' in {}: expected a matrix", tensor.name, tensor.file.string());
@@ -47,9 +47,6 @@ StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, Weigh
   std::span<const std::byte> bytes = tensor.bytes;
   if (tensor.block_type) {
     m.type = block_weight_type(*tensor.block_type, tensor.name);
-    if (stored_transposed)
-      fail("tensor '{}' in {}: a quantized ({}) weight stored [in, out] cannot be transposed", tensor.name,
-           tensor.file.string(), ggml_type_name(*tensor.block_type));
     kernels::BlockLayout layout = kernels::block_layout(m.type);
     uint64_t ggml_row = m.cols / layout.elements * layout.ggml_bytes;
     if (m.cols % layout.elements != 0 || bytes.size() != m.rows * ggml_row)

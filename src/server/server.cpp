@@ -75,8 +75,7 @@ struct Job {
   std::optional<Generation> result;
   std::string failure;
   bool timed_out = false;
-  bool client_gone = false;       // the client hung up before its answer
-  bool cancelled = false;         // for either: the sequence was cancelled
+  bool client_gone = false;       // the client hung up before its answer (either cancels the sequence)
   Clock::time_point next_check;   // when next to ask whether the client is still there
 
   // Takes the next event into the job.
@@ -101,6 +100,7 @@ struct Server::Impl {
   std::atomic<int> bound_port{0};
   std::atomic<int> in_flight{0};
   std::unique_ptr<ServedModel> served;
+  SamplingOptions recommended;  // the served model's generation_config.json sampling
   std::unique_ptr<Scheduler> scheduler;
   std::string load_error;
   Metrics metrics;
@@ -188,7 +188,6 @@ struct Server::Impl {
     o.stop_strings = r.stop;
     // What the request leaves out is what the model recommends (generation_config.json), as vLLM serves it.
     SamplingParams& s = o.sampling;
-    const SamplingOptions recommended = recommended_sampling(served->model->config().generation);
     s.temperature = r.temperature.value_or(recommended.temperature);
     s.top_p = r.top_p.value_or(recommended.top_p);
     s.top_k = r.top_k.value_or(recommended.top_k);
@@ -266,7 +265,7 @@ struct Server::Impl {
   // kClientCheck; -1: not asked) has hung up, cancels the sequence, whose last event still comes.
   std::optional<SequenceEvent> next_event(Job& job, int connection = -1) {
     constexpr auto kClientCheck = std::chrono::milliseconds(200);
-    while (!job.cancelled) {
+    while (!job.timed_out && !job.client_gone) {
       Clock::time_point now = Clock::now();
       job.timed_out = now >= job.deadline;
       if (connection >= 0 && now >= job.next_check) {
@@ -274,7 +273,6 @@ struct Server::Impl {
         job.next_check = now + kClientCheck;
       }
       if (job.timed_out || job.client_gone) {
-        job.cancelled = true;
         scheduler->cancel(job.sequence);
         break;
       }
@@ -610,6 +608,7 @@ struct Server::Impl {
   void load() {
     try {
       served = std::make_unique<ServedModel>(loader());
+      recommended = recommended_sampling(served->model->config().generation);
       scheduler = std::make_unique<Scheduler>(*served->model, &served->tokenizer, options.scheduler);
       ready = true;
       std::fprintf(stderr, "ready: %s, %u sequences of up to %u tokens\n", options.model_name.c_str(),
