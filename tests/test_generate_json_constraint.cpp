@@ -3,6 +3,7 @@
 // outputs must parse and validate, with every allowed id checked to continue the text and the refused ones
 // checked not to.
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,10 +26,32 @@ bool has_type(const json& value, const std::string& type) {
   if (type == "array") return value.is_array();
   if (type == "string") return value.is_string();
   if (type == "number") return value.is_number();
-  if (type == "integer") return value.is_number_integer();
+  // nlohmann parses an integer past 64 bits as a double.
+  if (type == "integer")
+    return value.is_number_integer() || (value.is_number_float() && std::abs(value.get<double>()) >= 0x1p64);
   if (type == "boolean") return value.is_boolean();
   if (type == "null") return value.is_null();
   return false;
+}
+
+// A < B for JSON numbers: exact for 64-bit integers of either signedness, else as doubles.
+bool less(const json& a, const json& b) {
+  if (!a.is_number_integer() || !b.is_number_integer()) return a.get<double>() < b.get<double>();
+  bool a_negative = !a.is_number_unsigned() && a.get<int64_t>() < 0;
+  bool b_negative = !b.is_number_unsigned() && b.get<int64_t>() < 0;
+  if (a_negative != b_negative) return a_negative;
+  return a_negative ? a.get<int64_t>() < b.get<int64_t>() : a.get<uint64_t>() < b.get<uint64_t>();
+}
+
+bool within_bounds(const json& value, const json& schema) {
+  return !(schema.contains("minimum") && less(value, schema["minimum"])) &&
+         !(schema.contains("exclusiveMinimum") && !less(schema["exclusiveMinimum"], value)) &&
+         !(schema.contains("maximum") && less(schema["maximum"], value)) &&
+         !(schema.contains("exclusiveMaximum") && !less(value, schema["exclusiveMaximum"]));
+}
+
+size_t characters(const std::string& utf8) {
+  return static_cast<size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
 bool validate(const json& value, const json& schema, const json& root) {
@@ -65,6 +88,11 @@ bool validate(const json& value, const json& schema, const json& root) {
       }
     }
   }
+  if (value.is_number() && !within_bounds(value, schema)) return false;
+  if (value.is_string()) {
+    size_t length = characters(value.get<std::string>());
+    if (length < schema.value("minLength", size_t{0}) || length > schema.value("maxLength", SIZE_MAX)) return false;
+  }
   if (value.is_array()) {
     if (value.size() < schema.value("minItems", size_t{0}) || value.size() > schema.value("maxItems", SIZE_MAX))
       return false;
@@ -81,6 +109,14 @@ TEST(JsonSchemaValidator, RejectsWhatTheSchemaForbids) {  // the validator the w
   EXPECT_FALSE(validate(json::parse(R"({"a":1.5})"), schema, schema));
   EXPECT_FALSE(validate(json::parse(R"({})"), schema, schema));
   EXPECT_FALSE(validate(json::parse(R"({"a":1,"b":2})"), schema, schema));
+  json narrow = json::parse(R"({"type":"object","properties":{"n":{"type":"integer","exclusiveMinimum":-3,
+    "maximum":9007199254740993},"s":{"type":"string","minLength":2,"maxLength":3}}})");
+  EXPECT_TRUE(validate(json::parse(R"({"n":9007199254740993,"s":"\u00e9\n"})"), narrow, narrow));
+  EXPECT_TRUE(validate(json::parse(R"({"n":-2,"s":"abc"})"), narrow, narrow));
+  EXPECT_FALSE(validate(json::parse(R"({"n":9007199254740994})"), narrow, narrow));
+  EXPECT_FALSE(validate(json::parse(R"({"n":-3})"), narrow, narrow));
+  EXPECT_FALSE(validate(json::parse(R"({"s":"\u00e9"})"), narrow, narrow));
+  EXPECT_FALSE(validate(json::parse(R"({"s":"abcd"})"), narrow, narrow));
 }
 
 // ---- the automaton over bytes -------------------------------------------------------------------------
@@ -216,6 +252,176 @@ TEST(JsonMatcher, ANumberNeverRunsOutOfRoomUnfinished) {
   EXPECT_TRUE(matches(schema, R"({"a":)" + digits + "55}"));
 }
 
+// minLength / maxLength count characters: an escape, or a UTF-8 character of any length, is one.
+TEST(JsonMatcher, StringLengthsCountCharacters) {
+  json schema = json::parse(R"({"type":"string","minLength":2,"maxLength":4})");
+  EXPECT_FALSE(prefix_ok(schema, R"("a")"));  // too short to close
+  EXPECT_FALSE(prefix_ok(schema, R"("")"));
+  EXPECT_TRUE(matches(schema, R"("ab")"));
+  EXPECT_TRUE(matches(schema, R"("abcd")"));
+  EXPECT_FALSE(prefix_ok(schema, R"("abcde)"));  // too long to grow
+  EXPECT_FALSE(prefix_ok(schema, R"("\n")"));
+  EXPECT_TRUE(matches(schema, R"("\n\u00e9")"));
+  EXPECT_TRUE(matches(schema, R"("\u00e9\t\"\\")"));
+  EXPECT_FALSE(prefix_ok(schema, R"("\u00e9\t\"\\\)"));
+  EXPECT_FALSE(prefix_ok(schema, "\"\xF0\x9F\xA6\x8A\""));
+  EXPECT_TRUE(matches(schema, "\"\xC3\xA9\xE4\xBD\xA0\xF0\x9F\xA6\x8A\""));
+  EXPECT_TRUE(matches(schema, "\"\xF0\x9F\xA6\x8A\xF0\x9F\xA6\x8A\xF0\x9F\xA6\x8A\xF0\x9F\xA6\x8A\""));
+  EXPECT_FALSE(prefix_ok(schema, "\"\xF0\x9F\xA6\x8A\xF0\x9F\xA6\x8A\xF0\x9F\xA6\x8A\xF0\x9F\xA6\x8A\xF0"));
+  json empty = json::parse(R"({"type":"string","maxLength":0})");
+  EXPECT_TRUE(matches(empty, R"("")"));
+  EXPECT_FALSE(prefix_ok(empty, R"("a)"));
+  // Without a maximum, any length past the minimum; lengths apply to the string of a list of types only.
+  json at_least = json::parse(R"({"type":"object","properties":{"s":{"type":["string","null"],"minLength":3}}})");
+  EXPECT_TRUE(matches(at_least, R"({"s":")" + std::string(1000, 'x') + R"("})"));
+  EXPECT_TRUE(matches(at_least, R"({"s":null})"));
+  EXPECT_FALSE(prefix_ok(at_least, R"({"s":"xy")"));
+  EXPECT_TRUE(matches(json::parse(R"({"type":"object","minLength":3})"), "{}"));
+}
+
+// Every integer string in [LOW, HIGH], and "-0" where 0 is among them (JSON's -0 is 0).
+std::set<std::string> integer_texts(int64_t low, int64_t high) {
+  std::set<std::string> texts;
+  for (int64_t value = low;; ++value) {
+    texts.insert(std::to_string(value));
+    if (value == high) break;
+  }
+  if (low <= 0 && high >= 0) texts.insert("-0");
+  return texts;
+}
+
+// Walks every text of '-', digits and the other bytes of numbers that the matcher keeps alive: it must keep alive
+// exactly the prefixes of TEXTS (so it refuses a byte where no text continues, and never reaches a dead end), and
+// be complete exactly on TEXTS.
+void expect_exactly(const json& schema, const std::set<std::string>& texts) {
+  std::set<std::string> prefixes;
+  for (const std::string& text : texts)
+    for (size_t length = 0; length <= text.size(); ++length) prefixes.insert(text.substr(0, length));
+  std::vector<std::pair<std::string, JsonMatcher>> stack;
+  stack.emplace_back("", JsonMatcher(JsonGrammar::from_schema(schema, "schema")));
+  while (!stack.empty()) {
+    auto [text, matcher] = std::move(stack.back());
+    stack.pop_back();
+    EXPECT_EQ(matcher.complete(), texts.count(text) > 0) << schema.dump() << ": " << text;
+    for (char c : std::string("-0123456789+.eE")) {
+      JsonMatcher next(matcher);
+      bool alive = next.feed(std::string(1, c));
+      ASSERT_EQ(alive, prefixes.count(text + c) > 0) << schema.dump() << ": " << text + c;
+      if (alive) stack.emplace_back(text + c, std::move(next));
+    }
+  }
+}
+
+TEST(JsonMatcher, IntegerBoundsAllowExactlyTheRange) {
+  auto range = [](json bounds) {
+    bounds["type"] = "integer";
+    return bounds;
+  };
+  expect_exactly(range({{"minimum", -15}, {"maximum", 123}}), integer_texts(-15, 123));
+  expect_exactly(range({{"minimum", 0}, {"maximum", 0}}), integer_texts(0, 0));
+  expect_exactly(range({{"minimum", 7}, {"maximum", 7}}), integer_texts(7, 7));
+  expect_exactly(range({{"minimum", -100}, {"maximum", -3}}), integer_texts(-100, -3));
+  expect_exactly(range({{"minimum", -7}, {"maximum", -7}}), integer_texts(-7, -7));
+  expect_exactly(range({{"minimum", -1000}, {"maximum", 999}}), integer_texts(-1000, 999));
+  expect_exactly(range({{"exclusiveMinimum", -4}, {"exclusiveMaximum", 9}}), integer_texts(-3, 8));
+  expect_exactly(range({{"exclusiveMinimum", 0}, {"maximum", 10}}), integer_texts(1, 10));
+  expect_exactly(range({{"minimum", -10}, {"exclusiveMaximum", 0}}), integer_texts(-10, -1));
+  // Fractions round inward; of two lower (upper) bounds the higher (lower) holds.
+  expect_exactly(range({{"minimum", -2.5}, {"maximum", 3.7}}), integer_texts(-2, 3));
+  expect_exactly(range({{"exclusiveMinimum", 1.5}, {"exclusiveMaximum", 4.0}}), integer_texts(2, 3));
+  expect_exactly(range({{"minimum", 0}, {"exclusiveMinimum", 5}, {"maximum", 30}, {"exclusiveMaximum", 21}}),
+                 integer_texts(6, 20));
+  // 2^53 + 1 is no double: the bound is compared digit by digit.
+  expect_exactly(range({{"minimum", 9007199254740000}, {"maximum", 9007199254740993}}),
+                 integer_texts(9007199254740000, 9007199254740993));
+  expect_exactly(range({{"minimum", -9007199254740993}, {"exclusiveMaximum", -9007199254740900}}),
+                 integer_texts(-9007199254740993, -9007199254740901));
+}
+
+TEST(JsonMatcher, IntegerBoundsAtTheEdges) {
+  json int64 = json::parse(R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})");
+  EXPECT_TRUE(matches(int64, "-9223372036854775808"));
+  EXPECT_TRUE(matches(int64, "9223372036854775807"));
+  EXPECT_TRUE(matches(int64, "0"));
+  EXPECT_FALSE(prefix_ok(int64, "-9223372036854775809"));
+  EXPECT_FALSE(prefix_ok(int64, "9223372036854775808"));
+  EXPECT_FALSE(prefix_ok(int64, "10000000000000000000"));
+  EXPECT_FALSE(prefix_ok(int64, "012"));
+  // One bound: any number of digits on its open side, up to the 40 bytes of a number.
+  json at_least = json::parse(R"({"type":"integer","minimum":10})");
+  EXPECT_TRUE(matches(at_least, "10"));
+  EXPECT_TRUE(matches(at_least, "1" + std::string(39, '0')));
+  EXPECT_FALSE(prefix_ok(at_least, "1" + std::string(40, '0')));
+  EXPECT_FALSE(matches(at_least, "9"));
+  EXPECT_FALSE(prefix_ok(at_least, "-"));
+  EXPECT_FALSE(prefix_ok(at_least, "0"));
+  json at_most = json::parse(R"({"type":"integer","maximum":-10})");
+  EXPECT_TRUE(matches(at_most, "-" + std::string(39, '9')));
+  EXPECT_TRUE(prefix_ok(at_most, "-9"));  // -90, ...
+  EXPECT_FALSE(matches(at_most, "-9"));
+  EXPECT_FALSE(prefix_ok(at_most, "-0"));
+  EXPECT_FALSE(prefix_ok(at_most, "1"));
+  EXPECT_TRUE(matches(json::parse(R"({"type":"integer","minimum":0})"), "-0"));
+  // Inside an object the value ends at the next byte; a digit past the range is refused there.
+  json object = json::parse(R"({"type":"object","properties":{"n":{"type":"integer","minimum":15,"maximum":70}}})");
+  EXPECT_TRUE(matches(object, R"({"n":15})"));
+  EXPECT_TRUE(matches(object, R"({"n":70 })"));
+  EXPECT_TRUE(prefix_ok(object, R"({"n":7)"));  // 70
+  EXPECT_FALSE(matches(object, R"({"n":7})"));
+  EXPECT_FALSE(prefix_ok(object, R"({"n":71)"));
+  EXPECT_FALSE(prefix_ok(object, R"({"n":8)"));  // below 15, and 80 is above 70
+  EXPECT_FALSE(prefix_ok(object, R"({"n":-)"));
+}
+
+// Random walks over bytes: from the empty text, any byte the matcher allows, until it is complete and the walk
+// stops. Each text must parse and hold to the schema, and no walk may find no way on.
+TEST(JsonMatcher, RandomByteWalksEndValid) {
+  const char* schemas[] = {
+      R"({"type":"integer","minimum":-15,"maximum":123})",
+      R"({"type":"integer","exclusiveMinimum":-101,"exclusiveMaximum":-2})",
+      R"({"type":"integer","minimum":0,"maximum":0})",
+      R"({"type":"integer","minimum":9007199254740990})",
+      R"({"type":"integer","maximum":-1000})",
+      R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})",
+      R"({"type":"string","minLength":2,"maxLength":5})",
+      R"({"type":"object","properties":{
+          "n":{"type":"array","items":{"type":"integer","minimum":-5,"maximum":5.5},"maxItems":3},
+          "s":{"type":["string","null"],"minLength":3},
+          "t":{"type":"string","maxLength":1},
+          "k":{"type":"integer","minimum":-9007199254740993,"maximum":9007199254740993}},
+        "required":["n","s","t","k"]})",
+  };
+  std::mt19937 random(42);
+  for (const char* text : schemas) {
+    json schema = json::parse(text);
+    auto grammar = JsonGrammar::from_schema(schema, "schema");
+    for (int walk = 0; walk < 1000; ++walk) {
+      JsonMatcher matcher(grammar);
+      std::string document;
+      for (;;) {
+        std::vector<char> bytes, closing;
+        for (int b = 0; b < 256; ++b)
+          if (JsonMatcher(matcher).feed(std::string(1, static_cast<char>(b)))) {
+            bytes.push_back(static_cast<char>(b));
+            if (std::string_view("\"]},:").find(static_cast<char>(b)) != std::string_view::npos)
+              closing.push_back(static_cast<char>(b));
+          }
+        bool complete = matcher.complete();
+        ASSERT_TRUE(complete || !bytes.empty()) << "a dead end after " << document;
+        if (complete && (bytes.empty() || random() % 4 == 0)) break;
+        // Half the draws among the bytes that close something, so strings end.
+        const std::vector<char>& pool = closing.empty() || random() % 2 ? bytes : closing;
+        char b = pool[random() % pool.size()];
+        document += b;
+        ASSERT_TRUE(matcher.feed(std::string(1, b)));
+      }
+      json value;
+      ASSERT_NO_THROW(value = json::parse(document)) << document;
+      ASSERT_TRUE(validate(value, schema, schema)) << text << ": " << document;
+    }
+  }
+}
+
 TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
   auto error_of = [](const char* schema) {
     try {
@@ -243,6 +449,42 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
   EXPECT_EQ(error_of("[1]"), "response_format.json_schema.schema: a schema must be an object, not array");
 }
 
+TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
+  auto error_of = [](const char* schema) {
+    try {
+      JsonGrammar::from_schema(json::parse(schema), "schema");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(R"({"properties":{"s":{"type":"string","minLength":5,"maxLength":2}}})"),
+            "schema.properties.s: minLength 5 is above maxLength 2");
+  EXPECT_EQ(error_of(R"({"type":"string","maxLength":1.5})"), "schema.maxLength: expected a count, not 1.5");
+  EXPECT_EQ(error_of(R"({"type":"integer","minimum":10,"exclusiveMaximum":10})"),
+            "schema: no integer is within its bounds (at least 10, at most 9)");
+  EXPECT_EQ(error_of(R"({"type":["integer","null"],"minimum":1.2,"maximum":1.8})"),
+            "schema: no integer is within its bounds (at least 2, at most 1)");
+  EXPECT_EQ(error_of(R"({"type":"integer","maximum":"10"})"), "schema.maximum: expected a number, not \"10\"");
+  EXPECT_EQ(error_of(R"({"type":"integer","maximum":1e19})"),
+            "schema.maximum: 1e+19 is out of range: an integer's bounds, made inclusive, must fit in 64 bits");
+  EXPECT_EQ(error_of(R"({"type":"integer","exclusiveMinimum":9223372036854775807})"),
+            "schema.exclusiveMinimum: 9223372036854775807 is out of range: an integer's bounds, made inclusive, must "
+            "fit in 64 bits");
+  EXPECT_EQ(error_of(R"({"type":["number","null"],"minimum":0})"),
+            "schema.minimum: bounds on a number are not supported in structured output (they are on an integer)");
+  EXPECT_EQ(error_of(R"({"enum":["a","bb"],"minLength":2})"),
+            "schema.minLength: 'minLength' is supported only beside \"type\" (not beside $ref, const, enum, anyOf or "
+            "oneOf)");
+  EXPECT_EQ(error_of(R"({"items":{"maximum":3}})"),
+            "schema.items.maximum: 'maximum' is supported only beside \"type\" (not beside $ref, const, enum, anyOf "
+            "or oneOf)");
+  EXPECT_EQ(error_of(R"({"type":"integer","multipleOf":2})"),
+            "schema.multipleOf: the keyword 'multipleOf' is not supported in structured output");
+  EXPECT_EQ(error_of(R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})"),
+            "no error");
+}
+
 // ---- token masks over real vocabularies ------------------------------------------------------------------
 
 const json kDeep = [] {
@@ -263,6 +505,21 @@ const json kItems = json::parse(R"({
     "ok": {"type": "boolean"}
   },
   "required": ["items", "ok"]
+})");
+
+// Lengths below and above the longest token (a string with room for every token is walked as plain text), and
+// integer bounds.
+const json kNarrowed = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "code": {"type": "string", "minLength": 3, "maxLength": 6},
+    "text": {"type": "string", "minLength": 1, "maxLength": 400},
+    "name": {"type": "string", "minLength": 12},
+    "count": {"type": "integer", "minimum": -15, "maximum": 123},
+    "big": {"type": "integer", "exclusiveMinimum": 9007199254740992},
+    "scores": {"type": "array", "maxItems": 3, "items": {"type": "integer", "minimum": -100, "maximum": -3}}
+  },
+  "required": ["code", "text", "name", "count", "big", "scores"]
 })");
 
 class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
@@ -341,7 +598,7 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
-  for (const json* schema : {&kPerson, &kItems, &kDeep}) {
+  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed}) {
     auto grammar = JsonGrammar::from_schema(*schema, "schema");
     for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
   }
@@ -349,6 +606,7 @@ TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
 
 TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
   walk(JsonGrammar::from_schema(kItems, "schema"), 7, 9);
+  walk(JsonGrammar::from_schema(kNarrowed, "schema"), 9, 3);
   walk(JsonGrammar::any_object(), 8, 9);
 }
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -94,6 +96,8 @@ uint32_t TokenTrie::build(std::span<const int32_t> ids, size_t depth) {
   bool plain = std::all_of(ids.begin(), ids.end(), [&](int32_t id) {
     return plain_string_text(std::string_view(bytes_[id]).substr(depth));
   });
+  size_t longest = 0;
+  for (int32_t id : ids) longest = std::max(longest, bytes_[id].size() - depth);
   std::vector<Edge> edges;
   for (size_t lo = here; lo < ids.size();) {
     uint8_t byte = static_cast<uint8_t>(bytes_[ids[lo]][depth]);
@@ -110,6 +114,7 @@ uint32_t TokenTrie::build(std::span<const int32_t> ids, size_t depth) {
   node.tokens_end_here = begin + static_cast<uint32_t>(here);
   node.tokens_end = begin + static_cast<uint32_t>(ids.size());
   node.plain_string = plain;
+  node.longest = static_cast<uint32_t>(longest);
   return index;
 }
 
@@ -136,6 +141,12 @@ struct LiteralNode {
   uint64_t properties = 0;  // for key tries: the properties whose key passes through here
 };
 
+// An integer's minimum or maximum, inclusive, as the automaton compares a value's digits with it.
+struct IntegerBound {
+  bool negative = false;
+  std::string digits;  // of its magnitude; empty where the schema sets no such bound
+};
+
 struct JsonGrammar::Impl {
   struct Property {
     uint32_t value;
@@ -147,7 +158,8 @@ struct JsonGrammar::Impl {
     uint64_t required = 0;             // Object: mask of required properties
     uint32_t literals = kNone;         // Object: its key trie; Literals: its value trie
     uint32_t item = kNone;             // Map: the value of every key; Array: every item
-    uint32_t min_items = 0, max_items = UINT32_MAX;
+    uint32_t min_count = 0, max_count = UINT32_MAX;  // Array: items; String: characters
+    IntegerBound minimum, maximum;                     // Integer
     std::vector<uint32_t> alternatives;  // Choice
     std::array<uint32_t, 256> by_first_byte{};  // Choice: the alternative a first byte selects (kNone)
     std::array<bool, 256> first_bytes{};      // the bytes a value of this node may begin with
@@ -284,7 +296,7 @@ class SchemaCompiler {
     std::vector<uint32_t> alternatives;
     for (size_t i = 0; i < type.size(); ++i) {
       if (!type[i].is_string()) fail("{}.type[{}]: expected a type name, not {}", path, i, type[i].dump());
-      alternatives.push_back(typed(schema, type[i].get<std::string>(), fmt::format("{}.type[{}]", path, i)));
+      alternatives.push_back(typed(schema, type[i].get<std::string>(), path));
     }
     g_.nodes[node].alternatives = alternatives;
     return node;
@@ -293,11 +305,10 @@ class SchemaCompiler {
  private:
   static void check_keywords(const json& schema, const std::string& path) {
     static const char* const kUnsupported[] = {
-        "allOf", "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "minLength",
-        "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minProperties",
-        "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems",
-        "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas", "dependencies",
-        "$dynamicRef", "contentSchema"};
+        "allOf", "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "multipleOf",
+        "minProperties", "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems",
+        "additionalItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
+        "dependencies", "$dynamicRef", "contentSchema"};
     for (const char* keyword : kUnsupported)
       if (schema.contains(keyword))
         fail("{}.{}: the keyword '{}' is not supported in structured output", path, keyword, keyword);
@@ -305,14 +316,39 @@ class SchemaCompiler {
                 schema.contains("anyOf") + schema.contains("oneOf");
     if (kinds > 1)
       fail("{}: only one of $ref, const, enum, anyOf and oneOf may appear in one schema", path);
+    // Lengths and bounds narrow the string and integer nodes of "type"; elsewhere they would narrow values
+    // (any value, an enum's, a reference's) that nothing checks them on.
+    if (kinds > 0 || !schema.contains("type"))
+      for (const char* keyword :
+           {"minLength", "maxLength", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"})
+        if (schema.contains(keyword))
+          fail("{}.{}: '{}' is supported only beside \"type\" (not beside $ref, const, enum, anyOf or oneOf)", path,
+               keyword, keyword);
   }
+
+  struct BoundKeyword {
+    const char* name;
+    bool lower, exclusive;
+  };
+  static constexpr BoundKeyword kBounds[] = {{"minimum", true, false},
+                                             {"exclusiveMinimum", true, true},
+                                             {"maximum", false, false},
+                                             {"exclusiveMaximum", false, true}};
 
   uint32_t typed(const json& schema, const std::string& type, const std::string& path) {
     if (type == "object") return object(schema, path);
     if (type == "array") return array(schema, path);
-    if (type == "string") return g_.string_node;
-    if (type == "number") return g_.add(Kind::Number);
-    if (type == "integer") return g_.add(Kind::Integer);
+    if (type == "string") return string(schema, path);
+    if (type == "number") {
+      // A bound would have to hold of the double a number's text rounds to (99.99999999999999999 is 100.0), its
+      // exponent included; an integer's digits compare with its bounds exactly.
+      for (const BoundKeyword& bound : kBounds)
+        if (schema.contains(bound.name))
+          fail("{}.{}: bounds on a number are not supported in structured output (they are on an integer)", path,
+               bound.name);
+      return g_.add(Kind::Number);
+    }
+    if (type == "integer") return integer(schema, path);
     if (type == "boolean") return g_.literals({"true", "false"});
     if (type == "null") return g_.literals({"null"});
     fail("{}.type: unknown type '{}' (expected object, array, string, number, integer, boolean or null)", path,
@@ -381,11 +417,24 @@ class SchemaCompiler {
     uint32_t node = g_.add(Kind::Array);
     uint32_t item = schema.contains("items") ? compile(schema["items"], path + ".items") : g_.any_value();
     g_.nodes[node].item = item;
-    g_.nodes[node].min_items = count(schema, "minItems", 0, path);
-    g_.nodes[node].max_items = count(schema, "maxItems", UINT32_MAX, path);
-    if (g_.nodes[node].min_items > g_.nodes[node].max_items)
-      fail("{}: minItems {} is above maxItems {}", path, g_.nodes[node].min_items, g_.nodes[node].max_items);
+    counts(schema, "minItems", "maxItems", g_.nodes[node], path);
     return node;
+  }
+
+  uint32_t string(const json& schema, const std::string& path) {
+    if (!schema.contains("minLength") && !schema.contains("maxLength")) return g_.string_node;
+    uint32_t node = g_.add(Kind::String);
+    counts(schema, "minLength", "maxLength", g_.nodes[node], path);
+    return node;
+  }
+
+  // NODE's min_count and max_count, from the keywords MIN and MAX.
+  static void counts(const json& schema, const char* min, const char* max, JsonGrammar::Impl::Node& node,
+                     const std::string& path) {
+    node.min_count = count(schema, min, 0, path);
+    node.max_count = count(schema, max, UINT32_MAX, path);
+    if (node.min_count > node.max_count)
+      fail("{}: {} {} is above {} {}", path, min, node.min_count, max, node.max_count);
   }
 
   static uint32_t count(const json& schema, const char* keyword, uint32_t otherwise, const std::string& path) {
@@ -394,6 +443,58 @@ class SchemaCompiler {
     if (!value.is_number_unsigned() || value.get<uint64_t>() > UINT32_MAX)
       fail("{}.{}: expected a count, not {}", path, keyword, value.dump());
     return value.get<uint32_t>();
+  }
+
+  // An integer within the schema's bounds, all of them (minimum and exclusiveMinimum may both be given).
+  uint32_t integer(const json& schema, const std::string& path) {
+    std::optional<int64_t> minimum, maximum;
+    for (const BoundKeyword& keyword : kBounds) {
+      std::optional<int64_t> bound = integer_bound(schema, keyword, path);
+      std::optional<int64_t>& kept = keyword.lower ? minimum : maximum;
+      if (bound) kept = !kept ? *bound : keyword.lower ? std::max(*kept, *bound) : std::min(*kept, *bound);
+    }
+    if (minimum && maximum && *minimum > *maximum)
+      fail("{}: no integer is within its bounds (at least {}, at most {})", path, *minimum, *maximum);
+    uint32_t node = g_.add(Kind::Integer);
+    g_.nodes[node].minimum = digits_of(minimum);
+    g_.nodes[node].maximum = digits_of(maximum);
+    return node;
+  }
+
+  // KEYWORD's value, if the schema has it, as an inclusive bound on integers: a fraction rounds inward (which
+  // excludes it), an exclusive integer moves in by one. Doubles are exact up to 2^63, so no int64 is lost.
+  static std::optional<int64_t> integer_bound(const json& schema, const BoundKeyword& keyword,
+                                              const std::string& path) {
+    if (!schema.contains(keyword.name)) return std::nullopt;
+    const json& value = schema[keyword.name];
+    if (!value.is_number()) fail("{}.{}: expected a number, not {}", path, keyword.name, value.dump());
+    auto beyond = [&] {
+      fail("{}.{}: {} is out of range: an integer's bounds, made inclusive, must fit in 64 bits", path, keyword.name,
+           value.dump());
+    };
+    int64_t bound = 0;
+    bool exclusive = keyword.exclusive;
+    if (value.is_number_float()) {
+      double exact = value.get<double>(), rounded = keyword.lower ? std::ceil(exact) : std::floor(exact);
+      if (!(rounded >= -0x1p63 && rounded < 0x1p63)) beyond();
+      bound = static_cast<int64_t>(rounded);
+      exclusive = exclusive && rounded == exact;
+    } else if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}) {
+      beyond();
+    } else {
+      bound = value.get<int64_t>();
+    }
+    if (exclusive) {
+      if (bound == (keyword.lower ? INT64_MAX : INT64_MIN)) beyond();
+      bound += keyword.lower ? 1 : -1;
+    }
+    return bound;
+  }
+
+  static IntegerBound digits_of(std::optional<int64_t> bound) {
+    if (!bound) return {};
+    uint64_t magnitude = *bound < 0 ? 0 - static_cast<uint64_t>(*bound) : static_cast<uint64_t>(*bound);
+    return {*bound < 0, std::to_string(magnitude)};
   }
 
   uint32_t enumeration(const json& values, const std::string& path) {
@@ -490,11 +591,14 @@ enum Phase : uint8_t {
 struct Frame {
   uint32_t node = 0;
   uint8_t phase = 0;
-  uint8_t aux = 0;  // object: the property being read; string: continuation bytes or hex digits left
+  // object: the property being read; string: continuation bytes or hex digits left; integer: its sign and how its
+  // digits compare with its bounds' (see "integer bounds" below)
+  uint8_t aux = 0;
   uint8_t whitespace = 0;  // the current run of whitespace
   uint8_t range = 0;  // string: 1 while the next continuation byte has the range of a special lead byte
   uint32_t pos = 0;   // literal / key trie node, items read, number length, the special lead byte
-  uint32_t unused = 0;
+  // string: characters read; without a maxLength, only up to minLength, so that longer strings share one state
+  uint32_t count = 0;
   uint64_t seen = 0;  // object: properties read
 };
 static_assert(sizeof(Frame) == 24);
@@ -529,6 +633,70 @@ int hex_value(uint8_t b) {
   return -1;
 }
 
+// ---- integer bounds
+// A bounded integer is read digit by digit: its frame keeps its sign and, for each bound, how its digits compare
+// with as many of the bound's first digits (less, equal so far, greater). That is enough to tell, for any number
+// of digits it may end with, whether a value of that length is within a bound: a magnitude of fewer digits than
+// the bound's is smaller, one of more is larger, and one of as many compares as its first differing digit does.
+// For one length, the values that begin with the digits read are an interval, and so are those in range (never
+// empty): the two meet exactly when each bound is met by some value of the first, so the bounds are checked one
+// at a time.
+
+enum Comparison : uint8_t { kEqualSoFar = 0, kLess = 1, kGreater = 2 };
+constexpr uint8_t kNegative = 1;  // in Frame::aux, below each bound's Comparison (2 bits)
+
+int comparison_shift(bool maximum) { return maximum ? 3 : 1; }
+Comparison comparison(const Frame& frame, bool maximum) {
+  return static_cast<Comparison>(frame.aux >> comparison_shift(maximum) & 3);
+}
+bool negative(const Frame& frame) { return frame.aux & kNegative; }
+uint32_t digits_read(const Frame& frame) { return frame.pos - negative(frame); }
+
+// Notes the next byte of an integer (before its length counts it): its sign, or a digit compared with each
+// bound's digit in its place.
+void read_integer_byte(Frame& frame, const Node& node, uint8_t b) {
+  if (b == '-') {
+    frame.aux |= kNegative;
+    return;
+  }
+  for (bool maximum : {false, true}) {
+    const std::string& digits = (maximum ? node.maximum : node.minimum).digits;
+    uint32_t place = digits_read(frame);
+    if (comparison(frame, maximum) != kEqualSoFar || place >= digits.size()) continue;
+    uint8_t bound = static_cast<uint8_t>(digits[place]);
+    Comparison now = b < bound ? kLess : b > bound ? kGreater : kEqualSoFar;
+    frame.aux |= static_cast<uint8_t>(now << comparison_shift(maximum));
+  }
+}
+
+// Whether the frame's digits, followed by others to LENGTH digits in all, can make a value within BOUND.
+bool within(const Frame& frame, const IntegerBound& bound, bool maximum, uint32_t length) {
+  if (bound.digits.empty()) return true;
+  // On the other side of zero from the bound (zero is on both), the sign decides: a positive value is above a
+  // negative bound, a negative one below a positive bound.
+  if (bound.negative != negative(frame) && bound.digits != "0") return maximum == negative(frame);
+  // On its side, the magnitude: at least the bound's for a positive minimum or a negative maximum, else at most.
+  bool at_least = maximum == negative(frame);
+  uint32_t size = static_cast<uint32_t>(bound.digits.size());
+  Comparison so_far = comparison(frame, maximum);
+  if (length != size) return (length > size) == at_least;
+  return so_far != (at_least ? kLess : kGreater);
+}
+
+bool fits(const Frame& frame, const Node& node, uint32_t length) {
+  return within(frame, node.minimum, false, length) && within(frame, node.maximum, true, length);
+}
+
+// Whether the integer read so far can still end within its bounds: as it is, or with more digits where there is
+// room and it is not a zero.
+bool reachable(const Frame& frame, const Node& node) {
+  uint32_t read = digits_read(frame);
+  uint32_t longest = frame.phase == kNumberZero ? read : kMaxNumberLength - negative(frame);
+  for (uint32_t length = std::max<uint32_t>(read, 1); length <= longest; ++length)
+    if (fits(frame, node, length)) return true;
+  return false;
+}
+
 // The byte-level automaton of a grammar. Stateless: the state is a stack of frames the caller owns.
 class Automaton {
  public:
@@ -557,10 +725,13 @@ class Automaton {
     return state.depth == 2 && may_end(state.frames[1]);
   }
 
-  // Whether the top frame is in a string's body at a character boundary.
-  bool in_plain_string(const State& state) const {
+  // Whether the top frame is in a string's body at a character boundary, with room for BYTES more characters
+  // (a byte starts one at most).
+  bool in_plain_string(const State& state, size_t bytes) const {
     const Frame& top = state.frames[state.depth - 1];
-    return state.depth > 1 && g_.nodes[top.node].kind == Kind::String && top.phase == kStringBody;
+    const Node& node = g_.nodes[top.node];
+    return state.depth > 1 && node.kind == Kind::String && top.phase == kStringBody &&
+           node.max_count - top.count >= bytes;
   }
 
  private:
@@ -569,9 +740,11 @@ class Automaton {
   bool may_end(const Frame& frame) const {
     switch (g_.nodes[frame.node].kind) {
       case Kind::Number:
-      case Kind::Integer:
         return frame.phase == kNumberZero || frame.phase == kNumberInt || frame.phase == kNumberFrac ||
                frame.phase == kNumberExp;
+      case Kind::Integer:
+        return (frame.phase == kNumberZero || frame.phase == kNumberInt) &&
+               fits(frame, g_.nodes[frame.node], digits_read(frame));
       case Kind::Literals: return g_.literal_nodes[frame.pos].terminal >= 0;
       default: return false;
     }
@@ -585,9 +758,9 @@ class Automaton {
       case Kind::Object: return object(state, frame, node, b);
       case Kind::Map: return map(state, frame, node, b);
       case Kind::Array: return array(state, frame, node, b);
-      case Kind::String: return string(state, frame, b);
+      case Kind::String: return string(state, frame, node, b);
       case Kind::Number:
-      case Kind::Integer: return number(frame, node.kind == Kind::Integer, b);
+      case Kind::Integer: return number(frame, node, b);
       case Kind::Literals: return literal(state, frame, b);
       case Kind::Choice: break;  // resolved by push()
     }
@@ -740,36 +913,38 @@ class Automaton {
     switch (frame.phase) {
       case kContainerStart:
       case kNext:
-        if (b == ']' && frame.phase == kContainerStart && node.min_items == 0) return finish(state);
-        if (frame.pos >= node.max_items) return Result::Reject;
+        if (b == ']' && frame.phase == kContainerStart && node.min_count == 0) return finish(state);
+        if (frame.pos >= node.max_count) return Result::Reject;
         frame.phase = kValue;
         return push(state, node.item, b);
       case kAfter:
-        if (b == ',' && frame.pos < node.max_items) {
+        if (b == ',' && frame.pos < node.max_count) {
           frame.phase = kNext;
           return Result::Accept;
         }
-        if (b == ']' && frame.pos >= node.min_items) return finish(state);
+        if (b == ']' && frame.pos >= node.min_count) return finish(state);
         return Result::Reject;
       default: return Result::Reject;
     }
   }
 
-  Result string(State& state, Frame& frame, uint8_t b) const {
+  Result string(State& state, Frame& frame, const Node& node, uint8_t b) const {
     switch (frame.phase) {
       case kStringOpen:
         if (b != '"') return Result::Reject;
         frame.phase = kStringBody;
         return Result::Accept;
       case kStringBody: {
-        if (b == '"') return finish(state);
+        if (b == '"') return frame.count >= node.min_count ? finish(state) : Result::Reject;
+        if (b != '\\' && (b < 0x20 || utf8_length(b) == 0)) return Result::Reject;
+        // A character begins (an escape, or a UTF-8 character of one or more bytes): counted once, here.
+        if (frame.count >= node.max_count) return Result::Reject;
+        if (frame.count < node.min_count || node.max_count != UINT32_MAX) ++frame.count;
         if (b == '\\') {
           frame.phase = kStringEscape;
           return Result::Accept;
         }
-        if (b < 0x20) return Result::Reject;
         int length = utf8_length(b);
-        if (length == 0) return Result::Reject;
         if (length > 1) {
           frame.phase = kStringUtf8;
           frame.aux = static_cast<uint8_t>(length - 1);
@@ -812,9 +987,8 @@ class Automaton {
     }
   }
 
-  Result number(Frame& frame, bool integer, uint8_t b) const {
-    bool accepting = frame.phase == kNumberZero || frame.phase == kNumberInt || frame.phase == kNumberFrac ||
-                     frame.phase == kNumberExp;
+  Result number(Frame& frame, const Node& node, uint8_t b) const {
+    bool integer = node.kind == Kind::Integer;
     Phase next = kNumberStart;
     bool ok = true;
     switch (frame.phase) {
@@ -851,9 +1025,15 @@ class Automaton {
     }
     // A byte after which the number cannot end yet ('-', '.', 'e', an exponent's sign) needs room for a digit.
     bool ends_after = next == kNumberZero || next == kNumberInt || next == kNumberFrac || next == kNumberExp;
-    if (!ok || frame.pos + (ends_after ? 1 : 2) > kMaxNumberLength) return accepting ? Result::EndRetry : Result::Reject;
-    frame.phase = next;
-    ++frame.pos;
+    Frame after = frame;
+    if (ok && integer) read_integer_byte(after, node, b);
+    after.phase = next;
+    ++after.pos;
+    // An integer's byte that no value within its bounds begins with is refused where it comes: no dead end later.
+    ok = ok && (!integer || reachable(after, node));
+    if (!ok || frame.pos + (ends_after ? 1 : 2) > kMaxNumberLength)
+      return may_end(frame) ? Result::EndRetry : Result::Reject;
+    frame = after;
     return Result::Accept;
   }
 
@@ -981,7 +1161,7 @@ class JsonConstraint final : public TokenConstraint {
   // Marks the tokens under trie node NODE_INDEX that the automaton, in walk_states_[DEPTH], allows.
   void walk(uint32_t node_index, size_t depth) {
     const TokenTrie::Node& node = trie_->nodes()[node_index];
-    if (depth > 0 && node.plain_string && automaton_.in_plain_string(walk_states_[depth])) {
+    if (depth > 0 && node.plain_string && automaton_.in_plain_string(walk_states_[depth], node.longest)) {
       mark(node.tokens_begin, node.tokens_end);
       return;
     }

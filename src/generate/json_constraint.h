@@ -11,11 +11,13 @@
 //
 // The schema subset: "type" (object, array, string, number, integer, boolean, null, or a list of them),
 // properties / required (additionalProperties false unless the object declares no properties), items,
-// minItems / maxItems, enum, const, anyOf / oneOf whose branches begin with different bytes, $ref into the
-// same document (recursion included), and the annotations (title, description, default, examples, format,
-// ...). Keywords that would change validity and are not supported (pattern, minimum, minLength, allOf, ...)
-// are errors naming their schema path. Strings must be valid UTF-8, \u escapes other than surrogates; runs
-// of whitespace between tokens are limited so a model cannot loop on them.
+// minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), minimum /
+// maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits), enum, const, anyOf / oneOf whose
+// branches begin with different bytes, $ref into the same document (recursion included), and the annotations
+// (title, description, default, examples, format, ...). Keywords that would change validity and are not
+// supported (pattern, bounds on a number, multipleOf, allOf, ...), and lengths or bounds where no "type" says
+// which values they narrow, are errors naming their schema path. Strings must be valid UTF-8, \u escapes other
+// than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +51,10 @@ class TokenTrie {
     // The tokens of the subtree, in sorted_ids(): those ending here first, then the children's.
     uint32_t tokens_begin = 0, tokens_end_here = 0, tokens_end = 0;
     // Whether every token of the subtree, from this node on, is plain string text: whole or starting UTF-8
-    // characters with no '"', '\' or control byte. Inside a string, such a subtree is allowed whole.
+    // characters with no '"', '\' or control byte. Inside a string with room for it (for `longest` more
+    // characters), such a subtree is allowed whole.
     bool plain_string = false;
+    uint32_t longest = 0;  // the most bytes a token of the subtree has past this node
   };
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Edge>& edges() const { return edges_; }
