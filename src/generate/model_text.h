@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -22,5 +23,9 @@ ModelText load_model_text(const std::filesystem::path& path);
 
 // The model's chat template, or an error naming PATH and where a template would have been looked for.
 const ChatTemplate& chat_template_of(const ModelText& text, const std::filesystem::path& path);
+
+// Throws chat_template_of's error, followed by "; " and WHY, when the model at PATH (a folder or a .gguf file) has
+// no chat template, reading only where one would be: a command that needs one refuses before its model loads.
+void require_chat_template(const std::filesystem::path& path, std::string_view why);
 
 }  // namespace gerbil
