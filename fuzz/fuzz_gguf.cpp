@@ -1,7 +1,8 @@
 // fuzz-link: gerbil_model
 // Fuzz target: the GGUF reader (src/model/gguf.cpp) on arbitrary bytes, then the typed metadata reads, the
-// dequantization of every tensor it accepted, and the conversions to a Hugging Face config, tensors and
-// tokenizer.json (src/model/gguf_model.cpp, gguf_tokenizer.cpp). Any input may be refused with gerbil::Error; none may
+// dequantization of every tensor it accepted, and the conversions to a Hugging Face config (then parsed as
+// config.json is, rope scalings included), tensors and tokenizer.json (src/model/gguf_model.cpp,
+// gguf_tokenizer.cpp). Any input may be refused with gerbil::Error; none may
 // crash, hang, read out of bounds or allocate without bound.
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "gerbil/error.h"
+#include "model/config.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
@@ -41,6 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const Error&) {
     }
     nlohmann::json config = gguf_config_json(gguf);
+    try {
+      parse_config(config, "fuzz.gguf");
+    } catch (const Error&) {
+    }
     gguf_tensors(gguf, config);
   } catch (const Error&) {
   }

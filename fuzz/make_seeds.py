@@ -58,7 +58,8 @@ def small_tokenizer(path, keep):
 
 
 def main():
-    for model in sorted(p for p in FIXTURES.iterdir() if (p / "config.json").exists()):
+    long_models = ROOT / "tests" / "data" / "long"  # rope scalings (YaRN, LongRoPE) the fixtures do not have
+    for model in sorted(p for folder in (FIXTURES, long_models) for p in folder.iterdir() if (p / "config.json").exists()):
         config = (model / "config.json").read_text()
         generation = model / "generation_config.json"
         write("config", model.name + ".json",

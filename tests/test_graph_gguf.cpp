@@ -62,10 +62,34 @@ std::vector<float> permute_rows(const std::vector<float>& hf, int64_t heads, int
 
 enum class Weights { F32, Quantized, Dequantized };
 
-// FIXTURE's checkpoint as a GGUF file, its matrices stored as WEIGHTS says: in F32, in BLOCKS, or in F32
+// Rope scaling as llama.cpp's converter writes it: YaRN's type, factor and original context as metadata;
+// LongRoPE's original context and attention factor as metadata, its factor sets as tensors.
+void add_rope_scaling(GgufWriter& w, const std::string& p, const RopeParams& rope) {
+  auto factors = [&](const char* name, const std::vector<double>& values) {
+    std::vector<float> f(values.begin(), values.end());
+    w.add_tensor(name, uint32_t(GgmlType::F32), {f.size()}, std::string(reinterpret_cast<const char*>(f.data()), f.size() * 4));
+  };
+  switch (rope.type) {
+    case RopeType::Default: break;
+    case RopeType::Yarn:
+      w.add_string(p + "rope.scaling.type", "yarn");
+      w.add_f32(p + "rope.scaling.factor", float(rope.factor));
+      w.add_u32(p + "rope.scaling.original_context_length", uint32_t(rope.original_max_positions));
+      break;
+    case RopeType::LongRope:
+      w.add_u32(p + "rope.scaling.original_context_length", uint32_t(rope.original_max_positions));
+      w.add_f32(p + "rope.scaling.attn_factor", float(rope.attention_factor));
+      factors("rope_factors_long.weight", rope.long_factors);
+      factors("rope_factors_short.weight", rope.short_factors);
+      break;
+    default: throw std::runtime_error("no GGUF form written here for this rope scaling");
+  }
+}
+
+// The checkpoint in folder DIR as a GGUF file, its matrices stored as WEIGHTS says: in F32, in BLOCKS, or in F32
 // holding the values the BLOCKS decode to.
-GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlType blocks = GgmlType::Q8_0) {
-  ModelFiles hf = ModelFiles::open(fixtures_dir() / fixture);
+GgufWriter gguf_from_folder(const std::filesystem::path& dir, Weights weights, GgmlType blocks = GgmlType::Q8_0) {
+  ModelFiles hf = ModelFiles::open(dir);
   const ModelConfig& c = hf.config();
   const ArchitectureSpec& arch = hf.arch();
   const std::string family = gguf_family(arch.name);
@@ -85,6 +109,7 @@ GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlTy
   if (arch.positions == PositionKind::Rotary) {
     w.add_f32(p + "rope.freq_base", float(c.rope_full.theta));
     w.add_u32(p + "rope.dimension_count", uint32_t(c.rotary_dim));
+    add_rope_scaling(w, p, c.rope_full);
   }
   if (c.sliding_window > 0) w.add_u32(p + "attention.sliding_window", uint32_t(c.sliding_window));
   if (family == "gemma3") {  // the fixture's sliding layers come in a pattern of 2, not llama.cpp's 6
@@ -138,6 +163,10 @@ GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlTy
   return w;
 }
 
+GgufWriter gguf_from_fixture(const std::string& fixture, Weights weights, GgmlType blocks = GgmlType::Q8_0) {
+  return gguf_from_folder(fixtures_dir() / fixture, weights, blocks);
+}
+
 std::vector<float> run_logits(const std::filesystem::path& model, const std::vector<int32_t>& ids) {
   ModelFiles files = ModelFiles::open(model);
   // An f32 cache: the files' weights are compared, and a GGUF file's default f16 cache would round the keys.
@@ -178,6 +207,39 @@ TEST_P(GgufFixture, F32LogitsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixture,
                          ::testing::Values("qwen2-tiny", "qwen3-tiny", "llama-plain-tiny", "mistral-tiny", "gemma-tiny",
                                            "phi3-tiny", "phi-tiny", "gpt2-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Stretched rotary embeddings as llama.cpp stores them (tests/data/long's YaRN Qwen2 and LongRoPE Phi-3): the file
+// gives the folder's frequencies, both LongRoPE sets, and attention factor, and its last rows of a 1,100-token
+// prompt match the float64 reference.
+class GgufRopeScaling : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufRopeScaling, GivesTheFoldersRotaryTablesAndLogits) {
+  const std::filesystem::path folder_dir = test::project_root() / "tests" / "data" / "long" / GetParam();
+  ScratchDir dir;
+  gguf_from_folder(folder_dir, Weights::F32).write(dir / "model.gguf");
+  ModelFiles file = ModelFiles::open(dir / "model.gguf"), folder = ModelFiles::open(folder_dir);
+  const ModelConfig &got = file.config(), &want = folder.config();
+  ASSERT_NE(want.rope_full.type, RopeType::Default);
+  EXPECT_EQ(got.rope_full.type, want.rope_full.type);
+  EXPECT_FLOAT_EQ(float(got.rope_full.attention_factor), float(want.rope_full.attention_factor));
+  for (int64_t context : {want.rope_full.original_max_positions, want.max_position_embeddings})
+    EXPECT_EQ(rope_inv_freq(got, 0, context), rope_inv_freq(want, 0, context)) << "context " << context;
+
+  auto ids = input_ids(folder_dir);
+  auto meta = nlohmann::json::parse(test::read_text(folder_dir / "ref" / "meta.json"));
+  const std::size_t first = meta["logits_first_position"].get<std::size_t>(), vocab = std::size_t(got.vocab_size);
+  Model m(test::device(), file, ModelOptions{.kv_cache = KvCache::F32});
+  auto rows = m.forward(ids, /*all_logits=*/true);
+  expect_rows_close(std::vector<float>(rows.begin() + std::ptrdiff_t(first * vocab), rows.end()),
+                    read_f32(folder_dir / "ref" / "logits.f32"), vocab, 1e-4, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Long, GgufRopeScaling, ::testing::Values("qwen2-yarn-long", "phi3-longrope-long"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -391,12 +453,27 @@ TEST(GgufModel, BadModelsNameTheProblem) {
   EXPECT_THAT(error_for(llama(16, [](GgufWriter& w) { w.add_tensor("blk.0.attn_q.weight", 0, {64, 0}, ""); })),
               HasSubstr("tensor \"blk.0.attn_q.weight\": 0 rows do not split into 4 heads"));
   EXPECT_THAT(error_for(llama(0, [](GgufWriter& w) { w.add_tensor("rope_freqs.weight", 0, {0}, ""); })),
-              HasSubstr("\"rope_freqs.weight\" holds 0 factors for a rotary dimension of 0"));
+              HasSubstr("\"rope_freqs.weight\" holds 0 factors for 0 rotary frequencies"));
   std::vector<float> factors(8, 1.0f);
   factors[3] = std::nanf("");
   std::string factor_bytes(reinterpret_cast<const char*>(factors.data()), factors.size() * 4);
   EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) { w.add_tensor("rope_freqs.weight", 0, {8}, factor_bytes); })),
               HasSubstr("\"rope_freqs.weight\": factor 3 is nan"));
+  // LongRoPE needs both factor sets and the original context.
+  std::string ones(8 * 4, '\0');
+  for (int i = 0; i < 8; ++i) std::memcpy(&ones[std::size_t(i) * 4], &factors[0], 4);
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) { w.add_tensor("rope_factors_long.weight", 0, {8}, ones); })),
+              HasSubstr("tensor \"rope_factors_short.weight\" is missing"));
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) {
+                w.add_tensor("rope_factors_long.weight", 0, {8}, ones);
+                w.add_tensor("rope_factors_short.weight", 0, {8}, ones);
+              })),
+              HasSubstr("LongRoPE factors without metadata \"llama.rope.scaling.original_context_length\""));
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) {
+                w.add_tensor("rope_factors_long.weight", 0, {4}, ones.substr(0, 16));
+                w.add_tensor("rope_factors_short.weight", 0, {8}, ones);
+              })),
+              HasSubstr("\"rope_factors_long.weight\" holds 4 factors for 8 rotary frequencies"));
 
 }
 

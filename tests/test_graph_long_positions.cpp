@@ -175,7 +175,8 @@ TEST_P(LongPositions, Q8KvCacheMatchesWithinItsBound) {
   expect_short_chunks_match(model, kQ8CacheBound, "short chunks, q8 KV cache");
 }
 
-INSTANTIATE_TEST_SUITE_P(Long, LongPositions, ::testing::Values("qwen2-long", "mistral-swa-long", "gemma3-long"),
+INSTANTIATE_TEST_SUITE_P(Long, LongPositions, ::testing::Values("qwen2-long", "mistral-swa-long", "gemma3-long", "qwen2-yarn-long",
+                                                           "phi3-longrope-long"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -187,7 +187,7 @@ TEST_P(RowKernels, RopeStoreRowsMatchesFloat64Reference) {
   size_t width = size_t(s.Hq + 2 * s.Hkv) * s.D, q_width = size_t(s.Hq) * s.D;
   auto qkv = check::random_floats(rng, batch.activation_rows * width);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
-  auto inv_freq = check::rope_inv_freq(s.rotary_dim);
+  auto rope_table = check::rope_table(s.rotary_dim);
   Pool k = make_pool(rng, batch.logical_elements, s.kv), v = make_pool(rng, batch.logical_elements, s.kv);
   poison_rows(k, batch);
   poison_rows(v, batch);
@@ -200,12 +200,12 @@ TEST_P(RowKernels, RopeStoreRowsMatchesFloat64Reference) {
   auto& v_pool = b.input("v_pool", v_paged.words);
   QkvRopeParams p{uint32_t(batch.entries.size()), s.Hq, s.Hkv, s.D, s.rotary_dim, 0, s.qk_norm, float_bits(eps)};
   run(device, rope_store_rows(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)}, {&b.input("k_norm", k_norm)},
-                              {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)}, {&q_out},
+                              {&b.input("rope_table", rope_table)}, {&q_out},
                               {&k_pool}, {&v_pool}, {&b.input("table", batch.entries)}, kv_blocks(b, batch), p,
                               batch.space));
 
   auto ref = reference::rope_store_rows(check::widen(qkv), s.qk_norm ? check::widen(q_norm) : std::vector<double>{},
-                                        s.qk_norm ? check::widen(k_norm) : std::vector<double>{}, check::widen(inv_freq),
+                                        s.qk_norm ? check::widen(k_norm) : std::vector<double>{}, check::widen(rope_table),
                                         batch.rows, {1, s.Hq, s.Hkv, s.D, s.rotary_dim, 0, s.kv == KvType::F16}, eps,
                                         k.values, v.values);
   auto gpu = entry_rows(b.read(q_out, batch.activation_rows * q_width), batch, q_width);

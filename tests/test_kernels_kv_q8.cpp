@@ -183,7 +183,7 @@ TEST_P(Q8Writers, QkvRopeStoreRowsDecodeToTheReference) {
   Q8Layout layout{blocks.pool_rows(), width, s.D};
   auto qkv = writer_qkv(rng, s.T, s.Hq, s.Hkv, s.D);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
-  auto inv_freq = check::rope_inv_freq(s.rotary_dim);
+  auto rope_table = check::rope_table(s.rotary_dim);
   auto k_before = random_words(rng, layout), v_before = random_words(rng, layout);
   const float eps = 1e-6f;
 
@@ -193,14 +193,14 @@ TEST_P(Q8Writers, QkvRopeStoreRowsDecodeToTheReference) {
   auto& v_pool = b.input("v_pool", v_before);
   QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, s.qk_norm, float_bits(eps)};
   run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)}, {&b.input("k_norm", k_norm)},
-                             {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)}, {&q_out},
+                             {&b.input("rope_table", rope_table)}, {&q_out},
                              {&k_pool}, {&v_pool}, {{&b.input("kv_table", blocks.table)}, blocks.pool_blocks}, p,
                              capacity, KvType::Q8));
 
   std::vector<double> zeros(capacity * width, 0.0);
   auto ref = reference::qkv_rope_store(check::widen(qkv), s.qk_norm ? check::widen(q_norm) : std::vector<double>{},
                                        s.qk_norm ? check::widen(k_norm) : std::vector<double>{},
-                                       check::widen(inv_freq), {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position},
+                                       check::widen(rope_table), {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position},
                                        eps, zeros, zeros);
   // q is f32 as with every cache; its magnitudes span 24 decades, so each row against its own.
   auto q = b.read(q_out, ref.q.size());
@@ -233,7 +233,7 @@ TEST_P(Q8Writers, RopeStoreRowsDecodeToTheReference) {
   RowSpace space{activation_rows, uint32_t(blocks.table.size()), width, KvType::Q8};
   auto qkv = writer_qkv(rng, activation_rows, s.Hq, s.Hkv, s.D);
   auto q_norm = check::random_floats(rng, s.D, 0.5f, 1.5f), k_norm = check::random_floats(rng, s.D, 0.5f, 1.5f);
-  auto inv_freq = check::rope_inv_freq(s.rotary_dim);
+  auto rope_table = check::rope_table(s.rotary_dim);
   auto k_before = random_words(rng, layout), v_before = random_words(rng, layout);
   const float eps = 1e-6f;
 
@@ -243,14 +243,14 @@ TEST_P(Q8Writers, RopeStoreRowsDecodeToTheReference) {
   auto& v_pool = b.input("v_pool", v_before);
   QkvRopeParams p{uint32_t(entries.size()), s.Hq, s.Hkv, s.D, s.rotary_dim, 0, s.qk_norm, float_bits(eps)};
   run(device, rope_store_rows(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)}, {&b.input("k_norm", k_norm)},
-                              {&b.input("inv_freq", inv_freq.empty() ? std::vector<float>{0.f} : inv_freq)}, {&q_out},
+                              {&b.input("rope_table", rope_table)}, {&q_out},
                               {&k_pool}, {&v_pool}, {&b.input("table", entries)},
                               {{&b.input("kv_table", blocks.table)}, blocks.pool_blocks}, p, space));
 
   std::vector<double> zeros(capacity * width * positions.size(), 0.0);
   auto ref = reference::rope_store_rows(check::widen(qkv), s.qk_norm ? check::widen(q_norm) : std::vector<double>{},
                                         s.qk_norm ? check::widen(k_norm) : std::vector<double>{},
-                                        check::widen(inv_freq), table, {1, s.Hq, s.Hkv, s.D, s.rotary_dim, 0}, eps,
+                                        check::widen(rope_table), table, {1, s.Hq, s.Hkv, s.D, s.rotary_dim, 0}, eps,
                                         zeros, zeros);
   std::vector<std::pair<uint64_t, uint64_t>> rows;
   for (size_t i = 0; i < positions.size(); ++i)

@@ -196,6 +196,60 @@ TEST(Config, LinearScalingDividesFrequencies) {
   EXPECT_FLOAT_EQ(freq[2], 0.1f / 4);  // 10000^(-4/16) / 4
 }
 
+// YaRN (transformers' _compute_yarn_parameters): with rotary_dim 16, base 10000 and an original context of 512,
+// frequency index d(n) = 16 ln(512 / (2 pi n)) / (2 ln 10000) turns n times over that context: d(32) = 0.81 and
+// d(1) = 3.82, rounded out to 0 and 4. Frequencies 0 and 4 on are kept and divided by the factor, those between
+// mix the two linearly; cos and sin are scaled by 0.1 ln(factor) + 1.
+TEST(Config, YarnKeepsFastFrequenciesAndStretchesSlowOnes) {
+  GERBIL_REQUIRE_FIXTURES();
+  json config = fixture_config("llama-plain-tiny");
+  config["rope_parameters"] = {{"rope_theta", 10000.0}, {"rope_type", "yarn"}, {"factor", 4.0},
+                               {"original_max_position_embeddings", 512}};
+  config["max_position_embeddings"] = 512;  // as Qwen2.5's config keeps it when YaRN is added
+  ModelConfig parsed = parse(config);
+  EXPECT_EQ(context_length(parsed), 2048);  // the default context: the original one stretched 4 times
+  std::vector<float> freq = rope_inv_freq(parsed, 0);
+  ASSERT_EQ(freq.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    double inv = std::pow(10000.0, -i / 8.0), scaled_share = std::min(i / 4.0, 1.0);
+    EXPECT_FLOAT_EQ(freq[i], float(inv * (1 - scaled_share) + inv / 4 * scaled_share)) << "frequency " << i;
+  }
+  EXPECT_DOUBLE_EQ(parsed.rope_full.attention_factor, 0.1 * std::log(4.0) + 1);
+  config["rope_parameters"]["attention_factor"] = 1.5;
+  EXPECT_DOUBLE_EQ(parse(config).rope_full.attention_factor, 1.5);
+  // Without an original context, the config's own is the original (transformers' fallback).
+  config["rope_parameters"].erase("original_max_position_embeddings");
+  EXPECT_EQ(parse(config).rope_full.original_max_positions, config["max_position_embeddings"].get<int64_t>());
+}
+
+// LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini): frequency i divided by short_factor[i], or by long_factor[i] once
+// the engine holds more positions than the original context; cos and sin scaled by
+// sqrt(1 + ln(max / original) / ln(original)).
+TEST(Config, LongRopeTakesItsLongFactorsPastTheOriginalContext) {
+  GERBIL_REQUIRE_FIXTURES();
+  json config = fixture_config("phi3-tiny");  // head_dim 16, rope_theta 10000
+  std::vector<double> short_factors = {1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5}, long_factors = {2, 4, 6, 8, 10, 12, 14, 16};
+  config["max_position_embeddings"] = 2048;
+  config["original_max_position_embeddings"] = 256;  // at the top level, as Phi-3's configs keep it
+  config["rope_parameters"] = {{"rope_theta", 10000.0}, {"rope_type", "longrope"},
+                               {"short_factor", short_factors}, {"long_factor", long_factors}};
+  ModelConfig parsed = parse(config);
+  EXPECT_EQ(context_length(parsed), 2048);  // max_position_embeddings, already the stretched context
+  std::vector<float> within = rope_inv_freq(parsed, 0, 256), beyond = rope_inv_freq(parsed, 0, 257);
+  ASSERT_EQ(within.size(), 8u);
+  ASSERT_EQ(beyond.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FLOAT_EQ(within[i], float(std::pow(10000.0, -i / 8.0) / short_factors[i])) << "frequency " << i;
+    EXPECT_FLOAT_EQ(beyond[i], float(std::pow(10000.0, -i / 8.0) / long_factors[i])) << "frequency " << i;
+  }
+  EXPECT_DOUBLE_EQ(parsed.rope_full.attention_factor, std::sqrt(1 + std::log(8.0) / std::log(256.0)));
+  // The older spelling: rope_scaling of type "su".
+  config.erase("rope_parameters");
+  config["rope_theta"] = 10000.0;
+  config["rope_scaling"] = {{"type", "su"}, {"short_factor", short_factors}, {"long_factor", long_factors}};
+  EXPECT_EQ(rope_inv_freq(parse(config), 0, 4096), beyond);
+}
+
 TEST(Config, SlidingLayersFromQwenSettings) {
   GERBIL_REQUIRE_FIXTURES();
   json qwen = fixture_config("qwen2-tiny");
@@ -304,8 +358,26 @@ TEST(Config, RejectsImpossibleOrUnsupportedConfigs) {
        {"\"hidden_act\"", "relu"}},
       {"unsupported rope type",
        "llama-tiny",
-       [](json& c) { c["rope_parameters"]["rope_type"] = "yarn"; },
-       {"\"rope_parameters.rope_type\"", "yarn", "default, linear, llama3"}},
+       [](json& c) { c["rope_parameters"]["rope_type"] = "dynamic"; },
+       {"\"rope_parameters.rope_type\"", "dynamic", "default, linear, llama3, yarn, longrope"}},
+      {"yarn rope without its factor",
+       "llama-tiny",
+       [](json& c) { c["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}}; },
+       {"\"rope_parameters.factor\"", "missing"}},
+      {"longrope factors that do not fit the rotary dimension",
+       "phi3-tiny",
+       [](json& c) {
+         c["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 10000.0},
+                                 {"short_factor", json::array({1.0, 1.0})}, {"long_factor", json::array({1.0, 2.0})}};
+       },
+       {"\"rope_parameters.short_factor\"", "holds 2 factors", "8 frequencies"}},
+      {"a longrope factor that is not positive",
+       "phi3-tiny",
+       [](json& c) {
+         c["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 10000.0},
+                                 {"short_factor", std::vector<double>(8, 1.0)}, {"long_factor", std::vector<double>(8, 0.0)}};
+       },
+       {"\"rope_parameters.long_factor\"", "positive numbers", "index 0"}},
       {"llama3 rope without its factors",
        "llama-tiny",
        [](json& c) { c["rope_parameters"].erase("low_freq_factor"); },
@@ -347,10 +419,6 @@ TEST(Config, RejectsImpossibleOrUnsupportedConfigs) {
        "qwen2-tiny-gptq-int4",
        [](json& c) { c["quantization_config"]["bits"] = 8; },
        {"\"quantization_config.bits\"", "only 4-bit"}},
-      {"act-order gptq",
-       "qwen2-tiny-gptq-int4",
-       [](json& c) { c["quantization_config"]["desc_act"] = true; },
-       {"\"quantization_config.desc_act\"", "not supported"}},
       {"bitsandbytes",
        "qwen2-tiny-gptq-int4",
        [](json& c) { c["quantization_config"]["quant_method"] = "bitsandbytes"; },

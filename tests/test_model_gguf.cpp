@@ -286,6 +286,9 @@ TEST(GgufModel, Summary) {
   EXPECT_EQ(s["type_bytes"]["F32"], 384);
   EXPECT_EQ(s["chat_template"], false);
   EXPECT_TRUE(s["tokenizer"].is_null());
+  EXPECT_EQ(s["rope_scaling"], "none");
+  w.add_string("llama.rope.scaling.type", "yarn");
+  EXPECT_EQ(gguf_summary(parse(w.bytes()))["rope_scaling"], "yarn");
 }
 
 // Llama 3.1's rope scaling reaches GGUF as per-frequency factors (rope_freqs.weight); the config recovered

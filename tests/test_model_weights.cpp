@@ -210,20 +210,32 @@ TEST(ModelFiles, RejectsAWrongDtype) {
       AllOf(HasSubstr("\"model.norm.weight\""), HasSubstr("dtype I32"), HasSubstr("F32, F16 or BF16")));
 }
 
-TEST(ModelFiles, RejectsAGptqGroupIndexOutOfOrder) {
+// A g_idx that moves inputs between groups makes the layer act-order (desc_act); one that names a group the layer
+// does not have is refused.
+TEST(ModelFiles, ReadsAGptqGroupIndexOutOfOrderAsActOrder) {
   GERBIL_REQUIRE_FIXTURES();
-  ScratchDir dir;
   std::vector<int32_t> g_idx(64);
   for (int k = 0; k < 64; ++k) g_idx[std::size_t(k)] = k / 32;
+  auto with_g_idx = [&](const ScratchDir& dir) {
+    test::copy_fixture("qwen2-tiny-gptq-int4", dir.path(), [&](auto& t) {
+      erase_tensor(t, "model.layers.1.self_attn.o_proj.g_idx");
+      t.push_back(tensor_from_bytes("model.layers.1.self_attn.o_proj.g_idx", DType::I32, {64},
+                                    std::as_bytes(std::span(g_idx))));
+    });
+  };
+  ScratchDir in_order, swapped, beyond;
+  with_g_idx(in_order);
+  EXPECT_FALSE(ModelFiles::open(in_order.path()).weights().get(1, Role::O).gptq->act_order);
   std::swap(g_idx[3], g_idx[40]);  // what an act-order checkpoint looks like
-  test::copy_fixture("qwen2-tiny-gptq-int4", dir.path(), [&](auto& t) {
-    erase_tensor(t, "model.layers.1.self_attn.o_proj.g_idx");
-    t.push_back(tensor_from_bytes("model.layers.1.self_attn.o_proj.g_idx", DType::I32, {64},
-                                  std::as_bytes(std::span(g_idx))));
-  });
-  EXPECT_THAT(error_of([&] { ModelFiles::open(dir.path()); }),
+  with_g_idx(swapped);
+  ModelFiles act_order = ModelFiles::open(swapped.path());
+  EXPECT_TRUE(act_order.weights().get(1, Role::O).gptq->act_order);
+  EXPECT_FALSE(act_order.weights().get(1, Role::Q).gptq->act_order);
+  g_idx[5] = 2;
+  with_g_idx(beyond);
+  EXPECT_THAT(error_of([&] { ModelFiles::open(beyond.path()); }),
               AllOf(HasSubstr("\"model.layers.1.self_attn.o_proj.g_idx\""),
-                    HasSubstr("input row 3 in group 1"), HasSubstr("expected 0")));
+                    HasSubstr("input row 5 in group 2, outside the layer's 2 groups")));
 }
 
 TEST(ModelFiles, RejectsGptqShapesAndSettings) {

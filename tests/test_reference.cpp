@@ -219,10 +219,22 @@ TEST(Reference, QkvRopeStoreRoundsAnF16CacheOnly) {
   // One token, one q and one kv head of 2 dims, no rotary: q keeps its value, k and v are rounded.
   std::vector<double> qkv = {0.1, 0.2, 1.0 + 0x1p-12, -2.0 - 0x1p-9, 3.0 + 0x1p-14, 5e-8};
   QkvShape shape{1, 1, 1, 2, 0, 0, true};
-  auto out = qkv_rope_store(qkv, {}, {}, {}, shape, 1e-6, std::vector<double>(2, 0.0), std::vector<double>(2, 0.0));
+  auto out = qkv_rope_store(qkv, {}, {}, std::vector<double>{1.0}, shape, 1e-6, std::vector<double>(2, 0.0), std::vector<double>(2, 0.0));
   EXPECT_THAT(out.q, Near({0.1, 0.2}));
   EXPECT_EQ(out.k_cache, (std::vector<double>{1.0, -2.0 - 0x1p-9}));
   EXPECT_EQ(out.v_cache, (std::vector<double>{3.0, 0x1p-24}));
+}
+
+TEST(Reference, QkvRopeStoreScalesTheRotatedDimsByTheAttentionFactor) {
+  // One token at position 1, a q and a kv head of 4 dims, the first 2 rotating at pi/2 per position; the table's
+  // attention factor 1.5 scales the rotated pair (YaRN / LongRoPE), the other dims pass unscaled.
+  std::vector<double> qkv = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  QkvShape shape{1, 1, 1, 4, 2, 1, false};
+  std::vector<double> table = {std::numbers::pi / 2, 1.5};
+  auto out = qkv_rope_store(qkv, {}, {}, table, shape, 1e-6, std::vector<double>(8, 0.0), std::vector<double>(8, 0.0));
+  EXPECT_THAT(out.q, Near({-3.0, 1.5, 3.0, 4.0}));
+  EXPECT_THAT(std::vector<double>(out.k_cache.begin() + 4, out.k_cache.end()), Near({-9.0, 7.5, 7.0, 8.0}));
+  EXPECT_THAT(std::vector<double>(out.v_cache.begin() + 4, out.v_cache.end()), Near({9.0, 10.0, 11.0, 12.0}));
 }
 
 }  // namespace

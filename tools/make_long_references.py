@@ -4,13 +4,16 @@ float64 logits over a prompt of 1,100 tokens.
 
 The fixtures in ../shared/fixtures (transformers 5.17, float64) are 20 tokens long. These prompts run past
 the split-KV attention threshold (more keys than one 128-key chunk), past a 64-token sliding window many
-times over, and past 1,000 positions.
+times over, and past 1,000 positions; two models stretch their rotary embedding past the context they state as
+their original one, by YaRN (Qwen2) and by LongRoPE with a partial rotary dimension (Phi-3, as Phi-3.5 and
+Phi-4-mini do).
 
-The logits come from a float64 NumPy transcription of transformers' Qwen2, Mistral and Gemma3 forward passes
-(this machine has no torch; the device machine that has it was not lent when this was made). Before it
-writes anything it checks that transcription against the transformers references of the 20-token fixtures
-of the same architectures (qwen2-tiny, mistral-swa-tiny, gemma3-tiny, whose sliding window of 8 is shorter
-than their prompt) and records the agreement in each meta.json. It computes everything in float64, the
+The logits come from a float64 NumPy transcription of transformers' Qwen2, Mistral, Gemma3 and Phi-3 forward
+passes (this machine has no torch). Before it writes anything it checks that transcription against the
+transformers references of the 20-token fixtures of the same architectures (qwen2-tiny, mistral-swa-tiny,
+gemma3-tiny, whose sliding window of 8 is shorter than their prompt, phi3-tiny) and records the agreement in each
+meta.json; the fixtures have no rope scaling, so tools/check_long_references.py runs transformers itself on the
+results (the device machine has torch). It computes everything in float64, the
 rotary angles too, where transformers rounds those (and the softmax and some norm statistics) to float32.
 
 The weights follow the fixtures' recipe (../shared/fixtures/README.md): norm weights around 1 (Gemma's stored
@@ -28,7 +31,7 @@ For each model, under OUT/<name>/:
                                       prompt + new_ids[:i] (full recompute), so new_ids[i] = argmax(row i)
   ref/meta.json                       shapes, margins, self-checks and the sha256 of every file
 
-  python3 tools/make_long_references.py --fixtures ../shared/fixtures --out tests/data/long
+  python3 tools/make_long_references.py --fixtures ../shared/fixtures --out tests/data/long [--models NAME ...]
 (NumPy needed: Debian's python3-numpy.)
 """
 import argparse
@@ -50,7 +53,7 @@ MIN_MARGIN = 0.01
 # The transcription must reproduce transformers' fixture logits this closely (relative L2 per row; what
 # transformers' own float32 pieces allow).
 FIXTURE_BOUND = 1e-5
-FIXTURES_CHECKED = ["qwen2-tiny", "mistral-swa-tiny", "gemma3-tiny"]
+FIXTURES_CHECKED = ["qwen2-tiny", "mistral-swa-tiny", "gemma3-tiny", "phi3-tiny"]
 
 COMMON = {
     "vocab_size": 256,
@@ -120,6 +123,46 @@ MODELS = {
         use_bidirectional_attention=False,
         tie_word_embeddings=True,
     )),
+    # YaRN: an original context of 512 stretched 4 times (to max_position_embeddings, so that transformers'
+    # versions that take the factor as that ratio agree). With rotary dim 16 and base 10000 frequencies 0 to 4
+    # form the ramp between kept and divided ones; cos and sin are scaled by 0.1 ln 4 + 1.
+    "qwen2-yarn-long": (505, dict(
+        COMMON,
+        architectures=["Qwen2ForCausalLM"],
+        model_type="qwen2",
+        num_key_value_heads=2,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0,
+                         "original_max_position_embeddings": 512},
+        tie_word_embeddings=True,
+        attention_bias=True,
+        use_sliding_window=False,
+        sliding_window=None,
+        max_window_layers=28,
+        layer_types=["full_attention", "full_attention"],
+    )),
+    # LongRoPE as Phi-3.5 / Phi-4-mini have it: an original context of 256 (its prompt of 1,100 is past it, so
+    # the long factors apply), 8 times that as max_position_embeddings (attention factor
+    # sqrt(1 + ln 8 / ln 256)), and a rotary dimension of 12 of 16 (partial_rotary_factor 0.75): 6 factors each.
+    "phi3-longrope-long": (606, dict(
+        COMMON,
+        architectures=["Phi3ForCausalLM"],
+        model_type="phi3",
+        num_key_value_heads=2,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        original_max_position_embeddings=256,
+        rope_parameters={"rope_theta": 10000.0, "rope_type": "longrope", "partial_rotary_factor": 0.75,
+                         "original_max_position_embeddings": 256,
+                         "short_factor": [1.0, 1.02, 1.1, 1.25, 1.5, 1.8],
+                         "long_factor": [1.0, 1.4, 2.5, 5.0, 9.0, 14.0]},
+        tie_word_embeddings=False,
+        attention_bias=False,
+        sliding_window=None,
+        embd_pdrop=0.0,
+        resid_pdrop=0.0,
+    )),
 }
 
 
@@ -156,17 +199,43 @@ def read_safetensors(path):
 
 # --- the forward pass, after transformers' modeling_qwen2 / modeling_mistral / modeling_gemma3 -------------
 
-def rotary_tables(theta, head_dim, positions):
-    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+def rope_frequencies(rope, config, rotary_dim, positions):
+    """Inverse frequencies and the factor scaling cos and sin, after transformers' modeling_rope_utils: default,
+    yarn (_compute_yarn_parameters) and longrope (_compute_longrope_parameters, its long factors once the
+    sequence passes the original context, as transformers' dynamic update chooses them)."""
+    base = rope["rope_theta"]
+    inv = 1.0 / base ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
+    kind = rope["rope_type"]
+    if kind == "default":
+        return inv, 1.0
+    if kind == "yarn":
+        factor, original = rope["factor"], rope.get("original_max_position_embeddings", config["max_position_embeddings"])
+        index_of = lambda turns: rotary_dim * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(base))
+        low = max(math.floor(index_of(rope.get("beta_fast", 32))), 0)
+        high = min(math.ceil(index_of(rope.get("beta_slow", 1))), rotary_dim - 1)
+        high = high + 0.001 if high == low else high
+        ramp = np.clip((np.arange(rotary_dim // 2) - low) / (high - low), 0, 1)
+        return inv / factor * ramp + inv * (1 - ramp), 0.1 * math.log(factor) + 1
+    if kind == "longrope":
+        original = config["original_max_position_embeddings"]
+        factor = config["max_position_embeddings"] / original
+        factors = rope["long_factor"] if positions.max() + 1 > original else rope["short_factor"]
+        return inv / np.asarray(factors, np.float64), math.sqrt(1 + math.log(factor) / math.log(original))
+    raise SystemExit(f"rope_type {kind} is not transcribed here")
+
+
+def rotary_tables(rope, config, rotary_dim, positions):
+    inv_freq, scale = rope_frequencies(rope, config, rotary_dim, positions)
     angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
     angles = np.concatenate([angles, angles], axis=1)  # transformers' rotate_half layout
-    return np.cos(angles), np.sin(angles)
+    return scale * np.cos(angles), scale * np.sin(angles)
 
 
-def rotate(x, cos, sin):  # x [heads, T, D]
-    half = x.shape[-1] // 2
-    rotated_half = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-    return x * cos + rotated_half * sin
+def rotate(x, cos, sin):  # x [heads, T, D]: its first cos.shape[-1] dims rotate, the rest pass
+    r = cos.shape[-1]
+    rot, rest = x[..., :r], x[..., r:]
+    rotated_half = np.concatenate([-rot[..., r // 2:], rot[..., :r // 2]], axis=-1)
+    return np.concatenate([rot * cos + rotated_half * sin, rest], axis=-1)
 
 
 def rms_norm(x, weight, eps, gemma):
@@ -190,7 +259,8 @@ class Reference:
         self.w = {k: v.astype(np.float64) for k, v in read_safetensors(os.path.join(folder, "model.safetensors")).items()}
         c = self.config
         self.gemma = c["model_type"] == "gemma3_text"
-        if c["model_type"] not in ("qwen2", "mistral", "gemma3_text"):
+        self.phi3 = c["model_type"] == "phi3"  # fused qkv_proj and gate_up_proj
+        if c["model_type"] not in ("qwen2", "mistral", "gemma3_text", "phi3"):
             raise SystemExit(f"{folder}: model_type {c['model_type']} is not transcribed here")
         self.heads, self.kv_heads = c["num_attention_heads"], c["num_key_value_heads"]
         self.head_dim = c.get("head_dim") or c["hidden_size"] // self.heads
@@ -198,20 +268,22 @@ class Reference:
         default_kind = "sliding_attention" if c.get("sliding_window") and c["model_type"] == "mistral" else "full_attention"
         self.layer_types = c.get("layer_types") or [default_kind] * layers
         self.scale = (c["query_pre_attn_scalar"] if self.gemma else self.head_dim) ** -0.5
-        for kind in self.layer_types:
-            rope = c["rope_parameters"].get(kind, c["rope_parameters"])
-            if rope["rope_type"] != "default":
-                raise SystemExit(f"{folder}: rope_type {rope['rope_type']} is not transcribed here")
 
-    def theta(self, kind):
+    def rope(self, kind):
         rope = self.config["rope_parameters"]
-        return rope.get(kind, rope)["rope_theta"]
+        return rope.get(kind, rope)
 
     def attention(self, prefix, x, positions, kind):
         c, T, D = self.config, x.shape[0], self.head_dim
 
         def project(name, heads):
-            y = x @ self.w[f"{prefix}.self_attn.{name}_proj.weight"].T
+            if self.phi3:  # rows of qkv_proj: q heads, then k, then v
+                q_rows, kv_rows = self.heads * D, self.kv_heads * D
+                start = {"q": 0, "k": q_rows, "v": q_rows + kv_rows}[name]
+                weight = self.w[f"{prefix}.self_attn.qkv_proj.weight"][start:start + heads * D]
+            else:
+                weight = self.w[f"{prefix}.self_attn.{name}_proj.weight"]
+            y = x @ weight.T
             bias = self.w.get(f"{prefix}.self_attn.{name}_proj.bias")
             if bias is not None:
                 y = y + bias
@@ -220,7 +292,9 @@ class Reference:
             return y if norm is None else rms_norm(y, norm, c["rms_norm_eps"], self.gemma)
 
         q, k, v = project("q", self.heads), project("k", self.kv_heads), project("v", self.kv_heads)
-        cos, sin = rotary_tables(self.theta(kind), D, positions)
+        rope = self.rope(kind)
+        rotary_dim = int(D * rope.get("partial_rotary_factor", 1.0))
+        cos, sin = rotary_tables(rope, c, rotary_dim, positions)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         group = self.heads // self.kv_heads
         k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)
@@ -238,8 +312,11 @@ class Reference:
 
     def mlp(self, prefix, x):
         act = gelu_tanh if self.gemma else silu
-        gate = x @ self.w[f"{prefix}.mlp.gate_proj.weight"].T
-        up = x @ self.w[f"{prefix}.mlp.up_proj.weight"].T
+        if self.phi3:  # gate_up_proj: the gate's rows, then the up projection's
+            gate, up = np.split(x @ self.w[f"{prefix}.mlp.gate_up_proj.weight"].T, 2, axis=-1)
+        else:
+            gate = x @ self.w[f"{prefix}.mlp.gate_proj.weight"].T
+            up = x @ self.w[f"{prefix}.mlp.up_proj.weight"].T
         return (act(gate) * up) @ self.w[f"{prefix}.mlp.down_proj.weight"].T
 
     def logits(self, ids, positions=None):
@@ -310,6 +387,11 @@ def randomize(config, rng):
         t[f"{p}.self_attn.o_proj.weight"] = linear(hidden, q_out)
         t[f"{p}.mlp.gate_proj.weight"] = linear(inter, hidden)
         t[f"{p}.mlp.up_proj.weight"] = linear(inter, hidden)
+        if config["model_type"] == "phi3":  # the same draws, stored fused as Phi-3 keeps them
+            t[f"{p}.self_attn.qkv_proj.weight"] = np.concatenate(
+                [t.pop(f"{p}.self_attn.{name}_proj.weight") for name in ("q", "k", "v")])
+            t[f"{p}.mlp.gate_up_proj.weight"] = np.concatenate(
+                [t.pop(f"{p}.mlp.{name}_proj.weight") for name in ("gate", "up")])
         t[f"{p}.mlp.down_proj.weight"] = linear(hidden, inter)
     t["model.norm.weight"] = norm(hidden, final=True)
     if not tied:
@@ -425,9 +507,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder to write the <model>/ folders into")
     parser.add_argument("--fixtures", required=True, help="the transformers fixtures (../shared/fixtures)")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+                        help="build only these (the others' folders are left as they are)")
     args = parser.parse_args()
     fixture_check = check_fixtures(args.fixtures)
-    for name, (seed, config) in MODELS.items():
+    for name in args.models:
+        seed, config = MODELS[name]
         build(name, seed, config, args.out, fixture_check)
 
 

@@ -583,16 +583,16 @@ Case qkv_case(Workspace& w, const Shape& s) {
   Case c;
   c.metric = Metric::Gbps;
   uint64_t q = uint64_t(s.T) * kHeads * kHeadDim, kv = uint64_t(s.T) * kKvHeads * kHeadDim;
-  c.bytes = 2 * 4.0 * (q + 2 * kv) + 4.0 * kHeadDim / 2;  // qkv read, q / k / v written, inv_freq
-  std::vector<float> inv_freq(kHeadDim / 2);
-  for (uint32_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(kRopeBase, -2.f * i / kHeadDim);
+  c.bytes = 2 * 4.0 * (q + 2 * kv) + 4.0 * (kHeadDim / 2 + 1);  // qkv read, q / k / v written, rope_table
+  std::vector<float> rope_table(kHeadDim / 2 + 1, 1.0f);  // the frequencies, then an attention factor of 1
+  for (uint32_t i = 0; i < kHeadDim / 2; ++i) rope_table[i] = std::pow(kRopeBase, -2.f * i / kHeadDim);
   const gpu::Buffer& qkv = w.floats("qkv", q + 2 * kv);
-  const gpu::Buffer& freq = w.values("inv_freq", inv_freq);
+  const gpu::Buffer& freq = w.values("rope_table", rope_table);
   const gpu::Buffer& q_out = w.output("q_out", q);
   uint64_t pool = ceil_div(s.T, kKvBlockTokens) * kKvBlockTokens * kKvHeads * kHeadDim;
   const gpu::Buffer& k_cache = w.output("k_cache", pool);
   const gpu::Buffer& v_cache = w.output("v_cache", pool);
-  // inv_freq stands in for the unused q / k norm weights (Qwen2.5 has none).
+  // rope_table stands in for the unused q / k norm weights (Qwen2.5 has none).
   QkvRopeParams p{s.T, kHeads, kKvHeads, kHeadDim, kHeadDim, 0, 0, float_bits(1e-6f)};
   c.dispatches.push_back(qkv_rope_store(w.device(), whole(qkv), whole(freq), whole(freq), whole(freq), whole(q_out),
                                         whole(k_cache), whole(v_cache), w.contiguous_blocks(s.T), p, s.T));

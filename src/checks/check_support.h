@@ -18,12 +18,13 @@ inline std::vector<float> random_floats(Rng& rng, size_t n, float lo = -1.f, flo
   return values;
 }
 
-// The rotary frequencies of `rotary_dim` dims with base 10,000: 10000^(-2i / rotary_dim), i < rotary_dim / 2.
-inline std::vector<float> rope_inv_freq(uint32_t rotary_dim) {
-  std::vector<float> inv_freq;
-  for (uint32_t i = 0; i < rotary_dim / 2; ++i)
-    inv_freq.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
-  return inv_freq;
+// The rotary table of `rotary_dim` dims with base 10,000 (kernels::rope_table_length values): 10000^(-2i / rotary_dim)
+// for i < rotary_dim / 2, then an attention factor of 1.1875 rather than 1, so that a kernel that skips it fails.
+inline std::vector<float> rope_table(uint32_t rotary_dim) {
+  std::vector<float> table;
+  for (uint32_t i = 0; i < rotary_dim / 2; ++i) table.push_back(std::pow(10000.f, -2.f * float(i) / float(rotary_dim)));
+  table.push_back(1.1875f);
+  return table;
 }
 
 // Sequences' KV-cache rows laid out in one pool of blocks through scrambled block tables (kv_blocks.wgsl): the

@@ -574,10 +574,10 @@ struct QkvStoreIo {
   size_t row;  // elements per cache row
   KvType kv;
   ScrambledBlocks blocks;
-  std::vector<float> inv_freq;
+  std::vector<float> rope_table;
   std::vector<double> k_prior, v_prior;  // the caches' logical values before the kernel runs
   std::vector<double> k_pool, v_pool;    // the pools' values before the kernel runs
-  const gpu::Buffer *q_out, *k_cache, *v_cache, *inv_freq_buffer, *table;
+  const gpu::Buffer *q_out, *k_cache, *v_cache, *rope_table_buffer, *table;
 
   KvBlocks kv_blocks() const { return {{table}, blocks.pool_blocks, blocks.block_tokens}; }
 
@@ -611,7 +611,7 @@ QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint
   io.row = size_t(Hkv) * D;
   io.kv = kv;
   io.blocks = scrambled_blocks(rng, {io.capacity}, block_tokens);
-  io.inv_freq = rope_inv_freq(rotary_dim);
+  io.rope_table = rope_table(rotary_dim);
   Weights k_prior = random_cache(rng, io.capacity * io.row, kv), v_prior = random_cache(rng, io.capacity * io.row, kv);
   poison_cache(k_prior, position * io.row, tokens * io.row, kv);
   poison_cache(v_prior, position * io.row, tokens * io.row, kv);
@@ -625,7 +625,7 @@ QkvStoreIo qkv_store_io(Buffers& b, Rng& rng, uint32_t tokens, uint32_t Hq, uint
   io.k_cache = k_pool.buffer;
   io.v_cache = v_pool.buffer;
   io.table = &b.input("kv_table", io.blocks.table);
-  io.inv_freq_buffer = &b.input("inv_freq", io.inv_freq.empty() ? std::vector<float>{0.f} : io.inv_freq);
+  io.rope_table_buffer = &b.input("rope_table", io.rope_table);
   return io;
 }
 
@@ -690,14 +690,14 @@ KernelCheck linear_qkv_rope_check() {
           norm = {{}, {&b.input("raw x", x)}, {}};
         }
         run(device, linear_qkv_rope(device, {&b.input("x", x_in)}, {&b.input("W", weight.words)}, {&b.input("bias", bias)},
-                                    {io.inv_freq_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, io.kv_blocks(), p,
+                                    {io.rope_table_buffer}, {io.q_out}, {io.k_cache}, {io.v_cache}, io.kv_blocks(), p,
                                     s.type, norm,
                                     {s.Hq, s.Hkv, s.D, s.rotary_dim, io.capacity, s.kv}, s.blocking));
         std::vector<double> input = widen(x);
         if (s.norm) input = reference::rmsnorm(input, widen(norm_weight), s.M, s.K, eps);
         auto qkv = reference::linear(input, weight.values, s.bias ? widen(bias) : std::vector<double>{}, {}, s.M, s.K,
                                      N, N, 0, std::vector<double>(size_t(s.M) * N, 0.0));
-        auto ref = reference::qkv_rope_store(qkv, {}, {}, widen(io.inv_freq),
+        auto ref = reference::qkv_rope_store(qkv, {}, {}, widen(io.rope_table),
                                              {s.M, s.Hq, s.Hkv, s.D, s.rotary_dim, s.position, s.kv == KV16}, eps,
                                              io.k_prior, io.v_prior);
         return io.check(b, std::move(ref), "linear_qkv_rope", describe(s), bound);
@@ -831,11 +831,11 @@ KernelCheck qkv_rope_store_check(bool quick) {
         const float eps = 1e-6f;
         QkvRopeParams p{s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.qk_norm, float_bits(eps)};
         run(device, qkv_rope_store(device, {&b.input("qkv", qkv)}, {&b.input("q_norm", q_norm)},
-                                   {&b.input("k_norm", k_norm)}, {io.inv_freq_buffer}, {io.q_out}, {io.k_cache},
+                                   {&b.input("k_norm", k_norm)}, {io.rope_table_buffer}, {io.q_out}, {io.k_cache},
                                    {io.v_cache}, io.kv_blocks(), p, io.capacity, s.kv));
         std::vector<double> no_norm;
         auto ref = reference::qkv_rope_store(widen(qkv), s.qk_norm ? widen(q_norm) : no_norm,
-                                             s.qk_norm ? widen(k_norm) : no_norm, widen(io.inv_freq),
+                                             s.qk_norm ? widen(k_norm) : no_norm, widen(io.rope_table),
                                              {s.T, s.Hq, s.Hkv, s.D, s.rotary_dim, s.offset, s.kv == KV16}, eps,
                                              io.k_prior, io.v_prior);
         return io.check(b, std::move(ref), "qkv_rope_store", describe_qkv(s), bound);

@@ -92,11 +92,19 @@ StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, Weigh
 }
 
 // The [out, in] rows of a GPTQ (or AWQ, repacked to GPTQ at load) layer as int4 group blocks (pack_gptq_rows), so
-// that the layer takes the block types' kernels (decode, batched and prompt products alike).
-StoredMatrix gptq_rows(const RoleTensors& role) {
+// that the layer takes the block types' kernels (decode, batched and prompt products alike). An act-order layer's
+// groups are scattered over its inputs, which no int4 block can hold: its rows are requantized to Q8_0 (8.5 bits
+// a weight; each block's step is 1/127 of its largest weight), or stored in f16 under WeightPolicy::F16 (16 bits,
+// each weight within f16's rounding of its value).
+StoredMatrix gptq_rows(const RoleTensors& role, WeightPolicy policy) {
   const GptqLinear& g = *role.gptq;
   Int4Shape shape{role.in_features, role.out_features, g.group_size};
-  StoredMatrix m{gptq_block_type(shape), uint64_t(shape.out), uint64_t(shape.in), 0, g.qweight.name, {}};
+  WeightType act_order_type = policy == WeightPolicy::F16 ? WeightType::F16 : WeightType::Q8_0;
+  StoredMatrix m{g.act_order ? act_order_type : gptq_block_type(shape), uint64_t(shape.out), uint64_t(shape.in), 0,
+                 g.qweight.name, {}};
+  if (m.type == WeightType::Q8_0 && m.cols % 32 != 0)
+    fail("{}: an act-order GPTQ layer of {} inputs: requantized to Q8_0, its inputs must come in blocks of 32",
+         m.name, m.cols);
   m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
   std::span<const std::byte> scales = g.scales.bytes;
   std::shared_ptr<std::vector<std::byte>> f16_scales;  // scales stored in another float dtype, as f16
@@ -106,7 +114,18 @@ StoredMatrix gptq_rows(const RoleTensors& role) {
     convert_rows(g.scales.dtype, g.scales.bytes.data(), DType::F16, 1, count, f16_scales->data());
     scales = *f16_scales;
   }
-  std::span<const std::byte> qweight = g.qweight.bytes, qzeros = g.qzeros.bytes;
+  std::span<const std::byte> qweight = g.qweight.bytes, qzeros = g.qzeros.bytes, g_idx = g.g_idx.bytes;
+  if (g.act_order) {
+    m.fill = [m, shape, qweight, qzeros, scales, g_idx, f16_scales](uint64_t first, uint64_t count, std::byte* out) {
+      std::vector<float> rows(count * m.cols);
+      gptq_act_order_rows(qweight, qzeros, scales, g_idx, shape, first, count, rows, m.name);
+      if (m.type == WeightType::F16)
+        convert_from_f32(DType::F16, rows, {out, count * m.row_bytes});
+      else
+        kernels::pack_rows(m.type, quantize(GgmlType::Q8_0, rows), count, m.cols, m.name, {out, count * m.row_bytes});
+    };
+    return m;
+  }
   m.fill = [m, shape, qweight, qzeros, scales, f16_scales](uint64_t first, uint64_t count, std::byte* out) {
     pack_gptq_rows(qweight, qzeros, scales, shape, first, count, {out, count * m.row_bytes}, m.name);
   };
@@ -230,7 +249,7 @@ class Uploader {
     linear.name = label;
     std::vector<StoredMatrix> parts;
     for (auto* role : roles)
-      parts.push_back(role->gptq ? gptq_rows(*role) : linear_rows(*role->weight, role->weight_in_out, policy_, label));
+      parts.push_back(role->gptq ? gptq_rows(*role, policy_) : linear_rows(*role->weight, role->weight_in_out, policy_, label));
     place_weight(linear, stack_rows(std::move(parts)));
     linear.bias = bias(roles, label);
     return linear;

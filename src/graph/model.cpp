@@ -41,7 +41,7 @@ struct Model::Buffers {
   uint32_t kv_blocks = 0;
   gpu::Buffer kv_tables;     // each slot's block table (u32 block ids), table_stride entries apart
   uint32_t table_stride = 0;
-  std::vector<gpu::Buffer> inv_freq;  // per layer kind: [0] full attention, [1] sliding
+  std::vector<gpu::Buffer> rope_table;  // per layer kind: [0] full attention, [1] sliding
   gpu::Buffer unused;                 // bound where a kernel's optional input is switched off
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
   gpu::Buffer split_scratch;          // partial sums of prompt projections split along K, shared by layers
@@ -430,7 +430,7 @@ class StepBuilder {
     BufferBinding k_pool{&b_.k_cache[size_t(l)]}, v_pool{&b_.v_cache[size_t(l)]};
     add(label("rope_store_rows"),
         kernels::rope_store_rows(device_, {&b_.qkv}, L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
-                                 L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l), {&b_.q}, k_pool,
+                                 L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), rope_table(l), {&b_.q}, k_pool,
                                  v_pool, {&b_.row_table}, all_blocks(), rp, space));
     uint32_t single = uint32_t(std::count_if(step_.segments.begin(), step_.segments.end(),
                                              [](const auto& segment) { return segment.second == 1; }));
@@ -468,7 +468,7 @@ class StepBuilder {
     Dispatch& project = add(
         label("qkv_rope"),
         kernels::linear_qkv_rope(device_, {in.x}, {qkv.weight.get(), block.byte_offset, block.byte_size},
-                                 qkv.bias ? BufferBinding{&*qkv.bias} : unused(), inv_freq(l), {&b_.q},
+                                 qkv.bias ? BufferBinding{&*qkv.bias} : unused(), rope_table(l), {&b_.q},
                                  {&b_.k_cache[size_t(l)]}, {&b_.v_cache[size_t(l)]}, blocks_of(slot), p, qkv.type,
                                  norm, qkv_heads()));
     at_position<kernels::LinearParams>(project, p, [](auto& q, uint32_t position) { q.position = position; });
@@ -480,8 +480,8 @@ class StepBuilder {
   uint32_t kv_heads() const { return uint32_t(config_.num_kv_heads); }
   uint32_t head_dim() const { return uint32_t(config_.head_dim); }
   uint32_t rotary_dim() const { return arch_.positions == PositionKind::Rotary ? uint32_t(config_.rotary_dim) : 0u; }
-  BufferBinding inv_freq(int l) const {
-    return arch_.positions == PositionKind::Rotary ? BufferBinding{&b_.inv_freq[config_.sliding(l) ? 1 : 0]} : unused();
+  BufferBinding rope_table(int l) const {
+    return arch_.positions == PositionKind::Rotary ? BufferBinding{&b_.rope_table[config_.sliding(l) ? 1 : 0]} : unused();
   }
 
   // Rotates and stores the keys and values of rows [first, first + rows) (one sequence, in `slot`), unless the
@@ -499,7 +499,7 @@ class StepBuilder {
       Dispatch& split = add(label("qkv_rope_store"),
                             kernels::qkv_rope_store(device_, rows_of(b_.qkv, first, rows, qkv_width),
                                                     L.q_norm ? BufferBinding{&L.q_norm->weight} : unused(),
-                                                    L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), inv_freq(l),
+                                                    L.k_norm ? BufferBinding{&L.k_norm->weight} : unused(), rope_table(l),
                                                     q, k_cache, v_cache, blocks, rp, context_, b_.kv));
       at_position<kernels::QkvRopeParams>(split, rp, [](auto& p, uint32_t position) { p.position_offset = position; });
     }
@@ -641,7 +641,7 @@ KvCacheSize default_kv_cache_size(const ModelOptions& options, uint64_t max_posi
 void Model::allocate_within_memory() {
   uint64_t kv_width = uint64_t(config_.num_kv_heads) * uint64_t(config_.head_dim);
   uint64_t block_elements = kernels::kKvBlockTokens * kv_width;
-  KvCacheSize size = default_kv_cache_size(options_, uint32_t(config_.max_position_embeddings),
+  KvCacheSize size = default_kv_cache_size(options_, uint32_t(context_length(config_)),
                                            kernels::kv_pool_bytes(kv_type_, block_elements, uint32_t(config_.head_dim)),
                                            block_elements, device_.limits().maxStorageBufferBindingSize);
   for (uint32_t context = size.context;; context /= 2) {
@@ -742,8 +742,9 @@ void Model::allocate(uint32_t context) {
       int64_t layer = 0;
       for (int64_t l = 0; l < config_.num_layers; ++l)
         if (config_.sliding(l) == sliding) layer = l;
-      auto table = rope_inv_freq(config_, layer);
-      b.inv_freq.push_back(device_.upload(sliding ? "inv_freq sliding" : "inv_freq", std::span<const float>(table)));
+      std::vector<float> table = rope_inv_freq(config_, layer, context_);
+      table.push_back(float(config_.rope(layer).attention_factor));  // kernels::rope_table_length's layout
+      b.rope_table.push_back(device_.upload(sliding ? "rope table sliding" : "rope table", std::span<const float>(table)));
     }
   }
   b.unused = f32("unused", 4);

@@ -48,7 +48,7 @@ void check_row_table(std::span<const RowEntry> table, const RowSpace& space, uin
 }
 
 Dispatch rope_store_rows(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
-                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_pool, BufferBinding v_pool,
+                         BufferBinding rope_table, BufferBinding q_out, BufferBinding k_pool, BufferBinding v_pool,
                          BufferBinding table, const KvBlocks& blocks, const QkvRopeParams& p, const RowSpace& space) {
   auto shapes = fmt::format("entries={} heads={}/{} head_dim={} rotary_dim={} qk_norm={} {}", p.seq_len, p.num_q_heads,
                             p.num_kv_heads, p.head_dim, p.rotary_dim, p.use_qk_norm, space_shapes(space, blocks));
@@ -61,7 +61,7 @@ Dispatch rope_store_rows(gpu::Device& device, BufferBinding qkv, BufferBinding q
                  {{"qkv", qkv, count_of(rows, p.num_q_heads + 2ull * p.num_kv_heads) * p.head_dim},
                   {"q_norm", q_norm, p.use_qk_norm ? p.head_dim : 1u},
                   {"k_norm", k_norm, p.use_qk_norm ? p.head_dim : 1u},
-                  {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
+                  {"rope_table", rope_table, p.rotary_dim ? rope_table_length(p.rotary_dim) : 1},
                   {"q_out", q_out, count_of(rows, p.num_q_heads) * p.head_dim},
                   kv_pool_operand("k_pool", k_pool, pool, space.kv, p.head_dim),
                   kv_pool_operand("v_pool", v_pool, pool, space.kv, p.head_dim),

@@ -36,7 +36,7 @@ void check_row_table(std::span<const RowEntry> table, const RowSpace& space, uin
 // own position and block table (p.position_offset unused). qkv [rows, (Hq + 2 Hkv) * head_dim], q_out [rows, Hq *
 // head_dim], the pools and every sequence's block tables as `blocks` says.
 Dispatch rope_store_rows(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
-                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_pool, BufferBinding v_pool,
+                         BufferBinding rope_table, BufferBinding q_out, BufferBinding k_pool, BufferBinding v_pool,
                          BufferBinding table, const KvBlocks& blocks, const QkvRopeParams& p, const RowSpace& space);
 
 // Whether attention_rows takes this head_dim with this cache: whole 16-byte words per row (head_dim a multiple

@@ -665,7 +665,7 @@ MatvecBlocking paired_blocking(const char* kernel, const std::string& shapes, co
   return requested;
 }
 
-// linear_matvec_sg.wgsl's operands: x, W, bias, residual (ROPE: inv_freq), out, the norms' (bound at 5 and
+// linear_matvec_sg.wgsl's operands: x, W, bias, residual (ROPE: rope_table), out, the norms' (bound at 5 and
 // 6), k_cache, v_cache (ROPE only); and the elements the kernel touches in residual, out and the caches.
 struct MatvecBindings {
   BufferBinding x, weight, bias, residual, out;
@@ -965,7 +965,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
 bool linear_qkv_rope_fits(const gpu::Device& device) { return device.limits().maxStorageBuffersPerShaderStage >= 9; }
 
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
-                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
+                         BufferBinding rope_table, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                          const KvBlocks& blocks, const LinearParams& p, WeightType type, const LinearNorm& norm,
                          const QkvHeads& s, MatvecBlocking blocking) {
   auto shapes = fmt::format(
@@ -994,9 +994,9 @@ Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding wei
   uint32_t columns = s.kv == KvType::F16 ? 4 : 2;
   blocking = linear_matvec_blocking(
       device, p.K, p.N, type, paired_blocking("linear_qkv_rope", shapes, "the rotary epilogue", blocking, columns));
-  return subgroup_matvec(device, shapes, {x, weight, bias, inv_freq, q_out, norm, k_cache, v_cache, blocks.table}, p,
+  return subgroup_matvec(device, shapes, {x, weight, bias, rope_table, q_out, norm, k_cache, v_cache, blocks.table}, p,
                          type, blocking,
-                         {used(s.rotary_dim, s.rotary_dim / 2), count_of(p.M, s.q_heads) * s.head_dim, pool,
+                         {used(s.rotary_dim, rope_table_length(s.rotary_dim)), count_of(p.M, s.q_heads) * s.head_dim, pool,
                           kv_bytes(s.kv), kv_table_operand(blocks, s.capacity).elements},
                          {{"ROPE", 1.0},
                           {"KV_TYPE", double(s.kv)},
@@ -1017,7 +1017,7 @@ Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out
 }
 
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
-                        BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache,
+                        BufferBinding rope_table, BufferBinding q_out, BufferBinding k_cache,
                         BufferBinding v_cache, const KvBlocks& blocks, const QkvRopeParams& p, uint32_t cache_capacity,
                         KvType kv) {
   auto shapes = fmt::format("T={} heads={}/{} head_dim={} rotary_dim={} offset={} qk_norm={} capacity={} kv={} {}",
@@ -1032,7 +1032,7 @@ Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_
                  {{"qkv", qkv, count_of(p.seq_len, p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim},
                   {"q_norm", q_norm, used(p.use_qk_norm, p.head_dim)},
                   {"k_norm", k_norm, used(p.use_qk_norm, p.head_dim)},
-                  {"inv_freq", inv_freq, std::max(1u, p.rotary_dim / 2)},
+                  {"rope_table", rope_table, used(p.rotary_dim, rope_table_length(p.rotary_dim))},
                   {"q_out", q_out, count_of(p.seq_len, p.num_q_heads) * p.head_dim},
                   kv_pool_operand("k_cache", k_cache, cache, kv, p.head_dim),
                   kv_pool_operand("v_cache", v_cache, cache, kv, p.head_dim),

@@ -245,11 +245,11 @@ MatvecBlocking linear_q_matvec_blocking(const gpu::Device& device, uint32_t N, W
 // A decode step's fused q|k|v projection with qkv_rope_store's work (without q/k norm) as its epilogue:
 // out = x' W^T + bias as linear() (p.N = (q_heads + 2 kv_heads) * head_dim, p.out_stride and p.out_col
 // unused, no residual, no gate, no norm_out; its norm_x as linear()'s), then each q / k head rotated in rotate-half style over its first
-// rotary_dim dims at angle (p.position + m) * inv_freq[i], q heads written to q_out [M, q_heads * head_dim],
+// rotary_dim dims at angle (p.position + m) * rope_table[i] (cos and sin scaled as qkv_rope_store's), q heads written to q_out [M, q_heads * head_dim],
 // k and v heads to the pool rows of positions p.position + m in k_cache / v_cache (of type `kv`; the block table
 // `blocks` covers `capacity` tokens, kv_blocks.wgsl). Needs
 // linear_can_fuse() for the shape and qkv_rope_fusable() for the heads; head_dim and rotary_dim even, rotary_dim
-// <= head_dim (0: no rotary; bind any buffer as inv_freq). Spares the qkv_rope_store dispatch of each layer.
+// <= head_dim (0: no rotary; bind any buffer as rope_table). Spares the qkv_rope_store dispatch of each layer.
 struct QkvHeads {
   uint32_t q_heads, kv_heads, head_dim, rotary_dim, capacity;
   KvType kv = KvType::F32;
@@ -260,7 +260,7 @@ bool qkv_rope_fusable(const QkvHeads& heads);
 // The fused kernel binds nine storage buffers; adapters that allow fewer per stage store with qkv_rope_store.
 bool linear_qkv_rope_fits(const gpu::Device& device);
 Dispatch linear_qkv_rope(gpu::Device& device, BufferBinding x, BufferBinding weight, BufferBinding bias,
-                         BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
+                         BufferBinding rope_table, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                          const KvBlocks& blocks, const LinearParams& p, WeightType type, const LinearNorm& norm, const QkvHeads& heads,
                          MatvecBlocking blocking = {});
 
@@ -281,13 +281,17 @@ struct GatedActParams {
 };
 Dispatch gated_act(gpu::Device& device, BufferBinding gate_up, BufferBinding out, const GatedActParams& p);
 
+// The rotary table the rope-applying kernels read (qkv_rope_store, rope_store_rows, linear_qkv_rope): rotary_dim / 2
+// inverse frequencies, then the factor that scales cos and sin (YaRN's and LongRoPE's attention factor, else 1).
+inline uint32_t rope_table_length(uint32_t rotary_dim) { return rotary_dim / 2 + 1; }
+
 // qkv_rope_store.wgsl: splits the fused projection qkv [T, (Hq + 2 Hkv) * D] into heads; optionally
 // RMS-normalises each q and k head (weights q_norm [D], k_norm [D], eps); rotates the first
 // rotary_dim dims of q and k heads in rotate-half style (pair (i, i + rotary_dim/2), angle
-// (position_offset + t) * inv_freq[i]); writes q to q_out [T, Hq * D] and k, v to rows
+// (position_offset + t) * rope_table[i], cos and sin scaled by rope_table[rotary_dim / 2]); writes q to q_out [T, Hq * D] and k, v to rows
 // position_offset + t of the sequence whose block table `blocks` covers `capacity` tokens, in the cache pools of
 // type `kv` (f16: head_dim even; q8: a multiple of 4, each row's scale from the workgroup's absmax).
-// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 inv_freq [rotary_dim / 2], 4 q_out, 5 k_cache, 6 v_cache, 7 kv_table,
+// Bindings: 0 qkv, 1 q_norm, 2 k_norm, 3 rope_table [rope_table_length(rotary_dim)], 4 q_out, 5 k_cache, 6 v_cache, 7 kv_table,
 // 8 params.
 // One workgroup per (t, head) over Hq + Hkv heads (v heads are copied by the k-head workgroups).
 struct QkvRopeParams {
@@ -298,7 +302,7 @@ struct QkvRopeParams {
   uint32_t eps_bits;
 };
 Dispatch qkv_rope_store(gpu::Device& device, BufferBinding qkv, BufferBinding q_norm, BufferBinding k_norm,
-                        BufferBinding inv_freq, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
+                        BufferBinding rope_table, BufferBinding q_out, BufferBinding k_cache, BufferBinding v_cache,
                         const KvBlocks& blocks, const QkvRopeParams& p, uint32_t cache_capacity, KvType kv = KvType::F32);
 
 // Flash attention: causal GQA attention over the cache with an online softmax, K/V processed in tiles;

@@ -81,6 +81,20 @@ class Fields {
     return *value;
   }
 
+  // A required non-empty list of positive finite numbers.
+  std::vector<double> positive_numbers(std::string_view key) const {
+    const json* value = find({key});
+    if (!value) missing({key});
+    if (!value->is_array() || value->empty()) error(key, fmt::format("must be a list of numbers, got {}", value->dump()));
+    std::vector<double> numbers;
+    for (const json& number : *value) {
+      if (!number.is_number() || !(number.get<double>() > 0) || !std::isfinite(number.get<double>()))
+        error(key, fmt::format("must hold positive numbers, got {} at index {}", number.dump(), numbers.size()));
+      numbers.push_back(number.get<double>());
+    }
+    return numbers;
+  }
+
   std::optional<bool> optional_bool(std::string_view key) const {
     const json* value = find({key});
     if (!value) return std::nullopt;
@@ -190,9 +204,69 @@ Activation parse_activation(const Fields& fields) {
                                 *name));
 }
 
+// What the rope scalings read beside their own fields: the config's context and its original context (Phi-3
+// keeps original_max_position_embeddings at the top level), and how many frequencies the rotary dimension has.
+struct RopeContext {
+  int64_t max_positions = 0;
+  std::optional<int64_t> original_max_positions;
+  int64_t frequencies = 0;
+};
+
+// transformers' YaRN attention factor 0.1 * mscale * ln(factor) + 1 (1 for factors up to 1).
+double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
+
+void parse_yarn(const Fields& s, const RopeContext& context, RopeParams& rope) {
+  rope.type = RopeType::Yarn;
+  // The factor as given, as vLLM and llama.cpp take it (some transformers versions take max_position_embeddings over
+  // the original context instead, which is 1 for Qwen2.5's documented YaRN settings).
+  rope.factor = s.positive_number({"factor"}, std::nullopt);
+  rope.original_max_positions = s.find({"original_max_position_embeddings"})
+                                    ? s.positive_int({"original_max_position_embeddings"}, kMaxPositions)
+                                    : context.original_max_positions.value_or(context.max_positions);
+  rope.beta_fast = s.positive_number({"beta_fast"}, 32.0);
+  rope.beta_slow = s.positive_number({"beta_slow"}, 1.0);
+  rope.truncate = s.optional_bool("truncate").value_or(true);
+  std::optional<double> mscale = s.optional_number({"mscale"}), all_dims = s.optional_number({"mscale_all_dim"});
+  if (s.find({"attention_factor"}))
+    rope.attention_factor = s.positive_number({"attention_factor"}, std::nullopt);
+  else if (mscale && all_dims && *mscale != 0 && *all_dims != 0)  // DeepSeek's pair, as transformers reads it
+    rope.attention_factor = yarn_mscale(rope.factor, *mscale) / yarn_mscale(rope.factor, *all_dims);
+  else
+    rope.attention_factor = yarn_mscale(rope.factor, 1.0);
+}
+
+// LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini): a divisor per frequency, a short set and a long one, and an
+// attention factor from how far the context grew (transformers' rule: the ratio of max_position_embeddings to
+// the original context when the config states the original, else `factor`).
+void parse_longrope(const Fields& s, const RopeContext& context, RopeParams& rope) {
+  rope.type = RopeType::LongRope;
+  for (auto [key, factors] : {std::pair{"short_factor", &rope.short_factors}, {"long_factor", &rope.long_factors}}) {
+    *factors = s.positive_numbers(key);
+    if (int64_t(factors->size()) != context.frequencies)
+      s.error(key, fmt::format("holds {} factors; the rotary dimension has {} frequencies", factors->size(),
+                               context.frequencies));
+  }
+  std::optional<int64_t> original = s.find({"original_max_position_embeddings"})
+                                        ? s.positive_int({"original_max_position_embeddings"}, kMaxPositions)
+                                        : context.original_max_positions;
+  if (original) {
+    rope.original_max_positions = *original;
+    rope.factor = double(context.max_positions) / double(*original);
+  } else {
+    rope.original_max_positions = context.max_positions;
+    rope.factor = s.positive_number({"factor"}, std::nullopt);
+  }
+  rope.attention_factor =
+      s.find({"attention_factor"}) ? s.positive_number({"attention_factor"}, std::nullopt)
+      : rope.factor <= 1 || rope.original_max_positions < 2
+          ? 1.0
+          : std::sqrt(1 + std::log(rope.factor) / std::log(double(rope.original_max_positions)));
+}
+
 // One rope parameter set: the base frequency from THETA_FIELD of FIELDS (transformers' default 10000
 // when absent), and rope_type (or "type") with the factors it needs from SCALING (none: default rope).
-RopeParams parse_rope(const Fields& fields, std::string_view theta_field, const Fields* scaling) {
+RopeParams parse_rope(const Fields& fields, std::string_view theta_field, const Fields* scaling,
+                      const RopeContext& context) {
   RopeParams rope;
   rope.theta = fields.positive_number({theta_field}, 10000.0);
   if (!scaling) return rope;
@@ -215,8 +289,16 @@ RopeParams parse_rope(const Fields& fields, std::string_view theta_field, const 
                                               rope.low_freq_factor));
     return rope;
   }
+  if (type == "yarn") {
+    parse_yarn(s, context, rope);
+    return rope;
+  }
+  if (type == "longrope" || type == "su") {  // "su": Phi-3's first name for it
+    parse_longrope(s, context, rope);
+    return rope;
+  }
   s.error(s.find({"rope_type"}) ? "rope_type" : "type",
-          fmt::format("names unsupported rope type \"{}\"; supported: default, linear, llama3", type));
+          fmt::format("names unsupported rope type \"{}\"; supported: default, linear, llama3, yarn, longrope", type));
 }
 
 // Fills rope_full / rope_sliding / partial_rotary_factor / rotary_dim.
@@ -236,25 +318,28 @@ void parse_rotary(const Fields& fields, ModelConfig& config) {
                  fmt::format("gives an odd or empty rotary dimension {} of head_dim {}", config.rotary_dim,
                              config.head_dim));
 
+  RopeContext context{config.max_position_embeddings, std::nullopt, config.rotary_dim / 2};
+  if (fields.find({"original_max_position_embeddings"}))
+    context.original_max_positions = fields.positive_int({"original_max_position_embeddings"}, kMaxPositions);
   if (params) {  // transformers >= 5: rope_parameters, possibly one set per attention type
     std::optional<Fields> full = params->optional_object("full_attention");
     std::optional<Fields> sliding = params->optional_object("sliding_attention");
     if (full || sliding) {
       if (!full || !sliding)
         fields.error("rope_parameters", "must give both full_attention and sliding_attention, or neither");
-      config.rope_full = parse_rope(*full, "rope_theta", &*full);
-      config.rope_sliding = parse_rope(*sliding, "rope_theta", &*sliding);
+      config.rope_full = parse_rope(*full, "rope_theta", &*full, context);
+      config.rope_sliding = parse_rope(*sliding, "rope_theta", &*sliding, context);
     } else {
-      config.rope_full = config.rope_sliding = parse_rope(*params, "rope_theta", &*params);
+      config.rope_full = config.rope_sliding = parse_rope(*params, "rope_theta", &*params, context);
     }
     return;
   }
   // Older configs: rope_theta and rope_scaling at the top level. Gemma3 gives its sliding layers their own
   // base (rope_local_base_freq) and applies rope_scaling to the global layers only.
   std::optional<Fields> scaling = fields.optional_object("rope_scaling");
-  config.rope_full = parse_rope(fields, "rope_theta", scaling ? &*scaling : nullptr);
+  config.rope_full = parse_rope(fields, "rope_theta", scaling ? &*scaling : nullptr, context);
   config.rope_sliding = config.arch->sliding == SlidingRule::Gemma3Pattern
-                            ? parse_rope(fields, "rope_local_base_freq", nullptr)
+                            ? parse_rope(fields, "rope_local_base_freq", nullptr, context)
                             : config.rope_full;
 }
 
@@ -328,8 +413,6 @@ GptqConfig parse_int4_groups(const Fields& quant, Int4Format format, std::string
 
 GptqConfig parse_gptq(const Fields& quant) {
   GptqConfig gptq = parse_int4_groups(quant, Int4Format::Gptq, "GPTQ");
-  if (quant.optional_bool("desc_act").value_or(false))
-    quant.error("desc_act", "is true; act-order (desc_act) GPTQ checkpoints are not supported");
   gptq.sym = quant.optional_bool("sym").value_or(true);
   std::string format = quant.optional_string({"checkpoint_format"}).value_or("gptq");
   if (format != "gptq")
@@ -531,31 +614,65 @@ ModelConfig load_config(const fs::path& dir) {
   return config;
 }
 
-std::vector<float> rope_inv_freq(const ModelConfig& config, int64_t layer) {
+namespace {
+
+// Llama 3.1: long wavelengths are stretched by `factor`, short ones kept, the band between interpolated.
+double llama3_inv_freq(const RopeParams& rope, double inv) {
+  double wavelength = 2 * std::numbers::pi / inv;
+  double context = double(rope.original_max_positions);
+  if (wavelength > context / rope.low_freq_factor) return inv / rope.factor;
+  if (wavelength < context / rope.high_freq_factor) return inv;
+  double smooth = (context / wavelength - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor);
+  return (1 - smooth) * inv / rope.factor + smooth * inv;
+}
+
+// YaRN: frequencies that turn more than beta_fast times over the original context are kept, those turning
+// fewer than beta_slow times are divided by `factor`, and a linear ramp over the frequency index joins them
+// (transformers' find_correction_range and linear_ramp_factor).
+double yarn_inv_freq(const RopeParams& rope, int64_t i, int64_t rotary_dim, double inv) {
+  auto index_of = [&](double rotations) {  // the frequency index that turns ROTATIONS times
+    return double(rotary_dim) * std::log(double(rope.original_max_positions) / (rotations * 2 * std::numbers::pi)) /
+           (2 * std::log(rope.theta));
+  };
+  double low = index_of(rope.beta_fast), high = index_of(rope.beta_slow);
+  if (rope.truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0);
+  high = std::min(high, double(rotary_dim - 1));
+  if (low == high) high += 0.001;  // as transformers does, against a zero-width ramp
+  double scaled_share = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+  return inv / rope.factor * scaled_share + inv * (1 - scaled_share);
+}
+
+}  // namespace
+
+std::vector<float> rope_inv_freq(const ModelConfig& config, int64_t layer, int64_t context_tokens) {
   if (config.arch->positions != PositionKind::Rotary)
     fail("{}: {} has no rotary embedding", config.file.string(), config.arch->name);
   if (layer < 0 || layer >= config.num_layers)
     fail("rope_inv_freq: layer {} outside 0..{}", layer, config.num_layers - 1);
   const RopeParams& rope = config.rope(layer);
+  const std::vector<double>& longrope_factors =
+      context_tokens > rope.original_max_positions ? rope.long_factors : rope.short_factors;
   std::vector<float> result;
   for (int64_t i = 0; i < config.rotary_dim / 2; ++i) {
     double inv = 1.0 / std::pow(rope.theta, double(2 * i) / double(config.rotary_dim));
-    if (rope.type == RopeType::Linear) inv /= rope.factor;
-    if (rope.type == RopeType::Llama3) {
-      // Long wavelengths are stretched by `factor`, short ones kept, the band between interpolated.
-      double wavelength = 2 * std::numbers::pi / inv;
-      double context = double(rope.original_max_positions);
-      if (wavelength > context / rope.low_freq_factor) {
-        inv /= rope.factor;
-      } else if (wavelength >= context / rope.high_freq_factor) {
-        double smooth =
-            (context / wavelength - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor);
-        inv = (1 - smooth) * inv / rope.factor + smooth * inv;
-      }
+    switch (rope.type) {
+      case RopeType::Default: break;
+      case RopeType::Linear: inv /= rope.factor; break;
+      case RopeType::Llama3: inv = llama3_inv_freq(rope, inv); break;
+      case RopeType::Yarn: inv = yarn_inv_freq(rope, i, config.rotary_dim, inv); break;
+      case RopeType::LongRope: inv /= longrope_factors.at(std::size_t(i)); break;
     }
     result.push_back(float(inv));
   }
   return result;
+}
+
+int64_t context_length(const ModelConfig& config) {
+  const RopeParams& rope = config.rope_full;
+  if (config.arch->positions != PositionKind::Rotary || rope.type != RopeType::Yarn) return config.max_position_embeddings;
+  double stretched = std::min(double(rope.original_max_positions) * rope.factor, double(kMaxPositions));
+  return std::max(config.max_position_embeddings, int64_t(stretched));
 }
 
 std::string_view activation_name(Activation activation) {

@@ -27,16 +27,23 @@ inline constexpr int64_t kMaxVocab = int64_t(1) << 22;      // also bounds every
 inline constexpr int64_t kMaxPositions = int64_t(1) << 30;  // positions, sliding windows, rope contexts
 
 enum class Activation { SiLU, GeluTanh };
-enum class RopeType { Default, Linear, Llama3 };
+enum class RopeType { Default, Linear, Llama3, Yarn, LongRope };
 enum class AttentionKind { Full, Sliding };
 
 struct RopeParams {
   RopeType type = RopeType::Default;
   double theta = 10000.0;
-  double factor = 1.0;                 // linear, llama3
+  double factor = 1.0;                 // linear, llama3, yarn; longrope: the context's growth over the original
   double low_freq_factor = 1.0;        // llama3
   double high_freq_factor = 4.0;       // llama3
-  int64_t original_max_positions = 0;  // llama3
+  int64_t original_max_positions = 0;  // llama3, yarn, longrope: the context the model was trained at
+  double beta_fast = 32, beta_slow = 1;  // yarn: rotation counts bounding the band between kept and scaled
+  bool truncate = true;                  // yarn: that band's ends rounded out to whole frequencies
+  // longrope: each frequency's divisor, the long set when the engine's context exceeds original_max_positions.
+  std::vector<double> short_factors, long_factors;
+  // yarn, longrope: cos and sin are scaled by it (so are the rotated dims of q and k, and their products by its
+  // square), which keeps attention's sharpness at stretched positions.
+  double attention_factor = 1.0;
 };
 
 // How a checkpoint's int4 linear layers are stored. Both run on GPTQ's kernels: AWQ is repacked at load.
@@ -109,9 +116,16 @@ ModelConfig load_config(const std::filesystem::path& dir);
 ModelConfig parse_config(const nlohmann::json& config, const std::filesystem::path& file,
                          const nlohmann::json* generation = nullptr);
 
-// RoPE inverse frequencies of LAYER, rotary_dim / 2 of them: theta^(-2i/rotary_dim), adjusted by linear
-// or llama3 scaling. Computed in double, rounded to float.
-std::vector<float> rope_inv_freq(const ModelConfig& config, int64_t layer);
+// RoPE inverse frequencies of LAYER, rotary_dim / 2 of them: theta^(-2i/rotary_dim), adjusted by the layer's
+// scaling (linear, llama3, yarn, longrope). LongRoPE takes its long factors when CONTEXT_TOKENS (the positions
+// the engine holds) exceed the original context, as llama.cpp does, so that every cached key is rotated alike.
+// Computed in double, rounded to float.
+std::vector<float> rope_inv_freq(const ModelConfig& config, int64_t layer, int64_t context_tokens = 0);
+
+// The positions the model is meant to hold, a default context: max_position_embeddings, or YaRN's original context
+// times its factor where that is more (Qwen2.5 / Qwen3 configs given YaRN keep their original max_position_embeddings;
+// vLLM derives its max_model_len the same way).
+int64_t context_length(const ModelConfig& config);
 
 std::string_view activation_name(Activation activation);
 

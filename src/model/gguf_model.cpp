@@ -118,9 +118,42 @@ json rope_parameters(const Gguf& gguf, const std::string& prefix, double theta) 
   if (type == "linear" && factor != 1.0) {
     rope["rope_type"] = "linear";
     rope["factor"] = factor;
+  } else if (type == "yarn") {  // llama.cpp's converter writes the factor and the original context (Qwen2.5, Qwen3)
+    rope["rope_type"] = "yarn";
+    rope["factor"] = factor;
+    if (auto original = gguf.get_int(prefix + "rope.scaling.original_context_length"))
+      rope["original_max_position_embeddings"] = *original;
   } else if (type != "none" && type != "linear") {
-    fail("{}: {}rope.scaling.type \"{}\" is not supported (none and linear are)", gguf.name(), prefix, type);
+    fail("{}: {}rope.scaling.type \"{}\" is not supported (none, linear and yarn are)", gguf.name(), prefix, type);
   }
+  return rope;
+}
+
+// The positive finite factors of a one-dimensional F32 tensor (rope_freqs, rope_factors_long / _short), COUNT of them.
+std::vector<double> frequency_factors(const Gguf& gguf, std::string_view name, int64_t count) {
+  const GgufTensor& tensor = require_tensor(gguf, name);
+  std::string what = fmt::format("{}: tensor \"{}\"", gguf.name(), name);
+  if (count < 1 || tensor.numel() != uint64_t(count))
+    fail("{} holds {} factors for {} rotary frequencies", what, tensor.numel(), count);
+  std::vector<float> factors(tensor.numel());
+  dequantize(tensor.type, tensor.bytes, factors, what);
+  for (std::size_t i = 0; i < factors.size(); ++i)
+    if (!(std::isfinite(factors[i]) && factors[i] > 0))
+      fail("{}: factor {} is {}; frequency factors are positive", what, i, factors[i]);
+  return {factors.begin(), factors.end()};
+}
+
+// Phi-3's LongRoPE (128k, 3.5, Phi-4-mini), as llama.cpp's converter stores it: the two factor sets as tensors,
+// the original context and the attention factor as metadata (the context length is the stretched one).
+json longrope_from_factors(const Gguf& gguf, const std::string& prefix, json rope, int64_t rotary_dim) {
+  rope["rope_type"] = "longrope";
+  rope["short_factor"] = frequency_factors(gguf, "rope_factors_short.weight", rotary_dim / 2);
+  rope["long_factor"] = frequency_factors(gguf, "rope_factors_long.weight", rotary_dim / 2);
+  std::string original_key = prefix + "rope.scaling.original_context_length";
+  std::optional<int64_t> original = gguf.get_int(original_key);
+  if (!original) fail("{}: LongRoPE factors without metadata \"{}\"", gguf.name(), original_key);
+  rope["original_max_position_embeddings"] = *original;
+  if (auto attention = gguf.get_float(prefix + "rope.scaling.attn_factor")) rope["attention_factor"] = *attention;
   return rope;
 }
 
@@ -130,15 +163,8 @@ json rope_parameters(const Gguf& gguf, const std::string& prefix, double theta) 
 // s = (context / wavelength - low) / (high - low), a line in 1 / wavelength whose slope and intercept give
 // low and high for the context the file states. Only those ratios matter, so the result is exact.
 json llama3_rope_from_factors(const Gguf& gguf, const std::string& prefix, json rope, int64_t rotary_dim) {
-  const GgufTensor& tensor = require_tensor(gguf, "rope_freqs.weight");
+  std::vector<double> factors = frequency_factors(gguf, "rope_freqs.weight", rotary_dim / 2);
   std::string what = fmt::format("{}: tensor \"rope_freqs.weight\"", gguf.name());
-  if (rotary_dim < 2 || tensor.numel() != uint64_t(rotary_dim / 2))
-    fail("{} holds {} factors for a rotary dimension of {}", what, tensor.numel(), rotary_dim);
-  std::vector<float> factors(tensor.numel());
-  dequantize(tensor.type, tensor.bytes, factors, what);
-  for (std::size_t i = 0; i < factors.size(); ++i)
-    if (!(std::isfinite(factors[i]) && factors[i] > 0))
-      fail("{}: factor {} is {}; frequency factors are positive", what, i, factors[i]);
   double theta = rope["rope_theta"].get<double>();
   double factor = *std::max_element(factors.begin(), factors.end());
   double context = double(gguf.get_int(prefix + "rope.scaling.original_context_length").value_or(8192));
@@ -174,6 +200,14 @@ std::string gguf_tensor_name(const ArchitectureSpec& arch, Role role, int layer,
   return fmt::format("blk.{}.{}.{}", layer, base, part);
 }
 
+// How the file stretches its rotary embedding, by what llama.cpp's converter leaves of each kind.
+std::string rope_scaling_kind(const Gguf& gguf, std::string_view arch) {
+  if (gguf.find_tensor("rope_factors_long.weight")) return "longrope";
+  if (gguf.find_tensor("rope_freqs.weight")) return "llama3 (per-frequency factors)";
+  if (arch.empty()) return "none";
+  return std::string(gguf.get_string(std::string(arch) + ".rope.scaling.type").value_or("none"));
+}
+
 json gguf_summary(const Gguf& gguf) {
   std::string_view arch = gguf.get_string("general.architecture").value_or("");
   json types = json::object(), type_bytes = json::object();
@@ -193,6 +227,7 @@ json gguf_summary(const Gguf& gguf) {
           {"name", gguf.get_string("general.name").value_or("")},
           {"parameters", parameters},
           {"context_length", context ? json(*context) : json(nullptr)},
+          {"rope_scaling", rope_scaling_kind(gguf, arch)},
           {"tensors", gguf.tensors().size()},
           {"types", types},
           {"type_bytes", type_bytes},
@@ -258,11 +293,11 @@ json gguf_config_json(const Gguf& gguf) {
     // truncate to the file's count exactly, where rotary / dim alone may fall just under it (60 of 104).
     if (*rotary != dim) config["partial_rotary_factor"] = (double(*rotary) + 0.5) / double(dim);
   }
-  if (gguf.find_tensor("rope_freqs.weight")) {
-    int64_t dim = head_dim.value_or(config["hidden_size"].get<int64_t>() / heads);
-    int64_t rotary = gguf.get_int(prefix + "rope.dimension_count").value_or(dim);
-    rope = llama3_rope_from_factors(gguf, prefix, rope, rotary);
-  }
+  int64_t rotary = gguf.get_int(prefix + "rope.dimension_count").value_or(head_dim.value_or(
+      config["hidden_size"].get<int64_t>() / heads));
+  if (gguf.find_tensor("rope_freqs.weight")) rope = llama3_rope_from_factors(gguf, prefix, rope, rotary);
+  if (gguf.find_tensor("rope_factors_long.weight") || gguf.find_tensor("rope_factors_short.weight"))
+    rope = longrope_from_factors(gguf, prefix, rope, rotary);
   if (auto window = gguf.get_int(prefix + "attention.sliding_window"); window && *window > 0)
     config["sliding_window"] = *window;
   if (family.gguf_name == "gemma3") {
@@ -347,7 +382,9 @@ Safetensors gguf_tensors(const Gguf& gguf, const json& config) {
   std::vector<TensorView> views;
   for (const GgufTensor& tensor : gguf.tensors()) {
     std::string what = fmt::format("{}: tensor \"{}\"", gguf.name(), tensor.name);
-    if (tensor.name == "rope_freqs.weight") continue;  // read into the config's rope_parameters
+    if (tensor.name == "rope_freqs.weight" || tensor.name == "rope_factors_long.weight" ||
+        tensor.name == "rope_factors_short.weight")
+      continue;  // read into the config's rope_parameters
     std::optional<Placement> p = place(tensor.name, *arch, layers);
     if (!p) fail("{} is not a tensor gerbil knows for architecture {}", what, family.gguf_name);
     const GgmlTypeInfo& type = ggml_type_info(tensor.type);

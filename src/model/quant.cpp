@@ -406,6 +406,31 @@ void gptq_group_blocks(std::span<const std::byte> qweight, std::span<const std::
     }
 }
 
+void gptq_act_order_rows(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                         std::span<const std::byte> scales, std::span<const std::byte> g_idx, Int4Shape shape,
+                         uint64_t first, uint64_t count, std::span<float> out, std::string_view what) {
+  const uint64_t K = uint64_t(shape.in), N = uint64_t(shape.out), group = uint64_t(shape.group_size);
+  if (K % 8 != 0 || N % 8 != 0 || group == 0 || K % group != 0)
+    fail("{}: GPTQ layer of {} inputs, {} outputs, group size {}: inputs and outputs come in words of 8, inputs in "
+         "whole groups", what, K, N, group);
+  const uint64_t groups = K / group;
+  if (qweight.size() != K / 8 * N * 4 || qzeros.size() != groups * N / 8 * 4 || scales.size() != groups * N * 2 ||
+      g_idx.size() != K * 4)
+    fail("{}: GPTQ tensors of {}, {}, {} and {} bytes do not make K = {}, N = {} in groups of {}", what,
+         qweight.size(), qzeros.size(), scales.size(), g_idx.size(), K, N, group);
+  if (first + count > N || out.size() != count * K)
+    fail("{}: outputs {} to {} of {} into {} floats", what, first, first + count, N, out.size());
+  for (uint64_t k = 0; k < K; ++k) {
+    uint32_t g = load_u32(g_idx, k);
+    if (g >= groups) fail("{}: input {} in group {} of {}", what, k, int32_t(g), groups);
+    for (uint64_t n = first; n < first + count; ++n) {
+      float q = float(nibble(load_u32(qweight, k / 8 * N + n), uint32_t(k % 8)));
+      float zero = float(nibble(load_u32(qzeros, g * (N / 8) + n / 8), uint32_t(n % 8)) + 1);
+      out[(n - first) * K + k] = load_f16(scales.data() + 2 * (g * N + n)) * (q - zero);
+    }
+  }
+}
+
 const GgmlTypeInfo* find_ggml_type(uint32_t id) {
   for (const GgmlTypeInfo& info : kTypes)
     if (uint32_t(info.type) == id) return &info;

@@ -130,4 +130,12 @@ void gptq_group_blocks(std::span<const std::byte> qweight, std::span<const std::
                        std::span<const std::byte> scales, Int4Shape shape, uint64_t first, uint64_t count,
                        std::span<std::byte> out, std::string_view what);
 
+// Outputs [first, first + count) of an act-order GPTQ v1 layer, where input k sits in group g_idx[k] (little-endian
+// int32 [K], each below K / group size), as float rows of W [N, K]: out[(n - first) * K + k] =
+// scales[g][n] * (q[k][n] - (z[g][n] + 1)), g = g_idx[k], scales f16 [G, N]. Such groups are not runs of inputs,
+// so no int4 block holds them: the GPU keeps these rows requantized (graph/gpu_weights.cpp).
+void gptq_act_order_rows(std::span<const std::byte> qweight, std::span<const std::byte> qzeros,
+                         std::span<const std::byte> scales, std::span<const std::byte> g_idx, Int4Shape shape,
+                         uint64_t first, uint64_t count, std::span<float> out, std::string_view what);
+
 }  // namespace gerbil

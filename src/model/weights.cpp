@@ -186,16 +186,20 @@ void place(RoleTensors& slot, Part part, const TensorView& view) {
   }
 }
 
-// Act-order is off, so every input row k must sit in group k / group_size.
-void check_g_idx(const GptqLinear& gptq) {
+// Whether every input row k sits in group k / group_size (act-order off); throws for a group that does not exist.
+bool groups_in_order(const GptqLinear& gptq) {
   const TensorView& g_idx = gptq.g_idx;
+  const int64_t groups = g_idx.numel() / gptq.group_size;
+  bool in_order = true;
   for (int64_t k = 0; k < g_idx.numel(); ++k) {
     int32_t group;
     std::memcpy(&group, g_idx.bytes.data() + 4 * k, 4);
-    if (group != k / gptq.group_size)
-      fail("{}: tensor \"{}\" puts input row {} in group {}, expected {} (group_size {}, desc_act false)",
-           g_idx.file.string(), g_idx.name, k, group, k / gptq.group_size, gptq.group_size);
+    if (group < 0 || group >= groups)
+      fail("{}: tensor \"{}\" puts input row {} in group {}, outside the layer's {} groups (group_size {})",
+           g_idx.file.string(), g_idx.name, k, group, groups, gptq.group_size);
+    in_order &= group == k / gptq.group_size;
   }
+  return in_order;
 }
 
 // Replaces an AWQ layer's views (shapes checked against the config) with views of its GPTQ repacking,
@@ -299,7 +303,7 @@ ModelFiles ModelFiles::open(const fs::path& dir) {
       if (config.gptq->format == Int4Format::Awq)
         repack_awq(*slot.gptq, s, files.repacked_);
       else
-        check_g_idx(*slot.gptq);
+        slot.gptq->act_order = !groups_in_order(*slot.gptq);
     }
   };
   finish_linear(weights.globals[std::size_t(Role::LmHead)], Role::LmHead);

@@ -20,11 +20,13 @@ namespace gerbil {
 
 // A GPTQ v1 linear layer with K inputs, N outputs and G groups (layout in the fixtures README):
 // qweight I32 [K/8, N] (8 nibbles along K), qzeros I32 [G, N/8] (8 nibbles along N, stored zero = real - 1),
-// scales float [G, N], g_idx I32 [K] (checked to equal k / group_size). AWQ layers come repacked into this
-// layout (repack_awq_gemm, model/quant.h), their views pointing at ModelFiles' copies, with no g_idx (empty).
+// scales float [G, N], g_idx I32 [K] (input k's group, checked to lie in 0..G-1). AWQ layers come repacked into
+// this layout (repack_awq_gemm, model/quant.h), their views pointing at ModelFiles' copies, with no g_idx (empty).
 struct GptqLinear {
   TensorView qweight, qzeros, scales, g_idx;
   int64_t group_size = 0;
+  // Act-order (desc_act): g_idx puts some input k outside group k / group_size, so groups are not runs of inputs.
+  bool act_order = false;
 };
 
 // The tensors of one role. Norms: weight (+ bias for LayerNorm). Embeddings: weight. Linear layers:

@@ -17,7 +17,7 @@ std::span<const double> part(std::span<const double> values, size_t first, size_
 }  // namespace
 
 QkvRopeOutput rope_store_rows(std::span<const double> qkv, std::span<const double> q_norm,
-                              std::span<const double> k_norm, std::span<const double> inv_freq,
+                              std::span<const double> k_norm, std::span<const double> rope_table,
                               std::span<const TableRow> table, const QkvShape& s, double eps,
                               std::vector<double> k_pool, std::vector<double> v_pool) {
   size_t width = (s.num_q_heads + 2 * s.num_kv_heads) * s.head_dim, kv_width = s.num_kv_heads * s.head_dim;
@@ -29,7 +29,7 @@ QkvRopeOutput rope_store_rows(std::span<const double> qkv, std::span<const doubl
     QkvShape one = s;
     one.T = 1;
     one.position_offset = e.position;
-    auto stored = qkv_rope_store(part(qkv, e.row * width, width, "rope_store_rows qkv"), q_norm, k_norm, inv_freq,
+    auto stored = qkv_rope_store(part(qkv, e.row * width, width, "rope_store_rows qkv"), q_norm, k_norm, rope_table,
                                  one, eps, {k.begin(), k.end()}, {v.begin(), v.end()});
     out.q.insert(out.q.end(), stored.q.begin(), stored.q.end());
     std::copy(stored.k_cache.begin(), stored.k_cache.end(), out.k_cache.begin() + std::ptrdiff_t(e.cache_base));

@@ -21,7 +21,7 @@ struct TableRow {
 // at its position, storing into its slot of the pools (each [*, Hkv * head_dim] from cache_base). Returns the
 // q rows in table order ([entries, Hq * head_dim]) and the pools updated. s.T and s.position_offset are unused.
 QkvRopeOutput rope_store_rows(std::span<const double> qkv, std::span<const double> q_norm,
-                              std::span<const double> k_norm, std::span<const double> inv_freq,
+                              std::span<const double> k_norm, std::span<const double> rope_table,
                               std::span<const TableRow> table, const QkvShape& s, double eps,
                               std::vector<double> k_pool, std::vector<double> v_pool);
 

@@ -26,15 +26,17 @@ void rms_normalise(std::span<double> head, std::span<const double> w, double eps
   for (size_t d = 0; d < head.size(); ++d) head[d] *= inv_rms * w[d];
 }
 
-// Rotates the first rotary_dim dims of `head` in place, rotate-half style, at `position`.
-void rotate_half(std::span<double> head, std::span<const double> inv_freq, size_t rotary_dim,
+// Rotates the first rotary_dim dims of `head` in place, rotate-half style, at `position`, scaled by the table's
+// attention factor (rope_table[rotary_dim / 2]).
+void rotate_half(std::span<double> head, std::span<const double> rope_table, size_t rotary_dim,
                  double position) {
   size_t half = rotary_dim / 2;
+  double scale = rope_table[half];
   for (size_t i = 0; i < half; ++i) {
-    double angle = position * inv_freq[i];
+    double angle = position * rope_table[i];
     double a = head[i], b = head[i + half];
-    head[i] = a * std::cos(angle) - b * std::sin(angle);
-    head[i + half] = b * std::cos(angle) + a * std::sin(angle);
+    head[i] = scale * (a * std::cos(angle) - b * std::sin(angle));
+    head[i + half] = scale * (b * std::cos(angle) + a * std::sin(angle));
   }
 }
 
@@ -87,7 +89,8 @@ std::vector<double> linear(std::span<const double> x, std::span<const double> W,
 }
 
 std::vector<double> dequantize_gptq(std::span<const uint32_t> qweight, std::span<const uint32_t> qzeros,
-                                    std::span<const double> scales, size_t K, size_t N, size_t group_size) {
+                                    std::span<const double> scales, size_t K, size_t N, size_t group_size,
+                                    std::span<const int32_t> g_idx) {
   expect_positive("dequantize_gptq", "group_size", group_size);
   if (K % 8 != 0 || N % 8 != 0 || K % group_size != 0)
     fail("reference::dequantize_gptq: K = {} and N = {} must be multiples of 8 and K of group_size = {}", K,
@@ -96,10 +99,13 @@ std::vector<double> dequantize_gptq(std::span<const uint32_t> qweight, std::span
   expect_size("dequantize_gptq", "qweight", qweight.size(), K / 8 * N);
   expect_size("dequantize_gptq", "qzeros", qzeros.size(), groups * N / 8);
   expect_size("dequantize_gptq", "scales", scales.size(), groups * N);
+  if (!g_idx.empty()) expect_size("dequantize_gptq", "g_idx", g_idx.size(), K);
+  for (int32_t g : g_idx)
+    if (g < 0 || size_t(g) >= groups) fail("reference::dequantize_gptq: g_idx names group {} of {}", g, groups);
   std::vector<double> W(N * K);
   for (size_t n = 0; n < N; ++n) {
     for (size_t k = 0; k < K; ++k) {
-      size_t g = k / group_size;
+      size_t g = g_idx.empty() ? k / group_size : size_t(g_idx[k]);
       double q = nibble(qweight[k / 8 * N + n], k % 8);
       double zero = nibble(qzeros[g * N / 8 + n / 8], n % 8) + 1.0;
       W[n * K + k] = scales[g * N + n] * (q - zero);
@@ -133,7 +139,7 @@ double round_to_f16(double x) {
 }
 
 QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double> q_norm,
-                             std::span<const double> k_norm, std::span<const double> inv_freq,
+                             std::span<const double> k_norm, std::span<const double> rope_table,
                              const QkvShape& s, double eps, std::vector<double> k_cache,
                              std::vector<double> v_cache) {
   size_t D = s.head_dim, Hq = s.num_q_heads, Hkv = s.num_kv_heads;
@@ -149,7 +155,7 @@ QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double
     expect_size("qkv_rope_store", "q_norm", q_norm.size(), D);
     expect_size("qkv_rope_store", "k_norm", k_norm.size(), D);
   }
-  expect_size("qkv_rope_store", "inv_freq", inv_freq.size(), s.rotary_dim / 2);
+  expect_size("qkv_rope_store", "rope_table", rope_table.size(), s.rotary_dim / 2 + 1);
   if (k_cache.size() % (Hkv * D) != 0 || k_cache.size() / (Hkv * D) < s.position_offset + s.T)
     fail("reference::qkv_rope_store: k_cache of {} elements has no row {}", k_cache.size(),
          s.position_offset + s.T - 1);
@@ -164,7 +170,7 @@ QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double
       bool is_q = h < Hq;
       std::copy_n(row + h * D, D, head.begin());
       rms_normalise(head, is_q ? q_norm : k_norm, eps);
-      rotate_half(head, inv_freq, s.rotary_dim, double(position));
+      rotate_half(head, rope_table, s.rotary_dim, double(position));
       if (is_q) {
         std::copy(head.begin(), head.end(), out.q.begin() + (t * Hq + h) * D);
       } else {

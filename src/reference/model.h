@@ -26,10 +26,12 @@ std::vector<double> linear(std::span<const double> x, std::span<const double> W,
                            size_t out_col, std::vector<double> out);
 
 // The [N, K] (nn.Linear layout) weight of a GPTQ int4 layer with "v1" zero points:
-// W[n, k] = scales[g, n] * (q[k, n] - (z[g, n] + 1)), g = k / group_size, q[k, n] = bits 4*(k%8) of
-// qweight[k/8, n], z[g, n] = bits 4*(n%8) of qzeros[g, n/8]; scales [K / group_size, N].
+// W[n, k] = scales[g, n] * (q[k, n] - (z[g, n] + 1)), g = g_idx[k] (act-order) or, with g_idx empty,
+// k / group_size; q[k, n] = bits 4*(k%8) of qweight[k/8, n], z[g, n] = bits 4*(n%8) of qzeros[g, n/8];
+// scales [K / group_size, N].
 std::vector<double> dequantize_gptq(std::span<const uint32_t> qweight, std::span<const uint32_t> qzeros,
-                                    std::span<const double> scales, size_t K, size_t N, size_t group_size);
+                                    std::span<const double> scales, size_t K, size_t N, size_t group_size,
+                                    std::span<const int32_t> g_idx = {});
 
 enum class Activation : uint32_t { Silu = 0, GeluTanh = 1 };
 
@@ -56,10 +58,11 @@ struct QkvRopeOutput {
 
 // Splits qkv [T, (Hq + 2 Hkv) * head_dim] into q, k, v heads; RMS-normalises q and k heads with q_norm /
 // k_norm [head_dim] when they are not empty; rotates the first rotary_dim dims of q and k heads in
-// rotate-half style (pair (i, i + r/2), angle (position_offset + t) * inv_freq[i]); stores k and v at
+// rotate-half style (pair (i, i + r/2), angle (position_offset + t) * rope_table[i], scaled by the attention
+// factor rope_table[r/2]: the table holds r/2 + 1 values, one for GPT-2's r = 0); stores k and v at
 // rows position_offset + t of the caches (rounded to f16 with f16_cache), whose other rows keep their value.
 QkvRopeOutput qkv_rope_store(std::span<const double> qkv, std::span<const double> q_norm,
-                             std::span<const double> k_norm, std::span<const double> inv_freq,
+                             std::span<const double> k_norm, std::span<const double> rope_table,
                              const QkvShape& s, double eps, std::vector<double> k_cache,
                              std::vector<double> v_cache);
 

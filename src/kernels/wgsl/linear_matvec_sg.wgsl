@@ -27,16 +27,16 @@
 // ROPE turns the kernel into a decode step's q|k|v projection that also does qkv_rope_store.wgsl's work
 // (without its q/k norm): N = (Q_HEADS + 2 KV_HEADS) * HEAD_DIM, COLS = 2, and column group g holds a
 // rotary pair of one head, (j, j + r/2) for j < r/2 = ROTARY_DIM / 2 in q and k heads, else the neighbours
-// (2j, 2j + 1); the pair is rotated in rotate-half style at angle (position + m) * inv_freq[j] and stored
-// to q_out [M, Q_HEADS * HEAD_DIM] (bound as out) or to the k and v cache pools [blocks * KV_BLOCK_TOKENS,
-// KV_HEADS * HEAD_DIM] (KV_TYPE elements, kv_cache.wgsl) at the row of position + m in the sequence's block
-// table kv_table (kv_blocks.wgsl). It saves the store kernel's dispatch per
-// layer. An f16 cache word holds two neighbouring dims, which one lane must store together, so there COLS = 4:
+// (2j, 2j + 1); the pair is rotated in rotate-half style at angle (position + m) * rope_table[j], cos and sin
+// scaled by rope_table[ROTARY_DIM / 2] as in qkv_rope_store.wgsl, and stored to q_out [M, Q_HEADS * HEAD_DIM]
+// (bound as out) or to the k and v cache pools [blocks * KV_BLOCK_TOKENS, KV_HEADS * HEAD_DIM] (KV_TYPE
+// elements, kv_cache.wgsl) at the row of position + m in the sequence's block table kv_table (kv_blocks.wgsl).
+// It saves the store kernel's dispatch per layer. An f16 cache word holds two neighbouring dims, which one lane must store together, so there COLS = 4:
 // group g holds the pairs (2j, 2j + r/2) and (2j + 1, 2j + 1 + r/2) for 2j < r/2, else the dims 4j .. 4j + 3
 // (HEAD_DIM and ROTARY_DIM multiples of 4). kernels::linear_qkv_rope sets COLS. A q8 cache is never stored here: a
 // row's scale needs the absmax of its whole head, spread over workgroups (kernels::qkv_rope_fusable).
 // Bindings (group 0): 0 x [M, K] read, 1 W [N, K] read (WEIGHT_TYPE), 2 bias [N] read,
-//                     3 residual read (ROPE: inv_freq [ROTARY_DIM / 2]), 4 out [M, out_stride] read_write,
+//                     3 residual read (ROPE: rope_table [ROTARY_DIM / 2 + 1]), 4 out [M, out_stride] read_write,
 //                     5 norm_weight read: [K] (NORM_X 1), the raw x [M, K] (NORM_X 2), [out_stride]
 //                     (NORM_OUT), any buffer otherwise; 6 k_cache read_write (ROPE; NORM_OUT: the prepared
 //                     output [M, out_stride], f32 bits), 7 v_cache read_write (ROPE), any buffer when unused;
@@ -201,10 +201,11 @@ fn store_rope_group(m: u32, g: u32, sums: vec4<f32>) {
   }
   if (group.rotated) {
     let rotated = x;
+    let scale = residual[ROTARY_DIM / 2u];  // residual is bound to rope_table: the attention factor follows the frequencies
     for (var c = 0u; c < pairs; c++) {
-      let angle = f32(params.position + m) * residual[group.j + c];  // residual is bound to inv_freq
-      let cs = cos(angle);
-      let sn = sin(angle);
+      let angle = f32(params.position + m) * residual[group.j + c];
+      let cs = cos(angle) * scale;
+      let sn = sin(angle) * scale;
       x[c] = rotated[c] * cs - rotated[c + pairs] * sn;
       x[c + pairs] = rotated[c + pairs] * cs + rotated[c] * sn;
     }

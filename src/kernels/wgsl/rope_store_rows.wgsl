@@ -3,7 +3,7 @@
 // cache pool at the row its sequence's block table (kv_table from entry `table_base`, kv_blocks.wgsl) gives. Each head is split, normed, rotated and stored as
 // qkv_rope_store.wgsl does (head_store.wgsl).
 // Bindings (group 0): 0 qkv [*, (Hq + 2 Hkv) * head_dim] read, 1 q_norm [head_dim] read, 2 k_norm [head_dim]
-//                     read, 3 inv_freq [rotary_dim / 2] read, 4 q_out [*, Hq * head_dim] read_write,
+//                     read, 3 rope_table [rotary_dim / 2 + 1] read, 4 q_out [*, Hq * head_dim] read_write,
 //                     5 k_cache pool (KV_TYPE words) read_write, 6 v_cache pool read_write,
 //                     7 table [seq_len] RowEntry read, 8 kv_table (every sequence's block ids) u32 read,
 //                     9 params uniform (qkv_rope_store's; seq_len: the table's entries, position_offset unused).

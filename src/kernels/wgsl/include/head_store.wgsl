@@ -1,7 +1,7 @@
 // One (token, head) of the q|k|v split + q/k RMSNorm + rotary + KV-cache store, shared by qkv_rope_store.wgsl
 // (rows of one sequence, positions position_offset + t) and rope_store_rows.wgsl (rows of several sequences, each
 // with its own position and block table, from a row table). The including kernel declares WORKGROUP_SIZE, the
-// bindings qkv, q_norm, k_norm, inv_freq, q_out, k_cache, v_cache (kv_cache.wgsl words, pools of blocks),
+// bindings qkv, q_norm, k_norm, rope_table, q_out, k_cache, v_cache (kv_cache.wgsl words, pools of blocks),
 // kv_table (kv_blocks.wgsl) and a uniform `params` with num_q_heads, num_kv_heads, head_dim, rotary_dim,
 // use_qk_norm and eps_bits (qkv_rope_store.wgsl's Params). A q8 cache's rows are stored by store_head_q8.
 
@@ -28,9 +28,10 @@ fn rotated(d: u32, inv_rms: f32, is_q: bool, position: u32) -> f32 {
   if (d < params.rotary_dim) {
     let first_half = d < half_rotary;
     let i = select(d - half_rotary, d, first_half);
-    let angle = f32(position) * inv_freq[i];
-    let c = cos(angle);
-    let s = sin(angle);
+    let angle = f32(position) * rope_table[i];
+    let scale = rope_table[half_rotary];  // YaRN's / LongRoPE's attention factor, else 1
+    let c = cos(angle) * scale;
+    let s = sin(angle) * scale;
     if (first_half) {
       value = value * c - normed(d + half_rotary, inv_rms, is_q) * s;
     } else {

@@ -14,7 +14,7 @@ struct Params {
 @group(0) @binding(0) var<storage, read> qkv: array<f32>;
 @group(0) @binding(1) var<storage, read> q_norm: array<f32>;
 @group(0) @binding(2) var<storage, read> k_norm: array<f32>;
-@group(0) @binding(3) var<storage, read> inv_freq: array<f32>;
+@group(0) @binding(3) var<storage, read> rope_table: array<f32>;
 @group(0) @binding(4) var<storage, read_write> q_out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<u32>;
