@@ -466,8 +466,16 @@ TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
   EXPECT_EQ(error_of(R"({"type":["integer","null"],"minimum":1.2,"maximum":1.8})"),
             "schema: no integer is within its bounds (at least 2, at most 1)");
   EXPECT_EQ(error_of(R"({"type":"integer","maximum":"10"})"), "schema.maximum: expected a number, not \"10\"");
+  // Past 2^53 a bound written as a double is already rounded (9007199254740993.0 parses to ...992).
   EXPECT_EQ(error_of(R"({"type":"integer","maximum":1e19})"),
-            "schema.maximum: 1e+19 is out of range: an integer's bounds, made inclusive, must fit in 64 bits");
+            "schema.maximum: 1e+19 is 2^53 or past it, where a number written with a fraction or an exponent is no longer "
+            "exact; write the bound as an integer");
+  EXPECT_EQ(error_of(R"({"type":"integer","minimum":9007199254740993.0})"),
+            "schema.minimum: 9.007199254740992e+15 is 2^53 or past it, where a number written with a fraction or an exponent is "
+            "no longer exact; write the bound as an integer");
+  EXPECT_EQ(error_of(R"({"type":"integer","maximum":18446744073709551615})"),
+            "schema.maximum: 18446744073709551615 is out of range: an integer's bounds, made inclusive, must fit in 64 "
+            "bits");
   EXPECT_EQ(error_of(R"({"type":"integer","exclusiveMinimum":9223372036854775807})"),
             "schema.exclusiveMinimum: 9223372036854775807 is out of range: an integer's bounds, made inclusive, must "
             "fit in 64 bits");

@@ -474,6 +474,21 @@ TEST(GgufModel, BadModelsNameTheProblem) {
                 w.add_tensor("rope_factors_short.weight", 0, {8}, ones);
               })),
               HasSubstr("\"rope_factors_long.weight\" holds 4 factors for 8 rotary frequencies"));
+  // One scaling a file: LongRoPE's factors beside YaRN are refused, as is YaRN with what llama.cpp would multiply
+  // into its attention factor.
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) {
+                w.add_string("llama.rope.scaling.type", "yarn");
+                w.add_f32("llama.rope.scaling.factor", 4.0f);
+                w.add_tensor("rope_factors_long.weight", 0, {8}, ones);
+                w.add_tensor("rope_factors_short.weight", 0, {8}, ones);
+              })),
+              HasSubstr("LongRoPE factor tensors beside rope scaling \"yarn\""));
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) {
+                w.add_string("llama.rope.scaling.type", "yarn");
+                w.add_f32("llama.rope.scaling.factor", 4.0f);
+                w.add_f32("llama.rope.scaling.yarn_log_multiplier", 0.1f);
+              })),
+              HasSubstr("llama.rope.scaling.yarn_log_multiplier = 0.1"));
 
 }
 

@@ -360,6 +360,13 @@ TEST(Config, RejectsImpossibleOrUnsupportedConfigs) {
        "llama-tiny",
        [](json& c) { c["rope_parameters"]["rope_type"] = "dynamic"; },
        {"\"rope_parameters.rope_type\"", "dynamic", "default, linear, llama3, yarn, longrope"}},
+      {"a yarn attention factor that divides by zero",
+       "llama-tiny",
+       [](json& c) {
+         c["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}, {"factor", std::exp(1.0)},
+                                 {"mscale", 1.0}, {"mscale_all_dim", -10.0}};
+       },
+       {"\"rope_parameters.mscale_all_dim\"", "attention factor of inf"}},
       {"yarn rope without its factor",
        "llama-tiny",
        [](json& c) { c["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}}; },

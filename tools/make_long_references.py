@@ -206,6 +206,9 @@ def rope_frequencies(rope, config, rotary_dim, positions):
     base = rope["rope_theta"]
     inv = 1.0 / base ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
     kind = rope["rope_type"]
+    untranscribed = {"attention_factor", "mscale", "mscale_all_dim", "truncate"} & set(rope)
+    if untranscribed or rope.get("factor", 2) <= 1:
+        raise SystemExit(f"rope parameters {sorted(untranscribed)} or a factor of at most 1 are not transcribed here")
     if kind == "default":
         return inv, 1.0
     if kind == "yarn":

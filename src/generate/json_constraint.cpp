@@ -462,7 +462,8 @@ class SchemaCompiler {
   }
 
   // KEYWORD's value, if the schema has it, as an inclusive bound on integers: a fraction rounds inward (which
-  // excludes it), an exclusive integer moves in by one. Doubles are exact up to 2^63, so no int64 is lost.
+  // excludes it), an exclusive integer moves in by one. A bound written with a fraction or an exponent was parsed
+  // into a double, which rounds integers past 2^53: such a bound is refused rather than met approximately.
   static std::optional<int64_t> integer_bound(const json& schema, const BoundKeyword& keyword,
                                               const std::string& path) {
     if (!schema.contains(keyword.name)) return std::nullopt;
@@ -476,7 +477,9 @@ class SchemaCompiler {
     bool exclusive = keyword.exclusive;
     if (value.is_number_float()) {
       double exact = value.get<double>(), rounded = keyword.lower ? std::ceil(exact) : std::floor(exact);
-      if (!(rounded >= -0x1p63 && rounded < 0x1p63)) beyond();
+      if (!(std::abs(exact) < 0x1p53))  // 2^53 itself may be 2^53 + 1 rounded
+        fail("{}.{}: {} is 2^53 or past it, where a number written with a fraction or an exponent is no longer exact; "
+             "write the bound as an integer", path, keyword.name, value.dump());
       bound = static_cast<int64_t>(rounded);
       exclusive = exclusive && rounded == exact;
     } else if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}) {

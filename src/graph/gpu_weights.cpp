@@ -102,9 +102,6 @@ StoredMatrix gptq_rows(const RoleTensors& role, WeightPolicy policy) {
   WeightType act_order_type = policy == WeightPolicy::F16 ? WeightType::F16 : WeightType::Q8_0;
   StoredMatrix m{g.act_order ? act_order_type : gptq_block_type(shape), uint64_t(shape.out), uint64_t(shape.in), 0,
                  g.qweight.name, {}};
-  if (m.type == WeightType::Q8_0 && m.cols % 32 != 0)
-    fail("{}: an act-order GPTQ layer of {} inputs: requantized to Q8_0, its inputs must come in blocks of 32",
-         m.name, m.cols);
   m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
   std::span<const std::byte> scales = g.scales.bytes;
   std::shared_ptr<std::vector<std::byte>> f16_scales;  // scales stored in another float dtype, as f16

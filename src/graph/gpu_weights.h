@@ -23,7 +23,8 @@ namespace gerbil::graph {
 
 // How linear weights are stored on the GPU.
 enum class WeightPolicy {
-  Checkpoint,  // as in the checkpoint: f32 stays f32, f16 f16, bf16 bf16 (no precision lost)
+  Checkpoint,  // as in the checkpoint: f32 stays f32, f16 f16, bf16 bf16 (no precision lost); act-order GPTQ
+               // layers, which no int4 block holds, are requantized to Q8_0 (gptq_rows)
   F16,         // f32 and bf16 checkpoints converted to f16 (half the memory and bandwidth of f32)
 };
 

@@ -233,6 +233,9 @@ void parse_yarn(const Fields& s, const RopeContext& context, RopeParams& rope) {
     rope.attention_factor = yarn_mscale(rope.factor, *mscale) / yarn_mscale(rope.factor, *all_dims);
   else
     rope.attention_factor = yarn_mscale(rope.factor, 1.0);
+  if (!(rope.attention_factor > 0) || !std::isfinite(rope.attention_factor))  // mscale / mscale_all_dim at 1 / ln
+    s.error(s.find({"attention_factor"}) ? "attention_factor" : "mscale_all_dim",
+            fmt::format("gives an attention factor of {}; it must be a positive number", rope.attention_factor));
 }
 
 // LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini): a divisor per frequency, a short set and a long one, and an

@@ -123,8 +123,16 @@ json rope_parameters(const Gguf& gguf, const std::string& prefix, double theta) 
     rope["factor"] = factor;
     if (auto original = gguf.get_int(prefix + "rope.scaling.original_context_length"))
       rope["original_max_position_embeddings"] = *original;
-  } else if (type != "none" && type != "linear") {
-    fail("{}: {}rope.scaling.type \"{}\" is not supported (none, linear and yarn are)", gguf.name(), prefix, type);
+    for (auto [key, field] : {std::pair{"rope.scaling.yarn_beta_fast", "beta_fast"}, {"rope.scaling.yarn_beta_slow", "beta_slow"}})
+      if (auto beta = gguf.get_float(prefix + key)) rope[field] = *beta;
+    // What llama.cpp multiplies into YaRN's own attention factor (DeepSeek's log multiplier, a given factor) has no
+    // counterpart in the config's terms: refused unless neutral.
+    for (auto [key, neutral] : {std::pair{"rope.scaling.yarn_log_multiplier", 0.0}, {"rope.scaling.attn_factor", 1.0}})
+      if (auto value = gguf.get_float(prefix + key); value && *value != neutral)
+        fail("{}: {}{} = {} with YaRN is not supported (only {})", gguf.name(), prefix, key, *value, neutral);
+  } else if (type != "none" && type != "linear" && type != "longrope") {  // longrope: its factor tensors say the rest
+    fail("{}: {}rope.scaling.type \"{}\" is not supported (none, linear, yarn and longrope are)", gguf.name(), prefix,
+         type);
   }
   return rope;
 }
@@ -296,8 +304,12 @@ json gguf_config_json(const Gguf& gguf) {
   int64_t rotary = gguf.get_int(prefix + "rope.dimension_count").value_or(head_dim.value_or(
       config["hidden_size"].get<int64_t>() / heads));
   if (gguf.find_tensor("rope_freqs.weight")) rope = llama3_rope_from_factors(gguf, prefix, rope, rotary);
-  if (gguf.find_tensor("rope_factors_long.weight") || gguf.find_tensor("rope_factors_short.weight"))
+  if (gguf.find_tensor("rope_factors_long.weight") || gguf.find_tensor("rope_factors_short.weight")) {
+    if (rope["rope_type"] != "default")
+      fail("{}: LongRoPE factor tensors beside rope scaling {} (a file holds one scaling)", gguf.name(),
+           rope["rope_type"].dump());
     rope = longrope_from_factors(gguf, prefix, rope, rotary);
+  }
   if (auto window = gguf.get_int(prefix + "attention.sliding_window"); window && *window > 0)
     config["sliding_window"] = *window;
   if (family.gguf_name == "gemma3") {
