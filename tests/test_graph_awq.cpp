@@ -96,14 +96,15 @@ TEST(AwqModel, RepackedLayerWithZeroPointsOfZeroRunsExactly) {
 }
 
 // The GPTQ fixture made act-order: each layer's inputs dealt to its groups by a shuffle (g_idx[k] = shuffled[k] /
-// group size, as AutoGPTQ's desc_act leaves them), qweight, zeros and scales unchanged.
+// group size, as AutoGPTQ's desc_act leaves them), qweight, zeros and scales unchanged; but k_proj keeps its groups
+// in order, so that the fused q|k|v holds both kinds of rows (Q8_0, int4 blocks, Q8_0).
 void write_act_order_fixture(const std::filesystem::path& dir, std::vector<std::vector<int32_t>>& kept) {
   test::copy_fixture(
       "qwen2-tiny-gptq-int4", dir,
       [&](std::vector<TensorSource>& sources) {
         std::mt19937 shuffle(7);
         for (TensorSource& source : sources) {
-          if (!source.name.ends_with(".g_idx")) continue;
+          if (!source.name.ends_with(".g_idx") || source.name.ends_with("k_proj.g_idx")) continue;
           std::vector<int32_t>& g_idx = kept.emplace_back(std::size_t(source.shape[0]));
           std::iota(g_idx.begin(), g_idx.end(), 0);
           std::shuffle(g_idx.begin(), g_idx.end(), shuffle);
@@ -167,6 +168,7 @@ TEST_P(GptqActOrder, MatchesItsWeightsDequantized) {
   write_dequantized(act_dir.path(), f32_dir.path(), weights);
   ModelFiles act = ModelFiles::open(act_dir.path()), f32 = ModelFiles::open(f32_dir.path());
   ASSERT_TRUE(act.weights().get(0, Role::Q).gptq->act_order);
+  ASSERT_FALSE(act.weights().get(0, Role::K).gptq->act_order);
   auto ids = nlohmann::json::parse(test::read_text(test::fixtures_dir() / "qwen2-tiny-gptq-int4" / "ref" / "input_ids.json"))
                  .get<std::vector<int32_t>>();
   std::size_t vocab = std::size_t(act.config().vocab_size);

