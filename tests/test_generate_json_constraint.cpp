@@ -466,6 +466,12 @@ TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
   EXPECT_EQ(error_of(R"({"type":["integer","null"],"minimum":1.2,"maximum":1.8})"),
             "schema: no integer is within its bounds (at least 2, at most 1)");
   EXPECT_EQ(error_of(R"({"type":"integer","maximum":"10"})"), "schema.maximum: expected a number, not \"10\"");
+  // References that only lead to each other match nothing: refused, not a constraint that allows no token.
+  EXPECT_EQ(error_of(R"({"$defs":{"node":{"type":"null"}},"$ref":"#"})"),
+            "schema: a $ref leads back to itself before any value (references in a cycle with nothing to match)");
+  EXPECT_EQ(error_of(R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"anyOf":[{"$ref":"#/$defs/a"}]}},)"
+                     R"("type":"object","properties":{"x":{"$ref":"#/$defs/a"}}})"),
+            "schema: a $ref leads back to itself before any value (references in a cycle with nothing to match)");
   // Past 2^53 a bound written as a double is already rounded (9007199254740993.0 parses to ...992).
   EXPECT_EQ(error_of(R"({"type":"integer","maximum":1e19})"),
             "schema.maximum: 1e+19 is 2^53 or past it, where a number written with a fraction or an exponent is no longer "

@@ -239,6 +239,11 @@ void JsonGrammar::Impl::finish(const std::string& path) {
         for (int b = 0; b < 256; ++b)
           if (nodes[alternative].first_bytes[b] && !node.first_bytes[b]) changed = node.first_bytes[b] = true;
   }
+  // Only a cycle of references that never reaches a value ({"$ref": "#"}) begins with no byte: decoding would
+  // find no token to take.
+  for (const Node& node : nodes)
+    if (std::none_of(node.first_bytes.begin(), node.first_bytes.end(), [](bool b) { return b; }))
+      fail("{}: a $ref leads back to itself before any value (references in a cycle with nothing to match)", path);
   for (Node& node : nodes) {
     if (node.kind != Kind::Choice) continue;
     node.by_first_byte.fill(kNone);
