@@ -72,24 +72,26 @@ COMMON = {
     "dtype": "float32",
 }
 
+# GQA, q/k/v biases, tied embeddings, every layer full attention.
+QWEN2 = dict(
+    COMMON,
+    architectures=["Qwen2ForCausalLM"],
+    model_type="qwen2",
+    num_key_value_heads=2,
+    hidden_act="silu",
+    rms_norm_eps=1e-6,
+    rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"},
+    tie_word_embeddings=True,
+    attention_bias=True,
+    use_sliding_window=False,
+    sliding_window=None,
+    max_window_layers=28,
+    layer_types=["full_attention", "full_attention"],
+)
+
 # Configs as transformers writes them for these architectures (the fixtures' fields), and a seed each.
 MODELS = {
-    # GQA, q/k/v biases, tied embeddings, every layer full attention.
-    "qwen2-long": (101, dict(
-        COMMON,
-        architectures=["Qwen2ForCausalLM"],
-        model_type="qwen2",
-        num_key_value_heads=2,
-        hidden_act="silu",
-        rms_norm_eps=1e-6,
-        rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"},
-        tie_word_embeddings=True,
-        attention_bias=True,
-        use_sliding_window=False,
-        sliding_window=None,
-        max_window_layers=28,
-        layer_types=["full_attention", "full_attention"],
-    )),
+    "qwen2-long": (101, QWEN2),
     # MQA, untied, a 64-token sliding window on every layer.
     "mistral-swa-long": (202, dict(
         COMMON,
@@ -127,20 +129,9 @@ MODELS = {
     # versions that take the factor as that ratio agree). With rotary dim 16 and base 10000 frequencies 0 to 4
     # form the ramp between kept and divided ones; cos and sin are scaled by 0.1 ln 4 + 1.
     "qwen2-yarn-long": (505, dict(
-        COMMON,
-        architectures=["Qwen2ForCausalLM"],
-        model_type="qwen2",
-        num_key_value_heads=2,
-        hidden_act="silu",
-        rms_norm_eps=1e-6,
+        QWEN2,
         rope_parameters={"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0,
                          "original_max_position_embeddings": 512},
-        tie_word_embeddings=True,
-        attention_bias=True,
-        use_sliding_window=False,
-        sliding_window=None,
-        max_window_layers=28,
-        layer_types=["full_attention", "full_attention"],
     )),
     # LongRoPE as Phi-3.5 / Phi-4-mini have it: an original context of 256 (its prompt of 1,100 is past it, so
     # the long factors apply), 8 times that as max_position_embeddings (attention factor
