@@ -422,15 +422,18 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
   }
 }
 
+// The error compiling SCHEMA gives, its schema path starting at PATH ("no error" when it compiles).
+std::string schema_error(const char* schema, const std::string& path = "schema") {
+  try {
+    JsonGrammar::from_schema(json::parse(schema), path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
-  auto error_of = [](const char* schema) {
-    try {
-      JsonGrammar::from_schema(json::parse(schema), "response_format.json_schema.schema");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [](const char* schema) { return schema_error(schema, "response_format.json_schema.schema"); };
   EXPECT_EQ(error_of(R"({"type":"object","properties":{"age":{"type":"int"}}})"),
             "response_format.json_schema.schema.properties.age.type: unknown type 'int' (expected object, array, "
             "string, number, integer, boolean or null)");
@@ -450,14 +453,7 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
 }
 
 TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
-  auto error_of = [](const char* schema) {
-    try {
-      JsonGrammar::from_schema(json::parse(schema), "schema");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [](const char* schema) { return schema_error(schema); };
   EXPECT_EQ(error_of(R"({"properties":{"s":{"type":"string","minLength":5,"maxLength":2}}})"),
             "schema.properties.s: minLength 5 is above maxLength 2");
   EXPECT_EQ(error_of(R"({"type":"string","maxLength":1.5})"), "schema.maxLength: expected a count, not 1.5");
