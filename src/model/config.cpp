@@ -215,14 +215,19 @@ struct RopeContext {
 // transformers' YaRN attention factor 0.1 * mscale * ln(factor) + 1 (1 for factors up to 1).
 double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
 
+// The original context the scaling names, else the one the config names at its top level (Phi-3's place).
+std::optional<int64_t> original_context(const Fields& s, const RopeContext& context) {
+  if (s.find({"original_max_position_embeddings"}))
+    return s.positive_int({"original_max_position_embeddings"}, kMaxPositions);
+  return context.original_max_positions;
+}
+
 void parse_yarn(const Fields& s, const RopeContext& context, RopeParams& rope) {
   rope.type = RopeType::Yarn;
   // The factor as given, as vLLM and llama.cpp take it (some transformers versions take max_position_embeddings over
   // the original context instead, which is 1 for Qwen2.5's documented YaRN settings).
   rope.factor = s.positive_number({"factor"}, std::nullopt);
-  rope.original_max_positions = s.find({"original_max_position_embeddings"})
-                                    ? s.positive_int({"original_max_position_embeddings"}, kMaxPositions)
-                                    : context.original_max_positions.value_or(context.max_positions);
+  rope.original_max_positions = original_context(s, context).value_or(context.max_positions);
   rope.beta_fast = s.positive_number({"beta_fast"}, 32.0);
   rope.beta_slow = s.positive_number({"beta_slow"}, 1.0);
   rope.truncate = s.optional_bool("truncate").value_or(true);
@@ -249,9 +254,7 @@ void parse_longrope(const Fields& s, const RopeContext& context, RopeParams& rop
       s.error(key, fmt::format("holds {} factors; the rotary dimension has {} frequencies", factors->size(),
                                context.frequencies));
   }
-  std::optional<int64_t> original = s.find({"original_max_position_embeddings"})
-                                        ? s.positive_int({"original_max_position_embeddings"}, kMaxPositions)
-                                        : context.original_max_positions;
+  std::optional<int64_t> original = original_context(s, context);
   if (original) {
     rope.original_max_positions = *original;
     rope.factor = double(context.max_positions) / double(*original);
