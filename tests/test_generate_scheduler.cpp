@@ -92,12 +92,14 @@ std::vector<Generation> answers_alone(const ModelFiles& files, const Requests& r
 // slot. Then eight slots and steps of up to 16 rows: all eight decode together, beside prompt chunks. Steps of 5
 // to 16 rows run their products on linear_rows.wgsl (4 columns a thread up to 8 rows, 2 beyond), whose sums are
 // in another order than the matrix-vector and tiled kernels' that answer alone: the tokens must not depend on it.
-// `rows_shapes`: what the shapes of some product that linear_rows.wgsl takes in such a step hold.
+// `rows_shapes`: what the shapes of some product that linear_rows.wgsl takes in such a step hold. Every model
+// here batches its sequences in one step.
 void expect_batches_answer_alike(const ModelFiles& files, const Requests& requests,
                                  const std::vector<Generation>& alone, const std::string& rows_shapes) {
   for (auto [slots, chunk] : {std::pair{4u, 6u}, std::pair{8u, kernels::kLinearRowsMax}}) {
     SCOPED_TRACE(testing::Message() << slots << " slots, steps of at most " << chunk << " rows");
     graph::Model model(test::device(), files, {.context = 48, .slots = slots, .max_chunk = chunk});
+    ASSERT_TRUE(model.can_batch()) << "its sequences would run one after another";
     auto entries = model.describe(chunk);
     ASSERT_TRUE(std::any_of(entries.begin(), entries.end(), [&](auto& e) {
       return e.kernel == "linear_rows" && e.shapes.find(rows_shapes) != std::string::npos;
@@ -178,8 +180,9 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   }
 }
 
-// qwen2 and llama batch in one step; gpt2's learned positions make its segments run one after another;
-// gemma3 and mistral-swa have sliding windows (and gemma3 q/k norms).
+// qwen2 and llama batch in one step; so does gpt2, whose learned positions are gathered per segment (the batch
+// answers alike only where each segment's rows take their own slot's positions); gemma3 and mistral-swa have
+// sliding windows (and gemma3 q/k norms).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Batching,
                          ::testing::Values("qwen2-tiny", "llama-tiny", "gpt2-tiny", "gemma3-tiny", "mistral-swa-tiny"));
 

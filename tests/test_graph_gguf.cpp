@@ -489,7 +489,9 @@ TEST(GgufModel, BadModelsNameTheProblem) {
                 w.add_f32("llama.rope.scaling.yarn_log_multiplier", 0.1f);
               })),
               HasSubstr("llama.rope.scaling.yarn_log_multiplier = 0.1"));
-
+  // A type of longrope with no factors to apply would run as the unscaled rotary embedding.
+  EXPECT_THAT(error_for(llama(16, [&](GgufWriter& w) { w.add_string("llama.rope.scaling.type", "longrope"); })),
+              HasSubstr("rope.scaling.type is \"longrope\" but the file holds no rope_factors_long"));
 }
 
 }  // namespace

@@ -131,10 +131,13 @@ struct EmbedShape {
   uint32_t position_offset;
   bool skip_last_block;  // its tokens must keep the values `out` had before
   bool one_table = false;  // the blocks bound at their offsets in one buffer, as the graph binds a split table
+  uint32_t first_row = 0;  // the T tokens gathered lie between first_row others before and after them
 };
 
 std::string describe_embed(const EmbedShape& s) {
-  return fmt::format("T={} D={} vocab={} blocks={}{}{} {} scale={} positions={}", s.T, s.D, s.vocab, s.blocks,
+  return fmt::format("T={}{} D={} vocab={} blocks={}{}{} {} scale={} positions={}", s.T,
+                     s.first_row ? fmt::format(" from row {} of {}", s.first_row, s.T + 2 * s.first_row) : "", s.D,
+                     s.vocab, s.blocks,
                      s.skip_last_block ? " (last skipped)" : "", s.one_table ? " in one buffer" : "",
                      type_name(s.type), s.scale, s.positions ? fmt::format("from {}", s.position_offset) : "none");
 }
@@ -152,21 +155,26 @@ KernelCheck embed_check(bool quick) {
                                     // blocks at 256-byte offsets of one buffer (rows of 256 bytes), as the graph
                                     // binds a table larger than the binding limit
                                     {9, 64, 100, 3, F32, 1.f, false, 0, false, true},
-                                    {5, 128, 60, 2, F16, 2.f, true, 1, true, true}};
+                                    {5, 128, 60, 2, F16, 2.f, true, 1, true, true},
+                                    // one sequence's rows of a batched step (GPT-2): the rows around keep their values
+                                    {4, 20, 30, 1, F32, 1.f, true, 7, false, false, 3},
+                                    {3, 17, 40, 2, F16, 1.f, true, 2, true, false, 5}};
   if (!quick) shapes.push_back({300, 257, 1000, 2, BF16, 16.f, true, 7, false});
   constexpr double bound = 1e-6;
   return make_check<EmbedShape>(
       "embed", bound, "one f32 multiply (and one add with positions) per element: at most ~2 ulp", shapes,
       describe_embed, [](gpu::Device& device, Rng& rng, const EmbedShape& s) {
         auto block_begin = [&](uint32_t b) { return uint32_t(uint64_t(s.vocab) * b / s.blocks); };
-        auto ids = random_ints(rng, s.T, s.vocab);
+        uint32_t rows_in_all = s.T + 2 * s.first_row;
+        auto ids = random_ints(rng, rows_in_all, s.vocab);
         for (uint32_t b = 0; b < s.blocks && b < s.T; ++b)  // every block gets a token
-          ids[b] = block_begin(b) + ids[b] % (block_begin(b + 1) - block_begin(b));
+          ids[s.first_row + b] = block_begin(b) + ids[s.first_row + b] % (block_begin(b + 1) - block_begin(b));
         uint32_t position_rows = s.positions ? s.position_offset + s.T + 2 : 1;
         auto positions = random_floats(rng, size_t(position_rows) * s.D);
-        // Tokens of a skipped block keep random prior values; everything else starts as NaN.
-        auto prior = s.skip_last_block ? random_floats(rng, size_t(s.T) * s.D)
-                                       : std::vector<float>(size_t(s.T) * s.D, kNaN);
+        // Tokens not gathered, and those of a skipped block, keep random prior values; the rest start as NaN.
+        auto prior = random_floats(rng, size_t(rows_in_all) * s.D);
+        if (!s.skip_last_block)
+          std::fill_n(prior.begin() + size_t(s.first_row) * s.D, size_t(s.T) * s.D, kNaN);
         Buffers b{device};
         auto& out = b.input("out", prior);
         auto& ids_buffer = b.input("ids", ids);
@@ -190,10 +198,10 @@ KernelCheck embed_check(bool quick) {
             values = std::move(block_weights.values);
             table = {&b.input("table", block_weights.words)};
           }
-          EmbedParams p{s.T, s.D, first, rows, float_bits(s.scale), s.position_offset, s.positions};
+          EmbedParams p{s.T, s.D, first, rows, float_bits(s.scale), s.position_offset, s.positions, s.first_row};
           run(device, embed(device, {&ids_buffer}, table, {&positions_buffer}, {&out}, p, s.type, position_rows));
-          ref = reference::embed(ids, values, s.positions ? widen(positions) : std::vector<double>{}, s.T, s.D,
-                                 first, s.scale, s.position_offset, std::move(ref));
+          ref = reference::embed(ids, values, s.positions ? widen(positions) : std::vector<double>{}, s.first_row,
+                                 s.T, s.D, first, s.scale, s.position_offset, std::move(ref));
         }
         return result("embed", describe_embed(s), b.read(out, ref.size()), ref, bound);
       });

@@ -232,12 +232,26 @@ class StepBuilder {
   BufferBinding unused() const { return {&b_.unused}; }
   uint32_t hidden() const { return uint32_t(config_.hidden_size); }
 
+  // The token embeddings of every row; learned positions (GPT-2) are added by one gather per segment, whose
+  // rows start at its own slot's position.
   void embed() {
+    if (!w_.positions) return embed_rows(0, T_);
+    uint32_t first_row = 0;
+    for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) {
+      uint32_t rows = step_.segments[segment_].second;
+      embed_rows(first_row, rows);
+      first_row += rows;
+    }
+    segment_ = 0;
+  }
+
+  void embed_rows(uint32_t first_row, uint32_t rows) {
     const GpuLinear& table = w_.embed;
     float scale = arch_.embed_scale_sqrt_hidden ? std::sqrt(float(config_.hidden_size)) : 1.0f;
     bool learned = w_.positions.has_value();
     for (const RowBlock& block : table.blocks) {
-      kernels::EmbedParams p{T_, hidden(), block.first_row, block.rows, kernels::float_bits(scale), 0, learned ? 1u : 0u};
+      kernels::EmbedParams p{rows, hidden(), block.first_row, block.rows, kernels::float_bits(scale), 0,
+                             learned ? 1u : 0u, first_row};
       BufferBinding positions = learned ? BufferBinding{&*w_.positions} : unused();
       Dispatch& d = add("embed", kernels::embed(device_, {&b_.ids}, {table.weight.get(), block.byte_offset, block.byte_size},
                                                 positions, {&b_.residual[0]}, p, block.type,
@@ -731,8 +745,7 @@ void Model::allocate(uint32_t context) {
   }
   // A batched step binds each sequence's rows of q, q|k|v and the attention output on their own.
   uint64_t alignment = device_.limits().minStorageBufferOffsetAlignment;
-  batchable_ = config_.arch->positions != PositionKind::Learned && (q_width * 4) % alignment == 0 &&
-               ((q_width + 2 * kv_width) * 4) % alignment == 0;
+  batchable_ = (q_width * 4) % alignment == 0 && ((q_width + 2 * kv_width) * 4) % alignment == 0;
   row_kernels_ = batchable_ && kernels::attention_rows_fits(uint32_t(config_.head_dim), kv_type_);
   b.row_table = device_.create_buffer("row table", chunk * sizeof(kernels::RowEntry));
   for (auto& picks : b.batch_picks) picks = device_.create_buffer("batch picks read-back", 4ull * options_.slots, gpu::BufferKind::Readback);

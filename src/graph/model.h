@@ -145,7 +145,7 @@ class Model {
   // cannot batch (can_batch()), the segments run one after another with the same result.
   std::vector<float> forward_batch(std::span<const Segment> segments);
   // Whether forward_batch() runs its segments as one step: the per-segment views of the activation rows must
-  // sit at offsets the adapter can bind, and positions must not be learned (GPT-2's table is per row).
+  // sit at offsets the adapter can bind.
   bool can_batch() const { return batchable_; }
   // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (argmax,
   // ids past token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back.

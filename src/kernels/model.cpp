@@ -405,7 +405,8 @@ bool qkv_rope_fusable(const QkvHeads& heads) {
 Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, BufferBinding positions,
                BufferBinding out, const EmbedParams& p, WeightType type, uint32_t position_rows) {
   auto shapes = fmt::format(
-      "T={} D={} vocab_block=[{}, {}) type={} positions={}", p.seq_len, p.hidden_size, p.vocab_offset,
+      "T={}{} D={} vocab_block=[{}, {}) type={} positions={}", p.seq_len,
+      p.first_row ? fmt::format(" from row {}", p.first_row) : "", p.hidden_size, p.vocab_offset,
       uint64_t(p.vocab_offset) + p.vocab_rows, name_of(type),
       p.use_positions ? fmt::format("{} rows from {}", position_rows, p.position_offset) : "none");
   check_weight_type("embed", shapes, type);
@@ -415,16 +416,17 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
   if (p.use_positions && uint64_t(p.position_offset) + p.seq_len > position_rows)
     fail("kernel 'embed' ({}): positions {}..{} lie past the {} rows of the position table", shapes,
          p.position_offset, uint64_t(p.position_offset) + p.seq_len - 1, position_rows);
+  uint64_t rows = uint64_t(p.first_row) + p.seq_len;
   uint64_t n = count_of(p.seq_len, p.hidden_size);
   bool vec4 = p.hidden_size % 4 == 0;  // embed_vec4.wgsl: rows of whole vec4s
   // Its positions are an array of vec4, which a caller's small stand-in for an unused position table (any buffer
   // will do for embed.wgsl) might not hold.
   if (vec4 && !p.use_positions) positions = device.placeholder(0);
   return prepare(device, vec4 ? "embed_vec4" : "embed", shapes,
-                 {{"ids", ids, p.seq_len},
+                 {{"ids", ids, rows},
                   weight_operand("table", table, p.vocab_rows, p.hidden_size, type),
                   {"positions", positions, used(p.use_positions, count_of(position_rows, p.hidden_size))},
-                  {"out", out, n}},
+                  {"out", out, count_of(rows, p.hidden_size)}},
                  p, fold(ceil_div(vec4 ? n / 4 : n, kWorkgroupSize)), {{"WEIGHT_TYPE", double(type)}});
 }
 

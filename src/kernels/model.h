@@ -116,18 +116,20 @@ Operand kv_pool_operand(std::string_view name, BufferBinding binding, uint64_t p
 // A cache kernel's override constants: the cache's (kv_constants), its blocks' (KV_BLOCK_TOKENS), then `more`.
 gpu::Constants cache_constants(KvType kv, uint64_t pool, const KvBlocks& blocks, const gpu::Constants& more = {});
 
-// embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t, d])
-// for the rows of a vocabulary block [vocab_offset, vocab_offset + vocab_rows); tokens outside the block
-// are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
+// embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t - first_row, d])
+// for the tokens t in [first_row, first_row + seq_len) whose ids lie in the vocabulary block [vocab_offset,
+// vocab_offset + vocab_rows); other tokens are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
 // elements per thread) serves hidden sizes that are a multiple of 4.
-// Bindings: 0 ids [T] u32, 1 table [vocab_rows, D] (WeightType), 2 positions [*, D] f32 (bind any
-// buffer when unused), 3 out [T, D] f32, 4 params.
+// A batched step of a model with learned positions (GPT-2) gathers each sequence's rows with its own
+// first_row and position_offset.
+// Bindings: 0 ids [first_row + T] u32, 1 table [vocab_rows, D] (WeightType), 2 positions [*, D] f32 (bind any
+// buffer when unused), 3 out [first_row + T, D] f32, 4 params.
 struct EmbedParams {
   uint32_t seq_len, hidden_size, vocab_offset, vocab_rows;
   uint32_t scale_bits;       // f32 multiplier (Gemma: sqrt(hidden)); 1.0f otherwise
-  uint32_t position_offset;  // row of `positions` for t = 0
+  uint32_t position_offset;  // row of `positions` for t = first_row
   uint32_t use_positions;    // 1: add learned position embeddings (GPT-2)
-  uint32_t _pad = 0;
+  uint32_t first_row = 0;    // the first token gathered
 };
 Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, BufferBinding positions,
                BufferBinding out, const EmbedParams& p, WeightType type, uint32_t position_rows);

@@ -309,6 +309,9 @@ json gguf_config_json(const Gguf& gguf) {
       fail("{}: LongRoPE factor tensors beside rope scaling {} (a file holds one scaling)", gguf.name(),
            rope["rope_type"].dump());
     rope = longrope_from_factors(gguf, prefix, rope, rotary);
+  } else if (gguf.get_string(prefix + "rope.scaling.type") == "longrope") {
+    fail("{}: {}rope.scaling.type is \"longrope\" but the file holds no rope_factors_long / rope_factors_short "
+         "tensors to say how", gguf.name(), prefix);
   }
   if (auto window = gguf.get_int(prefix + "attention.sliding_window"); window && *window > 0)
     config["sliding_window"] = *window;

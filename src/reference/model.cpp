@@ -43,22 +43,23 @@ void rotate_half(std::span<double> head, std::span<const double> rope_table, siz
 }  // namespace
 
 std::vector<double> embed(std::span<const uint32_t> ids, std::span<const double> table,
-                          std::span<const double> positions, size_t T, size_t D, size_t vocab_offset,
-                          double scale, size_t position_offset, std::vector<double> out) {
+                          std::span<const double> positions, size_t first_row, size_t T, size_t D,
+                          size_t vocab_offset, double scale, size_t position_offset, std::vector<double> out) {
   expect_positive("embed", "D", D);
-  expect_size("embed", "ids", ids.size(), T);
-  expect_size("embed", "out", out.size(), T * D);
+  if (first_row + T > ids.size())
+    fail("reference::embed: tokens {}..{} lie past the {} ids", first_row, first_row + T - 1, ids.size());
+  expect_size("embed", "out", out.size(), ids.size() * D);
   if (table.size() % D != 0)
     fail("reference::embed: table has {} elements, not a whole number of rows of D = {}", table.size(), D);
   if (!positions.empty() && positions.size() < (position_offset + T) * D)
     fail("reference::embed: positions has {} elements, fewer than the {} rows needed", positions.size(),
          position_offset + T);
   size_t rows = table.size() / D;
-  for (size_t t = 0; t < T; ++t) {
+  for (size_t t = first_row; t < first_row + T; ++t) {
     if (ids[t] < vocab_offset || ids[t] >= vocab_offset + rows) continue;
     for (size_t d = 0; d < D; ++d) {
       double value = scale * table[(ids[t] - vocab_offset) * D + d];
-      if (!positions.empty()) value += positions[(position_offset + t) * D + d];
+      if (!positions.empty()) value += positions[(position_offset + t - first_row) * D + d];
       out[t * D + d] = value;
     }
   }

@@ -13,11 +13,12 @@
 namespace gerbil::reference {
 
 // One vocabulary block of an embedding table (table is [rows, D] for the ids [vocab_offset, +rows)):
-// out[t, d] = scale * table[ids[t] - vocab_offset, d] (+ positions[position_offset + t, d] when positions is
-// not empty) for the tokens of the block; the rows of other tokens keep their value in `out` [T, D].
+// out[t, d] = scale * table[ids[t] - vocab_offset, d] (+ positions[position_offset + t - first_row, d] when
+// positions is not empty) for the tokens t in [first_row, first_row + T) of the block; the rows of other tokens
+// keep their value in `out` [ids.size(), D].
 std::vector<double> embed(std::span<const uint32_t> ids, std::span<const double> table,
-                          std::span<const double> positions, size_t T, size_t D, size_t vocab_offset,
-                          double scale, size_t position_offset, std::vector<double> out);
+                          std::span<const double> positions, size_t first_row, size_t T, size_t D,
+                          size_t vocab_offset, double scale, size_t position_offset, std::vector<double> out);
 
 // out[m, out_col + n] = sum_k x[m, k] W[n, k] + bias[n] + residual[m, out_col + n] for n < N, with W [N, K]
 // and `out` [M, out_stride]; an empty bias or residual is left out, other columns of `out` keep their value.

@@ -5,9 +5,9 @@
 // an H200, llama T = 2048; run 79).
 // Block-quantized tables (WEIGHT_TYPE >= 3, include/blocks.wgsl) always come here (their rows are whole blocks of
 // 32 or 256 elements).
-// Bindings (group 0): 0 ids [T] u32 read, 1 table [vocab_rows, hidden_size] read (WEIGHT_TYPE, as vec2<u32>),
-//                     2 positions [*, hidden_size] read, 3 out [T, hidden_size] read_write (both as vec4<f32>),
-//                     4 params uniform (scale as f32 bits).
+// Bindings (group 0): 0 ids [first_row + T] u32 read, 1 table [vocab_rows, hidden_size] read (WEIGHT_TYPE, as
+//                     vec2<u32>), 2 positions [*, hidden_size] read, 3 out [first_row + T, hidden_size] read_write
+//                     (both as vec4<f32>), 4 params uniform (scale as f32 bits).
 // Dispatch: W = ceil(T * hidden_size / 4 / 256) workgroups of 256, folded as (min(W, 65535), ceil(W / x), 1).
 
 //!include embed_params.wgsl
@@ -51,7 +51,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (idx >= params.seq_len * D4) {
     return;
   }
-  let t = idx / D4;
+  let i = idx / D4;  // the i-th token gathered
+  let t = params.first_row + i;
   let d4 = idx % D4;
   // Unsigned wrap-around: ids below vocab_offset become huge and fail the same test as ids past the block.
   let row = ids[t] - params.vocab_offset;
@@ -60,7 +61,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   var value = bitcast<f32>(params.scale_bits) * table_piece(row, d4);
   if (params.use_positions != 0u) {
-    value += positions[(params.position_offset + t) * D4 + d4];
+    value += positions[(params.position_offset + i) * D4 + d4];
   }
-  out[idx] = value;
+  out[t * D4 + d4] = value;
 }

@@ -7,5 +7,5 @@ struct Params {
   scale_bits: u32,
   position_offset: u32,
   use_positions: u32,
-  _pad: u32,
+  first_row: u32,
 }
