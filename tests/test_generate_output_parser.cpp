@@ -154,8 +154,14 @@ TEST(OutputParser, MalformedToolCallsStayContent) {
                                           options(ToolCallFormat::Hermes));
   ASSERT_EQ(stopped.tool_calls.size(), 1u);
   EXPECT_EQ(stopped.tool_calls[0].arguments, R"({"x": 1})");  // as written
-  MessageParts mistral = parse_everywhere("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}", options(ToolCallFormat::Mistral));
-  EXPECT_EQ(mistral.content, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}");
+  MessageParts mistral = parse_everywhere("[TOOL_CALLS][{\"name\" \"f\", \"arguments\": {\"a\": 1}}]", options(ToolCallFormat::Mistral));
+  EXPECT_EQ(mistral.content, "[TOOL_CALLS][{\"name\" \"f\", \"arguments\": {\"a\": 1}}]");
+  EXPECT_TRUE(mistral.tool_calls.empty());
+  // Stopped inside the list, after a call's arguments: that call was sent.
+  MessageParts stopped_list = parse_everywhere("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}", options(ToolCallFormat::Mistral));
+  ASSERT_EQ(stopped_list.tool_calls.size(), 1u);
+  EXPECT_EQ(stopped_list.tool_calls[0].arguments, R"({"a": 1})");
+  EXPECT_EQ(stopped_list.content, "");
   MessageParts llama = parse_everywhere("{\"name\": \"f\", \"parameters\": [1, ", options(ToolCallFormat::Llama3Json));
   EXPECT_EQ(llama.content, "{\"name\": \"f\", \"parameters\": [1, ");
 }
@@ -197,12 +203,12 @@ TEST(OutputParser, AQwenCallStreamsItsArgumentsAsTheyAreWritten) {
   ASSERT_EQ(piece.call_deltas.size(), 1u);
   EXPECT_FALSE(piece.call_deltas[0].opens);
   EXPECT_EQ(piece.call_deltas[0].arguments, "ty\": \"Pa}{\\\"ris\"}");  // braces in a string are text
-  EXPECT_TRUE(parser.feed("}\n</tool").empty());  // the call's frame, not its arguments
-  MessageParts closed = parser.feed("_call>");
+  MessageParts closed = parser.feed("}\n</tool");  // the call's object closes: no more arguments, the call is whole
   EXPECT_TRUE(closed.call_deltas.empty());
   ASSERT_EQ(closed.tool_calls.size(), 1u);
   EXPECT_EQ(closed.tool_calls[0].arguments, "{\"city\": \"Pa}{\\\"ris\"}");
   EXPECT_EQ(json::parse(closed.tool_calls[0].arguments)["city"], "Pa}{\"ris");
+  EXPECT_TRUE(parser.feed("_call>").empty());  // the block's frame
 }
 
 // Found by fuzz_output_parser: arguments whose string never closes run into </tool_call>, which must end them there
@@ -224,7 +230,7 @@ TEST(OutputParser, Llama3JsonMessage) {
       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", options(ToolCallFormat::Llama3Json));
   ASSERT_EQ(message.tool_calls.size(), 1u);
   EXPECT_EQ(message.tool_calls[0].name, "get_weather");
-  EXPECT_EQ(message.tool_calls[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(message.tool_calls[0].arguments, R"({"city": "Oslo"})");  // as written
   EXPECT_EQ(message.content, "");
   MessageParts tagged = parse_everywhere("<|python_tag|>{\"name\": \"search\", \"parameters\": {\"q\": \"x\"}}",
                                          options(ToolCallFormat::Llama3Json));
@@ -249,7 +255,7 @@ TEST(OutputParser, MistralBothForms) {
       options(ToolCallFormat::Mistral));
   ASSERT_EQ(listed.tool_calls.size(), 2u);
   EXPECT_EQ(listed.tool_calls[0].name, "add");
-  EXPECT_EQ(listed.tool_calls[0].arguments, R"({"a":1,"b":2})");
+  EXPECT_EQ(listed.tool_calls[0].arguments, R"({"a": 1, "b": 2})");
   EXPECT_EQ(listed.tool_calls[1].name, "neg");
   EXPECT_EQ(listed.tool_calls[0].id.size(), 9u);  // Mistral's template checks for 9 characters
   MessageParts named = parse_everywhere("Sure.[TOOL_CALLS]add[ARGS]{\"a\": 1}[TOOL_CALLS]neg[ARGS]{\"x\": 3}",
@@ -257,7 +263,55 @@ TEST(OutputParser, MistralBothForms) {
   EXPECT_EQ(named.content, "Sure.");
   ASSERT_EQ(named.tool_calls.size(), 2u);
   EXPECT_EQ(named.tool_calls[0].name, "add");
-  EXPECT_EQ(named.tool_calls[1].arguments, R"({"x":3})");
+  EXPECT_EQ(named.tool_calls[1].arguments, R"({"x": 3})");
+  // Arguments that are not an object are parsed when the list ends.
+  MessageParts scalar = parse_everywhere("[TOOL_CALLS]now[ARGS]\"utc\"", options(ToolCallFormat::Mistral));
+  ASSERT_EQ(scalar.tool_calls.size(), 1u);
+  EXPECT_EQ(scalar.tool_calls[0].arguments, R"("utc")");
+}
+
+// Llama 3's and Mistral's calls stream like Qwen's: the opening once the name is written, the arguments as they
+// come, each call whole once its text closes; what the model writes after the list is content.
+TEST(OutputParser, Llama3AndMistralCallsStreamAsTheyAreWritten) {
+  struct Case {
+    ToolCallFormat format;
+    std::vector<std::string> pieces;  // the second opens the first call, the third and fourth stream its arguments
+    std::string after;                // what follows the calls
+  };
+  for (const Case& c : {Case{ToolCallFormat::Llama3Json,
+                             {"{\"name\": \"get_", "weather\", \"parameters\": {\"ci", "ty\": \"Os", "lo\"}", "}"}, ""},
+                        Case{ToolCallFormat::Llama3Json,
+                             {"<|python_tag|>{\"name\": \"get_", "weather\", \"parameters\": {", "\"city\": ", "\"Oslo\"}", "}"},
+                             ""},
+                        Case{ToolCallFormat::Mistral,
+                             {"[TOOL_CALLS][{\"name\": \"get_", "weather\", \"arguments\": {\"ci", "ty\": \"Os", "lo\"}",
+                              "}, {\"name\": \"now\", \"arguments\": {}}]"},
+                             " Done."},
+                        Case{ToolCallFormat::Mistral,
+                             {"[TOOL_CALLS]get_", "weather[ARGS]{\"ci", "ty\": \"Os", "lo\"}", "[TOOL_CALLS]now[ARGS]{}"},
+                             ""}}) {
+    SCOPED_TRACE(c.pieces[0]);
+    OutputParser parser(options(c.format));
+    EXPECT_TRUE(parser.feed(c.pieces[0]).empty());
+    MessageParts opened = parser.feed(c.pieces[1]);
+    ASSERT_EQ(opened.call_deltas.size(), 1u);
+    EXPECT_TRUE(opened.call_deltas[0].opens);
+    EXPECT_EQ(opened.call_deltas[0].name, "get_weather");
+    MessageParts piece = parser.feed(c.pieces[2]);
+    ASSERT_EQ(piece.call_deltas.size(), 1u);
+    EXPECT_FALSE(piece.call_deltas[0].opens);
+    EXPECT_EQ(piece.call_deltas[0].arguments, c.pieces[2]);
+    EXPECT_TRUE(piece.tool_calls.empty());
+    parser.feed(c.pieces[3]);
+    parser.feed(c.pieces[4] + c.after);
+    MessageParts end = parser.finish();
+    const MessageParts& message = parser.message();
+    ASSERT_GE(message.tool_calls.size(), 1u);
+    EXPECT_EQ(message.tool_calls[0].arguments, R"({"city": "Oslo"})");
+    EXPECT_EQ(message.tool_calls.size(), c.format == ToolCallFormat::Mistral ? 2u : 1u);
+    EXPECT_EQ(message.content, c.after.empty() ? "" : "Done.");
+    parse_everywhere(c.pieces[0] + c.pieces[1] + c.pieces[2] + c.pieces[3] + c.pieces[4] + c.after, options(c.format));
+  }
 }
 
 TEST(OutputParser, ArgumentsWrittenAsAString) {

@@ -202,7 +202,10 @@ void OutputParser::process(MessageParts& out) {
       case Mode::Content: changed = process_content(out); break;
       case Mode::Reasoning: changed = process_reasoning(out); break;
       case Mode::HermesCall: changed = process_hermes_call(out); break;
-      case Mode::HoldAll: changed = false; break;  // parsed by finish()
+      case Mode::Calls:  // they run to the message's end
+        stream_calls(out, pending_.size());
+        changed = false;
+        break;
     }
   }
   if (ended_) pending_.clear();
@@ -217,7 +220,7 @@ bool OutputParser::skip_section_whitespace() {
 }
 
 bool OutputParser::process_content(MessageParts& out) {
-  if (!message_started_ && !hold_message_start()) return false;
+  if (!message_started_ && !hold_message_start()) return mode_ != Mode::Content;  // Llama 3's call began
   if (!skip_section_whitespace()) return false;
   std::string_view text = pending_;
   size_t first = std::string_view::npos;
@@ -242,13 +245,16 @@ bool OutputParser::process_content(MessageParts& out) {
   if (marker == kThinkOpen) {
     mode_ = Mode::Reasoning;
     at_section_start_ = true;
-  } else if (marker == kToolCallOpen) {
-    mode_ = Mode::HermesCall;
   } else {
-    mode_ = Mode::HoldAll;
     marker_ = marker;
+    begin_calls(marker == kToolCallOpen ? Mode::HermesCall : Mode::Calls);
   }
   return true;
+}
+
+void OutputParser::begin_calls(Mode mode) {
+  mode_ = mode;
+  list_ = {};
 }
 
 bool OutputParser::hold_message_start() {
@@ -257,11 +263,11 @@ bool OutputParser::hold_message_start() {
   std::string_view text = std::string_view(pending_).substr(text_begin);
   auto markers = content_markers(options_);
   if (options_.tool_format == ToolCallFormat::Llama3Json) {
-    // A message that is one JSON object may be a tool call: wait for its end.
+    // A message that is one JSON object may be a tool call.
     if (text.starts_with('{')) {
       pending_.erase(0, text_begin);
-      mode_ = Mode::HoldAll;
       marker_.clear();
+      begin_calls(Mode::Calls);
       message_started_ = true;
       return false;
     }
@@ -302,44 +308,140 @@ bool OutputParser::process_hermes_call(MessageParts& out) {
   size_t close = pending_.find(kToolCallClose);
   // What may begin </tool_call> is not streamed: if it completes, it ends the call's text there.
   size_t sure = close != std::string::npos ? close : pending_.size() - partial_marker(pending_, kToolCallClose);
-  stream_hermes_call(out, sure);
-  if (close == std::string::npos) return false;
-  std::string body = pending_.substr(0, close);
+  stream_calls(out, sure);
+  if (close == std::string::npos || ended_) return false;
+  end_calls(out, close, kToolCallOpen, kToolCallClose);
   pending_.erase(0, close + kToolCallClose.size());
-  end_hermes_call(out, body, kToolCallClose);
   mode_ = Mode::Content;
   at_section_start_ = true;
   return true;
 }
 
-void OutputParser::stream_hermes_call(MessageParts& out, size_t body_size) {
-  std::string_view body = std::string_view(pending_).substr(0, body_size);
-  if (!streamed_) {
-    if (unstreamable_) return;
-    CallHead head = hermes_call_head(body);
-    unstreamable_ = head.kind == CallHead::Kind::Other;
-    if (head.kind != CallHead::Kind::Found) return;
-    streamed_ = StreamedCall{{message_.tool_calls.size(), next_id(), std::move(head.name), ""}, head.arguments_begin};
-    emit_call_delta(out, {streamed_->call.index, true, streamed_->call.id, streamed_->call.name, ""});
+void OutputParser::stream_calls(MessageParts& out, size_t end) {
+  std::string_view text = std::string_view(pending_).substr(0, end);
+  for (bool moved = true; moved && !ended_ && !list_.done && !list_.stuck;) {
+    switch (list_.phase) {
+      case CallList::Phase::Separator: moved = read_separator(text); break;
+      case CallList::Phase::Name: moved = open_call(out, text); break;
+      case CallList::Phase::Arguments: moved = stream_arguments(out, text); break;
+      case CallList::Phase::Close: moved = close_call(out, text); break;
+    }
   }
-  // Everything up to the arguments' closing brace is theirs; what follows it is the call's frame.
-  std::string_view arguments = body.substr(streamed_->arguments_begin);
-  arguments = arguments.substr(0, std::min(arguments.size(), json_object_length(arguments)));
-  std::string_view fresh = arguments.substr(streamed_->call.arguments.size());
-  if (fresh.empty()) return;
-  streamed_->call.arguments += fresh;
-  emit_call_delta(out, {streamed_->call.index, false, "", "", std::string(fresh)});
 }
 
-void OutputParser::end_hermes_call(MessageParts& out, std::string_view body, std::string_view close) {
-  if (streamed_) {
-    // Sent is sent: the call stays as streamed, even where the model wrote something odd after its arguments.
-    add_call(out, std::move(streamed_->call));
-  } else if (!add_calls(out, body)) {
-    emit_content(out, std::string(kToolCallOpen) + std::string(body) + std::string(close));
+bool OutputParser::expect_in_list(std::string_view text, std::string_view token) {
+  size_t at = std::min(text.size(), text.find_first_not_of(kWhitespace, list_.cursor));
+  std::string_view found = text.substr(at, token.size());
+  if (found != token.substr(0, found.size())) {
+    list_.stuck = true;
+    return false;
   }
-  streamed_.reset();
-  unstreamable_ = false;
+  if (found.size() < token.size()) return false;
+  list_.cursor = at + token.size();
+  return true;
+}
+
+bool OutputParser::read_separator(std::string_view text) {
+  size_t first = text.find_first_not_of(kWhitespace, list_.cursor);
+  if (first == std::string_view::npos) return false;
+  if (!list_.syntax) {
+    bool mistral = options_.tool_format == ToolCallFormat::Mistral;
+    list_.syntax = !mistral || text[first] == '{' ? CallSyntax::Object
+                   : text[first] == '['            ? CallSyntax::Array
+                                                   : CallSyntax::Named;
+  }
+  switch (*list_.syntax) {
+    case CallSyntax::Object:
+      list_.done = list_.added > 0;  // one call
+      break;
+    case CallSyntax::Array:
+      if (!list_.opened) {
+        list_.opened = expect_in_list(text, "[");
+        return list_.opened;
+      }
+      if (text[first] == ']') {
+        list_.cursor = first + 1;
+        list_.done = true;
+      } else if (list_.added > 0 && !expect_in_list(text, ",")) {
+        return false;
+      }
+      break;
+    case CallSyntax::Named:
+      if (list_.added > 0 && !expect_in_list(text, kMistralCalls)) return false;
+      break;
+  }
+  if (list_.done) return false;
+  list_.phase = CallList::Phase::Name;
+  return true;
+}
+
+bool OutputParser::open_call(MessageParts& out, std::string_view text) {
+  std::string name;
+  if (list_.syntax == CallSyntax::Named) {
+    size_t args = text.find(kMistralArgs, list_.cursor);
+    if (args == std::string_view::npos) return false;
+    name = trim(text.substr(list_.cursor, args - list_.cursor));
+    size_t brace = text.find_first_not_of(kWhitespace, args + kMistralArgs.size());
+    if (!name.empty() && brace == std::string_view::npos) return false;
+    list_.stuck = name.empty() || text[brace] != '{';  // other arguments are parsed whole
+    list_.arguments_begin = brace;
+  } else {
+    CallHead head = hermes_call_head(text.substr(list_.cursor));
+    if (head.kind == CallHead::Kind::Incomplete) return false;
+    list_.stuck = head.kind == CallHead::Kind::Other;
+    name = std::move(head.name);
+    list_.arguments_begin = list_.cursor + head.arguments_begin;
+  }
+  if (list_.stuck) return false;
+  list_.call_begin = list_.cursor;
+  list_.open = ToolCall{message_.tool_calls.size(), next_id(), name, ""};
+  emit_call_delta(out, {list_.open->index, true, list_.open->id, name, ""});
+  list_.phase = CallList::Phase::Arguments;
+  return true;
+}
+
+bool OutputParser::stream_arguments(MessageParts& out, std::string_view text) {
+  // Everything up to the arguments' closing brace is theirs; what follows it is the call's frame.
+  std::string_view arguments = text.substr(list_.arguments_begin);
+  size_t length = json_object_length(arguments);
+  std::string_view fresh = arguments.substr(0, std::min(arguments.size(), length)).substr(list_.open->arguments.size());
+  if (!fresh.empty()) {
+    list_.open->arguments += fresh;
+    emit_call_delta(out, {list_.open->index, false, "", "", std::string(fresh)});
+  }
+  if (length == std::string_view::npos) return false;
+  list_.cursor = list_.arguments_begin + length;
+  if (list_.syntax == CallSyntax::Named) return add_open_call(out);
+  list_.phase = CallList::Phase::Close;
+  return true;
+}
+
+bool OutputParser::close_call(MessageParts& out, std::string_view text) {
+  size_t length = json_object_length(text.substr(list_.call_begin));
+  if (length == std::string_view::npos) return false;
+  list_.cursor = list_.call_begin + length;
+  return add_open_call(out);
+}
+
+bool OutputParser::add_open_call(MessageParts& out) {
+  add_call(out, std::move(*list_.open));
+  list_.open.reset();
+  ++list_.added;
+  list_.phase = CallList::Phase::Separator;
+  return true;
+}
+
+void OutputParser::end_calls(MessageParts& out, size_t end, std::string_view marker, std::string_view close) {
+  std::string_view text = std::string_view(pending_).substr(0, end);
+  if (list_.open) {
+    // Sent is sent: the call stays as streamed, even where the model stopped inside it.
+    add_call(out, std::move(*list_.open));
+  } else if (list_.added == 0) {
+    if (!add_calls(out, text)) emit_content(out, std::string(marker) + std::string(text) + std::string(close));
+  } else if (!ended_) {
+    emit_content(out, trim(text.substr(std::min(list_.cursor, text.size()))));
+  }
+  list_ = {};
 }
 
 MessageParts OutputParser::finish() {
@@ -350,11 +452,11 @@ MessageParts OutputParser::finish() {
     case Mode::Content: emit_content(out, pending_); break;
     case Mode::Reasoning: emit_reasoning(out, trim_end(pending_)); break;
     case Mode::HermesCall:  // the model stopped before </tool_call>
-      stream_hermes_call(out, pending_.size());  // what was held back as a possible </tool_call>
-      end_hermes_call(out, pending_, "");
+      stream_calls(out, pending_.size());  // what was held back as a possible </tool_call>
+      if (!ended_) end_calls(out, pending_.size(), kToolCallOpen, "");
       break;
-    case Mode::HoldAll:
-      if (!add_calls(out, pending_)) emit_content(out, marker_ + pending_);
+    case Mode::Calls:
+      end_calls(out, pending_.size(), marker_, "");
       break;
   }
   pending_.clear();

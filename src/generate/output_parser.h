@@ -1,7 +1,8 @@
 // Turns a chat model's output into OpenAI's message parts: `reasoning_content` (Qwen3's <think>...</think>),
 // `content`, and `tool_calls` in the format of the model's family, both for a finished text and
 // incrementally while streaming (only text that may be the start of a marker, or a tool call still being
-// written, is held back).
+// written, is held back). Every family's calls stream as OpenAI streams them: a call's id and name as soon as
+// the name is written, then its arguments piece by piece.
 //
 //   OutputParser parser({.tool_format = detect_tool_call_format(chat_template), .reasoning = true});
 //   for (...) send(parser.feed(piece));
@@ -9,7 +10,10 @@
 //
 // The markers must reach the parser as text: decode with skip_special_tokens = false where they are special
 // tokens (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>); Qwen's <think> and <tool_call> are not special.
-// A tool call whose JSON does not parse, or that lacks a name, is returned as content, as written.
+// A call streams where it is written {"name": ..., "arguments" (or "parameters"): {...}} (Mistral's other form:
+// name[ARGS]{...}); its arguments are then the text the model wrote, sent as it came, whatever follows. Calls
+// written otherwise are parsed when their text ends: then a call whose JSON does not parse, or that lacks a
+// name, is returned as content, as written.
 #pragma once
 
 #include <cstdint>
@@ -88,17 +92,34 @@ class OutputParser {
   const MessageParts& message() const { return message_; }
 
  private:
-  enum class Mode { Content, Reasoning, HermesCall, HoldAll };
+  // Mode::Calls: a list of calls after its marker, running to the message's end (Llama 3, Mistral); HermesCall:
+  // one call's <tool_call> block.
+  enum class Mode { Content, Reasoning, HermesCall, Calls };
+  // How the calls after a marker are written: one object (Qwen's block, Llama 3's message), a JSON array of
+  // objects, or Mistral's name[ARGS]{...} separated by [TOOL_CALLS].
+  enum class CallSyntax { Object, Array, Named };
   void process(MessageParts& out);
   bool process_content(MessageParts& out);  // whether it changed mode
   bool process_reasoning(MessageParts& out);
   bool process_hermes_call(MessageParts& out);
-  // Streams the Hermes call being written in pending_'s first BODY bytes: its opening once its name is known,
-  // then its arguments as they come. A call not written {"name": ..., "arguments": {...}} waits for its end.
-  void stream_hermes_call(MessageParts& out, size_t body);
-  // Ends the Hermes call written in BODY, whose text ended with CLOSE (</tool_call>, or nothing where the model
-  // stopped first): the call streamed, else BODY parsed whole, else BODY given back as content, as written.
-  void end_hermes_call(MessageParts& out, std::string_view body, std::string_view close);
+  // Streams the calls written in pending_'s first END bytes, from where it stopped: each call's opening once its
+  // name is known, its arguments as they come, and the call itself once its text closes.
+  void stream_calls(MessageParts& out, size_t end);
+  // The steps of stream_calls(), each on the list's text: true when it moved on, false when it must wait for more
+  // text or can go no further (the list done or stuck).
+  bool read_separator(std::string_view text);  // what opens the list or comes between two calls
+  bool open_call(MessageParts& out, std::string_view text);  // a call's name: its opening goes out
+  bool stream_arguments(MessageParts& out, std::string_view text);
+  bool close_call(MessageParts& out, std::string_view text);  // the end of a call's object: the call is added
+  // Reads TOKEN after whitespace at the list's cursor: true when read; false while the text may still become it
+  // (waits), or, where it cannot, with the list stuck.
+  bool expect_in_list(std::string_view text, std::string_view token);
+  bool add_open_call(MessageParts& out);
+  // Ends the call list written in pending_'s first END bytes after MARKER (the model's output ended, or CLOSE,
+  // </tool_call>, came): the call being streamed is added as sent and what follows the list's last call is
+  // content; a list that never streamed is parsed whole, or given back as content, as written.
+  void end_calls(MessageParts& out, size_t end, std::string_view marker, std::string_view close);
+  void begin_calls(Mode mode);  // a list of calls starts at pending_'s start
   void emit_call_delta(MessageParts& out, ToolCallDelta delta);
   void add_call(MessageParts& out, ToolCall call);
   bool skip_section_whitespace();  // false while only whitespace has come
@@ -113,16 +134,23 @@ class OutputParser {
   OutputParserOptions options_;
   Mode mode_ = Mode::Content;
   std::string pending_;          // text not classified yet
-  std::string marker_;           // what started HoldAll ("[TOOL_CALLS]", or "" for Llama 3's whole message)
+  std::string marker_;           // what started Mode::Calls ("[TOOL_CALLS]", or "" for Llama 3's whole message)
   bool at_section_start_ = true;  // leading whitespace of a section is dropped
   bool message_started_ = false;  // content or a marker was seen (Llama 3's JSON must be the whole message)
-  // The Hermes call streaming now: its opening went out; its arguments start at pending_[arguments_begin].
-  struct StreamedCall {
-    ToolCall call;  // arguments: what was sent
-    size_t arguments_begin = 0;
+  // The calls after a marker, as far as they were streamed (offsets into pending_, which holds the list's text
+  // from its start while it lasts).
+  struct CallList {
+    enum class Phase { Separator, Name, Arguments, Close } phase = Phase::Separator;
+    std::optional<CallSyntax> syntax;  // known once the list's first character is
+    bool opened = false;               // an array's '[' was read
+    size_t cursor = 0;                 // where the next call, or what separates it from the last, begins
+    size_t added = 0;                  // calls of this list added
+    std::optional<ToolCall> open;      // the call streaming now (arguments: what was sent)
+    size_t call_begin = 0, arguments_begin = 0;  // where its text and its arguments' '{' are
+    bool done = false;                 // the list ended (its last call, or an array's ']'): the rest is content
+    bool stuck = false;                // the text is not in a streamable form from the cursor on
   };
-  std::optional<StreamedCall> streamed_;
-  bool unstreamable_ = false;  // the call being written is not in the streamable form
+  CallList list_;
   bool ended_ = false;         // the last allowed tool call is in: what follows is dropped
   uint64_t random_state_;
   MessageParts message_;

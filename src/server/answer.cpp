@@ -70,6 +70,9 @@ std::string tool_call_id() {
 namespace {
 
 OutputParserOptions parser_options(const CompletionRequest& request, const AnswerSplit& split) {
+  // A required call's text is one {"name": ..., "arguments": {...}} object, as Llama 3 writes its calls.
+  if (request.tool_choice.kind == ToolChoice::Kind::Required)
+    return {.tool_format = ToolCallFormat::Llama3Json, .max_tool_calls = 1};
   bool tools = !request.tools.is_null() && request.tool_choice.kind != ToolChoice::Kind::None;
   return {.tool_format = tools ? split.format : ToolCallFormat::None,
           .reasoning = split.reasoning,
@@ -108,13 +111,6 @@ Answer parse_answer(std::string_view text, const CompletionRequest& request, con
     answer.tool_calls =
         nlohmann::ordered_json::array({call_json(tool_call_id(), request.tool_choice.name, std::string(text))});
     return answer;
-  }
-  if (request.tool_choice.kind == ToolChoice::Kind::Required) {
-    auto parsed = nlohmann::ordered_json::parse(text, nullptr, false);
-    if (parsed.is_object() && parsed.contains("name") && parsed["name"].is_string() && parsed.contains("arguments")) {
-      answer.tool_calls = nlohmann::ordered_json::array({call_json(tool_call_id(), parsed["name"], parsed["arguments"].dump())});
-      return answer;
-    }
   }
   if (request.endpoint == Endpoint::Completion) {
     answer.content = std::string(text);

@@ -42,15 +42,14 @@ struct AnswerSplit {
   bool thinking_opened = false;
 };
 
-// Splits a finished answer. With tool_choice required or named, the text is the constrained call itself; else
-// as SPLIT says, a <think> block becoming reasoning_content only once it is closed (or opened by the prompt).
+// Splits a finished answer. With tool_choice named, the text is the constrained call's arguments; required, the
+// call itself; else as SPLIT says, a <think> block becoming reasoning_content only once it is closed (or opened by the prompt).
 Answer parse_answer(std::string_view text, const CompletionRequest& request, const AnswerSplit& split);
 
 // A streamed chat answer's deltas: the model's text is fed as it comes, and each call returns the OpenAI
 // `delta` it completes (reasoning_content, content, and tool_calls as OpenAI streams them: a call's index, id,
-// type and name first, then its arguments' text in pieces; formats other than Qwen's <tool_call> send each call
-// whole), or an empty object while the text may still be a marker or a call's head being written. Not for a required or
-// named tool_choice (the text is then the call itself).
+// type and name first, then its arguments' text in pieces), or an empty object while the text may still be a
+// marker or a call's head being written. Not for a named tool_choice (the text is then the call's arguments).
 class AnswerStream {
  public:
   AnswerStream(const CompletionRequest& request, const AnswerSplit& split);

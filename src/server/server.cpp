@@ -323,15 +323,14 @@ struct Server::Impl {
   }
 
   // Server-sent events: a role chunk, then a chunk per event. A chat answer's text goes through AnswerStream,
-  // which sends reasoning, content and tool calls apart as soon as each is known (a Qwen call opens once its name
-  // is written, then its arguments stream); a named call streams its arguments as they come; a required call (one
-  // of the tools, its name inside the JSON) is sent whole at the end.
+  // which sends reasoning, content and tool calls apart as soon as each is known (a call opens once its name is
+  // written, then its arguments stream), a required call's too; a named call streams its arguments as they come.
   class Stream {
    public:
     Stream(Impl& server, std::shared_ptr<Job> job) : server_(server), job_(std::move(job)) {
       const CompletionRequest& r = job_->request;
-      hold_text_ = r.tool_choice.kind == ToolChoice::Kind::Required;
-      if (r.endpoint == Endpoint::Chat && !job_->constrained_call) answer_.emplace(r, server_.answer_split(*job_));
+      if (r.endpoint == Endpoint::Chat && r.tool_choice.kind != ToolChoice::Kind::Named)
+        answer_.emplace(r, server_.answer_split(*job_));
     }
 
     // Writes what is due; false when the client is gone.
@@ -360,7 +359,7 @@ struct Server::Impl {
       job_->take(*event);
       // Ids whose text is held back (part of a character, of a stop string, of a marker or a call being written)
       // send their log-probabilities with an empty delta.
-      if (!hold_text_ && (!event->text.empty() || !event->logprobs.empty())) {
+      if (!event->text.empty() || !event->logprobs.empty()) {
         ordered_json delta = event->text.empty() ? ordered_json::object() : text_delta(event->text);
         ordered_json logprobs = event->logprobs.empty() ? nullptr : server_.logprobs_json(*job_, event->logprobs, offset);
         if ((!delta.empty() || !logprobs.is_null()) && !write(sink, stream_chunk(head, delta, logprobs, nullptr, usage)))
@@ -379,18 +378,6 @@ struct Server::Impl {
         ordered_json delta = answer_->finish();
         calls = answer_->has_tool_calls();
         if (!delta.empty() && !write(sink, stream_chunk(head, delta, nullptr, nullptr, usage))) return false;
-      }
-      if (hold_text_) {
-        Answer answer = parse_answer(job_->text, job_->request, server_.answer_split(*job_));
-        calls = !answer.tool_calls.is_null();
-        ordered_json delta = ordered_json::object();
-        if (!answer.content.empty()) delta["content"] = answer.content;
-        if (calls) {
-          for (size_t i = 0; i < answer.tool_calls.size(); ++i) answer.tool_calls[i]["index"] = i;
-          delta["tool_calls"] = answer.tool_calls;
-        }
-        if (!write(sink, stream_chunk(head, delta, server_.logprobs_json(*job_, job_->logprobs, 0), nullptr, usage)))
-          return false;
       }
       std::string tail = sse(stream_chunk(head, head.endpoint == Endpoint::Chat ? ordered_json::object()
                                                                                  : ordered_json{{"content", ""}},
@@ -418,7 +405,7 @@ struct Server::Impl {
 
     Impl& server_;
     std::shared_ptr<Job> job_;
-    bool started_ = false, hold_text_ = false;
+    bool started_ = false;
     std::string call_id_;
     std::optional<AnswerStream> answer_;
     int status_ = 200;

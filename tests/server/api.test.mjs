@@ -155,12 +155,22 @@ test('tool_choice required gives one call to a tool; none gives text; json_objec
   // The random model puts runs of whitespace between the call's tokens: it needs more room than the shared
   // server's context leaves after the tools' prompt.
   const roomy = await startServer(['--ctx', '512']);
-  let required;
+  const ask = { ...greedy, messages, tools: [weatherTool], tool_choice: 'required', max_tokens: 320 };
+  let required, streamed, pieces = 0;
   try {
-    required = await client(roomy).chat.completions.create({ ...greedy, messages, tools: [weatherTool], tool_choice: 'required', max_tokens: 320 });
+    required = await client(roomy).chat.completions.create(ask);
+    // The same call streamed, put together by the client library's own stream helper: it opens once and its
+    // arguments come in several pieces.
+    const stream = client(roomy).chat.completions.stream(ask);
+    stream.on('chunk', (chunk) => { pieces += (chunk.choices[0]?.delta?.tool_calls ?? []).length; });
+    streamed = await stream.finalChatCompletion();
   } finally {
     assert.equal(await roomy.stop(), 0);
   }
+  assert.deepEqual(streamed.choices[0].message.tool_calls.map((c) => [c.function.name, c.function.arguments]),
+                   required.choices[0].message.tool_calls.map((c) => [c.function.name, c.function.arguments]));
+  assert.equal(streamed.choices[0].finish_reason, 'tool_calls');
+  assert.ok(pieces > 2, `the call came in ${pieces} pieces`);
   assert.equal(required.choices[0].finish_reason, 'tool_calls', JSON.stringify(required.choices[0]));
   assert.equal(required.choices[0].message.tool_calls.length, 1);
   assert.equal(required.choices[0].message.tool_calls[0].function.name, 'get_weather');

@@ -1,6 +1,6 @@
 // A chat answer split into OpenAI's parts, streamed (AnswerStream's deltas) and whole (parse_answer): reasoning
-// and content arrive as soon as they are known, a tool call whole once its block closes, nothing while a marker
-// may still be coming, and the deltas joined give the whole answer.
+// and content arrive as soon as they are known, a tool call from its name on, nothing while a marker may still be
+// coming, and the deltas joined give the whole answer.
 #include <gtest/gtest.h>
 
 #include "server/answer.h"
@@ -13,10 +13,11 @@ namespace {
 
 using nlohmann::ordered_json;
 
-CompletionRequest chat(bool tools) {
+// A chat request, with one tool when TOOLS, and MORE fields.
+CompletionRequest chat(bool tools, std::string_view more = "") {
   std::string body = R"({"messages": [{"role": "user", "content": "hi"}])";
   if (tools) body += R"(, "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
-  return parse_completion_request(body + "}", Endpoint::Chat);
+  return parse_completion_request(body + std::string(more) + "}", Endpoint::Chat);
 }
 
 // Joins the deltas of PIECES fed one by one (plus finish()) into one message, as a client does (a tool call's
@@ -127,6 +128,24 @@ TEST(AnswerStream, AToolCallStreamsFromItsNameOn) {
   ASSERT_EQ(whole.tool_calls.size(), 2u);
   EXPECT_FALSE(whole.tool_calls[0].contains("index"));  // only stream deltas carry an index
   EXPECT_EQ(whole.tool_calls[0]["function"]["arguments"], s.tool_calls[0]["function"]["arguments"]);
+}
+
+// tool_choice required: the text is the call's JSON (whatever the model's own format), and streams the same way.
+TEST(AnswerStream, ARequiredCallStreamsFromItsNameOn) {
+  CompletionRequest request = chat(true, R"(, "tool_choice": "required")");
+  AnswerSplit split{ToolCallFormat::Hermes, true, false};
+  Streamed s = stream(request, split, {"{\"name\": \"get_weather\", \"argu", "ments\": {\"city\": \"Os", "lo\"}}"});
+  EXPECT_EQ(s.deltas[0], ordered_json::object());
+  ASSERT_TRUE(s.deltas[1].contains("tool_calls"));
+  EXPECT_EQ(s.deltas[1]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(s.deltas[1]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Os");
+  EXPECT_EQ(s.deltas[2], (ordered_json{{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "lo\"}"}}}}}}}));
+  ASSERT_EQ(s.tool_calls.size(), 1u);
+  EXPECT_EQ(s.content, "");
+  Answer whole = parse_answer("{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}", request, split);
+  ASSERT_EQ(whole.tool_calls.size(), 1u);
+  EXPECT_EQ(whole.tool_calls[0]["function"]["arguments"], s.tool_calls[0]["function"]["arguments"]);
+  EXPECT_EQ(whole.content, "");
 }
 
 TEST(AnswerStream, WithoutToolsACallMarkerIsContent) {
