@@ -136,4 +136,21 @@ nlohmann::ordered_json AnswerStream::feed(std::string_view text) { return delta_
 
 nlohmann::ordered_json AnswerStream::finish() { return delta_of(parser_.finish()); }
 
+nlohmann::ordered_json template_messages(const nlohmann::ordered_json& messages, ToolCallFormat format) {
+  if (format != ToolCallFormat::Mistral) return messages;
+  auto shorten = [](nlohmann::ordered_json& id) {
+    if (!id.is_string()) return;
+    const std::string& text = id.get_ref<const std::string&>();
+    if (text.size() > 9) id = text.substr(text.size() - 9);
+  };
+  nlohmann::ordered_json out = messages;
+  for (auto& message : out) {
+    if (auto id = message.find("tool_call_id"); id != message.end()) shorten(*id);
+    if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array())
+      for (auto& call : *calls)
+        if (auto id = call.find("id"); id != call.end()) shorten(*id);
+  }
+  return out;
+}
+
 }  // namespace gerbil::server

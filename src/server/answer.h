@@ -64,4 +64,10 @@ class AnswerStream {
 // A fresh tool-call id ("call_" and 24 hex digits).
 std::string tool_call_id();
 
+// MESSAGES as the chat template of a model writing tool calls in FORMAT takes them. Mistral's templates refuse a
+// tool-call id that is not 9 characters long (the ids its model writes): a longer one, as OpenAI's and this
+// server's named and required calls are, is cut to its last 9 characters (as vLLM cuts them), in the assistant's
+// tool_calls and in the tool results alike, so each result still names its call.
+nlohmann::ordered_json template_messages(const nlohmann::ordered_json& messages, ToolCallFormat format);
+
 }  // namespace gerbil::server

@@ -164,7 +164,8 @@ struct Server::Impl {
       variables["tools"] = request.tools;
     std::string text;
     try {
-      text = served->chat->render(request.messages, /*add_generation_prompt=*/true, variables);
+      text = served->chat->render(template_messages(request.messages, tool_format()), /*add_generation_prompt=*/true,
+                                  variables);
     } catch (const Error& e) {
       throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", e.what()), "messages");
     }

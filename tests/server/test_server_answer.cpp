@@ -7,6 +7,7 @@
 #include "server/openai.h"
 #include "server/request.h"
 #include "support/paths.h"
+#include "template/chat_template.h"
 
 namespace gerbil::server {
 namespace {
@@ -146,6 +147,34 @@ TEST(AnswerStream, ARequiredCallStreamsFromItsNameOn) {
   ASSERT_EQ(whole.tool_calls.size(), 1u);
   EXPECT_EQ(whole.tool_calls[0]["function"]["arguments"], s.tool_calls[0]["function"]["arguments"]);
   EXPECT_EQ(whole.content, "");
+}
+
+// Mistral's templates (this one holds Mistral-7B-Instruct-v0.3's id checks) refuse ids that are not 9 characters
+// long; a conversation that sends back OpenAI-style ids renders with their last 9, the call and its result alike.
+TEST(TemplateMessages, MistralTakesNineCharacterToolCallIds) {
+  ChatTemplate mistral(
+      "{%- for message in messages %}"
+      "{%- if message.role == 'assistant' and message.tool_calls is defined %}[TOOL_CALLS]"
+      "{%- for call in message.tool_calls %}"
+      "{%- if call.id is not defined or call.id|length != 9 %}"
+      "{{- raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}{%- endif %}"
+      "{{- call.function.name }} {{ call.id }};{%- endfor %}"
+      "{%- elif message.role == 'tool' %}"
+      "{%- if message.tool_call_id is not defined or message.tool_call_id|length != 9 %}"
+      "{{- raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}{%- endif %}"
+      "[TOOL_RESULTS]{{ message.tool_call_id }}: {{ message.content }}"
+      "{%- else %}{{ message.content }}{%- endif %}{%- endfor %}");
+  ordered_json messages = ordered_json::parse(R"([
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0123456789abcdefABCDEFGH", "type": "function",
+     "function": {"name": "get_weather", "arguments": "{}"}}, {"id": "a1B2c3D4e", "type": "function",
+     "function": {"name": "now", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "call_0123456789abcdefABCDEFGH", "content": "sunny"}])");
+  EXPECT_THROW(mistral.render(messages, true), Error);
+  EXPECT_EQ(mistral.render(template_messages(messages, ToolCallFormat::Mistral), true),
+            "Weather?[TOOL_CALLS]get_weather fABCDEFGH;now a1B2c3D4e;[TOOL_RESULTS]fABCDEFGH: sunny");
+  // Other families keep their ids as sent.
+  EXPECT_EQ(template_messages(messages, ToolCallFormat::Hermes), messages);
 }
 
 TEST(AnswerStream, WithoutToolsACallMarkerIsContent) {
