@@ -2,6 +2,9 @@
 // vocabularies (Qwen3's byte-level BPE, Llama 2's SentencePiece with byte fallback) by random walks whose
 // outputs must parse and validate, with every allowed id checked to continue the text and the refused ones
 // checked not to.
+#include <charconv>
+#include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -373,6 +376,300 @@ TEST(JsonMatcher, IntegerBoundsAtTheEdges) {
   EXPECT_FALSE(prefix_ok(object, R"({"n":-)"));
 }
 
+// ---- bounded numbers against an independent reference
+// A bounded number is written without an exponent, in at most 40 bytes. Its bounds are exact decimals: a double's
+// shortest round-trip text (here from std::to_chars), the next double inward for an exclusive one, an integer's own
+// digits. The reference decides by arithmetic on the decimals what the automaton decides digit by digit.
+
+// A magnitude and sign exactly: integer digits without leading zeros ("0" for none), fraction without trailing zeros.
+struct Decimal {
+  bool negative = false;
+  std::string integer = "0", fraction;
+};
+
+Decimal normal(bool negative, std::string integer, std::string fraction) {
+  integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size() - 1));
+  fraction.erase(std::min(fraction.find_last_not_of('0') + 1, fraction.size()));
+  return {negative && (integer != "0" || !fraction.empty()), integer, fraction};
+}
+
+// TEXT, a JSON number or a std::to_chars one ("-1.5", "5e-324", "1e+30"), exactly.
+Decimal decimal(const std::string& text) {
+  bool negative = text[0] == '-';
+  size_t e = text.find_first_of("eE");
+  std::string mantissa = text.substr(negative, e == std::string::npos ? std::string::npos : e - negative);
+  long exponent = e == std::string::npos ? 0 : std::stol(text.substr(e + 1));
+  size_t dot = mantissa.find('.');
+  std::string digits = mantissa;
+  if (dot != std::string::npos) digits.erase(dot, 1);
+  // Pad so that the point, DIGITS integer digits in, falls inside them.
+  long point = static_cast<long>(dot == std::string::npos ? mantissa.size() : dot) + exponent;
+  std::string padded = std::string(static_cast<size_t>(std::max(0L, -point)), '0') + digits +
+                       std::string(static_cast<size_t>(std::max(0L, point - static_cast<long>(digits.size()))), '0');
+  size_t split = static_cast<size_t>(std::max(0L, point));
+  return normal(negative, "0" + padded.substr(0, split), padded.substr(split));
+}
+
+int compare_magnitudes(const Decimal& a, const Decimal& b) {
+  if (a.integer.size() != b.integer.size()) return a.integer.size() < b.integer.size() ? -1 : 1;
+  if (a.integer != b.integer) return a.integer < b.integer ? -1 : 1;
+  return a.fraction == b.fraction ? 0 : a.fraction < b.fraction ? -1 : 1;
+}
+int compare(const Decimal& a, const Decimal& b) {
+  if (a.negative != b.negative) return a.negative ? -1 : 1;
+  return a.negative ? -compare_magnitudes(a, b) : compare_magnitudes(a, b);
+}
+
+// The least magnitude of at most DIGITS fraction digits that is at least A's.
+Decimal round_up(const Decimal& a, size_t digits) {
+  if (a.fraction.size() <= digits) return a;
+  std::string all = a.integer + a.fraction.substr(0, digits);  // cut a nonzero tail: one unit of the last place up
+  size_t i = all.size();
+  while (i > 0 && all[i - 1] == '9') all[--i] = '0';
+  if (i == 0) all.insert(0, "1");
+  else ++all[i - 1];
+  return normal(false, all.substr(0, all.size() - digits), all.substr(all.size() - digits));
+}
+
+struct Range {
+  std::optional<Decimal> low, high;  // inclusive
+};
+
+std::string shortest(double value) {
+  char text[64];
+  return std::string(text, std::to_chars(text, text + sizeof(text), value).ptr);
+}
+
+Range range_of(const json& schema) {
+  Range range;
+  for (const char* keyword : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    if (!schema.contains(keyword)) continue;
+    const json& value = schema[keyword];
+    bool lower = std::string(keyword).find("inimum") != std::string::npos;
+    bool exclusive = std::string(keyword).starts_with("exclusive");
+    Decimal bound = value.is_number_integer() && !exclusive
+                        ? decimal(value.dump())
+                        : decimal(shortest(exclusive ? std::nextafter(value.get<double>(), lower ? HUGE_VAL : -HUGE_VAL)
+                                                     : value.get<double>()));
+    std::optional<Decimal>& kept = lower ? range.low : range.high;
+    if (!kept || (compare(bound, *kept) > 0) == lower) kept = bound;
+  }
+  return range;
+}
+
+// The sign and digits of TEXT if it is a prefix of a number without an exponent (the point's position in DOT).
+struct NumberPrefix {
+  bool negative = false;
+  std::string integer, fraction;
+  bool dot = false;
+};
+std::optional<NumberPrefix> number_prefix(const std::string& text) {
+  NumberPrefix prefix;
+  prefix.negative = text.starts_with('-');
+  std::string rest = text.substr(prefix.negative);
+  size_t dot = rest.find('.');
+  prefix.dot = dot != std::string::npos;
+  prefix.integer = rest.substr(0, dot);
+  prefix.fraction = prefix.dot ? rest.substr(dot + 1) : "";
+  auto digits = [](const std::string& s) { return s.find_first_not_of("0123456789") == std::string::npos; };
+  if (!digits(prefix.integer) || !digits(prefix.fraction) || (prefix.dot && prefix.integer.empty()) ||
+      (prefix.integer.size() > 1 && prefix.integer[0] == '0'))
+    return std::nullopt;
+  return prefix;
+}
+
+// Whether TEXT is a whole number without an exponent within RANGE.
+bool reference_within(const std::string& text, const Range& range) {
+  std::optional<NumberPrefix> prefix = number_prefix(text);
+  if (!prefix || prefix->integer.empty() || (prefix->dot && prefix->fraction.empty())) return false;
+  Decimal value = normal(prefix->negative, prefix->integer, prefix->fraction);
+  return !(range.low && compare(value, *range.low) < 0) && !(range.high && compare(value, *range.high) > 0);
+}
+
+// Whether TEXT begins a number of at most 40 bytes, without an exponent, within RANGE. A number's shape is its sign,
+// its number of integer digits, and at most as many fraction digits as there is room for (fewer are written with
+// zeros): for each shape TEXT may take, the least value of that shape at least the lowest magnitude allowed on its
+// side of zero must be at most the greatest value of that shape and the highest magnitude allowed.
+bool reference_alive(const std::string& text, const Range& range) {
+  std::optional<NumberPrefix> prefix = number_prefix(text);
+  if (!prefix || text.size() > 40) return false;
+  bool negative = prefix->negative;
+  // A value -m is at least LOW where m is at most -LOW, and at most HIGH where m is at least -HIGH.
+  const std::optional<Decimal>& toward = negative ? range.high : range.low;
+  const std::optional<Decimal>& away = negative ? range.low : range.high;
+  if (away && away->negative != negative && (away->integer != "0" || !away->fraction.empty())) return false;
+  Decimal lowest;
+  if (toward && toward->negative == negative) lowest = normal(false, toward->integer, toward->fraction);
+  std::optional<Decimal> highest;
+  if (away) highest = normal(false, away->integer, away->fraction);
+  const std::string& integer = prefix->integer;
+  bool integer_done = prefix->dot || integer == "0";
+  size_t sign = negative;
+  for (size_t length = std::max<size_t>(integer.size(), 1); length <= (integer_done ? integer.size() : 40 - sign);
+       ++length) {
+    size_t room = sign + length + 1 < 40 ? 40 - sign - length - 1 : 0;
+    if (prefix->dot && room < std::max<size_t>(prefix->fraction.size(), 1)) continue;
+    std::string least_integer = integer.empty() ? (length == 1 ? "0" : "1") : integer;
+    least_integer.resize(length, '0');
+    std::string greatest_integer = integer, greatest_fraction = prefix->fraction;
+    greatest_integer.resize(length, '9');
+    greatest_fraction.resize(std::max(room, greatest_fraction.size()), '9');
+    Decimal least = normal(false, least_integer, prefix->fraction);
+    Decimal greatest = normal(false, greatest_integer, greatest_fraction);
+    Decimal first = round_up(lowest, room);
+    if (compare_magnitudes(first, least) < 0) first = least;
+    if (compare_magnitudes(first, greatest) <= 0 && (!highest || compare_magnitudes(first, *highest) <= 0))
+      return true;
+  }
+  return false;
+}
+
+// Whether the whole TEXT is a JSON number SCHEMA's validator takes (comparing as doubles, as validators do).
+bool valid_number(const std::string& text, const json& schema) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return !value.is_discarded() && validate(value, schema, schema);
+}
+
+// Walks every text of up to DEPTH bytes of '-', digits, '.' and exponent bytes that the matcher keeps alive: it must
+// keep alive exactly the texts the reference does, and be complete exactly on those the validator takes.
+void expect_number_walk(const json& schema, size_t depth) {
+  Range range = range_of(schema);
+  std::vector<std::pair<std::string, JsonMatcher>> stack;
+  stack.emplace_back("", JsonMatcher(JsonGrammar::from_schema(schema, "schema")));
+  while (!stack.empty()) {
+    auto [text, matcher] = std::move(stack.back());
+    stack.pop_back();
+    if (!text.empty()) {
+      EXPECT_EQ(matcher.complete(), valid_number(text, schema)) << schema.dump() << ": " << text;
+    }
+    if (text.size() == depth) continue;
+    for (char c : std::string("-0123456789.eE+")) {
+      JsonMatcher next(matcher);
+      bool alive = next.feed(std::string(1, c));
+      ASSERT_EQ(alive, reference_alive(text + c, range)) << schema.dump() << ": " << text + c;
+      if (alive) stack.emplace_back(text + c, std::move(next));
+    }
+  }
+}
+
+json number_schema(const char* bounds) {
+  json schema = json::parse(bounds);
+  schema["type"] = "number";
+  return schema;
+}
+
+TEST(JsonMatcher, NumberBoundsAllowExactlyTheRange) {
+  for (const char* bounds : {
+           R"({"minimum":0,"maximum":2})", R"({"minimum":-1.5,"maximum":2.25})",
+           R"({"minimum":5.25,"maximum":5.25})", R"({"minimum":0.1,"maximum":0.3})",
+           R"({"maximum":-0.001,"minimum":-0.2})", R"({"minimum":-0.5,"maximum":0})",
+           R"({"exclusiveMinimum":0,"exclusiveMaximum":1})", R"({"exclusiveMinimum":-2.5,"exclusiveMaximum":-2.25})",
+           R"({"minimum":-1e-30,"maximum":1e-30})", R"({"minimum":1e30,"maximum":2e30})",
+           R"({"minimum":99.5,"maximum":100.25})",
+           R"({"minimum":0,"exclusiveMinimum":0.5,"maximum":3,"exclusiveMaximum":1})",
+       })
+    expect_number_walk(number_schema(bounds), 6);
+  // One-sided bounds leave many more texts alive: shorter walks.
+  for (const char* bounds : {R"({"minimum":0.1})", R"({"exclusiveMinimum":0})", R"({"exclusiveMaximum":1})",
+                             R"({"maximum":-0.001})", R"({"minimum":-12.75})", R"({"maximum":1e-30})"})
+    expect_number_walk(number_schema(bounds), 4);
+}
+
+std::string text_of(const Decimal& value) {
+  return (value.negative ? "-" : "") + value.integer + (value.fraction.empty() ? "" : "." + value.fraction);
+}
+
+// Random walks to the 40-byte limit, each byte checked against the reference: the room a bound's digits need is
+// counted exactly, and the automaton's digits compare exactly. Each walk first follows a bound's digits for a random
+// number of bytes, so that it comes close to the bound where a digit more or less decides.
+TEST(JsonMatcher, NumberBoundsHoldToTheLastByte) {
+  std::mt19937 random(7);
+  for (const char* bounds : {
+           R"({"minimum":1e-38,"maximum":1e-38})", R"({"minimum":-1e-37,"maximum":-1e-37})",
+           R"({"minimum":9.5e-38})", R"({"maximum":-9.5e-37})", R"({"minimum":-9.5e-37,"maximum":0})",
+           R"({"exclusiveMinimum":0,"maximum":1e-30})", R"({"minimum":1e38})", R"({"maximum":-1e37})",
+           R"({"minimum":9999.99,"maximum":9999.999})", R"({"minimum":-99.99,"exclusiveMaximum":99.99})",
+           R"({"minimum":0.1,"maximum":0.1000001})", R"({"minimum":-1.5,"exclusiveMaximum":2.25})",
+           R"({"minimum":123456.789,"maximum":123456.7891})", R"({"minimum":9.999,"maximum":10.001})",
+           R"({"minimum":9007199254740993,"maximum":9007199254740995})",
+       }) {
+    json schema = number_schema(bounds);
+    Range range = range_of(schema);
+    auto grammar = JsonGrammar::from_schema(schema, "schema");
+    std::vector<std::string> guides;
+    for (const std::optional<Decimal>& bound : {range.low, range.high})
+      if (bound) guides.push_back(text_of(*bound));
+    for (int walk = 0; walk < 200; ++walk) {
+      JsonMatcher matcher(grammar);
+      std::string text;
+      const std::string& guide = guides[random() % guides.size()];
+      size_t follow = random() % (guide.size() + 1);
+      for (;;) {
+        std::string alive;
+        for (char c : std::string("-0123456789.eE+")) {
+          bool fed = JsonMatcher(matcher).feed(std::string(1, c));
+          ASSERT_EQ(fed, reference_alive(text + c, range)) << bounds << ": " << text + c;
+          if (fed) alive += c;
+        }
+        bool complete = matcher.complete();
+        ASSERT_EQ(complete, reference_within(text, range)) << bounds << ": " << text;
+        if (complete) {
+          ASSERT_TRUE(valid_number(text, schema)) << bounds << ": " << text;
+        }
+        ASSERT_TRUE(complete || !alive.empty()) << "a dead end after " << text;
+        bool guided = text.size() < follow && alive.find(guide[text.size()]) != std::string::npos;
+        if (alive.empty() || (!guided && complete && random() % 16 == 0)) break;
+        text += guided ? guide[text.size()] : alive[random() % alive.size()];
+        ASSERT_TRUE(matcher.feed(text.substr(text.size() - 1)));
+      }
+    }
+  }
+}
+
+TEST(JsonMatcher, NumberBoundsAtTheEdges) {
+  json tiny = number_schema(R"({"minimum":1e-38})");
+  std::string point_zeros = "0." + std::string(37, '0');
+  EXPECT_TRUE(matches(tiny, point_zeros + "1"));  // 40 bytes
+  EXPECT_FALSE(prefix_ok(tiny, point_zeros + "0"));
+  EXPECT_FALSE(prefix_ok(tiny, "-"));
+  EXPECT_TRUE(matches(tiny, "1"));
+  EXPECT_FALSE(prefix_ok(tiny, "1e5"));  // no exponent beside bounds
+  // 9.5e-38 needs 39 fraction digits: after 37 zeros no digit reaches it.
+  json nines = number_schema(R"({"minimum":9.5e-38})");
+  EXPECT_TRUE(matches(nines, "0." + std::string(36, '0') + "1"));
+  EXPECT_FALSE(prefix_ok(nines, point_zeros));
+  json huge = number_schema(R"({"maximum":-1e38})");
+  EXPECT_TRUE(matches(huge, "-1" + std::string(38, '0')));  // 40 bytes
+  EXPECT_FALSE(prefix_ok(huge, "-1" + std::string(38, '0') + "."));
+  EXPECT_FALSE(prefix_ok(huge, "-9" + std::string(37, '9') + "."));
+  EXPECT_TRUE(prefix_ok(huge, "-9" + std::string(37, '9')));
+  // Written as an integer past 2^53, a bound is its own digits.
+  json big = number_schema(R"({"minimum":9007199254740993,"maximum":9007199254740995})");
+  EXPECT_TRUE(matches(big, "9007199254740993"));
+  EXPECT_TRUE(matches(big, "9007199254740994.5"));
+  EXPECT_TRUE(matches(big, "9007199254740995.000"));
+  EXPECT_FALSE(prefix_ok(big, "9007199254740992"));
+  EXPECT_FALSE(prefix_ok(big, "9007199254740995.1"));
+  // Zero either way, and negative fractions.
+  json around_zero = number_schema(R"({"minimum":0,"maximum":0})");
+  for (const char* text : {"0", "-0", "0.000", "-0.0"}) EXPECT_TRUE(matches(around_zero, text)) << text;
+  EXPECT_FALSE(prefix_ok(around_zero, "-0.1"));
+  EXPECT_FALSE(prefix_ok(around_zero, "0.01"));
+  json negative = number_schema(R"({"exclusiveMaximum":-0.5})");
+  EXPECT_TRUE(matches(negative, "-0.50001"));
+  EXPECT_FALSE(matches(negative, "-0.5"));
+  EXPECT_TRUE(prefix_ok(negative, "-0.5"));
+  EXPECT_FALSE(prefix_ok(negative, "-0.4"));
+  // Inside an object the value ends at the next byte.
+  json object = json::parse(R"({"type":"object","properties":{"x":{"type":"number","minimum":5.25,"maximum":5.25}}})");
+  EXPECT_TRUE(matches(object, R"({"x":5.25})"));
+  EXPECT_TRUE(matches(object, R"({"x":5.2500 })"));
+  EXPECT_FALSE(prefix_ok(object, R"({"x":5})"));
+  EXPECT_FALSE(prefix_ok(object, R"({"x":5.251)"));
+  // Unbounded numbers keep their exponents.
+  EXPECT_TRUE(matches(number_schema("{}"), "-1.5e+300"));
+}
+
 // Random walks over bytes: from the empty text, any byte the matcher allows, until it is complete and the walk
 // stops. Each text must parse and hold to the schema, and no walk may find no way on.
 TEST(JsonMatcher, RandomByteWalksEndValid) {
@@ -384,10 +681,16 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
       R"({"type":"integer","maximum":-1000})",
       R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})",
       R"({"type":"string","minLength":2,"maxLength":5})",
+      R"({"type":"number","minimum":-1.5,"maximum":2.25})",
+      R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1})",
+      R"({"type":"number","minimum":5.25,"maximum":5.25})",
+      R"({"type":["number","null"],"maximum":-0.001})",
+      R"({"type":"number","minimum":1e-30,"maximum":2e-30})",
       R"({"type":"object","properties":{
           "n":{"type":"array","items":{"type":"integer","minimum":-5,"maximum":5.5},"maxItems":3},
           "s":{"type":["string","null"],"minLength":3},
           "t":{"type":"string","maxLength":1},
+          "x":{"type":"array","items":{"type":"number","exclusiveMinimum":-1,"maximum":0.25}},
           "k":{"type":"integer","minimum":-9007199254740993,"maximum":9007199254740993}},
         "required":["n","s","t","k"]})",
   };
@@ -481,8 +784,21 @@ TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
   EXPECT_EQ(error_of(R"({"type":"integer","exclusiveMinimum":9223372036854775807})"),
             "schema.exclusiveMinimum: 9223372036854775807 is out of range: an integer's bounds, made inclusive, must "
             "fit in 64 bits");
-  EXPECT_EQ(error_of(R"({"type":["number","null"],"minimum":0})"),
-            "schema.minimum: bounds on a number are not supported in structured output (they are on an integer)");
+  EXPECT_EQ(error_of(R"({"type":["number","null"],"minimum":0})"), "no error");
+  EXPECT_EQ(error_of(R"({"properties":{"p":{"type":"number","minimum":3,"maximum":2.5}}})"),
+            "schema.properties.p: no number is within its bounds (at least 3, at most 2.5)");
+  EXPECT_EQ(error_of(R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1})"),
+            "schema: no number is within its bounds (at least 1.0000000000000002, at most 0.9999999999999999)");
+  // A bounded number has no exponent: bounds it cannot reach in 40 bytes are refused, not a dead end.
+  EXPECT_EQ(error_of(R"({"type":"number","minimum":1e40})"),
+            "schema: no number within its bounds can be written in 40 bytes (a number with bounds is written without "
+            "an exponent)");
+  EXPECT_EQ(error_of(R"({"type":"number","minimum":1.5e-38,"maximum":1.6e-38})"),
+            "schema: no number within its bounds can be written in 40 bytes (a number with bounds is written without "
+            "an exponent)");
+  EXPECT_EQ(error_of(R"({"type":"number","exclusiveMinimum":1.7976931348623157e308})"),
+            "schema.exclusiveMinimum: 1.7976931348623157e+308 leaves no number between it and the largest double");
+  EXPECT_EQ(error_of(R"({"type":"number","maximum":"1"})"), "schema.maximum: expected a number, not \"1\"");
   EXPECT_EQ(error_of(R"({"enum":["a","bb"],"minLength":2})"),
             "schema.minLength: 'minLength' is supported only beside \"type\" (not beside $ref, const, enum, anyOf or "
             "oneOf)");
@@ -518,7 +834,7 @@ const json kItems = json::parse(R"({
 })");
 
 // Lengths below and above the longest token (a string with room for every token is walked as plain text), and
-// integer bounds.
+// integer and number bounds.
 const json kNarrowed = json::parse(R"({
   "type": "object",
   "properties": {
@@ -527,9 +843,10 @@ const json kNarrowed = json::parse(R"({
     "name": {"type": "string", "minLength": 12},
     "count": {"type": "integer", "minimum": -15, "maximum": 123},
     "big": {"type": "integer", "exclusiveMinimum": 9007199254740992},
+    "ratio": {"type": "number", "minimum": -1.5, "exclusiveMaximum": 2.25},
     "scores": {"type": "array", "maxItems": 3, "items": {"type": "integer", "minimum": -100, "maximum": -3}}
   },
-  "required": ["code", "text", "name", "count", "big", "scores"]
+  "required": ["code", "text", "name", "count", "big", "ratio", "scores"]
 })");
 
 class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {

@@ -133,6 +133,7 @@ enum class Kind : uint8_t { Object, Map, Array, String, Number, Integer, Literal
 
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr size_t kMaxProperties = 64;  // an object's seen properties are one 64-bit mask
+constexpr uint32_t kMaxNumberLength = 40;  // bytes: a model cannot write digits for ever
 
 // A trie of the exact texts a node may be: enum / const values, true / false / null, an object's "keys".
 struct LiteralNode {
@@ -141,10 +142,11 @@ struct LiteralNode {
   uint64_t properties = 0;  // for key tries: the properties whose key passes through here
 };
 
-// An integer's minimum or maximum, inclusive, as the automaton compares a value's digits with it.
-struct IntegerBound {
-  bool negative = false;
-  std::string digits;  // of its magnitude; empty where the schema sets no such bound
+// A number's minimum or maximum, inclusive and exact, as the automaton compares a value's digits with it.
+struct NumberBound {
+  bool negative = false;  // never for zero
+  std::string digits;     // of its magnitude's integer part, "0" if none; empty where the schema sets no such bound
+  std::string fraction;   // of its magnitude's fraction, without trailing zeros
 };
 
 struct JsonGrammar::Impl {
@@ -159,7 +161,8 @@ struct JsonGrammar::Impl {
     uint32_t literals = kNone;         // Object: its key trie; Literals: its value trie
     uint32_t item = kNone;             // Map: the value of every key; Array: every item
     uint32_t min_count = 0, max_count = UINT32_MAX;  // Array: items; String: characters
-    IntegerBound minimum, maximum;                     // Integer
+    NumberBound minimum, maximum;                      // Integer, Number
+    uint32_t fraction_digits = 0;  // Number: the fewest fraction digits a value within its bounds is written with
     std::vector<uint32_t> alternatives;  // Choice
     std::array<uint32_t, 256> by_first_byte{};  // Choice: the alternative a first byte selects (kNone)
     std::array<bool, 256> first_bytes{};      // the bytes a value of this node may begin with
@@ -263,6 +266,54 @@ namespace {
 
 using nlohmann::json;
 
+void drop_trailing_zeros(std::string& fraction) {
+  fraction.erase(std::min(fraction.find_last_not_of('0') + 1, fraction.size()));
+}
+
+// The bound that TEXT, a JSON number ("-12", "0.25", "1e-07", "1.5e+300"), is exactly.
+NumberBound bound_of(std::string_view text) {
+  NumberBound bound;
+  bound.negative = text.starts_with('-');
+  if (bound.negative) text.remove_prefix(1);
+  size_t exponent_at = text.find_first_of("eE");
+  int exponent = exponent_at == std::string_view::npos ? 0 : std::stoi(std::string(text.substr(exponent_at + 1)));
+  std::string_view mantissa = text.substr(0, exponent_at);
+  size_t point = std::min(mantissa.find('.'), mantissa.size());
+  std::string digits(mantissa.substr(0, point));
+  if (point < mantissa.size()) digits += mantissa.substr(point + 1);
+  // Zeros on either side, so that the point falls among the digits: after the first, at the latest after the last.
+  int integer_digits = static_cast<int>(point) + exponent;
+  if (integer_digits < 1) digits.insert(0, static_cast<size_t>(1 - integer_digits), '0');
+  size_t split = static_cast<size_t>(std::max(integer_digits, 1));
+  if (digits.size() < split) digits.append(split - digits.size(), '0');
+  size_t first = std::min(digits.find_first_not_of('0'), split - 1);  // "0" where the integer part is zero
+  bound.digits = digits.substr(first, split - first);
+  bound.fraction = digits.substr(split);
+  drop_trailing_zeros(bound.fraction);
+  bound.negative = bound.negative && (bound.digits != "0" || !bound.fraction.empty());
+  return bound;
+}
+
+std::string text_of(const NumberBound& bound) {
+  return (bound.negative ? "-" : "") + bound.digits + (bound.fraction.empty() ? "" : "." + bound.fraction);
+}
+
+// -1, 0 or 1 as A's magnitude is below, equal to or above B's (digits without leading zeros, fractions without
+// trailing ones: lengths, then the order of the digits, decide).
+int compare_magnitudes(const NumberBound& a, const NumberBound& b) {
+  if (a.digits.size() != b.digits.size()) return a.digits.size() < b.digits.size() ? -1 : 1;
+  int order = a.digits != b.digits ? a.digits.compare(b.digits) : a.fraction.compare(b.fraction);
+  return (order > 0) - (order < 0);
+}
+
+int compare(const NumberBound& a, const NumberBound& b) {
+  if (a.negative != b.negative) return a.negative ? -1 : 1;
+  return a.negative ? -compare_magnitudes(a, b) : compare_magnitudes(a, b);
+}
+
+// Whether a number of at most kMaxNumberLength bytes is within NODE's bounds (with the automaton, below).
+bool some_number_fits(const JsonGrammar::Impl::Node& node);
+
 // Compiles schema objects into grammar nodes.
 class SchemaCompiler {
  public:
@@ -321,7 +372,7 @@ class SchemaCompiler {
                 schema.contains("anyOf") + schema.contains("oneOf");
     if (kinds > 1)
       fail("{}: only one of $ref, const, enum, anyOf and oneOf may appear in one schema", path);
-    // Lengths and bounds narrow the string and integer nodes of "type"; elsewhere they would narrow values
+    // Lengths and bounds narrow the string, number and integer nodes of "type"; elsewhere they would narrow values
     // (any value, an enum's, a reference's) that nothing checks them on.
     if (kinds > 0 || !schema.contains("type"))
       for (const char* keyword :
@@ -344,15 +395,7 @@ class SchemaCompiler {
     if (type == "object") return object(schema, path);
     if (type == "array") return array(schema, path);
     if (type == "string") return string(schema, path);
-    if (type == "number") {
-      // A bound would have to hold of the double a number's text rounds to (99.99999999999999999 is 100.0), its
-      // exponent included; an integer's digits compare with its bounds exactly.
-      for (const BoundKeyword& bound : kBounds)
-        if (schema.contains(bound.name))
-          fail("{}.{}: bounds on a number are not supported in structured output (they are on an integer)", path,
-               bound.name);
-      return g_.add(Kind::Number);
-    }
+    if (type == "number") return number(schema, path);
     if (type == "integer") return integer(schema, path);
     if (type == "boolean") return g_.literals({"true", "false"});
     if (type == "null") return g_.literals({"null"});
@@ -499,10 +542,65 @@ class SchemaCompiler {
     return bound;
   }
 
-  static IntegerBound digits_of(std::optional<int64_t> bound) {
+  static NumberBound digits_of(std::optional<int64_t> bound) {
     if (!bound) return {};
     uint64_t magnitude = *bound < 0 ? 0 - static_cast<uint64_t>(*bound) : static_cast<uint64_t>(*bound);
-    return {*bound < 0, std::to_string(magnitude)};
+    return {*bound < 0, std::to_string(magnitude), ""};
+  }
+
+  // A number within the schema's bounds, all of them, written without an exponent (its digits are compared with
+  // the bounds' as they come).
+  uint32_t number(const json& schema, const std::string& path) {
+    std::optional<NumberBound> minimum, maximum;
+    for (const BoundKeyword& keyword : kBounds) {
+      std::optional<NumberBound> bound = number_bound(schema, keyword, path);
+      std::optional<NumberBound>& kept = keyword.lower ? minimum : maximum;
+      if (bound && (!kept || (compare(*bound, *kept) > 0) == keyword.lower)) kept = bound;
+    }
+    if (minimum && maximum && compare(*minimum, *maximum) > 0)
+      fail("{}: no number is within its bounds (at least {}, at most {})", path, text_of(*minimum),
+           text_of(*maximum));
+    uint32_t node = g_.add(Kind::Number);
+    JsonGrammar::Impl::Node& compiled = g_.nodes[node];
+    compiled.minimum = minimum.value_or(NumberBound{});
+    compiled.maximum = maximum.value_or(NumberBound{});
+    if (minimum && maximum) compiled.fraction_digits = fewest_fraction_digits(*minimum, *maximum);
+    if (!some_number_fits(compiled))
+      fail("{}: no number within its bounds can be written in {} bytes (a number with bounds is written without an "
+           "exponent)", path, kMaxNumberLength);
+    return node;
+  }
+
+  // KEYWORD's value, if the schema has it, as an inclusive bound. Text rounds to the nearest double monotonically, so
+  // a value whose digits are at least (at most) those of the shortest text of a double is at least (at most) that
+  // double; a value written beyond the bound's shortest text may yet round to the bound itself, so an exclusive
+  // bound becomes the next double inward. An integer is its own digits (exact past 2^53 too).
+  static std::optional<NumberBound> number_bound(const json& schema, const BoundKeyword& keyword,
+                                                 const std::string& path) {
+    if (!schema.contains(keyword.name)) return std::nullopt;
+    const json& value = schema[keyword.name];
+    if (!value.is_number()) fail("{}.{}: expected a number, not {}", path, keyword.name, value.dump());
+    if (value.is_number_integer() && !keyword.exclusive) return bound_of(value.dump());
+    double bound = value.get<double>();
+    if (keyword.exclusive) bound = std::nextafter(bound, keyword.lower ? HUGE_VAL : -HUGE_VAL);
+    if (!std::isfinite(bound))
+      fail("{}.{}: {} leaves no number between it and the largest double", path, keyword.name, value.dump());
+    return bound_of(fmt::format("{}", bound));
+  }
+
+  // The fewest fraction digits of a number within MINIMUM and MAXIMUM: the least number of them at which a multiple
+  // of their unit falls between the bounds. Where the bounds are on one side of zero, the farther one cut to so
+  // many digits (toward zero) must still reach the nearer.
+  static uint32_t fewest_fraction_digits(const NumberBound& minimum, const NumberBound& maximum) {
+    if (minimum.negative != maximum.negative) return 0;  // zero is between them
+    const NumberBound& nearer = minimum.negative ? maximum : minimum;
+    const NumberBound& farther = minimum.negative ? minimum : maximum;
+    for (uint32_t digits = 0;; ++digits) {
+      NumberBound cut = farther;
+      cut.fraction.resize(std::min<size_t>(digits, cut.fraction.size()));
+      drop_trailing_zeros(cut.fraction);
+      if (compare_magnitudes(cut, nearer) >= 0) return digits;
+    }
   }
 
   uint32_t enumeration(const json& values, const std::string& path) {
@@ -599,19 +697,20 @@ enum Phase : uint8_t {
 struct Frame {
   uint32_t node = 0;
   uint8_t phase = 0;
-  // object: the property being read; string: continuation bytes or hex digits left; integer: its sign and how its
-  // digits compare with its bounds' (see "integer bounds" below)
+  // object: the property being read; string: continuation bytes or hex digits left; a bounded number or integer:
+  // its sign and how its integer digits compare with its bounds' (see "number bounds" below)
   uint8_t aux = 0;
   uint8_t whitespace = 0;  // the current run of whitespace
-  uint8_t range = 0;  // string: 1 while the next continuation byte has the range of a special lead byte
+  // string: 1 while the next continuation byte has the range of a special lead byte; a bounded number: how its
+  // fraction digits compare with its bounds'
+  uint8_t range = 0;
   uint32_t pos = 0;   // literal / key trie node, items read, number length, the special lead byte
-  // string: characters read; without a maxLength, only up to minLength, so that longer strings share one state
+  // string: characters read; without a maxLength, only up to minLength, so that longer strings share one state;
+  // a bounded number or integer: its integer digits
   uint32_t count = 0;
   uint64_t seen = 0;  // object: properties read
 };
 static_assert(sizeof(Frame) == 24);
-
-constexpr uint32_t kMaxNumberLength = 40;
 
 }  // namespace
 
@@ -641,67 +740,160 @@ int hex_value(uint8_t b) {
   return -1;
 }
 
-// ---- integer bounds
-// A bounded integer is read digit by digit: its frame keeps its sign and, for each bound, how its digits compare
-// with as many of the bound's first digits (less, equal so far, greater). That is enough to tell, for any number
-// of digits it may end with, whether a value of that length is within a bound: a magnitude of fewer digits than
-// the bound's is smaller, one of more is larger, and one of as many compares as its first differing digit does.
-// For one length, the values that begin with the digits read are an interval, and so are those in range (never
-// empty): the two meet exactly when each bound is met by some value of the first, so the bounds are checked one
-// at a time.
+// ---- number bounds
+// A bounded number (an integer, or a number without an exponent) is read digit by digit: its frame keeps its sign
+// and, for each bound, how its integer digits compare with as many of the bound's first digits (less, equal so far,
+// greater), and, once its integer part is the bound's, how its fraction digits compare with the bound's (zeros past
+// them). That is enough to tell, for any number of integer digits it may end with and any number of fraction digits
+// there is room for, whether a value of that shape is within a bound: a magnitude of fewer integer digits than the
+// bound's is smaller, one of more is larger, and one of as many compares as its first differing digit does. For one
+// shape, the values that begin with the digits read are the multiples of one unit (10^-fraction digits) in an
+// interval, and so are those in range: the two meet exactly when each bound is met by some value of the first and
+// the range holds a multiple of the unit (Node::fraction_digits), so the bounds are checked one at a time.
 
 enum Comparison : uint8_t { kEqualSoFar = 0, kLess = 1, kGreater = 2 };
 constexpr uint8_t kNegative = 1;  // in Frame::aux, below each bound's Comparison (2 bits)
 
-int comparison_shift(bool maximum) { return maximum ? 3 : 1; }
-Comparison comparison(const Frame& frame, bool maximum) {
-  return static_cast<Comparison>(frame.aux >> comparison_shift(maximum) & 3);
+// Where each bound's Comparison of the integer digits is in Frame::aux, and of the fraction digits in Frame::range.
+int integer_shift(bool maximum) { return maximum ? 3 : 1; }
+int fraction_shift(bool maximum) { return maximum ? 2 : 0; }
+Comparison integer_comparison(const Frame& frame, bool maximum) {
+  return static_cast<Comparison>(frame.aux >> integer_shift(maximum) & 3);
 }
+Comparison fraction_comparison(const Frame& frame, bool maximum) {
+  return static_cast<Comparison>(frame.range >> fraction_shift(maximum) & 3);
+}
+Comparison compare_digit(uint8_t digit, char bound) {
+  return digit < static_cast<uint8_t>(bound) ? kLess : digit > static_cast<uint8_t>(bound) ? kGreater : kEqualSoFar;
+}
+
 bool negative(const Frame& frame) { return frame.aux & kNegative; }
-uint32_t digits_read(const Frame& frame) { return frame.pos - negative(frame); }
+uint32_t digits_read(const Frame& frame) { return frame.count; }
+uint32_t fraction_read(const Frame& frame) {
+  bool fraction = frame.phase == kNumberDot || frame.phase == kNumberFrac;
+  return fraction ? frame.pos - negative(frame) - frame.count - 1 : 0;
+}
+bool bounded(const Node& node) { return !node.minimum.digits.empty() || !node.maximum.digits.empty(); }
+const NumberBound& bound(const Node& node, bool maximum) { return maximum ? node.maximum : node.minimum; }
 
-// Notes the next byte of an integer (before its length counts it): its sign, or a digit compared with each
-// bound's digit in its place.
-void read_integer_byte(Frame& frame, const Node& node, uint8_t b) {
-  if (b == '-') {
-    frame.aux |= kNegative;
-    return;
-  }
-  for (bool maximum : {false, true}) {
-    const std::string& digits = (maximum ? node.maximum : node.minimum).digits;
-    uint32_t place = digits_read(frame);
-    if (comparison(frame, maximum) != kEqualSoFar || place >= digits.size()) continue;
-    uint8_t bound = static_cast<uint8_t>(digits[place]);
-    Comparison now = b < bound ? kLess : b > bound ? kGreater : kEqualSoFar;
-    frame.aux |= static_cast<uint8_t>(now << comparison_shift(maximum));
+// The phase byte B takes a number to from PHASE; kNumberStart where B cannot come there. An integer has no fraction,
+// and a bounded number no exponent.
+Phase next_number_phase(uint8_t phase, const Node& node, uint8_t b) {
+  bool fraction = node.kind == Kind::Number, exponent = fraction && !bounded(node);
+  switch (phase) {
+    case kNumberStart: return b == '-' ? kNumberSign : b == '0' ? kNumberZero : is_digit(b) ? kNumberInt : kNumberStart;
+    case kNumberSign: return b == '0' ? kNumberZero : is_digit(b) ? kNumberInt : kNumberStart;
+    case kNumberZero:
+    case kNumberInt:
+    case kNumberFrac:
+      if (is_digit(b) && phase != kNumberZero) return static_cast<Phase>(phase);
+      if (b == '.' && fraction && phase != kNumberFrac) return kNumberDot;
+      if ((b == 'e' || b == 'E') && exponent) return kNumberE;
+      return kNumberStart;
+    case kNumberDot: return is_digit(b) ? kNumberFrac : kNumberStart;
+    case kNumberE: return b == '+' || b == '-' ? kNumberExpSign : is_digit(b) ? kNumberExp : kNumberStart;
+    case kNumberExpSign:
+    case kNumberExp: return is_digit(b) ? kNumberExp : kNumberStart;
+    default: return kNumberStart;
   }
 }
 
-// Whether the frame's digits, followed by others to LENGTH digits in all, can make a value within BOUND.
-bool within(const Frame& frame, const IntegerBound& bound, bool maximum, uint32_t length) {
+// Notes an integer digit: compared with each bound's digit in its place.
+void read_integer_digit(Frame& frame, const Node& node, uint8_t b) {
+  for (bool maximum : {false, true}) {
+    const std::string& digits = bound(node, maximum).digits;
+    if (integer_comparison(frame, maximum) == kEqualSoFar && frame.count < digits.size())
+      frame.aux |= static_cast<uint8_t>(compare_digit(b, digits[frame.count]) << integer_shift(maximum));
+  }
+  ++frame.count;
+}
+
+// Notes a fraction digit: compared with each bound's in its place where the integer parts are the same.
+void read_fraction_digit(Frame& frame, const Node& node, uint8_t b) {
+  uint32_t place = fraction_read(frame);
+  for (bool maximum : {false, true}) {
+    const NumberBound& limit = bound(node, maximum);
+    bool same_integer = frame.count == limit.digits.size() && integer_comparison(frame, maximum) == kEqualSoFar;
+    if (!same_integer || fraction_comparison(frame, maximum) != kEqualSoFar) continue;
+    char digit = place < limit.fraction.size() ? limit.fraction[place] : '0';
+    frame.range |= static_cast<uint8_t>(compare_digit(b, digit) << fraction_shift(maximum));
+  }
+}
+
+// FRAME past B, a byte that takes its number to the phase NEXT.
+Frame number_after(Frame frame, const Node& node, uint8_t b, Phase next) {
+  frame.phase = next;
+  // Only a bounded number's frame notes its sign and digits: unbounded ones of any digits share their states (and
+  // so their cached masks).
+  if (bounded(node)) {
+    if (next == kNumberSign) frame.aux |= kNegative;
+    if (next == kNumberZero || next == kNumberInt) read_integer_digit(frame, node, b);
+    if (next == kNumberFrac) read_fraction_digit(frame, node, b);
+  }
+  ++frame.pos;
+  return frame;
+}
+
+// With the digits so far equal to the bound's first ones: whether nines in every place still open (the integer
+// digits up to the bound's number of them, then fraction digits to ROOM of them) reach the bound's magnitude.
+bool nines_reach(const Frame& frame, const NumberBound& bound, uint32_t room) {
+  if (bound.digits.find_first_not_of('9', digits_read(frame)) != std::string::npos) return true;
+  return bound.fraction.find_first_not_of('9', fraction_read(frame)) < room || bound.fraction.size() <= room;
+}
+
+// Whether the frame's digits, followed by others to LENGTH integer digits in all and to ROOM fraction digits at most,
+// can make a value within BOUND.
+bool within(const Frame& frame, const NumberBound& bound, bool maximum, uint32_t length, uint32_t room) {
   if (bound.digits.empty()) return true;
   // On the other side of zero from the bound (zero is on both), the sign decides: a positive value is above a
   // negative bound, a negative one below a positive bound.
-  if (bound.negative != negative(frame) && bound.digits != "0") return maximum == negative(frame);
+  bool zero = bound.digits == "0" && bound.fraction.empty();
+  if (bound.negative != negative(frame) && !zero) return maximum == negative(frame);
   // On its side, the magnitude: at least the bound's for a positive minimum or a negative maximum, else at most.
   bool at_least = maximum == negative(frame);
   uint32_t size = static_cast<uint32_t>(bound.digits.size());
-  Comparison so_far = comparison(frame, maximum);
   if (length != size) return (length > size) == at_least;
-  return so_far != (at_least ? kLess : kGreater);
+  for (Comparison so_far : {integer_comparison(frame, maximum), fraction_comparison(frame, maximum)})
+    if (so_far != kEqualSoFar) return (so_far == kGreater) == at_least;
+  // Equal so far: zeros in the places still open stay at most the bound; nines may reach it.
+  return !at_least || nines_reach(frame, bound, room);
 }
 
-bool fits(const Frame& frame, const Node& node, uint32_t length) {
-  return within(frame, node.minimum, false, length) && within(frame, node.maximum, true, length);
+// Whether some value of LENGTH integer digits and at most ROOM fraction digits that begins with the frame's digits
+// is within both bounds.
+bool fits(const Frame& frame, const Node& node, uint32_t length, uint32_t room) {
+  return room >= node.fraction_digits && within(frame, node.minimum, false, length, room) &&
+         within(frame, node.maximum, true, length, room);
 }
 
-// Whether the integer read so far can still end within its bounds: as it is, or with more digits where there is
-// room and it is not a zero.
+// The most fraction digits a number with LENGTH integer digits has room for.
+uint32_t fraction_room(const Frame& frame, const Node& node, uint32_t length) {
+  uint32_t before = negative(frame) + length + 1;  // the point's byte included
+  return node.kind == Kind::Number && before < kMaxNumberLength ? kMaxNumberLength - before : 0;
+}
+
+// Whether the number read so far can still end within its bounds: as it is, or with more digits where there is
+// room (an integer part that is a zero, or that a point ended, takes no more).
 bool reachable(const Frame& frame, const Node& node) {
+  if (!bounded(node)) return true;
   uint32_t read = digits_read(frame);
-  uint32_t longest = frame.phase == kNumberZero ? read : kMaxNumberLength - negative(frame);
+  bool integer_open = frame.phase == kNumberSign || frame.phase == kNumberInt;
+  uint32_t longest = integer_open ? kMaxNumberLength - negative(frame) : read;
   for (uint32_t length = std::max<uint32_t>(read, 1); length <= longest; ++length)
-    if (fits(frame, node, length)) return true;
+    if (fits(frame, node, length, fraction_room(frame, node, length))) return true;
+  return false;
+}
+
+// Whether the value read so far is within its bounds.
+bool in_range(const Frame& frame, const Node& node) {
+  return fits(frame, node, digits_read(frame), fraction_read(frame));
+}
+
+bool some_number_fits(const Node& node) {
+  for (char c : std::string_view("-0123456789")) {
+    uint8_t b = static_cast<uint8_t>(c);
+    if (reachable(number_after(Frame{}, node, b, next_number_phase(kNumberStart, node, b)), node)) return true;
+  }
   return false;
 }
 
@@ -748,11 +940,10 @@ class Automaton {
   bool may_end(const Frame& frame) const {
     switch (g_.nodes[frame.node].kind) {
       case Kind::Number:
-        return frame.phase == kNumberZero || frame.phase == kNumberInt || frame.phase == kNumberFrac ||
-               frame.phase == kNumberExp;
       case Kind::Integer:
-        return (frame.phase == kNumberZero || frame.phase == kNumberInt) &&
-               fits(frame, g_.nodes[frame.node], digits_read(frame));
+        return (frame.phase == kNumberZero || frame.phase == kNumberInt || frame.phase == kNumberFrac ||
+                frame.phase == kNumberExp) &&
+               in_range(frame, g_.nodes[frame.node]);
       case Kind::Literals: return g_.literal_nodes[frame.pos].terminal >= 0;
       default: return false;
     }
@@ -996,49 +1187,13 @@ class Automaton {
   }
 
   Result number(Frame& frame, const Node& node, uint8_t b) const {
-    bool integer = node.kind == Kind::Integer;
-    Phase next = kNumberStart;
-    bool ok = true;
-    switch (frame.phase) {
-      case kNumberStart:
-        next = b == '-' ? kNumberSign : b == '0' ? kNumberZero : is_digit(b) ? kNumberInt : kNumberStart;
-        ok = next != kNumberStart;
-        break;
-      case kNumberSign:
-        next = b == '0' ? kNumberZero : kNumberInt;
-        ok = is_digit(b);
-        break;
-      case kNumberZero:
-      case kNumberInt:
-      case kNumberFrac:
-        if (is_digit(b) && frame.phase != kNumberZero) next = static_cast<Phase>(frame.phase);
-        else if (b == '.' && frame.phase != kNumberFrac && !integer) next = kNumberDot;
-        else if ((b == 'e' || b == 'E') && !integer) next = kNumberE;
-        else ok = false;
-        break;
-      case kNumberDot:
-        next = kNumberFrac;
-        ok = is_digit(b);
-        break;
-      case kNumberE:
-        next = b == '+' || b == '-' ? kNumberExpSign : kNumberExp;
-        ok = is_digit(b) || b == '+' || b == '-';
-        break;
-      case kNumberExpSign:
-      case kNumberExp:
-        next = kNumberExp;
-        ok = is_digit(b);
-        break;
-      default: ok = false;
-    }
+    Phase next = next_number_phase(frame.phase, node, b);
+    bool ok = next != kNumberStart;
     // A byte after which the number cannot end yet ('-', '.', 'e', an exponent's sign) needs room for a digit.
     bool ends_after = next == kNumberZero || next == kNumberInt || next == kNumberFrac || next == kNumberExp;
-    Frame after = frame;
-    if (ok && integer) read_integer_byte(after, node, b);
-    after.phase = next;
-    ++after.pos;
-    // An integer's byte that no value within its bounds begins with is refused where it comes: no dead end later.
-    ok = ok && (!integer || reachable(after, node));
+    Frame after = ok ? number_after(frame, node, b, next) : frame;
+    // A byte that no value within the bounds begins with is refused where it comes: no dead end later.
+    ok = ok && reachable(after, node);
     if (!ok || frame.pos + (ends_after ? 1 : 2) > kMaxNumberLength)
       return may_end(frame) ? Result::EndRetry : Result::Reject;
     frame = after;

@@ -12,12 +12,12 @@
 // The schema subset: "type" (object, array, string, number, integer, boolean, null, or a list of them),
 // properties / required (additionalProperties false unless the object declares no properties), items,
 // minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), minimum /
-// maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits), enum, const, anyOf / oneOf whose
-// branches begin with different bytes, $ref into the same document (recursion included), and the annotations
-// (title, description, default, examples, format, ...). Keywords that would change validity and are not
-// supported (pattern, bounds on a number, multipleOf, allOf, ...), and lengths or bounds where no "type" says
-// which values they narrow, are errors naming their schema path. Strings must be valid UTF-8, \u escapes other
-// than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
+// maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits) and numbers (then written without an
+// exponent), enum, const, anyOf / oneOf whose branches begin with different bytes, $ref into the same document
+// (recursion included), and the annotations (title, description, default, examples, format, ...). Keywords that
+// would change validity and are not supported (pattern, multipleOf, allOf, ...), and lengths or bounds where no
+// "type" says which values they narrow, are errors naming their schema path. Strings must be valid UTF-8, \u
+// escapes other than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
 #pragma once
 
 #include <cstdint>
