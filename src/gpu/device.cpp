@@ -626,6 +626,11 @@ void Device::submit(WGPUCommandBuffer commands) {
   check_errors();
 }
 
+void Device::submit_recorded() {
+  wgpuQueueSubmit(queue_.get(), 0, nullptr);
+  check_errors();
+}
+
 void Device::wait_idle() {
   WGPUQueueWorkDoneCallbackInfo callback{};
   callback.mode = WGPUCallbackMode_WaitAnyOnly;

@@ -293,6 +293,10 @@ class Device {
   BindGroup bind(const Pipeline& pipeline, std::span<const BufferBinding> bindings);
 
   void submit(WGPUCommandBuffer commands);
+  // Submits no commands of its own: what Dawn recorded itself goes to the GPU now. Unmapping a buffer mapped at
+  // creation records a copy from its staging memory (host memory on a discrete GPU), which would otherwise wait
+  // for the next submission, the first request's.
+  void submit_recorded();
   void wait_idle();  // waits for every submitted command buffer to finish
   // Throws the first WebGPU error reported since the last check (validation, out-of-memory, device loss).
   void check_errors();
