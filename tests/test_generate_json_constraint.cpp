@@ -8,6 +8,8 @@
 #include <random>
 #include <set>
 
+#include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -220,6 +222,33 @@ TEST(JsonMatcher, RecursiveReferencesAndChoices) {
   EXPECT_TRUE(matches(tree, R"({"value":1,"children":[{"value":"a"},{"value":2,"children":[]}]})"));
   EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{"value":true}]})"));
   EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{}]})"));
+}
+
+// allOf: Pydantic's wrapper of a described reference (here in a recursive model, which must stay a reference), and
+// schemas merged into one object (properties and required names together; a referenced base model).
+TEST(JsonMatcher, AllOfWrappersAndMergedObjects) {
+  json pydantic = json::parse(R"({
+    "$defs": {"Color": {"enum": ["red", "green"], "title": "Color", "type": "string"},
+              "Node": {"type": "object", "properties": {
+                "color": {"allOf": [{"$ref": "#/$defs/Color"}], "description": "its color"},
+                "next": {"anyOf": [{"allOf": [{"$ref": "#/$defs/Node"}], "description": "the next"}, {"type": "null"}]}},
+               "required": ["color", "next"], "additionalProperties": false}},
+    "allOf": [{"$ref": "#/$defs/Node"}], "title": "List"})");
+  EXPECT_TRUE(matches(pydantic, R"({"color":"red","next":{"color":"green","next":null}})"));
+  EXPECT_FALSE(matches(pydantic, R"({"color":"blue","next":null})"));
+  EXPECT_FALSE(matches(pydantic, R"({"color":"red"})"));
+  json merged = json::parse(R"({
+    "$defs": {"Base": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}},
+    "allOf": [{"$ref": "#/$defs/Base"},
+              {"properties": {"name": {"type": "string", "maxLength": 3}}, "required": ["name"]}],
+    "properties": {"tag": {"enum": ["a"]}}})");
+  EXPECT_TRUE(matches(merged, R"({"id":1,"name":"abc"})"));
+  EXPECT_TRUE(matches(merged, R"({"id":1,"name":"abc","tag":"a"})"));
+  EXPECT_FALSE(matches(merged, R"({"name":"abc"})"));            // Base's required id
+  EXPECT_FALSE(matches(merged, R"({"id":1})"));                  // the second schema's required name
+  EXPECT_FALSE(matches(merged, R"({"id":1,"name":"abcd"})"));    // its maxLength
+  EXPECT_FALSE(matches(merged, R"({"id":"1","name":"abc"})"));   // Base's integer
+  EXPECT_FALSE(matches(merged, R"({"id":1,"name":"a","tag":"b"})"));
 }
 
 // A schema placed inside another (a tool's parameters inside the schema of a whole call) keeps its own "#..."
@@ -753,6 +782,28 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
   EXPECT_EQ(error_of(R"({"type":"array","minItems":-1})"),
             "response_format.json_schema.schema.minItems: expected a count, not -1");
   EXPECT_EQ(error_of("[1]"), "response_format.json_schema.schema: a schema must be an object, not array");
+  // allOf's schemas that cannot be one.
+  EXPECT_EQ(error_of(R"({"allOf":[{"type":"string"},{"type":"integer"}]})"),
+            "response_format.json_schema.schema.allOf[1].type: allOf's schemas give 'type' two different values "
+            "(\"string\" and \"integer\")");
+  EXPECT_EQ(error_of(R"({"allOf":[{"properties":{"a":{"type":"string"}}},{"properties":{"a":{"type":"null"}}}]})"),
+            "response_format.json_schema.schema.allOf[1].properties.a: allOf's schemas give property 'a' two "
+            "different schemas");
+  EXPECT_EQ(error_of(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})"),
+            "response_format.json_schema.schema.allOf: one schema closes its object (additionalProperties false) "
+            "to property 'b', which another adds");
+  EXPECT_EQ(error_of(R"({"allOf":[]})"),
+            "response_format.json_schema.schema.allOf: expected a non-empty list of schemas, not []");
+  EXPECT_EQ(error_of(R"({"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"},{"type":"object"}]}},"$ref":"#/$defs/a"})"),
+            "#/$defs/a: allOf and $ref nest more than 32 deep (a reference cycle?)");
+  // Twelve levels that each merge the next one twice: 2^12 merges, refused after 256.
+  json branching = {{"$ref", "#/$defs/d0"}};
+  for (int i = 0; i < 12; ++i) {
+    json next = {{"$ref", fmt::format("#/$defs/d{}", i + 1)}};
+    branching["$defs"][fmt::format("d{}", i)] = {{"allOf", {next, next}}};
+  }
+  branching["$defs"]["d12"] = {{"type", "object"}};
+  EXPECT_THAT(schema_error(branching.dump().c_str()), ::testing::HasSubstr("more than 256 allOf merges"));
 }
 
 TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {

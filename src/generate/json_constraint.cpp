@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -333,6 +334,11 @@ class SchemaCompiler {
       document_ = outer;
       return compiled;
     }
+    if (schema.contains("allOf")) {
+      // A reference with annotations stays a reference: a recursive model's fields may be such wrappers.
+      if (std::optional<json> ref = sole_reference(schema)) return compile(*ref, path);
+      return compile(merge_all_of(schema, path, 0), path);
+    }
     check_keywords(schema, path);
     if (schema.contains("$ref")) return reference(schema, path);
     if (schema.contains("const")) return g_.literals({schema["const"].dump()});
@@ -361,7 +367,7 @@ class SchemaCompiler {
  private:
   static void check_keywords(const json& schema, const std::string& path) {
     static const char* const kUnsupported[] = {
-        "allOf", "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "multipleOf",
+        "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "multipleOf",
         "minProperties", "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems",
         "additionalItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
         "dependencies", "$dynamicRef", "contentSchema"};
@@ -623,29 +629,152 @@ class SchemaCompiler {
   // "$ref": "#/json/pointer" into the same document. A node stands in for the target while it compiles, so
   // recursive schemas become cycles of nodes.
   uint32_t reference(const json& schema, const std::string& path) {
+    std::string pointer = reference_pointer(schema, path);
+    auto key = std::pair(document_, pointer);
+    if (auto it = references_.find(key); it != references_.end()) return it->second;
+    const json& target = referenced(schema, path);
+    uint32_t stand_in = g_.add(Kind::Choice);
+    references_[key] = stand_in;
+    uint32_t compiled = compile(target, "#" + pointer);
+    g_.nodes[stand_in].alternatives = {compiled};
+    return stand_in;
+  }
+
+  // The JSON pointer of SCHEMA's "$ref" ("#/$defs/x": "/$defs/x").
+  static std::string reference_pointer(const json& schema, const std::string& path) {
     const json& ref = schema["$ref"];
     if (!ref.is_string() || !ref.get<std::string>().starts_with("#"))
       fail("{}.$ref: only references into the same schema (\"#/...\") are supported, not {}", path, ref.dump());
-    std::string pointer = ref.get<std::string>().substr(1);
-    auto key = std::pair(document_, pointer);
-    if (auto it = references_.find(key); it != references_.end()) return it->second;
+    return ref.get<std::string>().substr(1);
+  }
+
+  const json& referenced(const json& schema, const std::string& path) const {
     json::json_pointer target;
     try {
-      target = json::json_pointer(pointer);
+      target = json::json_pointer(reference_pointer(schema, path));
     } catch (const json::exception& e) {
-      fail("{}.$ref: {} is not a JSON pointer ({})", path, ref.dump(), e.what());
+      fail("{}.$ref: {} is not a JSON pointer ({})", path, schema["$ref"].dump(), e.what());
     }
-    if (!document_->contains(target)) fail("{}.$ref: {} names nothing in the schema", path, ref.dump());
-    uint32_t stand_in = g_.add(Kind::Choice);
-    references_[key] = stand_in;
-    uint32_t compiled = compile(document_->at(target), "#" + pointer);
-    g_.nodes[stand_in].alternatives = {compiled};
-    return stand_in;
+    if (!document_->contains(target)) fail("{}.$ref: {} names nothing in the schema", path, schema["$ref"].dump());
+    return document_->at(target);
+  }
+
+  // ---- allOf
+  // A value valid against every schema of an allOf is one valid against their merge, where they do not conflict:
+  // their properties and required names together, every other keyword as each gives it (a keyword two of them give
+  // differently is refused, as is an object one of them closes to properties another adds). Pydantic writes
+  // {"allOf": [{"$ref": ...}], "description": ...} for a field whose model or enum it describes.
+  static constexpr int kMaxMergeDepth = 32, kMaxMerges = 256;
+  // Keywords that say nothing of the value; the merge keeps the first of each (and drops the definitions, which
+  // references reach in the document itself).
+  static bool is_annotation(const std::string& keyword) {
+    static const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$comment",
+                                                       "deprecated", "readOnly", "writeOnly"};
+    return kAnnotations.contains(keyword);
+  }
+  static bool is_definition(const std::string& keyword) {
+    return keyword == "$defs" || keyword == "definitions" || keyword == "$id" || keyword == "$schema";
+  }
+  static bool only_annotations(const json& schema, std::string_view besides) {
+    for (const auto& [keyword, _] : schema.items())
+      if (keyword != besides && !is_annotation(keyword) && !is_definition(keyword)) return false;
+    return true;
+  }
+
+  // {"$ref": ...} where SCHEMA's allOf is that one reference and everything else annotations.
+  static std::optional<json> sole_reference(const json& schema) {
+    const json& all = schema["allOf"];
+    if (!all.is_array() || all.size() != 1 || !all[0].is_object() || !all[0].contains("$ref")) return std::nullopt;
+    if (!only_annotations(all[0], "$ref") || !only_annotations(schema, "allOf")) return std::nullopt;
+    return json{{"$ref", all[0]["$ref"]}};
+  }
+
+  // SCHEMA with its allOf (and a $ref beside it, or in the allOf's schemas) merged into one schema.
+  json merge_all_of(const json& schema, const std::string& path, int depth) {
+    if (depth > kMaxMergeDepth)
+      fail("{}: allOf and $ref nest more than {} deep (a reference cycle?)", path, kMaxMergeDepth);
+    // Every merge counts, nested ones too: schemas that branch at every level would otherwise take exponential time.
+    if (++merges_ > kMaxMerges)
+      fail("{}: more than {} allOf merges (a schema recursive through allOf is not supported)", path, kMaxMerges);
+    json parts = json::array();
+    json rest = schema;
+    if (schema.contains("allOf")) {
+      const json& all = schema["allOf"];
+      if (!all.is_array() || all.empty()) fail("{}.allOf: expected a non-empty list of schemas, not {}", path, all.dump());
+      parts = all;
+      rest.erase("allOf");
+    }
+    if (rest.contains("$ref")) {
+      parts.push_back(json{{"$ref", rest["$ref"]}});
+      rest.erase("$ref");
+    }
+    json merged = json::object();
+    std::vector<const json*> closed;  // the parts with "additionalProperties": false
+    json expanded = json::array();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::string at = fmt::format("{}.allOf[{}]", path, i);
+      const json& part = parts[i];
+      if (!part.is_object()) fail("{}: a schema to merge must be an object, not {}", at, part.dump());
+      if (part.contains("$ref"))  // named after its target, as a reference's schema is
+        expanded.push_back(merge_all_of(resolved_with(part, at), fmt::format("#{}", reference_pointer(part, at)), depth + 1));
+      else
+        expanded.push_back(part.contains("allOf") ? merge_all_of(part, at, depth + 1) : part);
+    }
+    expanded.push_back(rest);
+    for (size_t i = 0; i < expanded.size(); ++i) {
+      merge_into(merged, expanded[i], fmt::format("{}.allOf[{}]", path, i));
+      if (expanded[i].value("additionalProperties", json(true)) == json(false)) closed.push_back(&expanded[i]);
+    }
+    const json properties = merged.value("properties", json::object());
+    for (const json* part : closed)
+      for (const auto& [name, _] : properties.items())
+        if (!part->contains("properties") || !(*part)["properties"].contains(name))
+          fail("{}.allOf: one schema closes its object (additionalProperties false) to property '{}', which "
+               "another adds", path, name);
+    return merged;
+  }
+
+  // The schema PART's $ref names, with PART's other keywords beside it.
+  json resolved_with(const json& part, const std::string& path) const {
+    json target = referenced(part, path);
+    json rest = part;
+    rest.erase("$ref");
+    if (!target.is_object()) fail("{}.$ref: the schema it names must be an object to merge, not {}", path, target.dump());
+    return json{{"allOf", json::array({target, rest})}};
+  }
+
+  static void merge_into(json& merged, const json& part, const std::string& path) {
+    for (const auto& [keyword, value] : part.items()) {
+      if (is_definition(keyword)) continue;
+      if (is_annotation(keyword)) {
+        if (!merged.contains(keyword)) merged[keyword] = value;
+      } else if (keyword == "properties") {
+        if (!value.is_object()) fail("{}.properties: expected an object, not {}", path, value.dump());
+        json& properties = merged["properties"];
+        for (const auto& [name, property] : value.items()) {
+          if (properties.contains(name) && properties[name] != property)
+            fail("{}.properties.{}: allOf's schemas give property '{}' two different schemas", path, name, name);
+          properties[name] = property;
+        }
+      } else if (keyword == "required") {
+        if (!value.is_array()) fail("{}.required: expected a list of names, not {}", path, value.dump());
+        json& required = merged["required"];
+        if (required.is_null()) required = json::array();
+        for (const json& name : value)
+          if (std::find(required.begin(), required.end(), name) == required.end()) required.push_back(name);
+      } else if (merged.contains(keyword) && merged[keyword] != value) {
+        fail("{}.{}: allOf's schemas give '{}' two different values ({} and {})", path, keyword, keyword,
+             merged[keyword].dump(), value.dump());
+      } else {
+        merged[keyword] = value;
+      }
+    }
   }
 
   JsonGrammar::Impl& g_;
   const json* document_;  // what "#..." references point into
   std::map<std::pair<const json*, std::string>, uint32_t> references_;
+  int merges_ = 0;
 };
 
 std::unique_ptr<JsonGrammar::Impl> new_grammar() {

@@ -14,10 +14,11 @@
 // minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), minimum /
 // maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits) and numbers (then written without an
 // exponent), enum, const, anyOf / oneOf whose branches begin with different bytes, $ref into the same document
-// (recursion included), and the annotations (title, description, default, examples, format, ...). Keywords that
-// would change validity and are not supported (pattern, multipleOf, allOf, ...), and lengths or bounds where no
-// "type" says which values they narrow, are errors naming their schema path. Strings must be valid UTF-8, \u
-// escapes other than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
+// (recursion included), allOf whose schemas merge into one (properties and required names together; a $ref with
+// annotations stays a reference), and the annotations (title, description, default, examples, format, ...).
+// Keywords that would change validity and are not supported (pattern, multipleOf, not, ...), and lengths or bounds
+// where no "type" says which values they narrow, are errors naming their schema path. Strings must be valid UTF-8,
+// \u escapes other than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
 #pragma once
 
 #include <cstdint>
