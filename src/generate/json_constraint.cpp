@@ -700,7 +700,8 @@ class SchemaCompiler {
     json rest = schema;
     if (schema.contains("allOf")) {
       const json& all = schema["allOf"];
-      if (!all.is_array() || all.empty()) fail("{}.allOf: expected a non-empty list of schemas, not {}", path, all.dump());
+      if (!all.is_array() || all.empty())
+        fail("{}.allOf: expected a non-empty list of schemas, not {}", path, all.dump());
       parts = all;
       rest.erase("allOf");
     }
@@ -716,7 +717,8 @@ class SchemaCompiler {
       const json& part = parts[i];
       if (!part.is_object()) fail("{}: a schema to merge must be an object, not {}", at, part.dump());
       if (part.contains("$ref"))  // named after its target, as a reference's schema is
-        expanded.push_back(merge_all_of(resolved_with(part, at), fmt::format("#{}", reference_pointer(part, at)), depth + 1));
+        expanded.push_back(
+            merge_all_of(resolved_with(part, at), fmt::format("#{}", reference_pointer(part, at)), depth + 1));
       else
         expanded.push_back(part.contains("allOf") ? merge_all_of(part, at, depth + 1) : part);
     }
@@ -739,7 +741,8 @@ class SchemaCompiler {
     json target = referenced(part, path);
     json rest = part;
     rest.erase("$ref");
-    if (!target.is_object()) fail("{}.$ref: the schema it names must be an object to merge, not {}", path, target.dump());
+    if (!target.is_object())
+      fail("{}.$ref: the schema it names must be an object to merge, not {}", path, target.dump());
     return json{{"allOf", json::array({target, rest})}};
   }
 

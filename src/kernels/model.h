@@ -118,8 +118,8 @@ gpu::Constants cache_constants(KvType kv, uint64_t pool, const KvBlocks& blocks,
 
 // embed.wgsl: out[t, d] = scale * table[ids[t] - vocab_offset, d]  (+ positions[position_offset + t - first_row, d])
 // for the tokens t in [first_row, first_row + seq_len) whose ids lie in the vocabulary block [vocab_offset,
-// vocab_offset + vocab_rows); other tokens are left untouched, so a table split into blocks is gathered by one dispatch per block. embed_vec4.wgsl (four
-// elements per thread) serves hidden sizes that are a multiple of 4.
+// vocab_offset + vocab_rows); other tokens are left untouched, so a table split into blocks is gathered by one
+// dispatch per block. embed_vec4.wgsl (four elements per thread) serves hidden sizes that are a multiple of 4.
 // A batched step of a model with learned positions (GPT-2) gathers each sequence's rows with its own
 // first_row and position_offset.
 // Bindings: 0 ids [first_row + T] u32, 1 table [vocab_rows, D] (WeightType), 2 positions [*, D] f32 (bind any

@@ -43,7 +43,8 @@ struct AnswerSplit {
 };
 
 // Splits a finished answer. With tool_choice named, the text is the constrained call's arguments; required, the
-// call itself; else as SPLIT says, a <think> block becoming reasoning_content only once it is closed (or opened by the prompt).
+// call itself; else as SPLIT says, a <think> block becoming reasoning_content only once it is closed (or opened by
+// the prompt).
 Answer parse_answer(std::string_view text, const CompletionRequest& request, const AnswerSplit& split);
 
 // A streamed chat answer's deltas: the model's text is fed as it comes, and each call returns the OpenAI

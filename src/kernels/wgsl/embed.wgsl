@@ -1,6 +1,7 @@
 // Embed, one vocabulary block: for every token t in [first_row, first_row + seq_len) whose id lies in
 // [vocab_offset, vocab_offset + vocab_rows),
-//   out[t, d] = scale * table[id - vocab_offset, d]  (+ positions[position_offset + t - first_row, d] if use_positions);
+//   out[t, d] = scale * table[id - vocab_offset, d]
+//               (+ positions[position_offset + t - first_row, d] if use_positions);
 // tokens of other blocks are left untouched (and their ids never index the table), so a table split into
 // blocks is gathered by one dispatch per block. One thread per output element (embed_vec4.wgsl: four, where
 // hidden_size % 4 == 0).
