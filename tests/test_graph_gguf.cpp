@@ -18,6 +18,7 @@
 #include "model/weights.h"
 #include "support/device.h"
 #include "support/gguf_writer.h"
+#include "support/float64_forward.h"
 #include "support/logits.h"
 #include "test_model_support.h"
 
@@ -388,6 +389,29 @@ INSTANTIATE_TEST_SUITE_P(Files, LlamaCppGguf,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// llama-Q3_K_M.gguf was made by llama.cpp's llama-quantize from llama-Q8_0.gguf (`--allow-requantize`; its mix of
+// Q3_K, Q4_K, Q5_K and Q6_K) where transformers was not at hand, so no transformers logits come with it: the GPU's
+// logits are held to the float64 forward pass on the file's own blocks (support/float64_forward.h, which
+// test_model_gguf_llamacpp holds to transformers on the other files), for llama-Q8_0's prompts.
+TEST(LlamaCppGgufQ3K, GpuLogitsMatchTheFloat64Forward) {
+  std::filesystem::path dir = test::project_root() / "tests" / "data" / "gguf" / "llamacpp";
+  nlohmann::json prompts, references = nlohmann::json::parse(test::read_text(dir / "references.json"));
+  for (const nlohmann::json& f : references["fixtures"])
+    if (f["file"] == "llama-Q8_0.gguf") prompts = f["prompt_ids"];
+  ASSERT_FALSE(prompts.is_null()) << "llama-Q8_0.gguf is not in references.json";
+  ModelFiles files = ModelFiles::open(dir / "llama-Q3_K_M.gguf");
+  Model m(test::device(), files, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
+  std::vector<float> got, want;
+  for (const nlohmann::json& prompt : prompts) {
+    m.reset();
+    std::vector<float> rows = m.forward(prompt.get<std::vector<int32_t>>(), /*all_logits=*/true);
+    got.insert(got.end(), rows.begin(), rows.end());
+    std::vector<double> exact = test::float64_forward(files, prompt.get<std::vector<uint32_t>>());
+    want.insert(want.end(), exact.begin(), exact.end());
+  }
+  expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-5, "llama-Q3_K_M");
+}
 
 TEST(GgufModel, TensorNames) {
   const ArchitectureSpec& llama = *find_architecture("LlamaForCausalLM");

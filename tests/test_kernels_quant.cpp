@@ -1,4 +1,4 @@
-// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G and Q4_G128, pack_rows,
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128 and Q3_K, pack_rows,
 // include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize() (Q4_G, Q4_G128: the
 // float64 reference), and the products (decode M = 1..4 in linear_q_matvec.wgsl, batched decode steps in
 // linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the dequantized
@@ -40,7 +40,7 @@ const TypeCase kTypes[] = {
     {WeightType::Q8_0, GgmlType::Q8_0}, {WeightType::Q4_0, GgmlType::Q4_0}, {WeightType::Q4_1, GgmlType::Q4_1},
     {WeightType::Q5_0, GgmlType::Q5_0}, {WeightType::Q5_1, GgmlType::Q5_1}, {WeightType::Q4_K, GgmlType::Q4_K},
     {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K}, {WeightType::Q4_G, std::nullopt},
-    {WeightType::Q4_G128, std::nullopt},
+    {WeightType::Q4_G128, std::nullopt}, {WeightType::Q3_K, GgmlType::Q3_K},
 };
 
 std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {
@@ -57,6 +57,8 @@ std::vector<uint32_t> scale_offsets(GgmlType type) {
       return {0, 2};
     case GgmlType::Q6_K:
       return {208};
+    case GgmlType::Q3_K:
+      return {108};
     default:
       return {0};
   }

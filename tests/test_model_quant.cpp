@@ -13,6 +13,8 @@
 #include "model/dtype.h"
 #include "model/quant.h"
 #include "reference/quant.h"
+#include "support/logits.h"
+#include "support/paths.h"
 #include "test_model_support.h"
 
 namespace gerbil {
@@ -30,6 +32,7 @@ struct BlockFormat {
 const std::vector<BlockFormat> kBlockFormats = {
     {GgmlType::Q8_0, {0}},    {GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},
     {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q4_K, {0, 2}}, {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}},
+    {GgmlType::Q3_K, {108}},
 };
 
 // f16 scales the blocks are made with: the largest finite (+-65504), subnormals (smallest, largest,
@@ -80,6 +83,28 @@ TEST(Quant, DequantizationMatchesTheFloat64ReferenceBitForBit) {
   }
 }
 
+// Against an implementation written apart from both: llama.cpp's gguf-py (numpy), whose values for random blocks
+// of every type gerbil decodes tools/make_quant_vectors.py wrote to tests/data/quant. Equal bit for bit, but for
+// the sign of a zero.
+TEST(Quant, DequantizationMatchesGgufPyVectors) {
+  for (const BlockFormat& format : kBlockFormats) {
+    const GgmlTypeInfo& info = ggml_type_info(format.type);
+    std::filesystem::path dir = test::project_root() / "tests" / "data" / "quant";
+    std::string blocks = test::read_text(dir / (std::string(info.name) + ".blocks"));
+    std::vector<float> want = test::read_f32(dir / (std::string(info.name) + ".f32"));
+    ASSERT_EQ(blocks.size() / info.block_bytes * info.block_size, want.size()) << info.name;
+    std::vector<float> got(want.size());
+    dequantize(format.type, std::as_bytes(std::span(blocks.data(), blocks.size())), got, "vectors");
+    size_t nonzero = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      nonzero += want[i] != 0;
+      ASSERT_EQ(got[i], want[i]) << info.name << " block " << i / info.block_size << " element "
+                                 << i % info.block_size;
+    }
+    EXPECT_GT(nonzero, got.size() / 2) << info.name;
+  }
+}
+
 TEST(Quant, ReferenceKnownBlocks) {
   // Q8_0 with d = 0.5: quants -128, 127 give -64, 63.5.
   std::vector<uint8_t> q8(34, 0);
@@ -99,6 +124,21 @@ TEST(Quant, ReferenceKnownBlocks) {
   EXPECT_EQ(v[0], 7.0);
   EXPECT_EQ(v[16], 1.0);
   EXPECT_EQ(v[1], 0.0);
+  // Q3_K with d = 1: scale bytes zero make every scale 0 - 32 and codes zero (third bit clear) -4, so 128; scale 2
+  // set to 33 (low nibble 1 in byte 2, top bits 2 in byte 10) is 1; element 33 (sub-block 2, shift 2, byte 1) with
+  // low bits 3 and its third bit (hmask byte 1, bit 1) is 3 + 4 - 4 = 3; element 32 of the same sub-block is -4.
+  std::vector<uint8_t> q3(110, 0);
+  q3[109] = 0x3c;
+  q3[96 + 2] = 0x01;
+  q3[104 + 2] = 0x02;
+  q3[32 + 1] = 0x0c;
+  q3[1] = 0x02;
+  v = reference::dequantize_blocks("Q3_K", q3);
+  EXPECT_EQ(v[0], 128.0);
+  EXPECT_EQ(v[33], 3.0);
+  EXPECT_EQ(v[32], -4.0);
+  EXPECT_EQ(v[160], 128.0);
+  EXPECT_EQ(v[255], 128.0);
   EXPECT_EQ(reference::f16_value(0x0001), std::ldexp(1.0, -24));
   EXPECT_EQ(reference::f16_value(0xfbff), -65504.0);
 }
@@ -124,8 +164,10 @@ TEST(Quant, QuantizersRoundTripWithinTheirResolution) {
     GgmlType type;
     double bound;  // of |x - dequantized| over the block's largest |x|
   };
+  // Q3_K: half a step of 1/4 of the largest |x| of 16, or a whole step where a sub-block's largest and smallest are
+  // opposite and equal (its +4 is clamped to 3).
   for (Case c : {Case{GgmlType::Q8_0, 0.6 / 127}, Case{GgmlType::Q4_0, 1.01 / 8}, Case{GgmlType::Q4_K, 1.0 / 8},
-                 Case{GgmlType::Q6_K, 1.0 / 32}}) {
+                 Case{GgmlType::Q6_K, 1.0 / 32}, Case{GgmlType::Q3_K, 1.01 / 4}}) {
     const GgmlTypeInfo& info = ggml_type_info(c.type);
     std::vector<float> values(info.block_size * 64);
     for (float& x : values) x = normal(rng) * 0.02f;
@@ -148,7 +190,7 @@ TEST(Quant, QuantizersRoundTripWithinTheirResolution) {
 }
 
 TEST(Quant, AllZeroBlocksQuantizeToZero) {
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
     std::vector<float> zeros(256, 0.0f), back(256, 1.0f);
     dequantize(type, quantize(type, zeros), back, "t");
     for (float v : back) ASSERT_EQ(v, 0.0f) << ggml_type_name(type);

@@ -7,7 +7,7 @@ llama.cpp's K-quants apply to every matrix), this script
   2. writes each model with transformers (random weights, a real byte-level BPE tokenizer cut to a small
      vocabulary, its chat template),
   3. converts it with llama.cpp's convert_hf_to_gguf.py (f32) and quantizes that with llama-quantize
-     (Q8_0, Q4_0, Q4_K_M, Q6_K),
+     (Q8_0, Q4_0, Q4_K_M, Q6_K, Q3_K_M),
   4. reads every quantized file back with llama.cpp's gguf-py, dequantizes each tensor with gguf-py's
      dequantize, undoes what the converter changed (llama's Q/K row permutation, Gemma's norm + 1), loads the
      result into the transformers model in float64 and records its logits for a few prompts.
@@ -36,7 +36,7 @@ from pathlib import Path
 
 VOCAB = 384  # rows of the embedding table: the cut tokenizer's regular tokens plus its special tokens
 HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS = 256, 256, 2, 4, 2
-QUANTS = ["Q8_0", "Q4_0", "Q4_K_M", "Q6_K"]
+QUANTS = ["Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "Q3_K_M"]
 PROMPTS = ["Hello world! How are you today?", "The quick brown fox jumps over 13 lazy dogs."]
 
 # Which tokenizer package each architecture borrows, the llama.cpp pre-tokenizer name it has, its special

@@ -45,8 +45,8 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q4_G128))
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..12)", kernel,
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q3_K))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..13)", kernel,
          shapes, static_cast<uint32_t>(type));
 }
 
@@ -143,11 +143,11 @@ uint32_t weight_bytes(WeightType type) {
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
-bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q4_G128; }
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q3_K; }
 
 const char* weight_type_name(WeightType type) {
   constexpr const char* kNames[] = {"f32",  "f16",  "bf16", "Q8_0", "Q4_0", "Q4_1",
-                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128"};
+                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128", "Q3_K"};
   auto index = static_cast<uint32_t>(type);
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
@@ -167,6 +167,7 @@ constexpr BlockLayout layout_of(WeightType type) {
     case WeightType::Q6_K: return {256, 210, 16, 8, 20};
     case WeightType::Q4_G: return {32, 20, 16, 0, 4};  // model/quant.h's int4_block_bytes
     case WeightType::Q4_G128: return {128, 68, 16, 0, 4};
+    case WeightType::Q3_K: return {256, 110, 16, 0, 16};
     default: return {0, 0, 0, 0, 0};
   }
 }
@@ -250,6 +251,19 @@ void codes_q6k(const std::byte* b, uint8_t* codes) {
     }
 }
 
+// Q3_K: element i's code is its 2 low bits (bits 2 k of qs byte 32 (i / 128) + i % 32, k = (i % 128) / 32) and its
+// high bit (bit 4 (i / 128) + k of hmask byte i % 32), 0..7; ggml's value is d (scale - 32) (code - 4).
+void codes_q3k(const std::byte* b, uint8_t* codes) {
+  const std::byte* hmask = b;
+  const std::byte* qs = b + 32;
+  for (size_t i = 0; i < 256; ++i) {
+    size_t half = i / 128, k = (i % 128) / 32, l = i % 32;
+    uint8_t low = (byte_at(qs, 32 * half + l) >> (2 * k)) & 3;
+    uint8_t high = (byte_at(hmask, l) >> (4 * half + k)) & 1;
+    codes[i] = uint8_t(low | high << 2);
+  }
+}
+
 BlockParts block_parts(WeightType type, const std::byte* b) {
   BlockParts parts;
   uint8_t* codes = parts.codes.data();
@@ -274,6 +288,10 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
       nibbles256(b + 48, codes);
       fifth_bits256(b + 16, codes);
       header(0, 16);
+      break;
+    case WeightType::Q3_K:
+      codes_q3k(b, codes);
+      header(96, 14);  // the packed scales, d
       break;
     default:  // Q6_K
       codes_q6k(b, codes);
@@ -366,6 +384,7 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
     case WeightType::Q6_K: return pack_rows_of<WeightType::Q6_K>(ggml, rows, K, packed);
     case WeightType::Q4_G: return pack_rows_of<WeightType::Q4_G>(ggml, rows, K, packed);
     case WeightType::Q4_G128: return pack_rows_of<WeightType::Q4_G128>(ggml, rows, K, packed);
+    case WeightType::Q3_K: return pack_rows_of<WeightType::Q3_K>(ggml, rows, K, packed);
     default: break;  // block_layout() has thrown for the others
   }
 }

@@ -26,7 +26,7 @@ constexpr std::array kTypes = {
     GgmlTypeInfo{GgmlType::Q8_0, "Q8_0", kQK, 34, true},
     GgmlTypeInfo{GgmlType::Q8_1, "Q8_1", kQK, 36, false},
     GgmlTypeInfo{GgmlType::Q2_K, "Q2_K", kQK_K, 84, false},
-    GgmlTypeInfo{GgmlType::Q3_K, "Q3_K", kQK_K, 110, false},
+    GgmlTypeInfo{GgmlType::Q3_K, "Q3_K", kQK_K, 110, true},
     GgmlTypeInfo{GgmlType::Q4_K, "Q4_K", kQK_K, 144, true},
     GgmlTypeInfo{GgmlType::Q5_K, "Q5_K", kQK_K, 176, true},
     GgmlTypeInfo{GgmlType::Q6_K, "Q6_K", kQK_K, 210, true},
@@ -173,6 +173,33 @@ void block_q6_k(const std::byte* b, float* y) {
   }
 }
 
+// Q3_K's 16 scales of 6 bits from their 12 packed bytes, as dequantize_row_q3_K unpacks them: scale s's low 4 bits
+// are the low (s < 8) or high nibble of byte s % 8, its top 2 bits bits 2 (s / 4) of byte 8 + s % 4.
+std::array<int, 16> q3_k_scales(const std::byte* packed) {
+  std::array<int, 16> scales;
+  for (uint32_t s = 0; s < 16; ++s) {
+    uint32_t low = (byte_at(packed, s % 8) >> (4 * (s / 8))) & 0x0f;
+    uint32_t top = (byte_at(packed, 8 + s % 4) >> (2 * (s / 4))) & 3;
+    scales[s] = int(low | top << 4);
+  }
+  return scales;
+}
+
+// Q3_K: hmask (32 bytes), qs (64), the packed scales (12), d. In each half of 128 elements, element 32 k + l takes
+// bits 2 k of qs byte 32 half + l and, as its third bit, bit 4 half + k of hmask byte l: d (scale - 32) (q - 4).
+void block_q3_k(const std::byte* b, float* y) {
+  const std::byte* hmask = b;
+  const std::byte* qs = b + 32;
+  std::array<int, 16> scales = q3_k_scales(b + 96);
+  float d = load_f16(b + 108);
+  for (uint32_t i = 0; i < kQK_K; ++i) {
+    uint32_t half = i / 128, k = (i % 128) / 32, l = i % 32;
+    int low = (byte_at(qs, 32 * half + l) >> (2 * k)) & 3;
+    int high = (byte_at(hmask, l) >> (4 * half + k)) & 1;
+    y[i] = d * float(scales[i / 16] - 32) * float(low + 4 * high - 4);
+  }
+}
+
 using BlockDecoder = void (*)(const std::byte*, float*);
 
 BlockDecoder block_decoder(GgmlType type) {
@@ -185,6 +212,7 @@ BlockDecoder block_decoder(GgmlType type) {
     case GgmlType::Q4_K: return block_q4_k;
     case GgmlType::Q5_K: return block_q5_k;
     case GgmlType::Q6_K: return block_q6_k;
+    case GgmlType::Q3_K: return block_q3_k;
     default: return nullptr;
   }
 }
@@ -282,6 +310,34 @@ void quantize_q6_k(const float* x, std::byte* b) {
     std::byte* ql = b + 64 * half + l + (k % 2) * 32;  // k = 0, 2 low nibbles; 1, 3 high; of bytes l and l + 32
     *ql |= std::byte(uint8_t((q & 0x0f) << (k >= 2 ? 4 : 0)));
     b[128 + 32 * half + l] |= std::byte(uint8_t((q >> 4) << (2 * k)));
+  }
+}
+
+void quantize_q3_k(const float* x, std::byte* b) {
+  float scale[16], largest = 0;  // per sub-block of 16: x ~ scale * q, q in -4..3, the largest |x| at q = -4
+  for (uint32_t s = 0; s < 16; ++s) {
+    float max = 0;
+    for (uint32_t l = 0; l < 16; ++l)
+      if (std::fabs(x[16 * s + l]) > std::fabs(max)) max = x[16 * s + l];
+    scale[s] = max / -4.0f;
+    largest = std::max(largest, std::fabs(scale[s]));
+  }
+  float d = largest / 31.0f;
+  put_f16(b + 108, d);
+  float d16 = load_f16(b + 108);
+  std::memset(b, 0, 108);
+  int sc[16];
+  for (uint32_t s = 0; s < 16; ++s) {
+    sc[s] = nearest(scale[s], d16, -32, 31);
+    uint32_t stored = uint32_t(sc[s] + 32);  // the inverse of q3_k_scales
+    b[96 + s % 8] |= std::byte(uint8_t((stored & 0x0f) << (4 * (s / 8))));
+    b[96 + 8 + s % 4] |= std::byte(uint8_t((stored >> 4) << (2 * (s / 4))));
+  }
+  for (uint32_t i = 0; i < kQK_K; ++i) {
+    uint32_t q = uint32_t(nearest(x[i], d16 * float(sc[i / 16]), -4, 3) + 4);
+    uint32_t half = i / 128, k = (i % 128) / 32, l = i % 32;
+    b[32 + 32 * half + l] |= std::byte(uint8_t((q & 3) << (2 * k)));
+    b[l] |= std::byte(uint8_t((q >> 2) << (4 * half + k)));
   }
 }
 
@@ -489,6 +545,7 @@ std::vector<std::byte> quantize(GgmlType type, std::span<const float> values) {
     case GgmlType::Q4_0: encode = quantize_q4_0; break;
     case GgmlType::Q4_K: encode = quantize_q4_k; break;
     case GgmlType::Q6_K: encode = quantize_q6_k; break;
+    case GgmlType::Q3_K: encode = quantize_q3_k; break;
     default: fail("no quantizer for ggml type {}", info.name);
   }
   for (std::size_t block = 0; block < values.size() / info.block_size; ++block)

@@ -78,6 +78,21 @@ const std::vector<Format>& formats() {
        [](const uint8_t* b, size_t i) {
          return half_at(b) * double(nibble32(b + 4 + 16 * (i / 32), i % 32)) - half_at(b) * half_at(b + 2);
        }},
+      {"Q3_K", 110, 256,
+       [](const uint8_t* b, size_t i) {
+         // hmask[32], qs[64], scales[12], d. Two halves of 128; in a half, element j = 32 k + l takes its low 2
+         // bits from bits 2k of qs byte l of the half's 32, and its third bit from bit 4 half + k of hmask byte l
+         // (set: 0..7 as stored; clear: the value is 4 lower). Each 16 elements share a 6-bit scale, stored less
+         // 32: the first 8 scales' low nibbles in the low nibbles of scale bytes 0-7, the last 8's in their high
+         // nibbles; the top 2 bits of scale s are bits 2 (s / 4) of scale byte 8 + s % 4.
+         size_t half = i / 128, j = i % 128, k = j / 32, l = j % 32, s = i / 16;
+         unsigned low = (b[32 + 32 * half + l] >> (2 * k)) & 3u;
+         unsigned third = (b[l] >> (4 * half + k)) & 1u;
+         unsigned scale_low = s < 8 ? b[96 + s] & 15u : b[96 + s - 8] >> 4;
+         unsigned scale_top = (b[104 + s % 4] >> (2 * (s / 4))) & 3u;
+         double scale = double(scale_low + 16 * scale_top) - 32;
+         return half_at(b + 108) * scale * (double(low + 4 * third) - 4);
+       }},
       {"Q6_K", 210, 256,
        [](const uint8_t* b, size_t i) {
          // Two halves of 128; in a half, element j = 32 k + l takes its low 4 bits from the low (k = 0, 1) or

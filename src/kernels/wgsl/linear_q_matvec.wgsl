@@ -178,7 +178,7 @@ fn columns_words(rows: array<BlockRow, 4>, chunk: u32) -> array<ChunkWords, 4> {
 // products with the integer quants are summed first and scaled once per chunk; offsets come out of the sum of
 // x: sum (scale q - offset) x = scale sum q x - offset sum x.
 fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
-  var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the chunk (Q6_K: scaled already)
+  var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the chunk (halves_scaled: scaled already)
   var x_sums = vec4<f32>(0.0);    // [row]: sum of x over it (formats with an offset)
   var scales: array<ChunkScale, 4>;
   for (var c = 0u; c < COLS; c++) {
@@ -194,9 +194,9 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
     }
     for (var c = 0u; c < COLS; c++) {
       let q = field_quants(words[c].quants[quad_quant_word(quad)], words[c].side.high[quad_high_word(quad)], quad);
-      if (WEIGHT_TYPE == 10u) {
-        // Only Q6_K's two halves of a chunk have scales of their own: each quad's dot product is scaled by its
-        // half's (one multiply-add a row, not a multiply per weight).
+      if (halves_scaled()) {
+        // Q6_K's and Q3_K's two halves of a chunk have scales of their own: each quad's dot product is scaled by
+        // its half's (one multiply-add a row, not a multiply per weight).
         let scale = select(scales[c].scale.x, scales[c].scale.y, quad >= 4u);
         for (var m = 0u; m < ROWS; m++) {
           sums[c][m] = fma(dot(xs[m], q), scale, sums[c][m]);
@@ -209,7 +209,7 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
     }
   }
   for (var c = 0u; c < COLS; c++) {
-    if (WEIGHT_TYPE == 10u) {
+    if (halves_scaled()) {
       (*acc)[c] += sums[c];
     } else {
       (*acc)[c] += scales[c].scale.x * sums[c];

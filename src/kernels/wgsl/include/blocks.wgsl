@@ -1,6 +1,6 @@
-// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..12: Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q4_G / Q4_G128, GPTQ / AWQ groups in blocks of 32 / 128; see kernels::WeightType
-// for the layout). The including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of
+// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..13: Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128) and Q3_K, whose 3-bit codes
+// are kept as nibbles; see kernels::WeightType for the layout). The including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of
 // its weight binding, and `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte
 // load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
@@ -13,7 +13,7 @@
 // integers to floats at a quarter of their add rate, which a 4-bit decode at memory speed cannot afford.
 
 struct ChunkScale {
-  scale: vec2<f32>,  // of elements 0..15 and 16..31 (only Q6_K's differ: its scales cover 16 elements)
+  scale: vec2<f32>,  // of elements 0..15 and 16..31 (only Q6_K's and Q3_K's differ: their scales cover 16)
   offset: f32,       // the block's minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m); Q4_G(128) d z
 }
 
@@ -26,7 +26,7 @@ struct BlockRow {
 
 fn block_elements() -> u32 {
   switch (WEIGHT_TYPE) {
-    case 8u, 9u, 10u: { return 256u; }
+    case 8u, 9u, 10u, 13u: { return 256u; }
     case 12u: { return 128u; }
     default: { return 32u; }
   }
@@ -47,12 +47,12 @@ fn chunk_high_words() -> u32 {
 }
 
 // Bytes of a block's header: d (f16); d, m (Q4_G / Q4_G128: d, z); d, dmin and 12 bytes of 6-bit scales and
-// mins; Q6_K's 16 int8 scales, d and 2 bytes of padding.
+// mins; Q6_K's 16 int8 scales, d and 2 bytes of padding; Q3_K's 12 bytes of 6-bit scales, d and 2 bytes of padding.
 fn header_bytes() -> u32 {
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: { return 2u; }
     case 5u, 7u, 11u, 12u: { return 4u; }
-    case 8u, 9u: { return 16u; }
+    case 8u, 9u, 13u: { return 16u; }
     default: { return 20u; }
   }
 }
@@ -72,6 +72,12 @@ fn block_row(row: u32, K: u32) -> BlockRow {
 fn block_row_at(quants: u32, K: u32) -> BlockRow {
   let high = quants + K / 32u * chunk_quant_words();
   return BlockRow(quants, high, high + K / 32u * chunk_high_words());
+}
+
+// Whether each 16 elements of a chunk have a scale of their own (Q6_K, Q3_K): then a dot product scales each half's
+// sum apart.
+fn halves_scaled() -> bool {
+  return WEIGHT_TYPE == 10u || WEIGHT_TYPE == 13u;
 }
 
 // Whether values have an offset (a minimum): then a dot product needs the sum of x over the chunk.
@@ -117,6 +123,7 @@ fn quad_zero() -> f32 {
   switch (WEIGHT_TYPE) {
     case 3u: { return 128.0; }
     case 4u: { return 8.0; }
+    case 13u: { return 4.0; }
     case 6u: { return 16.0; }
     case 10u: { return 32.0; }
     default: { return 0.0; }
@@ -150,7 +157,7 @@ fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
     case 5u, 7u, 11u, 12u: {
       return vec4<u32>(block_word(r.headers + b), 0u, 0u, 0u);
     }
-    case 8u, 9u: {
+    case 8u, 9u, 13u: {
       // A K-quant's 16-byte header starts a multiple of 16 bytes into its row (rows start at multiples of 16
       // bytes, their quants and high bits are whole 16-byte pieces): one load, not four.
       return block_words4(r.headers + 4u * b);
@@ -160,6 +167,14 @@ fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
       return vec4<u32>(block_word(base + (c % 8u) / 2u), block_word(base + 4u), 0u, 0u);
     }
   }
+}
+
+// Q3_K: sub-block s's scale, ggml's 6-bit value less 32, from the 12 bytes of words w (a block's words 0..2): its low
+// 4 bits are nibble s / 8 of byte s % 8, its top 2 bits bits 2 (s / 4) of byte 8 + s % 4.
+fn q3k_scale(w: vec3<u32>, s: u32) -> f32 {
+  let low = (select(w.y, w.x, s % 8u < 4u) >> (8u * (s % 4u) + 4u * (s / 8u))) & 0xFu;
+  let high = (w.z >> (8u * (s % 4u) + 2u * (s / 4u))) & 3u;
+  return f32(i32(low | (high << 4u)) - 32);
 }
 
 // Chunk c's scale from its header words (chunk_header).
@@ -180,6 +195,10 @@ fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
       let head = unpack2x16float(h.x);
       let sm = k_scale_min(h.yzw, c % 8u);
       return ChunkScale(vec2<f32>(head.x * sm.x), head.y * sm.y);
+    }
+    case 13u: {
+      let j = 2u * (c % 8u);  // the chunk's two sub-blocks of 16
+      return ChunkScale(unpack2x16float(h.w).x * vec2<f32>(q3k_scale(h.xyz, j), q3k_scale(h.xyz, j + 1u)), 0.0);
     }
     default: {
       // Q6_K: chunk j's 16-element scales are int8 scales 2j and 2j + 1, one half of word j / 2.
