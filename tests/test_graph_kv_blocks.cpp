@@ -109,6 +109,22 @@ TEST(KvBlocks, FixtureLogitsMatchInABlockAfterAnotherSlots) {
         << "position " << t;
 }
 
+// With pipelines created at load, a throwaway prompt and decode step run too (Model::warm_up); they leave the
+// cache empty and every block free, so the first request's logits are those of a model loaded without them.
+TEST(KvBlocks, TheWarmUpAtLoadLeavesNoTrace) {
+  GERBIL_REQUIRE_FIXTURES();
+  std::filesystem::path dir = test::fixtures_dir() / "qwen2-tiny";
+  ModelFiles files = ModelFiles::open(dir);
+  Model warmed(test::device(), files, {.context = 64, .pipelines_at_load = true});
+  EXPECT_GT(warmed.load_stats().warm_up_seconds, 0.0);
+  EXPECT_EQ(warmed.position(0), 0u);
+  EXPECT_EQ(warmed.kv_blocks().free, warmed.kv_blocks().total);
+  Model cold(test::device(), files, {.context = 64});
+  EXPECT_EQ(cold.load_stats().warm_up_seconds, 0.0);
+  auto ids = nlohmann::json::parse(test::read_text(dir / "ref" / "input_ids.json")).get<std::vector<int32_t>>();
+  EXPECT_EQ(warmed.forward(ids, true), cold.forward(ids, true));
+}
+
 TEST(KvBlocks, SlotsTakeBlocksAsTheyGrowAndRewindingGivesThemBack) {
   GERBIL_REQUIRE_FIXTURES();
   ModelFiles files = open_fixture("qwen2-tiny");

@@ -8,7 +8,7 @@ source .device/gpu-env.sh
 export GERBIL_CACHE_DIR=/tmp/gerbil-cache PYTHONUNBUFFERED=1
 t0=$(date +%s)
 section() { echo; echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
-rows() { grep -E "^(pp|tg|load|model:|[0-9]+ )"; }
+rows() { grep -E "^(pp|tg|load|model:|time to|warm|[0-9]+ )"; }
 each() {  # each LABEL ARGS...: every binary of the array `binaries` in turn, one run each, its rows kept
   local label=$1; shift
   for b in "${binaries[@]}"; do

@@ -634,7 +634,22 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
     auto pipelines_start = Clock::now();
     load_stats_.pipelines = create_pipelines();
     load_stats_.pipelines_seconds = std::chrono::duration<double>(Clock::now() - pipelines_start).count();
+    auto warm_up_start = Clock::now();
+    warm_up();
+    load_stats_.warm_up_seconds = std::chrono::duration<double>(Clock::now() - warm_up_start).count();
   }
+}
+
+// A created pipeline still has costs left for its first dispatch (the driver's, the first touch of buffers the
+// step binds), which would fall on the first request's first token; a throwaway prompt and decode step pay them
+// at load.
+void Model::warm_up() {
+  constexpr uint32_t kPromptTokens = 16;
+  if (context_ < 2) return;  // no room for a prompt and the token after it
+  std::vector<int32_t> prompt(std::min(kPromptTokens, context_ - 1), 0);
+  forward(prompt);
+  decode_greedy(0, 1, [](int32_t) { return true; });
+  reset(0);
 }
 
 KvCacheSize default_kv_cache_size(const ModelOptions& options, uint64_t max_positions, uint64_t block_bytes,
