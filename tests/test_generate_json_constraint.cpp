@@ -101,9 +101,11 @@ bool validate(const json& value, const json& schema, const json& root) {
   if (value.is_array()) {
     if (value.size() < schema.value("minItems", size_t{0}) || value.size() > schema.value("maxItems", SIZE_MAX))
       return false;
-    if (schema.contains("items"))
-      for (const json& item : value)
-        if (!validate(item, schema["items"], root)) return false;
+    const json prefix = schema.value("prefixItems", json::array());
+    for (size_t i = 0; i < value.size(); ++i) {
+      const json& item_schema = i < prefix.size() ? prefix[i] : schema.value("items", json(true));
+      if (!validate(value[i], item_schema, root)) return false;
+    }
   }
   return true;
 }
@@ -249,6 +251,47 @@ TEST(JsonMatcher, AllOfWrappersAndMergedObjects) {
   EXPECT_FALSE(matches(merged, R"({"id":1,"name":"abcd"})"));    // its maxLength
   EXPECT_FALSE(matches(merged, R"({"id":"1","name":"abc"})"));   // Base's integer
   EXPECT_FALSE(matches(merged, R"({"id":1,"name":"a","tag":"b"})"));
+}
+
+// prefixItems: a tuple's items in order, then items (false: none past the prefix). Without minItems the whole tuple
+// is written; a minItems below the prefix lets it end early.
+TEST(JsonMatcher, PrefixItemsAreTuples) {
+  // Pydantic's tuple[int, str].
+  json pair = json::parse(R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],
+                              "minItems":2,"maxItems":2})");
+  EXPECT_TRUE(matches(pair, R"([1,"a"])"));
+  EXPECT_TRUE(matches(pair, R"([ -3 , "" ])"));
+  EXPECT_FALSE(prefix_ok(pair, R"(["a")"));
+  EXPECT_FALSE(prefix_ok(pair, R"([1,2)"));
+  EXPECT_FALSE(prefix_ok(pair, R"([1])"));
+  EXPECT_FALSE(prefix_ok(pair, R"([1,"a",)"));
+  // No minItems: the whole prefix; items absent: any values after it.
+  json open = json::parse(R"({"prefixItems":[{"type":"boolean"},{"enum":["x"]}]})");
+  EXPECT_TRUE(matches(open, R"([true,"x"])"));
+  EXPECT_TRUE(matches(open, R"([true,"x",{"a":[1]},null])"));
+  EXPECT_FALSE(prefix_ok(open, R"([true])"));
+  EXPECT_FALSE(prefix_ok(open, R"([])"));
+  // items: a schema past the prefix, bounded by maxItems; a minItems below the prefix ends it early.
+  json rest = json::parse(R"({"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"integer"},
+                              "minItems":0,"maxItems":3})");
+  EXPECT_TRUE(matches(rest, "[]"));
+  EXPECT_TRUE(matches(rest, R"(["a"])"));
+  EXPECT_TRUE(matches(rest, R"(["a",1,2])"));
+  EXPECT_FALSE(prefix_ok(rest, "[1"));
+  EXPECT_FALSE(prefix_ok(rest, R"(["a","b")"));
+  EXPECT_FALSE(prefix_ok(rest, R"(["a",1,2,)"));
+  // items false: nothing past the prefix; minItems past the prefix then needs items.
+  json closed = json::parse(R"({"type":"array","prefixItems":[{"type":"null"},{"type":"null"}],"items":false,
+                                "minItems":1})");
+  EXPECT_TRUE(matches(closed, "[null]"));
+  EXPECT_TRUE(matches(closed, "[null,null]"));
+  EXPECT_FALSE(prefix_ok(closed, "[null,null,"));
+  EXPECT_FALSE(prefix_ok(closed, "[]"));
+  json more = json::parse(R"({"type":"array","prefixItems":[{"const":1}],"items":{"const":2},"minItems":3})");
+  EXPECT_TRUE(matches(more, "[1,2,2]"));
+  EXPECT_FALSE(prefix_ok(more, "[1,2]"));
+  EXPECT_TRUE(matches(json::parse(R"({"type":"array","items":false})"), "[]"));
+  EXPECT_FALSE(prefix_ok(json::parse(R"({"type":"array","items":false})"), "[1"));
 }
 
 // A schema placed inside another (a tool's parameters inside the schema of a whole call) keeps its own "#..."
@@ -722,6 +765,10 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
           "x":{"type":"array","items":{"type":"number","exclusiveMinimum":-1,"maximum":0.25}},
           "k":{"type":"integer","minimum":-9007199254740993,"maximum":9007199254740993}},
         "required":["n","s","t","k"]})",
+      R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer","minimum":0},{"enum":[1,"x"]}],
+          "items":{"type":"boolean"},"minItems":1,"maxItems":5})",
+      R"({"prefixItems":[{"type":"null"},{"type":"array","prefixItems":[{"type":"boolean"}],"items":false}],
+          "items":{"type":"string","maxLength":2}})",
   };
   std::mt19937 random(42);
   for (const char* text : schemas) {
@@ -779,6 +826,17 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
             "with '{' is not supported (the branches must be of different kinds, e.g. a string and null)");
   EXPECT_EQ(error_of(R"({"items":{"$ref":"#/nowhere"}})"),
             "response_format.json_schema.schema.items.$ref: \"#/nowhere\" names nothing in the schema");
+  EXPECT_EQ(error_of(R"({"type":"array","prefixItems":[]})"),
+            "response_format.json_schema.schema.prefixItems: expected a non-empty list of schemas, not []");
+  EXPECT_EQ(error_of(R"({"type":"array","prefixItems":{"type":"string"}})"),
+            "response_format.json_schema.schema.prefixItems: expected a non-empty list of schemas, not "
+            "{\"type\":\"string\"}");
+  EXPECT_EQ(error_of(R"({"properties":{"t":{"prefixItems":[{"type":"string"},{"type":"bool"}]}}})"),
+            "response_format.json_schema.schema.properties.t.prefixItems[1].type: unknown type 'bool' (expected "
+            "object, array, string, number, integer, boolean or null)");
+  EXPECT_EQ(error_of(R"({"type":"array","prefixItems":[{}],"items":false,"minItems":2})"),
+            "response_format.json_schema.schema: minItems 2 asks for more items than the 1 of prefixItems, and items "
+            "is false");
   EXPECT_EQ(error_of(R"({"type":"array","minItems":-1})"),
             "response_format.json_schema.schema.minItems: expected a count, not -1");
   EXPECT_EQ(error_of("[1]"), "response_format.json_schema.schema: a schema must be an object, not array");
@@ -871,6 +929,18 @@ const json kDeep = [] {
               {"required", {"next"}}};
   return schema;
 }();
+
+// Tuples: a whole one, one with items past it, one that may end early.
+const json kTuples = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "minItems": 2, "maxItems": 2},
+    "row": {"type": "array", "prefixItems": [{"type": "string", "maxLength": 3}, {"type": "boolean"}],
+            "items": {"type": "integer", "minimum": 0, "maximum": 9}, "maxItems": 4},
+    "head": {"type": "array", "prefixItems": [{"enum": ["a", "b"]}, {"type": "null"}], "items": false, "minItems": 1}
+  },
+  "required": ["point", "row", "head"]
+})");
 
 const json kItems = json::parse(R"({
   "type": "object",
@@ -976,7 +1046,7 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
-  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed}) {
+  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples}) {
     auto grammar = JsonGrammar::from_schema(*schema, "schema");
     for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
   }
@@ -985,6 +1055,7 @@ TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
 TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
   walk(JsonGrammar::from_schema(kItems, "schema"), 7, 9);
   walk(JsonGrammar::from_schema(kNarrowed, "schema"), 9, 3);
+  walk(JsonGrammar::from_schema(kTuples, "schema"), 10, 3);
   walk(JsonGrammar::any_object(), 8, 9);
 }
 

@@ -160,7 +160,8 @@ struct JsonGrammar::Impl {
     std::vector<Property> properties;  // Object
     uint64_t required = 0;             // Object: mask of required properties
     uint32_t literals = kNone;         // Object: its key trie; Literals: its value trie
-    uint32_t item = kNone;             // Map: the value of every key; Array: every item
+    uint32_t item = kNone;             // Map: the value of every key; Array: every item past the prefix
+    std::vector<uint32_t> prefix_items;  // Array: its first items, in order (prefixItems)
     uint32_t min_count = 0, max_count = UINT32_MAX;  // Array: items; String: characters
     NumberBound minimum, maximum;                      // Integer, Number
     uint32_t fraction_digits = 0;  // Number: the fewest fraction digits a value within its bounds is written with
@@ -347,7 +348,7 @@ class SchemaCompiler {
       if (schema.contains(keyword)) return choice(schema[keyword], path + "." + keyword);
     if (!schema.contains("type")) {
       if (schema.contains("properties")) return object(schema, path);
-      if (schema.contains("items")) return array(schema, path);
+      if (schema.contains("items") || schema.contains("prefixItems")) return array(schema, path);
       return g_.any_value();
     }
     const json& type = schema["type"];
@@ -368,8 +369,7 @@ class SchemaCompiler {
   static void check_keywords(const json& schema, const std::string& path) {
     static const char* const kUnsupported[] = {
         "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "multipleOf",
-        "minProperties", "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems",
-        "additionalItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
+        "minProperties", "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "additionalItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
         "dependencies", "$dynamicRef", "contentSchema"};
     for (const char* keyword : kUnsupported)
       if (schema.contains(keyword))
@@ -467,12 +467,37 @@ class SchemaCompiler {
     return mask;
   }
 
+  // An array: its prefixItems in order, then items (absent: any values; false: none). Without a minItems, a tuple
+  // is written whole: JSON Schema allows it cut short, but a model asked for a tuple means all of it (Pydantic sets
+  // minItems to its length, and OpenAI's structured outputs require every item).
   uint32_t array(const json& schema, const std::string& path) {
     uint32_t node = g_.add(Kind::Array);
-    uint32_t item = schema.contains("items") ? compile(schema["items"], path + ".items") : g_.any_value();
-    g_.nodes[node].item = item;
-    counts(schema, "minItems", "maxItems", g_.nodes[node], path);
+    std::vector<uint32_t> prefix = prefix_items(schema, path);
+    bool closed = schema.contains("items") && schema["items"] == json(false);
+    uint32_t item = kNone;
+    if (!closed) item = schema.contains("items") ? compile(schema["items"], path + ".items") : g_.any_value();
+    JsonGrammar::Impl::Node& compiled = g_.nodes[node];
+    compiled.item = item;
+    compiled.prefix_items = std::move(prefix);
+    uint32_t prefix_size = static_cast<uint32_t>(compiled.prefix_items.size());
+    counts(schema, "minItems", "maxItems", compiled, path);
+    if (closed && compiled.min_count > prefix_size)
+      fail("{}: minItems {} asks for more items than the {} of prefixItems, and items is false", path,
+           compiled.min_count, prefix_size);
+    if (closed) compiled.max_count = std::min(compiled.max_count, prefix_size);
+    if (!schema.contains("minItems")) compiled.min_count = std::min(prefix_size, compiled.max_count);
     return node;
+  }
+
+  std::vector<uint32_t> prefix_items(const json& schema, const std::string& path) {
+    if (!schema.contains("prefixItems")) return {};
+    const json& prefix = schema["prefixItems"];
+    if (!prefix.is_array() || prefix.empty())
+      fail("{}.prefixItems: expected a non-empty list of schemas, not {}", path, prefix.dump());
+    std::vector<uint32_t> items;
+    for (size_t i = 0; i < prefix.size(); ++i)
+      items.push_back(compile(prefix[i], fmt::format("{}.prefixItems[{}]", path, i)));
+    return items;
   }
 
   uint32_t string(const json& schema, const std::string& path) {
@@ -1247,7 +1272,7 @@ class Automaton {
         if (b == ']' && frame.phase == kContainerStart && node.min_count == 0) return finish(state);
         if (frame.pos >= node.max_count) return Result::Reject;
         frame.phase = kValue;
-        return push(state, node.item, b);
+        return push(state, frame.pos < node.prefix_items.size() ? node.prefix_items[frame.pos] : node.item, b);
       case kAfter:
         if (b == ',' && frame.pos < node.max_count) {
           frame.phase = kNext;

@@ -11,6 +11,7 @@
 //
 // The schema subset: "type" (object, array, string, number, integer, boolean, null, or a list of them),
 // properties / required (additionalProperties false unless the object declares no properties), items,
+// prefixItems (tuples: items then applies past them, false for none; without minItems the whole tuple is written),
 // minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), minimum /
 // maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits) and numbers (then written without an
 // exponent), enum, const, anyOf / oneOf whose branches begin with different bytes, $ref into the same document
