@@ -1,4 +1,4 @@
-// fuzz-link: src/generate/json_constraint.cpp gerbil_tokenizer
+// fuzz-link: src/generate/json_constraint.cpp src/generate/regex_automaton.cpp gerbil_tokenizer
 // A request's JSON schema (response_format, a tool's parameters) through the structured-output compiler
 // (src/generate/json_constraint.h), then the constraint it builds walked over a byte-level vocabulary: the input
 // is the schema, the part separator, and the bytes the walk prefers (each step takes the preferred byte's token

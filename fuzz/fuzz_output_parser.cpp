@@ -1,4 +1,4 @@
-// fuzz-link: src/generate/output_parser.cpp src/generate/json_constraint.cpp gerbil_tokenizer
+// fuzz-link: src/generate/output_parser.cpp src/generate/json_constraint.cpp src/generate/regex_automaton.cpp gerbil_tokenizer
 // A model's output text through the output parser (src/generate/output_parser.h) for every tool-call format, with
 // and without reasoning, any number of calls or one: the first byte picks the format and options and where the
 // text is cut into streamed pieces. Model text is untrusted: any text must give a message, and the streamed pieces must add up to the

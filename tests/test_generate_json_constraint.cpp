@@ -4,8 +4,10 @@
 // checked not to.
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -59,6 +61,30 @@ size_t characters(const std::string& utf8) {
   return static_cast<size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
+// UTF-8 as code points (std::wregex's wchar_t is 32 bits here: one per character, as the "u" flag reads them).
+std::wstring wide(const std::string& utf8) {
+  std::wstring text;
+  for (size_t i = 0; i < utf8.size();) {
+    auto lead = static_cast<uint8_t>(utf8[i]);
+    int length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    uint32_t code_point = length == 1 ? lead : lead & (0x3F >> (length - 1));
+    for (int k = 1; k < length; ++k) code_point = code_point << 6 | (static_cast<uint8_t>(utf8[i + k]) & 0x3F);
+    text.push_back(static_cast<wchar_t>(code_point));
+    i += static_cast<size_t>(length);
+  }
+  return text;
+}
+
+// The oracle of "pattern": std::regex's ECMAScript grammar searching the decoded string (unanchored, as JSON Schema
+// means it). Its \s and \w follow the C locale, which agrees with ECMA-262 on ASCII and on the other characters
+// these tests use.
+bool pattern_matches(const std::string& pattern, const std::string& text) {
+  static std::map<std::string, std::wregex> compiled;
+  auto it = compiled.find(pattern);
+  if (it == compiled.end()) it = compiled.emplace(pattern, std::wregex(wide(pattern), std::regex::ECMAScript)).first;
+  return std::regex_search(wide(text), it->second);
+}
+
 bool validate(const json& value, const json& schema, const json& root) {
   if (schema.is_boolean()) return schema.get<bool>();
   if (schema.contains("$ref"))
@@ -97,6 +123,7 @@ bool validate(const json& value, const json& schema, const json& root) {
   if (value.is_string()) {
     size_t length = characters(value.get<std::string>());
     if (length < schema.value("minLength", size_t{0}) || length > schema.value("maxLength", SIZE_MAX)) return false;
+    if (schema.contains("pattern") && !pattern_matches(schema["pattern"], value.get<std::string>())) return false;
   }
   if (value.is_array()) {
     if (value.size() < schema.value("minItems", size_t{0}) || value.size() > schema.value("maxItems", SIZE_MAX))
@@ -292,6 +319,187 @@ TEST(JsonMatcher, PrefixItemsAreTuples) {
   EXPECT_FALSE(prefix_ok(more, "[1,2]"));
   EXPECT_TRUE(matches(json::parse(R"({"type":"array","items":false})"), "[]"));
   EXPECT_FALSE(prefix_ok(json::parse(R"({"type":"array","items":false})"), "[1"));
+}
+
+// ---- pattern
+
+std::string schema_error(const char* schema, const std::string& path);
+
+json pattern_schema(const std::string& pattern, json lengths = json::object()) {
+  lengths["type"] = "string";
+  lengths["pattern"] = pattern;
+  return lengths;
+}
+
+// The pattern sees the decoded characters: an escape or a UTF-8 character of any length is one, and a match may be
+// anywhere unless ^ / $ anchor it.
+TEST(JsonMatcher, PatternsMatchDecodedCharacters) {
+  json letters = pattern_schema("^[a-z]+$");
+  EXPECT_TRUE(matches(letters, R"("abc")"));
+  EXPECT_TRUE(matches(letters, R"("\u0061b\u0063")"));
+  EXPECT_FALSE(prefix_ok(letters, R"("")"));   // + needs one
+  EXPECT_FALSE(prefix_ok(letters, R"("abC)"));  // refused at the byte
+  EXPECT_FALSE(prefix_ok(letters, R"("a\u0041)"));
+  EXPECT_FALSE(prefix_ok(letters, R"("a\u01)"));  // \u0100-\u01FF holds no letter a-z
+  EXPECT_TRUE(prefix_ok(letters, R"("a\u006)"));
+  EXPECT_FALSE(prefix_ok(letters, R"("a\n)"));
+  json unanchored = pattern_schema(R"(\d{3}-\d{4})");
+  EXPECT_TRUE(matches(unanchored, R"("call 555-1234 now")"));
+  EXPECT_TRUE(matches(unanchored, R"("555-1234")"));
+  EXPECT_FALSE(matches(unanchored, R"("555-123")"));
+  EXPECT_TRUE(prefix_ok(unanchored, R"("555-123)"));
+  json escapes = pattern_schema(R"(^a\nb\t"\\/$)");
+  EXPECT_TRUE(matches(escapes, R"("a\nb\t\"\\\/")"));
+  EXPECT_TRUE(matches(escapes, R"("a\u000Ab\u0009\u0022\u005c/")"));
+  EXPECT_FALSE(prefix_ok(escapes, R"("a\r)"));
+  EXPECT_FALSE(prefix_ok(escapes, R"("a\u000B)"));
+  json one = pattern_schema("^.$");  // a code point, whatever its length
+  for (const char* text : {R"("x")", "\"\xC3\xA9\"", "\"\xE4\xBD\xA0\"", "\"\xF0\x9F\xA6\x8A\"", R"("\u00e9")"})
+    EXPECT_TRUE(matches(one, text)) << text;
+  EXPECT_FALSE(prefix_ok(one, R"("\n)"));
+  EXPECT_FALSE(prefix_ok(one, "\"\xC3\xA9\xC3"));
+  json accents = pattern_schema("^[\u00e0-\u00ff]$");  // only lead byte 0xC3 can begin one
+  EXPECT_TRUE(matches(accents, "\"\xC3\xA9\""));
+  EXPECT_FALSE(prefix_ok(accents, "\"\xC4"));
+  EXPECT_FALSE(prefix_ok(accents, "\"\xC3\x9F"));  // U+00DF
+  EXPECT_FALSE(prefix_ok(accents, R"("\u01)"));
+  EXPECT_TRUE(prefix_ok(accents, R"("\u00E)"));
+  json emoji = pattern_schema(R"(^(?:\uD83E\uDD8A|x?\u{1F600})$)");  // a surrogate pair is one character
+  EXPECT_TRUE(matches(emoji, "\"\xF0\x9F\xA6\x8A\""));
+  EXPECT_TRUE(matches(emoji, "\"x\xF0\x9F\x98\x80\""));
+  EXPECT_FALSE(prefix_ok(emoji, "\"\xF0\x9F\xA6\x8B"));
+  // Alternatives anchor on their own side; a group of alternatives under ^...$ is whole.
+  json sides = pattern_schema("^ab|cd$");
+  EXPECT_TRUE(matches(sides, R"("abzzz")"));
+  EXPECT_TRUE(matches(sides, R"("zzcd")"));
+  EXPECT_FALSE(matches(sides, R"("zabz")"));
+  json whole = pattern_schema("^(?<pair>ab|cd)$");
+  EXPECT_FALSE(prefix_ok(whole, R"("abc)"));
+  // Class escapes inside classes, a '-' beside one is itself, lazy quantifiers are the same language.
+  json mixed = pattern_schema(R"(^[\d-z_]+?[^\s"]{1,2}$)");
+  EXPECT_TRUE(matches(mixed, R"("-z_9ab")"));
+  EXPECT_FALSE(prefix_ok(mixed, R"("y)"));
+  EXPECT_FALSE(matches(mixed, R"("9 ")"));
+  // A pattern beside other types: it narrows the string alone.
+  json nullable = json::parse(R"({"type":["string","null"],"pattern":"^x+$"})");
+  EXPECT_TRUE(matches(nullable, "null"));
+  EXPECT_TRUE(matches(nullable, R"("xx")"));
+  EXPECT_FALSE(prefix_ok(nullable, R"("y)"));
+}
+
+// Random strings of an alphabet the patterns care about, each character written raw or escaped at random: the matcher
+// must be complete exactly where the oracle matches the decoded string.
+TEST(JsonMatcher, PatternsAgreeWithARegexOracle) {
+  const char* patterns[] = {
+      "^[a-z]+$", R"(\d{2})", "^a|z$", "^(?:ab|c)*x?$", R"(^[^"\\]{2,4}$)", "x.y", R"(^\w+@\w+\.[a-z]{2,3}$)",
+      "^(a|b)*a(a|b){2}$", R"(^\s*\S+\s*$)", "\u00e9|\u4e2d", "^.{3}$", "^[\U0001F600a]+$", R"(^(a+)(?:b|\.)?$)",
+      "^a{2,}b{0,2}$", R"(^\\"?\/$)", "[^a-z0-9]", R"(^\x41\u0042\t?$)", "^$", "(?:)", "^a*?b+?$",
+  };
+  const std::vector<std::string> alphabet = {"a", "b", "c", "x", "y", "z", "A", "0", "9", "@", ".", "-", "_", " ",
+                                             "\t", "\n", "\"", "\\", "/", "\xC3\xA9", "\xE4\xB8\xAD",
+                                             "\xF0\x9F\x98\x80"};
+  std::mt19937 random(11);
+  for (const char* pattern : patterns) {
+    json schema = pattern_schema(pattern);
+    auto grammar = JsonGrammar::from_schema(schema, "schema");
+    for (int trial = 0; trial < 600; ++trial) {
+      std::string value;
+      size_t length = random() % 7;
+      for (size_t i = 0; i < length; ++i) value += alphabet[random() % alphabet.size()];
+      std::string text = json(value).dump();  // escapes '"', '\' and controls
+      if (random() % 2 && value.size() == 1 && static_cast<uint8_t>(value[0]) < 0x80)
+        text = fmt::format("\"\\u{:04x}\"", static_cast<uint8_t>(value[0]));
+      JsonMatcher matcher(grammar);
+      bool complete = matcher.feed(text) && matcher.complete();
+      bool expected = pattern_matches(pattern, value);
+      ASSERT_EQ(complete, expected) << pattern << ": " << text;
+    }
+  }
+}
+
+// Every string of the alphabet "abx" up to the maxLength: the matcher keeps alive exactly the prefixes of strings
+// that match within the lengths (a length and a pattern together never lead to a dead end), and ends exactly on them.
+TEST(JsonMatcher, PatternsAndLengthsTogetherAllowExactlyTheirStrings) {
+  const char* schemas[] = {
+      R"({"pattern":"^(ab)+$","maxLength":5})",           R"({"pattern":"^(ab)+$","minLength":3,"maxLength":6})",
+      R"({"pattern":"a","minLength":2,"maxLength":4})",    R"({"pattern":"^a*x[ab]*$","minLength":4,"maxLength":5})",
+      R"({"pattern":"b$","maxLength":3})",                 R"({"pattern":"^[^a]{2}|x$","minLength":1,"maxLength":4})",
+      R"({"pattern":"^(?:a|bb|xxx)*$","minLength":5,"maxLength":6})", R"({"pattern":"^(a|b)*a(a|b)$","maxLength":6})",
+      R"({"pattern":"^x{0,2}$","maxLength":0})",
+  };
+  for (const char* text : schemas) {
+    json schema = json::parse(text);
+    schema["type"] = "string";
+    std::string pattern = schema["pattern"];
+    size_t min = schema.value("minLength", size_t{0}), max = schema["maxLength"];
+    std::set<std::string> valid, prefixes;
+    std::vector<std::string> all = {""};
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].size() < max)
+        for (char c : std::string("abx")) all.push_back(all[i] + c);
+    for (const std::string& value : all)
+      if (value.size() >= min && pattern_matches(pattern, value)) {
+        valid.insert(value);
+        for (size_t k = 0; k <= value.size(); ++k) prefixes.insert(value.substr(0, k));
+      }
+    ASSERT_FALSE(valid.empty()) << text;
+    auto grammar = JsonGrammar::from_schema(schema, "schema");
+    for (const std::string& value : all) {
+      JsonMatcher matcher(grammar);
+      EXPECT_EQ(matcher.feed("\"" + value), prefixes.count(value) > 0) << text << ": " << value;
+      EXPECT_EQ(matcher.feed("\"") && matcher.complete(), valid.count(value) > 0) << text << ": " << value;
+    }
+  }
+}
+
+TEST(JsonGrammar, PatternErrorsNameThePathAndPosition) {
+  auto error_of = [](const char* schema) { return schema_error(schema, "response_format.json_schema.schema"); };
+  std::string at = "response_format.json_schema.schema.properties.code.pattern: ";
+  auto code = [](const char* pattern) {
+    return json{{"properties", {{"code", {{"type", "string"}, {"pattern", pattern}}}}}}.dump();
+  };
+  EXPECT_EQ(error_of(code("a(?=b)").c_str()),
+            at + "lookahead and lookbehind are not supported (at position 1 of the pattern)");
+  EXPECT_EQ(error_of(code("(a)\\1").c_str()), at + "backreferences are not supported (at position 3 of the pattern)");
+  EXPECT_EQ(error_of(code("\\bword").c_str()),
+            at + "word boundaries (\\b, \\B) are not supported (at position 0 of the pattern)");
+  EXPECT_EQ(error_of(code("a^b").c_str()), at + "'^' is supported only at the start of the pattern or of a top-level "
+                                                 "alternative (at position 1 of the pattern)");
+  EXPECT_EQ(error_of(code("(a$)").c_str()), at + "'$' is supported only at the end of the pattern or of a top-level "
+                                                  "alternative (at position 2 of the pattern)");
+  EXPECT_EQ(error_of(code("(?i)abc").c_str()),
+            at + "only the groups ( ), (?: ) and (?<name> ) are supported (no flags) (at position 0 of the pattern)");
+  EXPECT_EQ(error_of(code("\u00e9\\p{L}").c_str()),  // positions count characters
+            at + "Unicode property escapes (\\p{...}) are not supported (at position 1 of the pattern)");
+  EXPECT_EQ(error_of(code("[b-a]").c_str()), at + "a class range out of order (at position 1 of the pattern)");
+  EXPECT_EQ(error_of(code("ab)").c_str()), at + "')' closes no group (at position 2 of the pattern)");
+  EXPECT_EQ(error_of(code("(ab").c_str()), at + "the group is not closed (at position 0 of the pattern)");
+  EXPECT_EQ(error_of(code("[ab").c_str()), at + "the character class is not closed (at position 0 of the pattern)");
+  EXPECT_EQ(error_of(code("a{2").c_str()),
+            at + "'{' begins no quantifier here (write \\{ for the character) (at position 1 of the pattern)");
+  EXPECT_EQ(error_of(code("+a").c_str()), at + "'+' has nothing to repeat (at position 0 of the pattern)");
+  EXPECT_EQ(error_of(code("a{3,2}").c_str()), at + "a quantifier {n,m} with n above m (at position 1 of the pattern)");
+  EXPECT_EQ(error_of(code("\\q").c_str()), at + "this escape is not supported (at position 0 of the pattern)");
+  EXPECT_EQ(error_of(code("[^\\s\\S]").c_str()), at + "no string matches the pattern");
+  EXPECT_EQ(error_of(code("^.{5000}$").c_str()),
+            at + "the pattern needs more than 4096 automaton states (a quantifier {n,m} repeats a copy of its atom m "
+                 "times)");
+  EXPECT_EQ(error_of(code("a.{20}").c_str()), at + "the pattern needs more than 4096 automaton states");
+  EXPECT_EQ(error_of(R"({"type":"string","pattern":"^a{3}$","maxLength":2})"),
+            "response_format.json_schema.schema: no string of 0 to 2 characters matches the pattern");
+  EXPECT_EQ(error_of(R"({"type":"string","pattern":"^(ab)+$","minLength":3,"maxLength":3})"),
+            "response_format.json_schema.schema: no string of 3 to 3 characters matches the pattern");
+  EXPECT_EQ(error_of(R"({"type":"string","pattern":"^[a-z]{1,1000}$","maxLength":5000})"),
+            "response_format.json_schema.schema: a pattern of 1001 states beside a length bound of 5000 is too large "
+            "to combine (at most 4194304 states times the bound)");
+  EXPECT_EQ(error_of(R"({"type":"string","pattern":"^ab?$","minLength":3})"),
+            "response_format.json_schema.schema: no string of at least 3 characters matches the pattern");
+  EXPECT_EQ(error_of(R"({"type":"string","pattern":5})"),
+            "response_format.json_schema.schema.pattern: expected a regular expression, not 5");
+  EXPECT_EQ(error_of(R"({"enum":["a"],"pattern":"a"})"),
+            "response_format.json_schema.schema.pattern: 'pattern' is supported only beside \"type\" (not beside "
+            "$ref, const, enum, anyOf or oneOf)");
+  EXPECT_EQ(error_of(R"({"type":"string","pattern":"^[a-z]{1,1000}$","maxLength":4000})"), "no error");
 }
 
 // A schema placed inside another (a tool's parameters inside the schema of a whole call) keeps its own "#..."
@@ -767,6 +975,10 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
         "required":["n","s","t","k"]})",
       R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer","minimum":0},{"enum":[1,"x"]}],
           "items":{"type":"boolean"},"minItems":1,"maxItems":5})",
+      R"({"type":"string","pattern":"^[a-z]{2,4}(?:-\\d+)?$","maxLength":8})",
+      R"({"type":"string","pattern":"x","minLength":2,"maxLength":6})",
+      R"({"type":"object","properties":{"p":{"type":["string","null"],"pattern":"^(ab|\u00e9)+$","minLength":3},
+          "q":{"type":"string","pattern":"[^a-z]$"}},"required":["p","q"]})",
       R"({"prefixItems":[{"type":"null"},{"type":"array","prefixItems":[{"type":"boolean"}],"items":false}],
           "items":{"type":"string","maxLength":2}})",
   };
@@ -816,9 +1028,9 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
   EXPECT_EQ(error_of(R"({"type":"object","properties":{"age":{"type":"int"}}})"),
             "response_format.json_schema.schema.properties.age.type: unknown type 'int' (expected object, array, "
             "string, number, integer, boolean or null)");
-  EXPECT_EQ(error_of(R"({"properties":{"name":{"type":"string","pattern":"^a"}}})"),
-            "response_format.json_schema.schema.properties.name.pattern: the keyword 'pattern' is not supported "
-            "in structured output");
+  EXPECT_EQ(error_of(R"({"properties":{"name":{"type":"string","patternProperties":{}}}})"),
+            "response_format.json_schema.schema.properties.name.patternProperties: the keyword 'patternProperties' is "
+            "not supported in structured output");
   EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{}},"required":["b"]})"),
             "response_format.json_schema.schema.required[0]: \"b\" is not one of the declared properties");
   EXPECT_EQ(error_of(R"({"anyOf":[{"type":"object"},{"properties":{"a":{}}}]})"),
@@ -970,6 +1182,21 @@ const json kNarrowed = json::parse(R"({
   "required": ["code", "text", "name", "count", "big", "ratio", "scores"]
 })");
 
+// Patterns: fixed shapes, one with a length bound that forces its match to be written in time (unanchored, so that
+// past the match any text is plain), escaped quotes, accented letters of two-byte characters.
+const json kPatterned = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"},
+    "slug": {"type": "string", "pattern": "^[a-z0-9]+(?:-[a-z0-9]+)*$", "maxLength": 20},
+    "word": {"type": "string", "pattern": "^\\w+$", "minLength": 3},
+    "note": {"type": "string", "pattern": "ok", "maxLength": 12},
+    "quoted": {"type": "string", "pattern": "^\"[^\"]*\"$", "maxLength": 8},
+    "accent": {"type": ["string", "null"], "pattern": "^[\u00e0-\u00ff]+\\.?$"}
+  },
+  "required": ["code", "slug", "word", "note", "quoted", "accent"]
+})");
+
 class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -1046,7 +1273,7 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
-  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples}) {
+  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples, &kPatterned}) {
     auto grammar = JsonGrammar::from_schema(*schema, "schema");
     for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
   }
@@ -1056,6 +1283,7 @@ TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
   walk(JsonGrammar::from_schema(kItems, "schema"), 7, 9);
   walk(JsonGrammar::from_schema(kNarrowed, "schema"), 9, 3);
   walk(JsonGrammar::from_schema(kTuples, "schema"), 10, 3);
+  walk(JsonGrammar::from_schema(kPatterned, "schema"), 11, 2);
   walk(JsonGrammar::any_object(), 8, 9);
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "generate/regex_automaton.h"
 #include "gerbil/error.h"
 
 namespace gerbil {
@@ -150,6 +151,85 @@ struct NumberBound {
   std::string fraction;   // of its magnitude's fraction, without trailing zeros
 };
 
+// A string's pattern, and which of its states can still end in a match within the string's lengths. A string counts
+// its characters up to its maxLength, or without one up to its minLength (see Frame::count): from each count, the
+// characters still to come must be able to lead the pattern to acceptance at a length within the bounds. Without
+// bounds every state can (the automaton keeps only such states), and no table is kept.
+class StringPattern {
+ public:
+  static constexpr size_t kMaxCells = size_t{1} << 22;  // (counts) x (states) in the table
+
+  StringPattern(RegexAutomaton automaton, uint32_t min_length, uint32_t max_length, const std::string& path)
+      : automaton_(std::move(automaton)) {
+    if (min_length == 0 && max_length == UINT32_MAX) return;
+    size_t states = automaton_.size(), rows = (max_length == UINT32_MAX ? min_length : max_length) + size_t{1};
+    if (rows * states > kMaxCells)
+      fail("{}: a pattern of {} states beside a length bound of {} is too large to combine (at most {} states times "
+           "the bound)", path, states, rows - 1, kMaxCells);
+    table_.resize(rows * states);
+    if (max_length == UINT32_MAX)
+      fill_at_least(min_length);
+    else
+      fill_within(min_length, max_length);
+    if (!completable(RegexAutomaton::kStart, 0))
+      fail("{}: no string of {} characters matches the pattern", path,
+           max_length == UINT32_MAX ? fmt::format("at least {}", min_length)
+                                    : fmt::format("{} to {}", min_length, max_length));
+  }
+
+  const RegexAutomaton& automaton() const { return automaton_; }
+  // Whether a string in STATE with COUNT characters counted can still end matched within its lengths.
+  bool completable(uint32_t state, uint32_t count) const {
+    return table_.empty() || table_[count * automaton_.size() + state];
+  }
+
+ private:
+  using States = std::vector<bool>;
+
+  // The states with a transition into one of TARGETS.
+  States predecessors(const States& targets) const {
+    States result(automaton_.size());
+    for (uint32_t s = 0; s < automaton_.size(); ++s)
+      for (const RegexAutomaton::Transition& t : automaton_.transitions(s)) result[s] = result[s] || targets[t.target];
+    return result;
+  }
+  void set_row(uint32_t count, const States& states) {
+    std::copy(states.begin(), states.end(), table_.begin() + static_cast<std::ptrdiff_t>(count * states.size()));
+  }
+
+  // Without a maxLength: from count c (at most MIN), a match MIN - c or more characters away.
+  void fill_at_least(uint32_t min) {
+    States at_least(automaton_.size(), true);  // 0 or more: every state
+    set_row(min, at_least);
+    for (uint32_t count = min; count-- > 0;) set_row(count, at_least = predecessors(at_least));
+  }
+
+  // With a maxLength: from count c, a match k characters away for some k in [max(0, MIN - c), MAX - c]. Going
+  // down from k = MAX, each state's nearest such k is known at every k; the rows whose window starts at k take it.
+  void fill_within(uint32_t min, uint32_t max) {
+    std::vector<States> exactly(max + size_t{1});
+    exactly[0].resize(automaton_.size());
+    for (uint32_t s = 0; s < automaton_.size(); ++s) exactly[0][s] = automaton_.accepting(s);
+    for (uint32_t k = 1; k <= max; ++k) exactly[k] = predecessors(exactly[k - 1]);
+    std::vector<uint32_t> nearest(automaton_.size(), UINT32_MAX);
+    for (uint32_t k = max + 1; k-- > 0;) {
+      for (uint32_t s = 0; s < automaton_.size(); ++s)
+        if (exactly[k][s]) nearest[s] = k;
+      // The counts whose window starts at k: min - k where 0 < k <= min, and min to max where k = 0.
+      if (k > min) continue;
+      uint32_t first = min - k, last = k > 0 ? first : max;
+      for (uint32_t count = first; count <= last; ++count) {
+        States row(automaton_.size());
+        for (uint32_t s = 0; s < automaton_.size(); ++s) row[s] = nearest[s] <= max - count;
+        set_row(count, row);
+      }
+    }
+  }
+
+  RegexAutomaton automaton_;
+  std::vector<bool> table_;  // [count * states + state]
+};
+
 struct JsonGrammar::Impl {
   struct Property {
     uint32_t value;
@@ -163,6 +243,7 @@ struct JsonGrammar::Impl {
     uint32_t item = kNone;             // Map: the value of every key; Array: every item past the prefix
     std::vector<uint32_t> prefix_items;  // Array: its first items, in order (prefixItems)
     uint32_t min_count = 0, max_count = UINT32_MAX;  // Array: items; String: characters
+    uint32_t pattern = kNone;                          // String: its pattern, in patterns
     NumberBound minimum, maximum;                      // Integer, Number
     uint32_t fraction_digits = 0;  // Number: the fewest fraction digits a value within its bounds is written with
     std::vector<uint32_t> alternatives;  // Choice
@@ -171,6 +252,7 @@ struct JsonGrammar::Impl {
   };
   std::vector<Node> nodes;
   std::vector<LiteralNode> literal_nodes;
+  std::vector<StringPattern> patterns;
   uint32_t root = kNone;
   uint32_t string_node = kNone;  // a plain string: the keys of free-form objects
 
@@ -368,8 +450,9 @@ class SchemaCompiler {
  private:
   static void check_keywords(const json& schema, const std::string& path) {
     static const char* const kUnsupported[] = {
-        "not", "if", "then", "else", "pattern", "patternProperties", "propertyNames", "multipleOf",
-        "minProperties", "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "additionalItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
+        "not", "if", "then", "else", "patternProperties", "propertyNames", "multipleOf",
+        "minProperties", "maxProperties", "uniqueItems", "contains", "minContains", "maxContains", "additionalItems",
+        "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
         "dependencies", "$dynamicRef", "contentSchema"};
     for (const char* keyword : kUnsupported)
       if (schema.contains(keyword))
@@ -382,7 +465,7 @@ class SchemaCompiler {
     // (any value, an enum's, a reference's) that nothing checks them on.
     if (kinds > 0 || !schema.contains("type"))
       for (const char* keyword :
-           {"minLength", "maxLength", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"})
+           {"minLength", "maxLength", "pattern", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"})
         if (schema.contains(keyword))
           fail("{}.{}: '{}' is supported only beside \"type\" (not beside $ref, const, enum, anyOf or oneOf)", path,
                keyword, keyword);
@@ -501,10 +584,23 @@ class SchemaCompiler {
   }
 
   uint32_t string(const json& schema, const std::string& path) {
-    if (!schema.contains("minLength") && !schema.contains("maxLength")) return g_.string_node;
+    std::optional<RegexAutomaton> language = pattern(schema, path);
+    if (!language && !schema.contains("minLength") && !schema.contains("maxLength")) return g_.string_node;
     uint32_t node = g_.add(Kind::String);
-    counts(schema, "minLength", "maxLength", g_.nodes[node], path);
+    JsonGrammar::Impl::Node& compiled = g_.nodes[node];
+    counts(schema, "minLength", "maxLength", compiled, path);
+    if (language) {
+      compiled.pattern = static_cast<uint32_t>(g_.patterns.size());
+      g_.patterns.emplace_back(std::move(*language), compiled.min_count, compiled.max_count, path);
+    }
     return node;
+  }
+
+  static std::optional<RegexAutomaton> pattern(const json& schema, const std::string& path) {
+    if (!schema.contains("pattern")) return std::nullopt;
+    const json& pattern = schema["pattern"];
+    if (!pattern.is_string()) fail("{}.pattern: expected a regular expression, not {}", path, pattern.dump());
+    return RegexAutomaton::from_pattern(pattern.get<std::string>(), path + ".pattern");
   }
 
   // NODE's min_count and max_count, from the keywords MIN and MAX.
@@ -858,14 +954,16 @@ struct Frame {
   // its sign and how its integer digits compare with its bounds' (see "number bounds" below)
   uint8_t aux = 0;
   uint8_t whitespace = 0;  // the current run of whitespace
-  // string: 1 while the next continuation byte has the range of a special lead byte; a bounded number: how its
+  // string: the lead byte while the byte after it is next (its range may be narrower); a bounded number: how its
   // fraction digits compare with its bounds'
   uint8_t range = 0;
-  uint32_t pos = 0;   // literal / key trie node, items read, number length, the special lead byte
+  // literal / key trie node, items read, number length; string: the bits of the character being read where it has
+  // a pattern, else of a \u escape its first hex digit (no state per character, so strings share their states)
+  uint32_t pos = 0;
   // string: characters read; without a maxLength, only up to minLength, so that longer strings share one state;
   // a bounded number or integer: its integer digits
   uint32_t count = 0;
-  uint64_t seen = 0;  // object: properties read
+  uint64_t seen = 0;  // object: properties read; string with a pattern: the pattern automaton's state
 };
 static_assert(sizeof(Frame) == 24);
 
@@ -1088,7 +1186,8 @@ class Automaton {
     const Frame& top = state.frames[state.depth - 1];
     const Node& node = g_.nodes[top.node];
     return state.depth > 1 && node.kind == Kind::String && top.phase == kStringBody &&
-           node.max_count - top.count >= bytes;
+           node.max_count - top.count >= bytes &&
+           (node.pattern == kNone || g_.patterns[node.pattern].automaton().universal(pattern_state(top)));
   }
 
  private:
@@ -1285,63 +1384,108 @@ class Automaton {
   }
 
   Result string(State& state, Frame& frame, const Node& node, uint8_t b) const {
+    bool patterned = node.pattern != kNone;
     switch (frame.phase) {
       case kStringOpen:
         if (b != '"') return Result::Reject;
         frame.phase = kStringBody;
         return Result::Accept;
       case kStringBody: {
-        if (b == '"') return frame.count >= node.min_count ? finish(state) : Result::Reject;
+        if (b == '"')
+          return frame.count >= node.min_count && pattern_accepts(frame, node) ? finish(state) : Result::Reject;
         if (b != '\\' && (b < 0x20 || utf8_length(b) == 0)) return Result::Reject;
         // A character begins (an escape, or a UTF-8 character of one or more bytes): counted once, here.
         if (frame.count >= node.max_count) return Result::Reject;
         if (frame.count < node.min_count || node.max_count != UINT32_MAX) ++frame.count;
         if (b == '\\') {
           frame.phase = kStringEscape;
-          return Result::Accept;
+          return may_take(frame, node, 0, 0xFFFF);  // \u writes any character below U+10000
         }
         int length = utf8_length(b);
-        if (length > 1) {
-          frame.phase = kStringUtf8;
-          frame.aux = static_cast<uint8_t>(length - 1);
-          frame.range = 1;
-          frame.pos = b;
-        }
-        return Result::Accept;
+        if (length == 1) return take(frame, node, b);
+        frame.phase = kStringUtf8;
+        frame.aux = static_cast<uint8_t>(length - 1);
+        frame.range = b;
+        if (!patterned) return Result::Accept;
+        frame.pos = b & (0x3Fu >> (length - 1));
+        auto [first, last] = completions(frame.pos, 6 * frame.aux);
+        constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};  // no overlong forms
+        return may_take(frame, node, std::max(first, kLeast[length]), std::min<uint32_t>(last, 0x10FFFF));
       }
-      case kStringEscape:
+      case kStringEscape: {
         if (b == 'u') {
           frame.phase = kStringHex;
           frame.aux = 0;
           return Result::Accept;
         }
-        if (std::string_view("\"\\/bfnrt").find(static_cast<char>(b)) == std::string_view::npos) return Result::Reject;
+        size_t escape = std::string_view("\"\\/bfnrt").find(static_cast<char>(b));
+        if (escape == std::string_view::npos) return Result::Reject;
         frame.phase = kStringBody;
-        return Result::Accept;
+        return take(frame, node, static_cast<uint8_t>("\"\\/\b\f\n\r\t"[escape]));
+      }
       case kStringHex: {
         int value = hex_value(b);
         if (value < 0) return Result::Reject;
         // No surrogates (\uD800..\uDFFF): a lone one is invalid, and characters past U+FFFF come as UTF-8.
         if (frame.aux == 1 && frame.pos == 0xD && value >= 8) return Result::Reject;
-        if (frame.aux == 0) frame.pos = static_cast<uint32_t>(value);
-        if (++frame.aux == 4) {
-          frame.phase = kStringBody;
-          frame.pos = 0;
+        if (frame.aux == 0 || patterned) frame.pos = frame.pos * 16 + static_cast<uint32_t>(value);
+        if (++frame.aux < 4) {
+          auto [first, last] = completions(frame.pos, 4 * (4 - frame.aux));
+          return may_take(frame, node, first, last);
         }
-        return Result::Accept;
+        frame.phase = kStringBody;
+        return take(frame, node, std::exchange(frame.pos, 0));
       }
       case kStringUtf8: {
-        auto [low, high] = frame.range ? second_byte_range(static_cast<uint8_t>(frame.pos))
-                                       : std::pair<uint8_t, uint8_t>{0x80, 0xBF};
+        auto [low, high] = frame.range ? second_byte_range(frame.range) : std::pair<uint8_t, uint8_t>{0x80, 0xBF};
         if (b < low || b > high) return Result::Reject;
         frame.range = 0;
-        frame.pos = 0;
-        if (--frame.aux == 0) frame.phase = kStringBody;
-        return Result::Accept;
+        if (patterned) frame.pos = frame.pos << 6 | (b & 0x3Fu);
+        if (--frame.aux > 0) {
+          auto [first, last] = completions(frame.pos, 6 * frame.aux);
+          return may_take(frame, node, first, last);
+        }
+        frame.phase = kStringBody;
+        return take(frame, node, std::exchange(frame.pos, 0));
       }
       default: return Result::Reject;
     }
   }
+
+  // ---- a string's pattern
+  // Its automaton takes the string's decoded characters. A byte is refused unless some character it may begin (or
+  // go on) leads the pattern to a state from which a match can still end within the string's lengths: the model can
+  // never write itself into a dead end.
+
+  // The code points whose first bits are BITS, FREE_BITS more to come.
+  static std::pair<uint32_t, uint32_t> completions(uint32_t bits, int free_bits) {
+    return {bits << free_bits, (bits << free_bits) | ((uint32_t{1} << free_bits) - 1)};
+  }
+
+  bool pattern_accepts(const Frame& frame, const Node& node) const {
+    return node.pattern == kNone || g_.patterns[node.pattern].automaton().accepting(pattern_state(frame));
+  }
+
+  // Whether some character in [FIRST, LAST] may come next.
+  Result may_take(const Frame& frame, const Node& node, uint32_t first, uint32_t last) const {
+    if (node.pattern == kNone) return Result::Accept;
+    const StringPattern& pattern = g_.patterns[node.pattern];
+    for (const RegexAutomaton::Transition& t : pattern.automaton().transitions(pattern_state(frame)))
+      if (t.first <= last && first <= t.last && pattern.completable(t.target, frame.count)) return Result::Accept;
+    return Result::Reject;
+  }
+
+  // The pattern past the string's next character, CODE_POINT.
+  Result take(Frame& frame, const Node& node, uint32_t code_point) const {
+    if (node.pattern == kNone) return Result::Accept;
+    const StringPattern& pattern = g_.patterns[node.pattern];
+    uint32_t next = pattern.automaton().next(pattern_state(frame), code_point);
+    if (next == RegexAutomaton::kRefused || !pattern.completable(next, frame.count)) return Result::Reject;
+    frame.seen = next;
+    return Result::Accept;
+  }
+
+  static uint32_t pattern_state(const Frame& frame) { return static_cast<uint32_t>(frame.seen); }
 
   Result number(Frame& frame, const Node& node, uint8_t b) const {
     Phase next = next_number_phase(frame.phase, node, b);

@@ -6,18 +6,21 @@
 //
 // The vocabulary is a byte trie built once per tokenizer and shared by every request. mask() walks it
 // alongside the automaton, dropping a subtree at its first byte the automaton refuses, and skipping the walk
-// of subtrees whose every token is plain string text while inside a string; the mask of each automaton state
-// is cached, so a long string or a repeated structure costs a copy of the mask.
+// of subtrees whose every token is plain string text while inside a string (whose pattern, if any, takes anything
+// from there on); the mask of each automaton state (a pattern's state included) is cached, so a long string or a
+// repeated structure costs a copy of the mask.
 //
 // The schema subset: "type" (object, array, string, number, integer, boolean, null, or a list of them),
 // properties / required (additionalProperties false unless the object declares no properties), items,
 // prefixItems (tuples: items then applies past them, false for none; without minItems the whole tuple is written),
-// minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), minimum /
+// minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), pattern (on the
+// decoded characters, unanchored as JSON Schema means it; regex_automaton.h lists its regular-expression subset; with
+// lengths, a character is allowed only where a match of an allowed length can still follow), minimum /
 // maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits) and numbers (then written without an
 // exponent), enum, const, anyOf / oneOf whose branches begin with different bytes, $ref into the same document
 // (recursion included), allOf whose schemas merge into one (properties and required names together; a $ref with
 // annotations stays a reference), and the annotations (title, description, default, examples, format, ...).
-// Keywords that would change validity and are not supported (pattern, multipleOf, not, ...), and lengths or bounds
+// Keywords that would change validity and are not supported (multipleOf, not, ...), and lengths, patterns or bounds
 // where no "type" says which values they narrow, are errors naming their schema path. Strings must be valid UTF-8,
 // \u escapes other than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
 #pragma once
