@@ -2,7 +2,10 @@
 // vocabularies (Qwen3's byte-level BPE, Llama 2's SentencePiece with byte fallback) by random walks whose
 // outputs must parse and validate, with every allowed id checked to continue the text and the refused ones
 // checked not to.
+#include <arpa/inet.h>
+
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -85,6 +88,97 @@ bool pattern_matches(const std::string& pattern, const std::string& text) {
   return std::regex_search(wide(text), it->second);
 }
 
+// ---- the formats, checked by code (not by the patterns the constraint uses), in the common form it enforces:
+// capital "T" and "Z", no leap second, a dot-atom email address whose domain ends in letters.
+
+bool all_of_set(const std::string& text, size_t at, size_t count, std::string_view set) {
+  return at + count <= text.size() && text.substr(at, count).find_first_not_of(set) == std::string::npos;
+}
+constexpr std::string_view kDecimal = "0123456789", kHex = "0123456789abcdefABCDEF";
+
+bool valid_date(const std::string& text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-' || !all_of_set(text, 0, 4, kDecimal) ||
+      !all_of_set(text, 5, 2, kDecimal) || !all_of_set(text, 8, 2, kDecimal))
+    return false;
+  std::chrono::year_month_day date{std::chrono::year{std::stoi(text.substr(0, 4))},
+                                   std::chrono::month{static_cast<unsigned>(std::stoi(text.substr(5, 2)))},
+                                   std::chrono::day{static_cast<unsigned>(std::stoi(text.substr(8, 2)))}};
+  return date.ok();
+}
+
+bool two_digits_below(const std::string& text, size_t at, int limit) {
+  return all_of_set(text, at, 2, kDecimal) && std::stoi(text.substr(at, 2)) < limit;
+}
+
+bool valid_time(const std::string& text) {
+  if (text.size() < 9 || !two_digits_below(text, 0, 24) || text[2] != ':' || !two_digits_below(text, 3, 60) ||
+      text[5] != ':' || !two_digits_below(text, 6, 60))
+    return false;
+  size_t at = 8;
+  if (text[at] == '.') {
+    size_t end = text.find_first_not_of(kDecimal, at + 1);
+    if (end == at + 1 || end == std::string::npos) return false;
+    at = end;
+  }
+  std::string offset = text.substr(at);
+  return offset == "Z" || (offset.size() == 6 && (offset[0] == '+' || offset[0] == '-') &&
+                           two_digits_below(offset, 1, 24) && offset[3] == ':' && two_digits_below(offset, 4, 60));
+}
+
+bool valid_label(const std::string& label) {
+  constexpr std::string_view kAlphanumeric = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  return !label.empty() && label.size() <= 63 && kAlphanumeric.find(label.front()) != std::string::npos &&
+         kAlphanumeric.find(label.back()) != std::string::npos &&
+         label.find_first_not_of(std::string(kAlphanumeric) + "-") == std::string::npos;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts(1);
+  for (char c : text) {
+    if (c == separator)
+      parts.emplace_back();
+    else
+      parts.back().push_back(c);
+  }
+  return parts;
+}
+
+bool valid_hostname(const std::string& text) {
+  std::vector<std::string> labels = split(text, '.');
+  return text.size() <= 253 && std::all_of(labels.begin(), labels.end(), valid_label);
+}
+
+bool valid_email(const std::string& text) {
+  size_t at = text.find('@');
+  if (at == std::string::npos) return false;
+  std::vector<std::string> atoms = split(text.substr(0, at), '.'), labels = split(text.substr(at + 1), '.');
+  bool local = std::all_of(atoms.begin(), atoms.end(), [](const std::string& atom) {
+    return !atom.empty() && atom.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                   "!#$%&'*+/=?^_`{|}~-") == std::string::npos;
+  });
+  const std::string& top = labels.back();
+  return local && labels.size() >= 2 && std::all_of(labels.begin(), labels.end(), valid_label) && top.size() >= 2 &&
+         std::all_of(top.begin(), top.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+}
+
+bool valid_format(const std::string& format, const std::string& text) {
+  if (format == "date") return valid_date(text);
+  if (format == "time") return valid_time(text);
+  if (format == "date-time") return text.size() > 11 && text[10] == 'T' && valid_date(text.substr(0, 10)) &&
+                                    valid_time(text.substr(11));
+  if (format == "uuid")
+    return text.size() == 36 && all_of_set(text, 0, 8, kHex) && text[8] == '-' && all_of_set(text, 9, 4, kHex) &&
+           text[13] == '-' && all_of_set(text, 14, 4, kHex) && text[18] == '-' && all_of_set(text, 19, 4, kHex) &&
+           text[23] == '-' && all_of_set(text, 24, 12, kHex);
+  if (format == "ipv4") {
+    in_addr address;
+    return inet_pton(AF_INET, text.c_str(), &address) == 1;  // dotted decimal, no leading zeros
+  }
+  if (format == "email") return valid_email(text);
+  if (format == "hostname") return valid_hostname(text);
+  return true;  // an annotation
+}
+
 bool validate(const json& value, const json& schema, const json& root) {
   if (schema.is_boolean()) return schema.get<bool>();
   if (schema.contains("$ref"))
@@ -124,6 +218,7 @@ bool validate(const json& value, const json& schema, const json& root) {
     size_t length = characters(value.get<std::string>());
     if (length < schema.value("minLength", size_t{0}) || length > schema.value("maxLength", SIZE_MAX)) return false;
     if (schema.contains("pattern") && !pattern_matches(schema["pattern"], value.get<std::string>())) return false;
+    if (schema.contains("format") && !valid_format(schema["format"], value.get<std::string>())) return false;
   }
   if (value.is_array()) {
     if (value.size() < schema.value("minItems", size_t{0}) || value.size() > schema.value("maxItems", SIZE_MAX))
@@ -323,7 +418,8 @@ TEST(JsonMatcher, PrefixItemsAreTuples) {
 
 // ---- pattern
 
-std::string schema_error(const char* schema, const std::string& path);
+// The error compiling SCHEMA gives, its schema path starting at PATH ("no error" when it compiles).
+std::string schema_error(const char* schema, const std::string& path = "schema");
 
 json pattern_schema(const std::string& pattern, json lengths = json::object()) {
   lengths["type"] = "string";
@@ -500,6 +596,86 @@ TEST(JsonGrammar, PatternErrorsNameThePathAndPosition) {
             "response_format.json_schema.schema.pattern: 'pattern' is supported only beside \"type\" (not beside "
             "$ref, const, enum, anyOf or oneOf)");
   EXPECT_EQ(error_of(R"({"type":"string","pattern":"^[a-z]{1,1000}$","maxLength":4000})"), "no error");
+}
+
+// ---- format
+
+json format_schema(const std::string& format, json more = json::object()) {
+  more["type"] = "string";
+  more["format"] = format;
+  return more;
+}
+
+TEST(JsonMatcher, FormatsMatchTheirCommonForm) {
+  struct Case {
+    const char* format;
+    std::vector<const char*> valid, refused;  // refused: a prefix that is dead at its last byte
+  };
+  const Case cases[] = {
+      {"date", {"2024-02-29", "2000-02-29", "1999-12-31", "0000-02-29"}, {"2023-02-29", "1900-02-29", "2023-04-31",
+                                                                          "2023-13", "2023-00", "2023-1-", "99-"}},
+      {"time", {"23:59:59Z", "00:00:00.123456+05:30", "12:30:00-00:00"}, {"24", "23:6", "23:59:6", "12:00:00z",
+                                                                           "12:00:00+5", "12:00:00.Z"}},
+      {"date-time", {"2024-02-29T23:59:59.5Z"}, {"2024-02-29 ", "2024-02-29t", "2024-02-3"}},
+      {"uuid", {"123e4567-e89b-12d3-A456-426614174000"}, {"123e4567e", "123e4567-e89g", "123e4567-e89b-12d3-a456-4266141740000"}},
+      {"ipv4", {"0.0.0.0", "255.255.255.255", "192.168.1.20"}, {"256", "01", "1.2.3.4.", "1..", "1.2.3.4 "}},
+      {"email", {"a.b+c@example.com", "x@sub.example-host.org"}, {"@", "a..", ".", "a@-", "a@b.c@", "a "}},
+      {"hostname", {"localhost", "a-b.example.com", "x1"}, {"-", "a..", "a_", "a.-"}},
+  };
+  for (const Case& c : cases) {
+    json schema = format_schema(c.format);
+    for (const char* value : c.valid) {
+      EXPECT_TRUE(matches(schema, json(value).dump())) << c.format << ": " << value;
+      EXPECT_TRUE(valid_format(c.format, value)) << c.format << ": " << value;  // the checker agrees
+    }
+    for (const char* prefix : c.refused) {
+      std::string text = fmt::format("\"{}", prefix);
+      EXPECT_TRUE(prefix_ok(schema, text.substr(0, text.size() - 1))) << c.format << ": " << prefix;
+      EXPECT_FALSE(prefix_ok(schema, text)) << c.format << ": " << prefix;
+    }
+  }
+  EXPECT_FALSE(matches(format_schema("date"), R"("2024-02-2")"));
+  EXPECT_FALSE(matches(format_schema("time"), R"("12:00:00")"));  // no offset
+  EXPECT_FALSE(matches(format_schema("email"), R"("a@localhost")"));
+  // A hostname has at most 253 characters.
+  std::string labels;
+  for (int i = 0; i < 4; ++i) labels += std::string(63, 'a') + ".";
+  EXPECT_TRUE(matches(format_schema("hostname"), "\"" + labels.substr(0, 253) + "\""));
+  EXPECT_FALSE(prefix_ok(format_schema("hostname"), "\"" + labels.substr(0, 253) + "a"));
+  // Unknown formats, and formats of other types, are annotations.
+  EXPECT_TRUE(matches(format_schema("int32"), R"("anything")"));
+  EXPECT_TRUE(matches(json::parse(R"({"type":"integer","format":"int64"})"), "12"));
+  // A pattern beside a format: both hold.
+  json both = format_schema("date", {{"pattern", "^2024-"}});
+  EXPECT_TRUE(matches(both, R"("2024-02-29")"));
+  EXPECT_FALSE(prefix_ok(both, R"("2023)"));
+  EXPECT_FALSE(prefix_ok(both, R"("2024-02-30)"));
+  // Lengths beside a format.
+  json short_mail = format_schema("email", {{"maxLength", 6u}});
+  EXPECT_TRUE(matches(short_mail, R"("a@b.cd")"));
+  EXPECT_FALSE(prefix_ok(short_mail, R"("ab@b.)"));  // no room for a two-letter domain
+}
+
+// Every date of some years, months 00-13 and days 00-32: the format takes exactly the calendar's dates.
+TEST(JsonMatcher, DatesAgreeWithTheCalendar) {
+  auto grammar = JsonGrammar::from_schema(format_schema("date"), "schema");
+  for (int year : {0, 4, 100, 400, 1900, 1996, 2000, 2023, 2024, 2100, 9999})
+    for (int month = 0; month <= 13; ++month)
+      for (int day = 0; day <= 32; ++day) {
+        std::string date = fmt::format("{:04}-{:02}-{:02}", year, month, day);
+        JsonMatcher matcher(grammar);
+        EXPECT_EQ(matcher.feed("\"" + date + "\"") && matcher.complete(), valid_date(date)) << date;
+      }
+}
+
+TEST(JsonGrammar, FormatErrorsNameThePath) {
+  EXPECT_EQ(schema_error(R"({"type":"string","format":5})"), "schema.format: expected a format name, not 5");
+  EXPECT_EQ(schema_error(R"({"type":"string","format":"date","pattern":"^x"})"),
+            "schema: no string matches both the pattern and the format");
+  EXPECT_EQ(schema_error(R"({"type":"string","format":"uuid","maxLength":35})"),
+            "schema: no string of 0 to 35 characters matches the format 'uuid'");
+  EXPECT_EQ(schema_error(R"({"type":"string","format":"date","pattern":"-","minLength":11})"),
+            "schema: no string of at least 11 characters matches the pattern and the format 'date'");
 }
 
 // A schema placed inside another (a tool's parameters inside the schema of a whole call) keeps its own "#..."
@@ -979,6 +1155,12 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
       R"({"type":"string","pattern":"x","minLength":2,"maxLength":6})",
       R"({"type":"object","properties":{"p":{"type":["string","null"],"pattern":"^(ab|\u00e9)+$","minLength":3},
           "q":{"type":"string","pattern":"[^a-z]$"}},"required":["p","q"]})",
+      R"({"type":"string","format":"date-time"})",
+      R"({"type":"object","properties":{"mail":{"type":"string","format":"email","maxLength":12},
+          "ip":{"type":"string","format":"ipv4"},"id":{"type":"string","format":"uuid"},
+          "host":{"type":"string","format":"hostname","minLength":4},
+          "day":{"type":["string","null"],"format":"date","pattern":"-0[1-3]-"}},
+        "required":["mail","ip","id","host","day"]})",
       R"({"prefixItems":[{"type":"null"},{"type":"array","prefixItems":[{"type":"boolean"}],"items":false}],
           "items":{"type":"string","maxLength":2}})",
   };
@@ -1013,8 +1195,7 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
   }
 }
 
-// The error compiling SCHEMA gives, its schema path starting at PATH ("no error" when it compiles).
-std::string schema_error(const char* schema, const std::string& path = "schema") {
+std::string schema_error(const char* schema, const std::string& path) {
   try {
     JsonGrammar::from_schema(json::parse(schema), path);
   } catch (const Error& e) {
@@ -1197,6 +1378,19 @@ const json kPatterned = json::parse(R"({
   "required": ["code", "slug", "word", "note", "quoted", "accent"]
 })");
 
+const json kFormatted = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "when": {"type": "string", "format": "date-time"},
+    "day": {"type": "string", "format": "date", "pattern": "^20"},
+    "ip": {"type": "string", "format": "ipv4"},
+    "id": {"type": "string", "format": "uuid"},
+    "mail": {"type": "string", "format": "email", "maxLength": 30},
+    "host": {"type": "string", "format": "hostname", "maxLength": 20}
+  },
+  "required": ["when", "day", "ip", "id", "mail", "host"]
+})");
+
 class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -1273,7 +1467,7 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
-  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples, &kPatterned}) {
+  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples, &kPatterned, &kFormatted}) {
     auto grammar = JsonGrammar::from_schema(*schema, "schema");
     for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
   }
@@ -1284,6 +1478,7 @@ TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
   walk(JsonGrammar::from_schema(kNarrowed, "schema"), 9, 3);
   walk(JsonGrammar::from_schema(kTuples, "schema"), 10, 3);
   walk(JsonGrammar::from_schema(kPatterned, "schema"), 11, 2);
+  walk(JsonGrammar::from_schema(kFormatted, "schema"), 12, 2);
   walk(JsonGrammar::any_object(), 8, 9);
 }
 

@@ -159,7 +159,9 @@ class StringPattern {
  public:
   static constexpr size_t kMaxCells = size_t{1} << 22;  // (counts) x (states) in the table
 
-  StringPattern(RegexAutomaton automaton, uint32_t min_length, uint32_t max_length, const std::string& path)
+  // DESCRIBED names what the automaton matches in errors ("the pattern", "the format 'date'").
+  StringPattern(RegexAutomaton automaton, uint32_t min_length, uint32_t max_length, const std::string& path,
+                std::string_view described)
       : automaton_(std::move(automaton)) {
     if (min_length == 0 && max_length == UINT32_MAX) return;
     size_t states = automaton_.size(), rows = (max_length == UINT32_MAX ? min_length : max_length) + size_t{1};
@@ -172,9 +174,10 @@ class StringPattern {
     else
       fill_within(min_length, max_length);
     if (!completable(RegexAutomaton::kStart, 0))
-      fail("{}: no string of {} characters matches the pattern", path,
+      fail("{}: no string of {} characters matches {}", path,
            max_length == UINT32_MAX ? fmt::format("at least {}", min_length)
-                                    : fmt::format("{} to {}", min_length, max_length));
+                                    : fmt::format("{} to {}", min_length, max_length),
+           described);
   }
 
   const RegexAutomaton& automaton() const { return automaton_; }
@@ -229,6 +232,50 @@ class StringPattern {
   RegexAutomaton automaton_;
   std::vector<bool> table_;  // [count * states + state]
 };
+
+// The string formats OpenAI's structured outputs enforce, as patterns of their common form that match valid values
+// only (dates of the Gregorian calendar, leap days included; times without a leap second, "T" and "Z" in capitals;
+// a pragmatic email address: a dot-atom, "@", host labels and a top-level domain of letters), with the most
+// characters where the format limits them. Other formats stay annotations, as JSON Schema allows.
+struct StringFormat {
+  const char* name;
+  uint32_t max_length = UINT32_MAX;
+};
+constexpr StringFormat kStringFormats[] = {{"date"},  {"time"},  {"date-time"},      {"uuid"},
+                                           {"ipv4"}, {"email"}, {"hostname", 253}};
+
+// The patterns of kStringFormats, by name.
+std::map<std::string, std::string> format_patterns() {
+  const std::string year = R"(\d{4})";
+  const std::string leap_year = R"((?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00))";
+  const std::string month_day = R"((?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|)"
+                                R"(02-(?:0[1-9]|1\d|2[0-8])))";
+  const std::string date = "(?:" + year + "-" + month_day + "|" + leap_year + "-02-29)";
+  const std::string time = R"((?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))";
+  const std::string label = R"([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)";
+  const std::string octet = R"((?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))";
+  const std::string atom = R"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)";
+  return {
+      {"date", "^" + date + "$"},
+      {"time", "^" + time + "$"},
+      {"date-time", "^" + date + "T" + time + "$"},
+      {"uuid", R"(^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)"},
+      {"ipv4", "^(?:" + octet + R"(\.){3})" + octet + "$"},
+      {"email", "^" + atom + R"((?:\.)" + atom + ")*@(?:" + label + R"(\.)+[A-Za-z]{2,}$)"},
+      {"hostname", "^" + label + R"((?:\.)" + label + ")*$"},
+  };
+}
+
+// The format's automaton, compiled once for the process.
+const RegexAutomaton& format_automaton(const StringFormat& format) {
+  static const std::map<std::string, RegexAutomaton> automata = [] {
+    std::map<std::string, RegexAutomaton> compiled;
+    for (const auto& [name, pattern] : format_patterns())
+      compiled.emplace(name, RegexAutomaton::from_pattern(pattern, "format " + name));
+    return compiled;
+  }();
+  return automata.at(format.name);
+}
 
 struct JsonGrammar::Impl {
   struct Property {
@@ -583,17 +630,36 @@ class SchemaCompiler {
     return items;
   }
 
+  // A string within its lengths that matches its pattern and its format (both: their intersection).
   uint32_t string(const json& schema, const std::string& path) {
     std::optional<RegexAutomaton> language = pattern(schema, path);
+    const StringFormat* format = string_format(schema, path);
+    std::string described = language ? "the pattern" : "";
+    if (format) {
+      const RegexAutomaton& formatted = format_automaton(*format);
+      language = language ? RegexAutomaton::intersection(*language, formatted, path) : formatted;
+      described += fmt::format("{}the format '{}'", described.empty() ? "" : " and ", format->name);
+    }
     if (!language && !schema.contains("minLength") && !schema.contains("maxLength")) return g_.string_node;
     uint32_t node = g_.add(Kind::String);
     JsonGrammar::Impl::Node& compiled = g_.nodes[node];
     counts(schema, "minLength", "maxLength", compiled, path);
+    if (format) compiled.max_count = std::min(compiled.max_count, format->max_length);
     if (language) {
       compiled.pattern = static_cast<uint32_t>(g_.patterns.size());
-      g_.patterns.emplace_back(std::move(*language), compiled.min_count, compiled.max_count, path);
+      g_.patterns.emplace_back(std::move(*language), compiled.min_count, compiled.max_count, path, described);
     }
     return node;
+  }
+
+  // The known format SCHEMA names, if any.
+  static const StringFormat* string_format(const json& schema, const std::string& path) {
+    if (!schema.contains("format")) return nullptr;
+    const json& name = schema["format"];
+    if (!name.is_string()) fail("{}.format: expected a format name, not {}", path, name.dump());
+    for (const StringFormat& format : kStringFormats)
+      if (name.get<std::string>() == format.name) return &format;
+    return nullptr;
   }
 
   static std::optional<RegexAutomaton> pattern(const json& schema, const std::string& path) {

@@ -15,11 +15,13 @@
 // prefixItems (tuples: items then applies past them, false for none; without minItems the whole tuple is written),
 // minItems / maxItems, minLength / maxLength (in characters: an escape or a UTF-8 character is one), pattern (on the
 // decoded characters, unanchored as JSON Schema means it; regex_automaton.h lists its regular-expression subset; with
-// lengths, a character is allowed only where a match of an allowed length can still follow), minimum /
+// lengths, a character is allowed only where a match of an allowed length can still follow), format on strings
+// (date, time, date-time, uuid, ipv4, email, hostname as patterns of their common form, intersected with a pattern
+// given beside; other formats are annotations), minimum /
 // maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits) and numbers (then written without an
 // exponent), enum, const, anyOf / oneOf whose branches begin with different bytes, $ref into the same document
 // (recursion included), allOf whose schemas merge into one (properties and required names together; a $ref with
-// annotations stays a reference), and the annotations (title, description, default, examples, format, ...).
+// annotations stays a reference), and the annotations (title, description, default, examples, ...).
 // Keywords that would change validity and are not supported (multipleOf, not, ...), and lengths, patterns or bounds
 // where no "type" says which values they narrow, are errors naming their schema path. Strings must be valid UTF-8,
 // \u escapes other than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.
