@@ -390,17 +390,20 @@ INSTANTIATE_TEST_SUITE_P(Files, LlamaCppGguf,
                            return name;
                          });
 
-// llama-Q3_K_M.gguf was made by llama.cpp's llama-quantize from llama-Q8_0.gguf (`--allow-requantize`; its mix of
-// Q3_K, Q4_K, Q5_K and Q6_K) where transformers was not at hand, so no transformers logits come with it: the GPU's
-// logits are held to the float64 forward pass on the file's own blocks (support/float64_forward.h, which
-// test_model_gguf_llamacpp holds to transformers on the other files), for llama-Q8_0's prompts.
-TEST(LlamaCppGgufQ3K, GpuLogitsMatchTheFloat64Forward) {
+// llama-Q3_K_M.gguf and llama-Q2_K.gguf were made by llama.cpp's llama-quantize from llama-Q8_0.gguf
+// (`--allow-requantize`; mixes of Q3_K, Q4_K, Q5_K, Q6_K and of Q2_K, Q3_K, Q6_K) where transformers was not at
+// hand, so no transformers logits come with them: the GPU's logits are held to the float64 forward pass on each file's
+// own blocks (support/float64_forward.h, which test_model_gguf_llamacpp holds to transformers on the other files),
+// for llama-Q8_0's prompts.
+class RequantizedGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RequantizedGguf, GpuLogitsMatchTheFloat64Forward) {
   std::filesystem::path dir = test::project_root() / "tests" / "data" / "gguf" / "llamacpp";
   nlohmann::json prompts, references = nlohmann::json::parse(test::read_text(dir / "references.json"));
   for (const nlohmann::json& f : references["fixtures"])
     if (f["file"] == "llama-Q8_0.gguf") prompts = f["prompt_ids"];
   ASSERT_FALSE(prompts.is_null()) << "llama-Q8_0.gguf is not in references.json";
-  ModelFiles files = ModelFiles::open(dir / "llama-Q3_K_M.gguf");
+  ModelFiles files = ModelFiles::open(dir / (GetParam() + ".gguf"));
   Model m(test::device(), files, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
   std::vector<float> got, want;
   for (const nlohmann::json& prompt : prompts) {
@@ -410,8 +413,15 @@ TEST(LlamaCppGgufQ3K, GpuLogitsMatchTheFloat64Forward) {
     std::vector<double> exact = test::float64_forward(files, prompt.get<std::vector<uint32_t>>());
     want.insert(want.end(), exact.begin(), exact.end());
   }
-  expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-5, "llama-Q3_K_M");
+  expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-5, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf, ::testing::Values("llama-Q3_K_M", "llama-Q2_K"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(GgufModel, TensorNames) {
   const ArchitectureSpec& llama = *find_architecture("LlamaForCausalLM");
@@ -448,14 +458,14 @@ TEST(GgufModel, BadModelsNameTheProblem) {
   beyond.add_tensor("blk.7.attn_q.weight", uint32_t(GgmlType::F32), {4}, std::string(16, '\0'));
   EXPECT_THAT(error_for(beyond), HasSubstr("tensor \"blk.7.attn_q.weight\" is not a tensor gerbil knows"));
 
-  GgufWriter q2k;
-  q2k.add_string("general.architecture", "qwen2");
-  q2k.add_tensor("token_embd.weight", uint32_t(GgmlType::Q2_K), {256, 2}, std::string(168, '\0'));
+  GgufWriter iq4;
+  iq4.add_string("general.architecture", "qwen2");
+  iq4.add_tensor("token_embd.weight", uint32_t(GgmlType::IQ4_XS), {256, 2}, std::string(272, '\0'));
   for (auto [key, value] : {std::pair{"block_count", 1}, {"embedding_length", 256}, {"feed_forward_length", 256},
                             {"context_length", 64}, {"attention.head_count", 4}})
-    q2k.add_u32(std::string("qwen2.") + key, uint32_t(value));
-  q2k.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
-  EXPECT_THAT(error_for(q2k), AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type Q2_K is not supported")));
+    iq4.add_u32(std::string("qwen2.") + key, uint32_t(value));
+  iq4.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  EXPECT_THAT(error_for(iq4), AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ4_XS is not supported")));
 
   GgufWriter no_layers;
   no_layers.add_string("general.architecture", "llama");

@@ -1,4 +1,4 @@
-// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128 and Q3_K, pack_rows,
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128, Q3_K and Q2_K, pack_rows,
 // include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize() (Q4_G, Q4_G128: the
 // float64 reference), and the products (decode M = 1..4 in linear_q_matvec.wgsl, batched decode steps in
 // linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the dequantized
@@ -41,6 +41,7 @@ const TypeCase kTypes[] = {
     {WeightType::Q5_0, GgmlType::Q5_0}, {WeightType::Q5_1, GgmlType::Q5_1}, {WeightType::Q4_K, GgmlType::Q4_K},
     {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K}, {WeightType::Q4_G, std::nullopt},
     {WeightType::Q4_G128, std::nullopt}, {WeightType::Q3_K, GgmlType::Q3_K},
+    {WeightType::Q2_K, GgmlType::Q2_K},
 };
 
 std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {
@@ -59,6 +60,8 @@ std::vector<uint32_t> scale_offsets(GgmlType type) {
       return {208};
     case GgmlType::Q3_K:
       return {108};
+    case GgmlType::Q2_K:
+      return {80, 82};
     default:
       return {0};
   }
@@ -329,8 +332,8 @@ TEST(QuantKernels, BadShapesAndTypesAreNamed) {
               ThrowsMessage<Error>(HasSubstr("tensor 'blk.0.attn_q.weight' (Q4_0 [2, 32]): 54 bytes, expected 36")));
   EXPECT_THAT([&] { pack_rows(WeightType::Q4_K, bytes, 1, 96, "t"); },
               ThrowsMessage<Error>(HasSubstr("not whole blocks of 256")));
-  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::Q2_K, "blk.3.ffn_down.weight"); },
-              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as Q2_K")));
+  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::IQ4_XS, "blk.3.ffn_down.weight"); },
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as IQ4_XS")));
   auto w = device().create_buffer("W", 4096);
   auto x = device().create_buffer("x", 4096);
   LinearParams p{1, 48, 2, 2, 0, 0, 0};

@@ -32,7 +32,7 @@ struct BlockFormat {
 const std::vector<BlockFormat> kBlockFormats = {
     {GgmlType::Q8_0, {0}},    {GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},
     {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q4_K, {0, 2}}, {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}},
-    {GgmlType::Q3_K, {108}},
+    {GgmlType::Q3_K, {108}},  {GgmlType::Q2_K, {80, 82}},
 };
 
 // f16 scales the blocks are made with: the largest finite (+-65504), subnormals (smallest, largest,
@@ -167,7 +167,7 @@ TEST(Quant, QuantizersRoundTripWithinTheirResolution) {
   // Q3_K: half a step of 1/4 of the largest |x| of 16, or a whole step where a sub-block's largest and smallest are
   // opposite and equal (its +4 is clamped to 3).
   for (Case c : {Case{GgmlType::Q8_0, 0.6 / 127}, Case{GgmlType::Q4_0, 1.01 / 8}, Case{GgmlType::Q4_K, 1.0 / 8},
-                 Case{GgmlType::Q6_K, 1.0 / 32}, Case{GgmlType::Q3_K, 1.01 / 4}}) {
+                 Case{GgmlType::Q6_K, 1.0 / 32}, Case{GgmlType::Q3_K, 1.01 / 4}, Case{GgmlType::Q2_K, 1.0 / 3}}) {
     const GgmlTypeInfo& info = ggml_type_info(c.type);
     std::vector<float> values(info.block_size * 64);
     for (float& x : values) x = normal(rng) * 0.02f;
@@ -190,7 +190,7 @@ TEST(Quant, QuantizersRoundTripWithinTheirResolution) {
 }
 
 TEST(Quant, AllZeroBlocksQuantizeToZero) {
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
     std::vector<float> zeros(256, 0.0f), back(256, 1.0f);
     dequantize(type, quantize(type, zeros), back, "t");
     for (float v : back) ASSERT_EQ(v, 0.0f) << ggml_type_name(type);
@@ -210,10 +210,10 @@ TEST(Quant, TypeTable) {
 }
 
 TEST(Quant, UnsupportedTypeNamesTensorAndType) {
-  std::vector<std::byte> bytes(84);
+  std::vector<std::byte> bytes(136);
   std::vector<float> out(256);
-  EXPECT_THAT(error_of([&] { dequantize(GgmlType::Q2_K, bytes, out, "tensor \"blk.0.attn_q.weight\""); }),
-              AllOf(HasSubstr("blk.0.attn_q.weight"), HasSubstr("Q2_K"), HasSubstr("not supported")));
+  EXPECT_THAT(error_of([&] { dequantize(GgmlType::IQ4_XS, bytes, out, "tensor \"blk.0.attn_q.weight\""); }),
+              AllOf(HasSubstr("blk.0.attn_q.weight"), HasSubstr("IQ4_XS"), HasSubstr("not supported")));
   EXPECT_THAT(error_of([&] { dequantize(GgmlType::Q8_0, std::span(bytes).first(30), std::span(out).first(32), "x"); }),
               HasSubstr("do not hold 32 elements"));
   EXPECT_THAT(error_of([] { quantize(GgmlType::Q5_K, std::vector<float>(256)); }), HasSubstr("no quantizer for ggml type Q5_K"));

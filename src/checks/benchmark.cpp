@@ -794,6 +794,7 @@ const std::vector<Family>& families() {
         {"linear", linear_case(F16, {}, {.norm_out = true})},
         {"linear", linear_case(F16, {}, {.gate_act = 1})},
         {"linear", linear_case(Q4_0)},
+        {"linear", linear_case(Q2_K)},
         {"linear", linear_case(Q3_K)},
         {"linear", linear_case(Q4_K)},
         {"linear", linear_case(Q6_K)},

@@ -350,10 +350,11 @@ WeightType block_weight_type(GgmlType type, std::string_view tensor) {
     case GgmlType::Q5_K: return WeightType::Q5_K;
     case GgmlType::Q6_K: return WeightType::Q6_K;
     case GgmlType::Q3_K: return WeightType::Q3_K;
+    case GgmlType::Q2_K: return WeightType::Q2_K;
     default: break;
   }
   fail("tensor '{}' is quantized as {}, which gerbil's GPU kernels do not decode (they do Q8_0, Q4_0, Q4_1, Q5_0, "
-       "Q5_1, Q3_K, Q4_K, Q5_K, Q6_K)", tensor, ggml_type_name(type));
+       "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)", tensor, ggml_type_name(type));
 }
 
 std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes) {

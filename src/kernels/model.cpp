@@ -45,8 +45,8 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q3_K))
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..13)", kernel,
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q2_K))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..14)", kernel,
          shapes, static_cast<uint32_t>(type));
 }
 
@@ -143,11 +143,11 @@ uint32_t weight_bytes(WeightType type) {
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
-bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q3_K; }
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q2_K; }
 
 const char* weight_type_name(WeightType type) {
   constexpr const char* kNames[] = {"f32",  "f16",  "bf16", "Q8_0", "Q4_0", "Q4_1",
-                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128", "Q3_K"};
+                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128", "Q3_K", "Q2_K"};
   auto index = static_cast<uint32_t>(type);
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
@@ -168,6 +168,7 @@ constexpr BlockLayout layout_of(WeightType type) {
     case WeightType::Q4_G: return {32, 20, 16, 0, 4};  // model/quant.h's int4_block_bytes
     case WeightType::Q4_G128: return {128, 68, 16, 0, 4};
     case WeightType::Q3_K: return {256, 110, 16, 0, 16};
+    case WeightType::Q2_K: return {256, 84, 16, 0, 20};
     default: return {0, 0, 0, 0, 0};
   }
 }
@@ -264,6 +265,13 @@ void codes_q3k(const std::byte* b, uint8_t* codes) {
   }
 }
 
+// Q2_K: element i's 2-bit code is bits 2 k of qs byte 32 (i / 128) + i % 32, k = (i % 128) / 32 (qs after the
+// block's 16 bytes of scales); ggml's value is d (scale & 15) code - dmin (scale >> 4).
+void codes_q2k(const std::byte* b, uint8_t* codes) {
+  const std::byte* qs = b + 16;
+  for (size_t i = 0; i < 256; ++i) codes[i] = (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
+}
+
 BlockParts block_parts(WeightType type, const std::byte* b) {
   BlockParts parts;
   uint8_t* codes = parts.codes.data();
@@ -292,6 +300,11 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
     case WeightType::Q3_K:
       codes_q3k(b, codes);
       header(96, 14);  // the packed scales, d
+      break;
+    case WeightType::Q2_K:
+      codes_q2k(b, codes);
+      header(0, 16);  // the scales and mins
+      std::copy_n(b + 80, 4, parts.header.begin() + 16);  // d, dmin
       break;
     default:  // Q6_K
       codes_q6k(b, codes);
@@ -385,6 +398,7 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
     case WeightType::Q4_G: return pack_rows_of<WeightType::Q4_G>(ggml, rows, K, packed);
     case WeightType::Q4_G128: return pack_rows_of<WeightType::Q4_G128>(ggml, rows, K, packed);
     case WeightType::Q3_K: return pack_rows_of<WeightType::Q3_K>(ggml, rows, K, packed);
+    case WeightType::Q2_K: return pack_rows_of<WeightType::Q2_K>(ggml, rows, K, packed);
     default: break;  // block_layout() has thrown for the others
   }
 }

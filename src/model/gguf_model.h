@@ -29,7 +29,7 @@ nlohmann::json gguf_config_json(const Gguf& gguf);
 
 // Every tensor of GGUF under its Hugging Face name. Norm weights, biases and learned position tables become
 // f32 (small; Gemma's +1 taken off); embeddings and linear weights keep their type: F32/F16/BF16 views, or
-// block views for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, shaped [out, in] (GPT-2's float Conv1D
+// block views for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, shaped [out, in] (GPT-2's float Conv1D
 // weights go back to [in, out], its block ones stay [out, in]). Throws naming the tensor for unknown names,
 // other types, and tensors gerbil cannot use (such as llama.cpp's rope_freqs).
 Safetensors gguf_tensors(const Gguf& gguf, const nlohmann::json& config);

@@ -25,7 +25,7 @@ constexpr std::array kTypes = {
     GgmlTypeInfo{GgmlType::Q5_1, "Q5_1", kQK, 24, true},
     GgmlTypeInfo{GgmlType::Q8_0, "Q8_0", kQK, 34, true},
     GgmlTypeInfo{GgmlType::Q8_1, "Q8_1", kQK, 36, false},
-    GgmlTypeInfo{GgmlType::Q2_K, "Q2_K", kQK_K, 84, false},
+    GgmlTypeInfo{GgmlType::Q2_K, "Q2_K", kQK_K, 84, true},
     GgmlTypeInfo{GgmlType::Q3_K, "Q3_K", kQK_K, 110, true},
     GgmlTypeInfo{GgmlType::Q4_K, "Q4_K", kQK_K, 144, true},
     GgmlTypeInfo{GgmlType::Q5_K, "Q5_K", kQK_K, 176, true},
@@ -200,6 +200,18 @@ void block_q3_k(const std::byte* b, float* y) {
   }
 }
 
+// Q2_K: scales (16 bytes: a 4-bit scale and, above it, a 4-bit min for each 16 elements), qs (64), d, dmin. In each
+// half of 128 elements, element 32 k + l is bits 2 k of qs byte 32 half + l: d (scale & 15) q - dmin (scale >> 4).
+void block_q2_k(const std::byte* b, float* y) {
+  const std::byte* qs = b + 16;
+  float d = load_f16(b + 80), dmin = load_f16(b + 82);
+  for (uint32_t i = 0; i < kQK_K; ++i) {
+    uint8_t scale = byte_at(b, i / 16);
+    int q = (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
+    y[i] = d * float(scale & 0x0f) * float(q) - dmin * float(scale >> 4);
+  }
+}
+
 using BlockDecoder = void (*)(const std::byte*, float*);
 
 BlockDecoder block_decoder(GgmlType type) {
@@ -213,6 +225,7 @@ BlockDecoder block_decoder(GgmlType type) {
     case GgmlType::Q5_K: return block_q5_k;
     case GgmlType::Q6_K: return block_q6_k;
     case GgmlType::Q3_K: return block_q3_k;
+    case GgmlType::Q2_K: return block_q2_k;
     default: return nullptr;
   }
 }
@@ -338,6 +351,29 @@ void quantize_q3_k(const float* x, std::byte* b) {
     uint32_t half = i / 128, k = (i % 128) / 32, l = i % 32;
     b[32 + 32 * half + l] |= std::byte(uint8_t((q & 3) << (2 * k)));
     b[l] |= std::byte(uint8_t((q >> 2) << (4 * half + k)));
+  }
+}
+
+void quantize_q2_k(const float* x, std::byte* b) {
+  float scale[16], min[16];  // per sub-block of 16: x ~ scale * q - min, q in 0..3
+  for (uint32_t s = 0; s < 16; ++s) {
+    float lo = 0, hi = 0;
+    for (uint32_t l = 0; l < 16; ++l) lo = std::min(lo, x[16 * s + l]), hi = std::max(hi, x[16 * s + l]);
+    scale[s] = (hi - lo) / 3.0f;
+    min[s] = -lo;
+  }
+  put_f16(b + 80, *std::max_element(scale, scale + 16) / 15.0f);
+  put_f16(b + 82, *std::max_element(min, min + 16) / 15.0f);
+  float d16 = load_f16(b + 80), dmin16 = load_f16(b + 82);
+  std::memset(b, 0, 80);
+  for (uint32_t s = 0; s < 16; ++s) {
+    int sc = nearest(scale[s], d16, 0, 15), m = nearest(min[s], dmin16, 0, 15);
+    b[s] = std::byte(uint8_t(sc | m << 4));
+    for (uint32_t l = 0; l < 16; ++l) {
+      uint32_t i = 16 * s + l;
+      uint32_t q = uint32_t(nearest(x[i] + dmin16 * float(m), d16 * float(sc), 0, 3));
+      b[16 + 32 * (i / 128) + i % 32] |= std::byte(uint8_t(q << (2 * ((i % 128) / 32))));
+    }
   }
 }
 
@@ -546,6 +582,7 @@ std::vector<std::byte> quantize(GgmlType type, std::span<const float> values) {
     case GgmlType::Q4_K: encode = quantize_q4_k; break;
     case GgmlType::Q6_K: encode = quantize_q6_k; break;
     case GgmlType::Q3_K: encode = quantize_q3_k; break;
+    case GgmlType::Q2_K: encode = quantize_q2_k; break;
     default: fail("no quantizer for ggml type {}", info.name);
   }
   for (std::size_t block = 0; block < values.size() / info.block_size; ++block)

@@ -1,5 +1,5 @@
 // ggml's tensor element types (the type ids GGUF files store) and CPU dequantization of the ones gerbil
-// supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, laid out
+// supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, laid out
 // byte for byte as ggml's ggml-common.h defines them (little-endian, f16 scales). A block of
 // `block_size` elements takes `block_bytes` bytes; a row's length must be a multiple of block_size.
 // Also the int4 group formats of Hugging Face checkpoints: AutoAWQ's GEMM layout, repacked into GPTQ's.
@@ -76,7 +76,7 @@ uint64_t ggml_byte_size(GgmlType type, uint64_t count);
 void dequantize(GgmlType type, std::span<const std::byte> bytes, std::span<float> out, std::string_view what);
 
 // Round-to-nearest quantizers in ggml's layouts, for making quantized test files from float weights:
-// Q8_0 and Q4_0 as ggml's reference quantizers do (scale from the largest magnitude), Q3_K, Q4_K and Q6_K with
+// Q8_0 and Q4_0 as ggml's reference quantizers do (scale from the largest magnitude), Q2_K, Q3_K, Q4_K and Q6_K with
 // simple per-sub-block scales (valid blocks, not ggml's searched scales). VALUES.size() must be a
 // multiple of the block size.
 std::vector<std::byte> quantize(GgmlType type, std::span<const float> values);

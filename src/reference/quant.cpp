@@ -78,6 +78,16 @@ const std::vector<Format>& formats() {
        [](const uint8_t* b, size_t i) {
          return half_at(b) * double(nibble32(b + 4 + 16 * (i / 32), i % 32)) - half_at(b) * half_at(b + 2);
        }},
+      {"Q2_K", 84, 256,
+       [](const uint8_t* b, size_t i) {
+         // scales[16], qs[64], d, dmin. Two halves of 128; in a half, element j = 32 k + l takes bits 2k of qs byte
+         // l of the half's 32. Each 16 elements share a byte of scales: a 4-bit scale (times d) in its low nibble,
+         // a 4-bit minimum (times dmin) in its high one.
+         size_t half = i / 128, j = i % 128, k = j / 32, l = j % 32;
+         unsigned q = (b[16 + 32 * half + l] >> (2 * k)) & 3u;
+         unsigned scale = b[i / 16] & 15u, min = b[i / 16] >> 4;
+         return half_at(b + 80) * scale * q - half_at(b + 82) * min;
+       }},
       {"Q3_K", 110, 256,
        [](const uint8_t* b, size_t i) {
          // hmask[32], qs[64], scales[12], d. Two halves of 128; in a half, element j = 32 k + l takes its low 2

@@ -179,7 +179,8 @@ fn columns_words(rows: array<BlockRow, 4>, chunk: u32) -> array<ChunkWords, 4> {
 // x: sum (scale q - offset) x = scale sum q x - offset sum x.
 fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<function, array<vec4<f32>, 4>>) {
   var sums: array<vec4<f32>, 4>;  // [column][row]: sum of q x over the chunk (halves_scaled: scaled already)
-  var x_sums = vec4<f32>(0.0);    // [row]: sum of x over it (formats with an offset)
+  var x_sums = vec4<f32>(0.0);    // [row]: sum of x over it (formats with an offset; halves_offset: its first half)
+  var x_sums_high = vec4<f32>(0.0);  // halves_offset: [row]: sum of x over the chunk's second half
   var scales: array<ChunkScale, 4>;
   for (var c = 0u; c < COLS; c++) {
     scales[c] = chunk_scale_of(words[c].side.header, chunk);
@@ -189,7 +190,12 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
     for (var m = 0u; m < ROWS; m++) {
       xs[m] = staged_x[staged_quad(m, local, quad)];
       if (blocks_have_offset()) {
-        x_sums[m] += dot(xs[m], field_place(quad));  // the sum of x itself
+        let x_sum = dot(xs[m], field_place(quad));  // the sum of x itself
+        if (halves_offset() && quad >= 4u) {
+          x_sums_high[m] += x_sum;
+        } else {
+          x_sums[m] += x_sum;
+        }
       }
     }
     for (var c = 0u; c < COLS; c++) {
@@ -215,7 +221,10 @@ fn add_chunk(chunk: u32, local: u32, words: array<ChunkWords, 4>, acc: ptr<funct
       (*acc)[c] += scales[c].scale.x * sums[c];
     }
     if (blocks_have_offset()) {
-      (*acc)[c] -= scales[c].offset * x_sums;
+      (*acc)[c] -= scales[c].offset.x * x_sums;
+    }
+    if (halves_offset()) {
+      (*acc)[c] -= scales[c].offset.y * x_sums_high;
     }
   }
 }

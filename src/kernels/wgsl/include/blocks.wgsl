@@ -1,20 +1,21 @@
-// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..13: Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128) and Q3_K, whose 3-bit codes
-// are kept as nibbles; see kernels::WeightType for the layout). The including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of
+// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..14: Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128), Q3_K and Q2_K, whose 3- and
+// 2-bit codes are kept as nibbles; see kernels::WeightType for the layout). The including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of
 // its weight binding, and `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte
 // load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
 // headers (scales) of its blocks (32, 128 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of 4 integer
 // quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
-//   scale[quad / 4] * q[i] - offset,
+//   scale[quad / 4] * q[i] - offset[quad / 4],
 // every product exact in f32 (an f16 times integers of at most 25 bits together), so a kernel that computes that
 // expression gets ggml's dequantized value bit for bit, and a dot product can take the scale out of its sum.
 // Integers become floats through the 2^23 trick (byte_floats), integer and float adds only: GPUs convert
 // integers to floats at a quarter of their add rate, which a 4-bit decode at memory speed cannot afford.
 
 struct ChunkScale {
-  scale: vec2<f32>,  // of elements 0..15 and 16..31 (only Q6_K's and Q3_K's differ: their scales cover 16)
-  offset: f32,       // the block's minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m); Q4_G(128) d z
+  scale: vec2<f32>,   // of elements 0..15 and 16..31 (only Q6_K's, Q3_K's and Q2_K's differ: theirs cover 16)
+  offset: vec2<f32>,  // the same halves' minimum, negated for Q4_1 / Q5_1 (whose values are q * d + m); Q4_G(128)
+                      // d z (only Q2_K's halves differ)
 }
 
 // Where a row's runs start, in words of the weight binding.
@@ -26,7 +27,7 @@ struct BlockRow {
 
 fn block_elements() -> u32 {
   switch (WEIGHT_TYPE) {
-    case 8u, 9u, 10u, 13u: { return 256u; }
+    case 8u, 9u, 10u, 13u, 14u: { return 256u; }
     case 12u: { return 128u; }
     default: { return 32u; }
   }
@@ -47,7 +48,8 @@ fn chunk_high_words() -> u32 {
 }
 
 // Bytes of a block's header: d (f16); d, m (Q4_G / Q4_G128: d, z); d, dmin and 12 bytes of 6-bit scales and
-// mins; Q6_K's 16 int8 scales, d and 2 bytes of padding; Q3_K's 12 bytes of 6-bit scales, d and 2 bytes of padding.
+// mins; Q6_K's 16 int8 scales, d and 2 bytes of padding; Q3_K's 12 bytes of 6-bit scales, d and 2 bytes of padding;
+// Q2_K's 16 bytes of 4-bit scales and mins, d and dmin.
 fn header_bytes() -> u32 {
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: { return 2u; }
@@ -74,16 +76,21 @@ fn block_row_at(quants: u32, K: u32) -> BlockRow {
   return BlockRow(quants, high, high + K / 32u * chunk_high_words());
 }
 
-// Whether each 16 elements of a chunk have a scale of their own (Q6_K, Q3_K): then a dot product scales each half's
-// sum apart.
+// Whether each 16 elements of a chunk have a scale of their own (Q6_K, Q3_K, Q2_K): then a dot product scales each
+// half's sum apart.
 fn halves_scaled() -> bool {
-  return WEIGHT_TYPE == 10u || WEIGHT_TYPE == 13u;
+  return WEIGHT_TYPE == 10u || WEIGHT_TYPE == 13u || WEIGHT_TYPE == 14u;
+}
+
+// Whether each 16 elements of a chunk have a minimum of their own (Q2_K).
+fn halves_offset() -> bool {
+  return WEIGHT_TYPE == 14u;
 }
 
 // Whether values have an offset (a minimum): then a dot product needs the sum of x over the chunk.
 fn blocks_have_offset() -> bool {
   return WEIGHT_TYPE == 5u || WEIGHT_TYPE == 7u || WEIGHT_TYPE == 8u || WEIGHT_TYPE == 9u || WEIGHT_TYPE == 11u ||
-         WEIGHT_TYPE == 12u;
+         WEIGHT_TYPE == 12u || WEIGHT_TYPE == 14u;
 }
 
 // The four bytes of w less `zero`, as exact floats: (2^23 + b) - (2^23 + zero), the zero point folded into the
@@ -145,9 +152,10 @@ fn k_scale_min(w: vec3<u32>, j: u32) -> vec2<f32> {
 }
 
 // The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 / Q5_0 the
-// word holding the block's d; Q4_1 / Q5_1 d, m (Q4_G / Q4_G128 d, z); Q4_K / Q5_K the block's 4 words; Q6_K the word of
-// the chunk's two int8 scales and the word of d. Reading them apart from decoding them lets a kernel issue the loads
-// early and decode once they have arrived (linear_tiled_body.wgsl decodes after a slab's products).
+// word holding the block's d; Q4_1 / Q5_1 d, m (Q4_G / Q4_G128 d, z); Q4_K / Q5_K / Q3_K the block's 4 words; Q6_K
+// the word of the chunk's two int8 scales and the word of d (Q2_K: of its two scale bytes, and of d and dmin).
+// Reading them apart from decoding them lets a kernel issue the loads early and decode once they have arrived
+// (linear_tiled_body.wgsl decodes after a slab's products).
 fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
   let b = c / (block_elements() / 32u);
   switch (WEIGHT_TYPE) {
@@ -181,31 +189,40 @@ fn q3k_scale(w: vec3<u32>, s: u32) -> f32 {
 fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u: {
-      return ChunkScale(vec2<f32>(unpack2x16float(h.x)[c % 2u]), 0.0);  // 32-element blocks: b = c
+      return ChunkScale(vec2<f32>(unpack2x16float(h.x)[c % 2u]), vec2<f32>(0.0));  // 32-element blocks: b = c
     }
     case 5u, 7u: {
       let head = unpack2x16float(h.x);
-      return ChunkScale(vec2<f32>(head.x), -head.y);
+      return ChunkScale(vec2<f32>(head.x), vec2<f32>(-head.y));
     }
     case 11u, 12u: {
       let head = unpack2x16float(h.x);  // d (q - z) = d q - d z, d z exact in f32 (z at most 16)
-      return ChunkScale(vec2<f32>(head.x), head.x * head.y);
+      return ChunkScale(vec2<f32>(head.x), vec2<f32>(head.x * head.y));
     }
     case 8u, 9u: {
       let head = unpack2x16float(h.x);
       let sm = k_scale_min(h.yzw, c % 8u);
-      return ChunkScale(vec2<f32>(head.x * sm.x), head.y * sm.y);
+      return ChunkScale(vec2<f32>(head.x * sm.x), vec2<f32>(head.y * sm.y));
     }
     case 13u: {
       let j = 2u * (c % 8u);  // the chunk's two sub-blocks of 16
-      return ChunkScale(unpack2x16float(h.w).x * vec2<f32>(q3k_scale(h.xyz, j), q3k_scale(h.xyz, j + 1u)), 0.0);
+      return ChunkScale(unpack2x16float(h.w).x * vec2<f32>(q3k_scale(h.xyz, j), q3k_scale(h.xyz, j + 1u)),
+                        vec2<f32>(0.0));
+    }
+    case 14u: {
+      // Q2_K: chunk j's 16-element halves take bytes 2j and 2j + 1 of the scales, a scale in the low nibble and a
+      // minimum in the high one, times d and dmin.
+      let dm = unpack2x16float(h.y);
+      let word = h.x >> (16u * ((c % 8u) % 2u));
+      let bytes = vec2<u32>(word & 0xFFu, (word >> 8u) & 0xFFu);
+      return ChunkScale(dm.x * vec2<f32>(bytes & vec2<u32>(15u)), dm.y * vec2<f32>(bytes >> vec2<u32>(4u)));
     }
     default: {
       // Q6_K: chunk j's 16-element scales are int8 scales 2j and 2j + 1, one half of word j / 2.
       let d = unpack2x16float(h.y).x;
       let word = h.x >> (16u * ((c % 8u) % 2u));
       let scales = vec2<i32>(i32(word << 24u), i32(word << 16u)) >> vec2<u32>(24u);
-      return ChunkScale(d * vec2<f32>(scales), 0.0);
+      return ChunkScale(d * vec2<f32>(scales), vec2<f32>(0.0));
     }
   }
 }
@@ -249,7 +266,7 @@ fn quad_values(header: vec4<u32>, words: vec2<u32>, c: u32, quad: u32) -> vec4<f
 // Elements 4 quad .. 4 quad + 3 of a chunk, as ggml dequantizes them, from its scale and the quad's integer quants
 // (quad_quants).
 fn scaled_quad(s: ChunkScale, quants: vec4<f32>, quad: u32) -> vec4<f32> {
-  return select(s.scale.x, s.scale.y, quad >= 4u) * quants - s.offset;
+  return select(s.scale.x, s.scale.y, quad >= 4u) * quants - select(s.offset.x, s.offset.y, quad >= 4u);
 }
 
 // Elements 4 quad .. 4 quad + 3 of chunk c, as ggml dequantizes them.
