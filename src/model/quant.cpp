@@ -263,14 +263,20 @@ int nearest(float value, float scale, int lo, int hi) {
   return std::clamp(int(std::lround(value / scale)), lo, hi);
 }
 
-void quantize_q4_k(const float* x, std::byte* b) {
-  float scale[8], min[8];  // per sub-block of 32: x ~ scale * q - min, q in 0..15
-  for (uint32_t s = 0; s < 8; ++s) {
+// The asymmetric K-quants' sub-blocks (COUNT of SIZE values) as x ~ scale * q - min with q in 0..TOP: each spans
+// its values' range, zero included.
+void sub_block_ranges(const float* x, uint32_t count, uint32_t size, float top, float* scale, float* min) {
+  for (uint32_t s = 0; s < count; ++s) {
     float lo = 0, hi = 0;
-    for (uint32_t l = 0; l < 32; ++l) lo = std::min(lo, x[32 * s + l]), hi = std::max(hi, x[32 * s + l]);
-    scale[s] = (hi - lo) / 15.0f;
+    for (uint32_t l = 0; l < size; ++l) lo = std::min(lo, x[size * s + l]), hi = std::max(hi, x[size * s + l]);
+    scale[s] = (hi - lo) / top;
     min[s] = -lo;
   }
+}
+
+void quantize_q4_k(const float* x, std::byte* b) {
+  float scale[8], min[8];  // per sub-block of 32: x ~ scale * q - min, q in 0..15
+  sub_block_ranges(x, 8, 32, 15.0f, scale, min);
   float d = *std::max_element(scale, scale + 8) / 63.0f, dmin = *std::max_element(min, min + 8) / 63.0f;
   put_f16(b, d);
   put_f16(b + 2, dmin);
@@ -356,12 +362,7 @@ void quantize_q3_k(const float* x, std::byte* b) {
 
 void quantize_q2_k(const float* x, std::byte* b) {
   float scale[16], min[16];  // per sub-block of 16: x ~ scale * q - min, q in 0..3
-  for (uint32_t s = 0; s < 16; ++s) {
-    float lo = 0, hi = 0;
-    for (uint32_t l = 0; l < 16; ++l) lo = std::min(lo, x[16 * s + l]), hi = std::max(hi, x[16 * s + l]);
-    scale[s] = (hi - lo) / 3.0f;
-    min[s] = -lo;
-  }
+  sub_block_ranges(x, 16, 16, 3.0f, scale, min);
   put_f16(b + 80, *std::max_element(scale, scale + 16) / 15.0f);
   put_f16(b + 82, *std::max_element(min, min + 16) / 15.0f);
   float d16 = load_f16(b + 80), dmin16 = load_f16(b + 82);
