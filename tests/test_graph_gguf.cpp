@@ -465,7 +465,8 @@ TEST(GgufModel, BadModelsNameTheProblem) {
                             {"context_length", 64}, {"attention.head_count", 4}})
     iq4.add_u32(std::string("qwen2.") + key, uint32_t(value));
   iq4.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
-  EXPECT_THAT(error_for(iq4), AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ4_XS is not supported")));
+  EXPECT_THAT(error_for(iq4),
+              AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ4_XS is not supported")));
 
   GgufWriter no_layers;
   no_layers.add_string("general.architecture", "llama");

@@ -190,7 +190,8 @@ TEST(Quant, QuantizersRoundTripWithinTheirResolution) {
 }
 
 TEST(Quant, AllZeroBlocksQuantizeToZero) {
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
     std::vector<float> zeros(256, 0.0f), back(256, 1.0f);
     dequantize(type, quantize(type, zeros), back, "t");
     for (float v : back) ASSERT_EQ(v, 0.0f) << ggml_type_name(type);

@@ -104,23 +104,28 @@ int bench_model_command(BenchModelCommand c) {
   auto loaded = load_model(c.model, !c.json);
   double load_seconds = seconds_since(load_start);
   auto& model = *loaded.model;
+  // The time to a prompt's logits from an empty cache (a prompt of `tokens` ids 1, within the context).
+  struct PromptTime {
+    size_t tokens;
+    double seconds;
+  };
+  auto time_prompt = [&model](uint32_t tokens) {
+    std::vector<int32_t> prompt(std::min(tokens, model.context()), 1);
+    model.reset();
+    auto start = std::chrono::steady_clock::now();
+    model.forward(prompt);
+    PromptTime time{prompt.size(), seconds_since(start)};
+    model.reset();
+    return time;
+  };
   // The first request of a fresh process, as `gerbil run` makes it: a short prompt's logits, cold.
   constexpr uint32_t kColdPromptTokens = 14;
-  std::vector<int32_t> cold_prompt(std::min(kColdPromptTokens, model.context()), 1);
-  auto cold_start = std::chrono::steady_clock::now();
-  model.forward(cold_prompt);
-  double cold_seconds = seconds_since(cold_start);
-  model.reset();
+  PromptTime cold = time_prompt(kColdPromptTokens);
   auto results = bench_model(model, c.bench);
   // A warm process's first token of a prompt length it has not run (a step recorded anew, as for most requests):
   // what the cold prompt is compared with, so that the difference is what load leaves to the first request.
-  uint32_t fresh_tokens = kColdPromptTokens + (kColdPromptTokens + 1 == c.bench.prompt_tokens ? 2 : 1);
-  std::vector<int32_t> fresh_prompt(std::min(fresh_tokens, model.context()), 1);
-  model.reset();
-  auto fresh_start = std::chrono::steady_clock::now();
-  model.forward(fresh_prompt);
-  double fresh_seconds = seconds_since(fresh_start);
-  model.reset();
+  PromptTime fresh =
+      time_prompt(kColdPromptTokens + (kColdPromptTokens + 1 == c.bench.prompt_tokens ? 2 : 1));
   std::vector<StepProfile> profiles;
   if (c.profile) profiles = profile_model(model, c.bench);
   nlohmann::json report = {{"model", c.model.model_dir},
@@ -138,10 +143,10 @@ int bench_model_command(BenchModelCommand c) {
                            {"load_warm_up_seconds", model.load_stats().warm_up_seconds},
                            {"load_pipelines", model.load_stats().pipelines},
                            {"load_traced_steps", model.load_stats().traced_steps},
-                           {"cold_prompt_tokens", cold_prompt.size()},
-                           {"cold_first_token_seconds", cold_seconds},
-                           {"warm_new_prompt_tokens", fresh_prompt.size()},
-                           {"warm_new_prompt_seconds", fresh_seconds},
+                           {"cold_prompt_tokens", cold.tokens},
+                           {"cold_first_token_seconds", cold.seconds},
+                           {"warm_new_prompt_tokens", fresh.tokens},
+                           {"warm_new_prompt_seconds", fresh.seconds},
                            {"results", nlohmann::json::array()}};
   for (auto& r : results)
     report["results"].push_back({{"test", r.test}, {"name", llama_bench_name(r)}, {"depth", r.depth},
@@ -164,9 +169,9 @@ int bench_model_command(BenchModelCommand c) {
   std::printf("load: %.0f ms (weights %.0f ms; pipelines %.0f ms: %zu created for %zu traced steps; warm-up %.0f ms); "
               "cold first token (the first %zu-token prompt after load): %.1f ms\n",
               load_seconds * 1000, load.weights_seconds * 1000, load.pipelines_seconds * 1000, load.pipelines,
-              load.traced_steps, load.warm_up_seconds * 1000, cold_prompt.size(), cold_seconds * 1000);
+              load.traced_steps, load.warm_up_seconds * 1000, cold.tokens, cold.seconds * 1000);
   std::printf("warm first token of a new prompt length (%zu tokens, its step recorded anew): %.1f ms\n",
-              fresh_prompt.size(), fresh_seconds * 1000);
+              fresh.tokens, fresh.seconds * 1000);
   for (auto& p : profiles) print_profile(p);
   return 0;
 }

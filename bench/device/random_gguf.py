@@ -26,7 +26,8 @@ SHAPES = {  # hidden, intermediate, layers, heads, kv heads, head_dim, vocab, ti
 }
 # type: (ggml id, elements per block, bytes per block, byte offsets of f16 scales inside a block)
 TYPES = {"F16": (1, 1, 2, ()), "Q4_0": (2, 32, 18, (0,)), "Q5_0": (6, 32, 22, (0,)), "Q8_0": (8, 32, 34, (0,)),
-         "Q5_1": (7, 32, 24, (0, 2)), "Q3_K": (11, 256, 110, (108,)), "Q4_K": (12, 256, 144, (0, 2)), "Q5_K": (13, 256, 176, (0, 2)),
+         "Q5_1": (7, 32, 24, (0, 2)), "Q3_K": (11, 256, 110, (108,)), "Q4_K": (12, 256, 144, (0, 2)),
+         "Q5_K": (13, 256, 176, (0, 2)),
          "Q6_K": (14, 256, 210, (208,))}
 # llama-quantize's stand-ins for rows that are not whole 256-element super-blocks (Qwen2.5-0.5B's 896).
 K_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}

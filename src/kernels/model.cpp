@@ -252,24 +252,17 @@ void codes_q6k(const std::byte* b, uint8_t* codes) {
     }
 }
 
-// Q3_K: element i's code is its 2 low bits (bits 2 k of qs byte 32 (i / 128) + i % 32, k = (i % 128) / 32) and its
-// high bit (bit 4 (i / 128) + k of hmask byte i % 32), 0..7; ggml's value is d (scale - 32) (code - 4).
-void codes_q3k(const std::byte* b, uint8_t* codes) {
-  const std::byte* hmask = b;
-  const std::byte* qs = b + 32;
-  for (size_t i = 0; i < 256; ++i) {
-    size_t half = i / 128, k = (i % 128) / 32, l = i % 32;
-    uint8_t low = (byte_at(qs, 32 * half + l) >> (2 * k)) & 3;
-    uint8_t high = (byte_at(hmask, l) >> (4 * half + k)) & 1;
-    codes[i] = uint8_t(low | high << 2);
-  }
+// Q2_K / Q3_K: element i's two low bits are bits 2 k of qs byte 32 (i / 128) + i % 32, k = (i % 128) / 32 (Q2_K's
+// value d (scale & 15) code - dmin (scale >> 4)).
+void two_bit_codes(const std::byte* qs, uint8_t* codes) {
+  for (size_t i = 0; i < 256; ++i) codes[i] = (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
 }
 
-// Q2_K: element i's 2-bit code is bits 2 k of qs byte 32 (i / 128) + i % 32, k = (i % 128) / 32 (qs after the
-// block's 16 bytes of scales); ggml's value is d (scale & 15) code - dmin (scale >> 4).
-void codes_q2k(const std::byte* b, uint8_t* codes) {
-  const std::byte* qs = b + 16;
-  for (size_t i = 0; i < 256; ++i) codes[i] = (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
+// Q3_K: bit 4 (i / 128) + k of hmask byte i % 32 is element i's third bit (codes 0..7; ggml's value d (scale - 32)
+// (code - 4)).
+void third_bits(const std::byte* hmask, uint8_t* codes) {
+  for (size_t i = 0; i < 256; ++i)
+    codes[i] |= uint8_t(((byte_at(hmask, i % 32) >> (4 * (i / 128) + (i % 128) / 32)) & 1) << 2);
 }
 
 BlockParts block_parts(WeightType type, const std::byte* b) {
@@ -298,11 +291,12 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
       header(0, 16);
       break;
     case WeightType::Q3_K:
-      codes_q3k(b, codes);
+      two_bit_codes(b + 32, codes);
+      third_bits(b, codes);
       header(96, 14);  // the packed scales, d
       break;
     case WeightType::Q2_K:
-      codes_q2k(b, codes);
+      two_bit_codes(b + 16, codes);
       header(0, 16);  // the scales and mins
       std::copy_n(b + 80, 4, parts.header.begin() + 16);  // d, dmin
       break;

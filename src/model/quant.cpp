@@ -185,30 +185,30 @@ std::array<int, 16> q3_k_scales(const std::byte* packed) {
   return scales;
 }
 
-// Q3_K: hmask (32 bytes), qs (64), the packed scales (12), d. In each half of 128 elements, element 32 k + l takes
-// bits 2 k of qs byte 32 half + l and, as its third bit, bit 4 half + k of hmask byte l: d (scale - 32) (q - 4).
+// Q2_K and Q3_K: in each half of 128 elements, element 32 k + l's two low bits are bits 2 k of qs byte 32 half + l.
+int two_bit_code(const std::byte* qs, uint32_t i) {
+  return (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
+}
+
+// Q3_K: hmask (32 bytes), qs (64), the packed scales (12), d. Element 32 k + l of a half takes, as its third bit,
+// bit 4 half + k of hmask byte l: d (scale - 32) (q - 4).
 void block_q3_k(const std::byte* b, float* y) {
   const std::byte* hmask = b;
-  const std::byte* qs = b + 32;
   std::array<int, 16> scales = q3_k_scales(b + 96);
   float d = load_f16(b + 108);
   for (uint32_t i = 0; i < kQK_K; ++i) {
-    uint32_t half = i / 128, k = (i % 128) / 32, l = i % 32;
-    int low = (byte_at(qs, 32 * half + l) >> (2 * k)) & 3;
-    int high = (byte_at(hmask, l) >> (4 * half + k)) & 1;
-    y[i] = d * float(scales[i / 16] - 32) * float(low + 4 * high - 4);
+    int high = (byte_at(hmask, i % 32) >> (4 * (i / 128) + (i % 128) / 32)) & 1;
+    y[i] = d * float(scales[i / 16] - 32) * float(two_bit_code(b + 32, i) + 4 * high - 4);
   }
 }
 
-// Q2_K: scales (16 bytes: a 4-bit scale and, above it, a 4-bit min for each 16 elements), qs (64), d, dmin. In each
-// half of 128 elements, element 32 k + l is bits 2 k of qs byte 32 half + l: d (scale & 15) q - dmin (scale >> 4).
+// Q2_K: scales (16 bytes: a 4-bit scale and, above it, a 4-bit min for each 16 elements), qs (64), d, dmin:
+// d (scale & 15) q - dmin (scale >> 4).
 void block_q2_k(const std::byte* b, float* y) {
-  const std::byte* qs = b + 16;
   float d = load_f16(b + 80), dmin = load_f16(b + 82);
   for (uint32_t i = 0; i < kQK_K; ++i) {
     uint8_t scale = byte_at(b, i / 16);
-    int q = (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
-    y[i] = d * float(scale & 0x0f) * float(q) - dmin * float(scale >> 4);
+    y[i] = d * float(scale & 0x0f) * float(two_bit_code(b + 16, i)) - dmin * float(scale >> 4);
   }
 }
 

@@ -1,8 +1,8 @@
 // Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..14: Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128), Q3_K and Q2_K, whose 3- and
-// 2-bit codes are kept as nibbles; see kernels::WeightType for the layout). The including kernel declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of
-// its weight binding, and `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte
-// load).
+// 2-bit codes are kept as nibbles; see kernels::WeightType for the layout). The including kernel declares
+// WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
+// `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
 // headers (scales) of its blocks (32, 128 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of 4 integer
 // quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
