@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The thirty-seventh session's second call:
+#   1. why Llama-3-8B's first prompt after load stays 3-4x a warm one with the warm-up (0.5B's does not): the GPU's
+#      clocks and performance state sampled every 20 ms (nvidia-smi) through CAND's load and first prompts, and
+#      EXPERIMENT (CAND whose warm-up repeats GERBIL_WARMUP_ROUNDS times; not committed) at 1, 4 and 16 rounds;
+#   2. llama.cpp (CUDA, flash attention, built in this call) and gerbil on the same random Llama-3-8B files in
+#      Q2_K, Q3_K_M and Q4_K_M (bench/peers/llama_bench.sh).
+# Carry .device/{s37,lib,bin,debs,gpu-env.sh,llama.cpp.tar.xz}.
+#   bench/device/session37_peer.sh CAND EXPERIMENT
+source "$(dirname "$0")/common.sh"
+export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+section "build llama.cpp and write the files in the background"
+start_llama_cpp_build
+files=(llama3-8b:Q2_K llama3-8b:Q3_K_M llama3-8b:Q4_K_M)
+random_ggufs "${files[@]}"
+writer=$!
+f16_models "$1" llama
+nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv,noheader \
+  -lms 20 > /tmp/clocks.csv &
+sampler=$!
+first_token() {  # first_token LABEL BINARY: one bench run's first-token rows, with wall-clock marks for the clocks
+  section "$1"
+  echo "start $(date +%H:%M:%S.%N | cut -c1-12)"
+  timeout 120 "$2" bench model --model /tmp/l8 -p 16 -g 16 -r 1 -d 0 --ctx 4096 | grep -E "^(pp16|load|warm|time to)"
+  echo "end $(date +%H:%M:%S.%N | cut -c1-12)"
+}
+first_token "8B first token: CAND" "$1"
+for r in 1 4 16; do GERBIL_WARMUP_ROUNDS=$r first_token "8B first token: EXPERIMENT, $r warm-up rounds" "$2"; done
+first_token "8B first token: CAND again" "$1"
+kill "$sampler"
+cp /tmp/clocks.csv "${OUT:-/tmp}/clocks.csv"  # read beside the runs' marks, here
+rm -rf /tmp/l8
+wait "$writer"
+section "files written; waiting for the llama.cpp build"
+wait "$builder"
+tail -2 /tmp/llama-build.log
+for f in "${files[@]}"; do
+  section "llama.cpp and gerbil on ${f/:/-}"
+  timeout 150 bench/peers/llama_bench.sh /tmp/llama-build "/tmp/${f/:/-}.gguf" -r 3 | peer_tables
+done
+section done
