@@ -390,11 +390,19 @@ INSTANTIATE_TEST_SUITE_P(Files, LlamaCppGguf,
                            return name;
                          });
 
-// llama-Q2_K.gguf was made by llama.cpp's llama-quantize from llama-Q8_0.gguf (`--allow-requantize`; a mix of
-// Q2_K, Q3_K and Q6_K) where transformers was not at hand, so no transformers logits come with it: the GPU's logits
-// are held to the float64 forward pass on the file's own blocks (support/float64_forward.h, which
-// test_model_gguf_llamacpp holds to transformers on the other files), for llama-Q8_0's prompts.
-class RequantizedGguf : public ::testing::TestWithParam<std::string> {};
+// llama-Q2_K.gguf, llama-IQ4_NL.gguf and llama-IQ4_XS.gguf were made by llama.cpp's llama-quantize from
+// llama-Q8_0.gguf (`--allow-requantize`; Q2_K with Q3_K and Q6_K, IQ4_NL and IQ4_XS with a Q6_K output) where
+// transformers was not at hand, so no transformers logits come with them: the GPU's logits are held to the float64
+// forward pass on each file's own blocks (support/float64_forward.h, which test_model_gguf_llamacpp holds to
+// transformers on the other files), for llama-Q8_0's prompts. IQ4_XS runs as Q8_0 blocks whose scales are rounded
+// to f16 (model/quant.h iq4_as_q8_0), which moves its logits by up to 6e-4 relative; the others' run is exact
+// but for float rounding.
+struct RequantizedCase {
+  std::string file;
+  double bound;
+};
+
+class RequantizedGguf : public ::testing::TestWithParam<RequantizedCase> {};
 
 TEST_P(RequantizedGguf, GpuLogitsMatchTheFloat64Forward) {
   std::filesystem::path dir = test::project_root() / "tests" / "data" / "gguf" / "llamacpp";
@@ -402,7 +410,7 @@ TEST_P(RequantizedGguf, GpuLogitsMatchTheFloat64Forward) {
   for (const nlohmann::json& f : references["fixtures"])
     if (f["file"] == "llama-Q8_0.gguf") prompts = f["prompt_ids"];
   ASSERT_FALSE(prompts.is_null()) << "llama-Q8_0.gguf is not in references.json";
-  ModelFiles files = ModelFiles::open(dir / (GetParam() + ".gguf"));
+  ModelFiles files = ModelFiles::open(dir / (GetParam().file + ".gguf"));
   Model m(test::device(), files, ModelOptions{.context = 64, .kv_cache = KvCache::F32});
   std::vector<float> got, want;
   for (const nlohmann::json& prompt : prompts) {
@@ -412,12 +420,14 @@ TEST_P(RequantizedGguf, GpuLogitsMatchTheFloat64Forward) {
     std::vector<double> exact = test::float64_forward(files, prompt.get<std::vector<uint32_t>>());
     want.insert(want.end(), exact.begin(), exact.end());
   }
-  expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-5, GetParam());
+  expect_rows_close(got, want, std::size_t(files.config().vocab_size), GetParam().bound, GetParam().file);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf, ::testing::Values("llama-Q2_K"),
+INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf,
+                         ::testing::Values(RequantizedCase{"llama-Q2_K", 1e-5}, RequantizedCase{"llama-IQ4_NL", 1e-5},
+                                           RequantizedCase{"llama-IQ4_XS", 2e-3}),
                          [](const auto& info) {
-                           std::string name = info.param;
+                           std::string name = info.param.file;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
@@ -457,15 +467,15 @@ TEST(GgufModel, BadModelsNameTheProblem) {
   beyond.add_tensor("blk.7.attn_q.weight", uint32_t(GgmlType::F32), {4}, std::string(16, '\0'));
   EXPECT_THAT(error_for(beyond), HasSubstr("tensor \"blk.7.attn_q.weight\" is not a tensor gerbil knows"));
 
-  GgufWriter iq4;
-  iq4.add_string("general.architecture", "qwen2");
-  iq4.add_tensor("token_embd.weight", uint32_t(GgmlType::IQ4_XS), {256, 2}, std::string(272, '\0'));
+  GgufWriter iq3;
+  iq3.add_string("general.architecture", "qwen2");
+  iq3.add_tensor("token_embd.weight", uint32_t(GgmlType::IQ3_S), {256, 2}, std::string(220, '\0'));
   for (auto [key, value] : {std::pair{"block_count", 1}, {"embedding_length", 256}, {"feed_forward_length", 256},
                             {"context_length", 64}, {"attention.head_count", 4}})
-    iq4.add_u32(std::string("qwen2.") + key, uint32_t(value));
-  iq4.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
-  EXPECT_THAT(error_for(iq4),
-              AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ4_XS is not supported")));
+    iq3.add_u32(std::string("qwen2.") + key, uint32_t(value));
+  iq3.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  EXPECT_THAT(error_for(iq3),
+              AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ3_S is not supported")));
 
   GgufWriter no_layers;
   no_layers.add_string("general.architecture", "llama");

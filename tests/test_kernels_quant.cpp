@@ -332,8 +332,8 @@ TEST(QuantKernels, BadShapesAndTypesAreNamed) {
               ThrowsMessage<Error>(HasSubstr("tensor 'blk.0.attn_q.weight' (Q4_0 [2, 32]): 54 bytes, expected 36")));
   EXPECT_THAT([&] { pack_rows(WeightType::Q4_K, bytes, 1, 96, "t"); },
               ThrowsMessage<Error>(HasSubstr("not whole blocks of 256")));
-  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::IQ4_XS, "blk.3.ffn_down.weight"); },
-              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as IQ4_XS")));
+  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::IQ3_S, "blk.3.ffn_down.weight"); },
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as IQ3_S")));
   auto w = device().create_buffer("W", 4096);
   auto x = device().create_buffer("x", 4096);
   LinearParams p{1, 48, 2, 2, 0, 0, 0};

@@ -32,7 +32,7 @@ struct BlockFormat {
 const std::vector<BlockFormat> kBlockFormats = {
     {GgmlType::Q8_0, {0}},    {GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},
     {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q4_K, {0, 2}}, {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}},
-    {GgmlType::Q3_K, {108}},  {GgmlType::Q2_K, {80, 82}},
+    {GgmlType::Q3_K, {108}},  {GgmlType::Q2_K, {80, 82}}, {GgmlType::IQ4_NL, {0}},  {GgmlType::IQ4_XS, {0}},
 };
 
 // f16 scales the blocks are made with: the largest finite (+-65504), subnormals (smallest, largest,
@@ -210,11 +210,50 @@ TEST(Quant, TypeTable) {
   EXPECT_THAT(error_of([] { ggml_byte_size(GgmlType::Q8_0, 33); }), HasSubstr("not a whole number of Q8_0 blocks"));
 }
 
+// The GPU runs IQ4_NL and IQ4_XS as Q8_0 blocks: IQ4_NL's hold its values exactly, IQ4_XS's within the f16 rounding
+// of each sub-block's scale d (scale - 32), and a scale beyond f16's range is an error naming the tensor.
+TEST(Quant, Iq4BlocksBecomeQ8_0Blocks) {
+  std::mt19937 rng(20261205);
+  for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
+    const GgmlTypeInfo& info = ggml_type_info(type);
+    const std::size_t blocks = 64;
+    std::vector<uint8_t> bytes = random_blocks({type, {}}, blocks, rng);
+    for (std::size_t b = 0; b < blocks; ++b) {  // d: a random finite f16 up to 2,047 (x 32 stays within f16)
+      uint16_t d = uint16_t(rng() % 0x6800) | uint16_t(rng() % 2 << 15);
+      bytes[b * info.block_bytes] = uint8_t(d & 0xff);
+      bytes[b * info.block_bytes + 1] = uint8_t(d >> 8);
+    }
+    std::vector<float> want(blocks * info.block_size), got(want.size());
+    dequantize(type, std::as_bytes(std::span(bytes)), want, "t");
+    std::vector<std::byte> q8_0 = iq4_as_q8_0(type, std::as_bytes(std::span(bytes)), "t");
+    ASSERT_EQ(q8_0.size(), want.size() / 32 * 34);
+    dequantize(GgmlType::Q8_0, q8_0, got, "t");
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      nonzero += want[i] != 0;
+      if (type == GgmlType::IQ4_NL)
+        ASSERT_EQ(got[i], want[i]) << "element " << i;
+      else
+        ASSERT_LE(std::abs(got[i] - want[i]), std::ldexp(std::abs(want[i]), -11)) << "element " << i;
+    }
+    EXPECT_GT(nonzero, want.size() / 2) << info.name;
+  }
+  std::vector<std::byte> wide(136, std::byte{0});
+  wide[0] = std::byte{0xff};  // d = 65504
+  wide[1] = std::byte{0x7b};
+  EXPECT_THAT(error_of([&] { iq4_as_q8_0(GgmlType::IQ4_XS, wide, "tensor \"blk.0.ffn_up.weight\""); }),
+              AllOf(HasSubstr("blk.0.ffn_up.weight"), HasSubstr("beyond what an f16 holds")));
+  EXPECT_THAT(error_of([&] { iq4_as_q8_0(GgmlType::IQ4_NL, std::span(wide).first(20), "x"); }),
+              HasSubstr("not whole IQ4_NL blocks"));
+  EXPECT_THAT(error_of([&] { iq4_as_q8_0(GgmlType::Q4_0, std::span(wide).first(18), "x"); }),
+              HasSubstr("not Q4_0"));
+}
+
 TEST(Quant, UnsupportedTypeNamesTensorAndType) {
   std::vector<std::byte> bytes(136);
   std::vector<float> out(256);
-  EXPECT_THAT(error_of([&] { dequantize(GgmlType::IQ4_XS, bytes, out, "tensor \"blk.0.attn_q.weight\""); }),
-              AllOf(HasSubstr("blk.0.attn_q.weight"), HasSubstr("IQ4_XS"), HasSubstr("not supported")));
+  EXPECT_THAT(error_of([&] { dequantize(GgmlType::IQ3_S, std::span(bytes).first(110), out, "tensor \"blk.0.attn_q.weight\""); }),
+              AllOf(HasSubstr("blk.0.attn_q.weight"), HasSubstr("IQ3_S"), HasSubstr("not supported")));
   EXPECT_THAT(error_of([&] { dequantize(GgmlType::Q8_0, std::span(bytes).first(30), std::span(out).first(32), "x"); }),
               HasSubstr("do not hold 32 elements"));
   EXPECT_THAT(error_of([] { quantize(GgmlType::Q5_K, std::vector<float>(256)); }), HasSubstr("no quantizer for ggml type Q5_K"));

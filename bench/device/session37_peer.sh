@@ -2,10 +2,13 @@
 # The thirty-seventh session's second call:
 #   1. why Llama-3-8B's first prompt after load stays 3-4x a warm one with the warm-up (0.5B's does not): the GPU's
 #      clocks and performance state sampled every 20 ms (nvidia-smi) through CAND's load and first prompts, and
-#      EXPERIMENT (CAND whose warm-up repeats GERBIL_WARMUP_ROUNDS times; not committed) at 1, 4 and 16 rounds;
+#      EXPERIMENT (CAND whose warm-up runs a GERBIL_WARMUP_TOKENS-token prompt, 16 by default, and repeats
+#      GERBIL_WARMUP_ROUNDS times; not committed): 4 and 16 rounds, and one round of the cold prompt's own 14 tokens;
 #   2. llama.cpp (CUDA, flash attention, built in this call) and gerbil on the same random Llama-3-8B files in
-#      Q2_K, Q3_K_M and Q4_K_M (bench/peers/llama_bench.sh).
-# Carry .device/{s37,lib,bin,debs,gpu-env.sh,llama.cpp.tar.xz}.
+#      Q2_K, Q3_K_M and Q4_K_M (bench/peers/llama_bench.sh);
+#   3. IQ4_NL and IQ4_XS fixtures with transformers' float64 logits for tests/data/gguf/llamacpp
+#      (tools/make_gguf_fixtures.py with that build's llama-quantize), written to $OUT/gguf, if time is left.
+# Carry .device/{s37,lib,bin,debs,gpu-env.sh,llama.cpp.tar.xz,cut-tokenizers}.
 #   bench/device/session37_peer.sh CAND EXPERIMENT
 source "$(dirname "$0")/common.sh"
 export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
@@ -26,7 +29,8 @@ first_token() {  # first_token LABEL BINARY: one bench run's first-token rows, w
   echo "end $(date +%H:%M:%S.%N | cut -c1-12)"
 }
 first_token "8B first token: CAND" "$1"
-for r in 1 4 16; do GERBIL_WARMUP_ROUNDS=$r first_token "8B first token: EXPERIMENT, $r warm-up rounds" "$2"; done
+for r in 4 16; do GERBIL_WARMUP_ROUNDS=$r first_token "8B first token: EXPERIMENT, $r warm-up rounds" "$2"; done
+GERBIL_WARMUP_TOKENS=14 first_token "8B first token: EXPERIMENT, a 14-token warm-up" "$2"
 first_token "8B first token: CAND again" "$1"
 kill "$sampler"
 cp /tmp/clocks.csv "${OUT:-/tmp}/clocks.csv"  # read beside the runs' marks, here
@@ -39,4 +43,10 @@ for f in "${files[@]}"; do
   section "llama.cpp and gerbil on ${f/:/-}"
   timeout 150 bench/peers/llama_bench.sh /tmp/llama-build "/tmp/${f/:/-}.gguf" -r 3 | peer_tables
 done
+if (( $(date +%s) - t0 < 470 )); then
+  section "IQ4 fixtures"
+  timeout 100 python3 tools/make_gguf_fixtures.py /tmp/llama.cpp "${OUT:-/tmp/out}/gguf" --quantize \
+    /tmp/llama-build/bin/llama-quantize --tokenizers .device/cut-tokenizers --archs llama,qwen2 \
+    --quants IQ4_NL,IQ4_XS 2>&1 | grep -E "make_gguf_fixtures|Error|error" | tail -8
+fi
 section done

@@ -35,10 +35,10 @@ constexpr std::array kTypes = {
     GgmlTypeInfo{GgmlType::IQ2_XS, "IQ2_XS", kQK_K, 74, false},
     GgmlTypeInfo{GgmlType::IQ3_XXS, "IQ3_XXS", kQK_K, 98, false},
     GgmlTypeInfo{GgmlType::IQ1_S, "IQ1_S", kQK_K, 50, false},
-    GgmlTypeInfo{GgmlType::IQ4_NL, "IQ4_NL", kQK, 18, false},
+    GgmlTypeInfo{GgmlType::IQ4_NL, "IQ4_NL", kQK, 18, true},
     GgmlTypeInfo{GgmlType::IQ3_S, "IQ3_S", kQK_K, 110, false},
     GgmlTypeInfo{GgmlType::IQ2_S, "IQ2_S", kQK_K, 82, false},
-    GgmlTypeInfo{GgmlType::IQ4_XS, "IQ4_XS", kQK_K, 136, false},
+    GgmlTypeInfo{GgmlType::IQ4_XS, "IQ4_XS", kQK_K, 136, true},
     GgmlTypeInfo{GgmlType::I8, "I8", 1, 1, false},
     GgmlTypeInfo{GgmlType::I16, "I16", 1, 2, false},
     GgmlTypeInfo{GgmlType::I32, "I32", 1, 4, false},
@@ -212,6 +212,35 @@ void block_q2_k(const std::byte* b, float* y) {
   }
 }
 
+// IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl): a 4-bit code picks one of these int8 values, a grid
+// denser near zero than a uniform one.
+constexpr std::array<int8_t, 16> kIq4Levels = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_XS's 6-bit scale of sub-block s (0..7): the low (even s) or high nibble of scales_l byte s / 2, with bits 2 s
+// of the u16 scales_h above it; the sub-block's scale is d (scale - 32).
+int iq4_xs_scale(const std::byte* b, uint32_t s) {
+  uint16_t high = load_u16(b + 2);
+  return int(((byte_at(b + 4, s / 2) >> (4 * (s % 2))) & 0x0f) | (((high >> (2 * s)) & 3) << 4)) - 32;
+}
+
+// 32 elements of IQ4_NL / IQ4_XS codes (element j < 16 in the low nibble of qs byte j, j + 16 in its high nibble)
+// under the scale dl: dl level[code].
+void iq4_levels32(const std::byte* qs, float dl, float* y) {
+  for (uint32_t j = 0; j < kQK / 2; ++j) {
+    y[j] = dl * float(kIq4Levels[byte_at(qs, j) & 0x0f]);
+    y[j + kQK / 2] = dl * float(kIq4Levels[byte_at(qs, j) >> 4]);
+  }
+}
+
+// IQ4_NL: d, then 16 bytes of codes.
+void block_iq4_nl(const std::byte* b, float* y) { iq4_levels32(b + 2, load_f16(b), y); }
+
+// IQ4_XS: d, scales_h, scales_l (4 bytes), then 16 bytes of codes per sub-block of 32.
+void block_iq4_xs(const std::byte* b, float* y) {
+  float d = load_f16(b);
+  for (uint32_t s = 0; s < kQK_K / kQK; ++s) iq4_levels32(b + 8 + 16 * s, d * float(iq4_xs_scale(b, s)), y + kQK * s);
+}
+
 using BlockDecoder = void (*)(const std::byte*, float*);
 
 BlockDecoder block_decoder(GgmlType type) {
@@ -226,6 +255,8 @@ BlockDecoder block_decoder(GgmlType type) {
     case GgmlType::Q6_K: return block_q6_k;
     case GgmlType::Q3_K: return block_q3_k;
     case GgmlType::Q2_K: return block_q2_k;
+    case GgmlType::IQ4_NL: return block_iq4_nl;
+    case GgmlType::IQ4_XS: return block_iq4_xs;
     default: return nullptr;
   }
 }
@@ -588,6 +619,37 @@ std::vector<std::byte> quantize(GgmlType type, std::span<const float> values) {
   }
   for (std::size_t block = 0; block < values.size() / info.block_size; ++block)
     encode(values.data() + block * info.block_size, out.data() + block * info.block_bytes);
+  return out;
+}
+
+std::vector<std::byte> iq4_as_q8_0(GgmlType type, std::span<const std::byte> blocks, std::string_view what) {
+  if (type != GgmlType::IQ4_NL && type != GgmlType::IQ4_XS)
+    fail("{}: only IQ4_NL and IQ4_XS blocks become Q8_0 blocks, not {}", what, ggml_type_name(type));
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  if (blocks.size() % info.block_bytes != 0)
+    fail("{}: {} bytes are not whole {} blocks of {} bytes", what, blocks.size(), info.name, info.block_bytes);
+  constexpr uint32_t kQ8Bytes = 34;
+  const uint32_t chunks = info.block_size / kQK;  // 32-element pieces of a block: one Q8_0 block each
+  std::vector<std::byte> out(blocks.size() / info.block_bytes * chunks * kQ8Bytes);
+  for (std::size_t block = 0; block < blocks.size() / info.block_bytes; ++block) {
+    const std::byte* b = blocks.data() + block * info.block_bytes;
+    for (uint32_t c = 0; c < chunks; ++c) {
+      std::byte* q8 = out.data() + (block * chunks + c) * kQ8Bytes;
+      const std::byte* qs = type == GgmlType::IQ4_NL ? b + 2 : b + 8 + 16 * c;
+      if (type == GgmlType::IQ4_NL) {
+        std::memcpy(q8, b, 2);
+      } else {
+        float scale = load_f16(b) * float(iq4_xs_scale(b, c));
+        if (std::abs(scale) > 65504.0f)
+          fail("{}: IQ4_XS block {} has a sub-block scale of {}, beyond what an f16 holds", what, block, scale);
+        put_f16(q8, scale);
+      }
+      for (uint32_t j = 0; j < kQK / 2; ++j) {
+        q8[2 + j] = std::byte(uint8_t(kIq4Levels[byte_at(qs, j) & 0x0f]));
+        q8[2 + j + kQK / 2] = std::byte(uint8_t(kIq4Levels[byte_at(qs, j) >> 4]));
+      }
+    }
+  }
   return out;
 }
 

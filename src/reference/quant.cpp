@@ -40,6 +40,10 @@ std::pair<unsigned, unsigned> k_scale_min(const uint8_t* packed, size_t s) {
   return {scale, min};
 }
 
+// IQ4_NL's and IQ4_XS's 16 levels, the values a 4-bit code stands for (llama.cpp's kvalues_iq4nl): a non-uniform
+// grid of int8 values, denser near zero.
+constexpr int kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
       {"Q8_0", 34, 32, [](const uint8_t* b, size_t i) { return half_at(b) * double(int8_t(b[2 + i])); }},
@@ -102,6 +106,19 @@ const std::vector<Format>& formats() {
          unsigned scale_top = (b[104 + s % 4] >> (2 * (s / 4))) & 3u;
          double scale = double(scale_low + 16 * scale_top) - 32;
          return half_at(b + 108) * scale * (double(low + 4 * third) - 4);
+       }},
+      {"IQ4_NL", 18, 32,
+       [](const uint8_t* b, size_t i) { return half_at(b) * double(kIq4Levels[nibble32(b + 2, i)]); }},
+      {"IQ4_XS", 136, 256,
+       [](const uint8_t* b, size_t i) {
+         // d, scales_h (u16), scales_l[4], qs[128]. Sub-block s = i / 32 has a 6-bit scale stored plus 32: its low
+         // 4 bits in the low (s even) or high nibble of scales_l byte s / 2, its top 2 bits bits 2 s of scales_h;
+         // its 16 bytes of codes are laid out as IQ4_NL's.
+         size_t s = i / 32;
+         unsigned low = (b[4 + s / 2] >> (4 * (s % 2))) & 15u;
+         unsigned top = ((unsigned(b[2]) | unsigned(b[3]) << 8) >> (2 * s)) & 3u;
+         double scale = double(low + 16 * top) - 32;
+         return half_at(b) * scale * double(kIq4Levels[nibble32(b + 8 + 16 * s, i % 32)]);
        }},
       {"Q6_K", 210, 256,
        [](const uint8_t* b, size_t i) {
