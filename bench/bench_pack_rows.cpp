@@ -37,7 +37,9 @@ BENCHMARK(BM_PackRows)
     ->Arg(int(WeightType::Q5_1))
     ->Arg(int(WeightType::Q4_K))
     ->Arg(int(WeightType::Q5_K))
-    ->Arg(int(WeightType::Q6_K));
+    ->Arg(int(WeightType::Q6_K))
+    ->Arg(int(WeightType::Q3_K))
+    ->Arg(int(WeightType::Q2_K));
 
 }  // namespace
 

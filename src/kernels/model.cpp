@@ -252,17 +252,25 @@ void codes_q6k(const std::byte* b, uint8_t* codes) {
     }
 }
 
-// Q2_K / Q3_K: element i's two low bits are bits 2 k of qs byte 32 (i / 128) + i % 32, k = (i % 128) / 32 (Q2_K's
-// value d (scale & 15) code - dmin (scale >> 4)).
+// Q2_K / Q3_K: element 128 half + 32 k + l's two low bits are bits 2 k of qs byte 32 half + l (Q2_K's value
+// d (scale & 15) code - dmin (scale >> 4)). (The loops run over l last, on local copies of the bytes, so that they
+// vectorize: five to six times faster than one loop over the elements, bench/bench_pack_rows.cpp.)
 void two_bit_codes(const std::byte* qs, uint8_t* codes) {
-  for (size_t i = 0; i < 256; ++i) codes[i] = (byte_at(qs, 32 * (i / 128) + i % 32) >> (2 * ((i % 128) / 32))) & 3;
+  std::array<uint8_t, 64> bytes;
+  std::memcpy(bytes.data(), qs, bytes.size());
+  for (size_t half = 0; half < 2; ++half)
+    for (size_t k = 0; k < 4; ++k)
+      for (size_t l = 0; l < 32; ++l) codes[128 * half + 32 * k + l] = (bytes[32 * half + l] >> (2 * k)) & 3;
 }
 
-// Q3_K: bit 4 (i / 128) + k of hmask byte i % 32 is element i's third bit (codes 0..7; ggml's value d (scale - 32)
-// (code - 4)).
+// Q3_K: bit 4 half + k of hmask byte l is element 128 half + 32 k + l's third bit (codes 0..7; ggml's value
+// d (scale - 32) (code - 4)).
 void third_bits(const std::byte* hmask, uint8_t* codes) {
-  for (size_t i = 0; i < 256; ++i)
-    codes[i] |= uint8_t(((byte_at(hmask, i % 32) >> (4 * (i / 128) + (i % 128) / 32)) & 1) << 2);
+  std::array<uint8_t, 32> bits;
+  std::memcpy(bits.data(), hmask, bits.size());
+  for (size_t half = 0; half < 2; ++half)
+    for (size_t k = 0; k < 4; ++k)
+      for (size_t l = 0; l < 32; ++l) codes[128 * half + 32 * k + l] |= ((bits[l] >> (4 * half + k)) & 1) << 2;
 }
 
 BlockParts block_parts(WeightType type, const std::byte* b) {
