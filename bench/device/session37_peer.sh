@@ -9,7 +9,7 @@
 #   3. IQ4_NL and IQ4_XS fixtures with transformers' float64 logits for tests/data/gguf/llamacpp
 #      (tools/make_gguf_fixtures.py with that build's llama-quantize), written to $OUT/gguf, if time is left.
 # Carry .device/{s37,lib,bin,debs,gpu-env.sh,llama.cpp.tar.xz,cut-tokenizers}.
-#   bench/device/session37_peer.sh CAND EXPERIMENT
+#   bench/device/session37_peer.sh CAND EXPERIMENT   (CAND: the main line, ff8a79a)
 source "$(dirname "$0")/common.sh"
 export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
