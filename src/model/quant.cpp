@@ -635,10 +635,11 @@ std::vector<std::byte> iq4_as_q8_0(GgmlType type, std::span<const std::byte> blo
     const std::byte* b = blocks.data() + block * info.block_bytes;
     for (uint32_t c = 0; c < chunks; ++c) {
       std::byte* q8 = out.data() + (block * chunks + c) * kQ8Bytes;
-      const std::byte* qs = type == GgmlType::IQ4_NL ? b + 2 : b + 8 + 16 * c;
+      const std::byte* qs = b + 2;
       if (type == GgmlType::IQ4_NL) {
         std::memcpy(q8, b, 2);
       } else {
+        qs = b + 8 + 16 * c;
         float scale = load_f16(b) * float(iq4_xs_scale(b, c));
         if (std::abs(scale) > 65504.0f)
           fail("{}: IQ4_XS block {} has a sub-block scale of {}, beyond what an f16 holds", what, block, scale);

@@ -1,7 +1,6 @@
 // ggml's tensor element types (the type ids GGUF files store) and CPU dequantization of the ones gerbil
-// supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
-// IQ4_XS, laid out
-// byte for byte as ggml's ggml-common.h defines them (little-endian, f16 scales). A block of
+// supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL
+// and IQ4_XS, laid out byte for byte as ggml's ggml-common.h defines them (little-endian, f16 scales). A block of
 // `block_size` elements takes `block_bytes` bytes; a row's length must be a multiple of block_size.
 // Also the int4 group formats of Hugging Face checkpoints: AutoAWQ's GEMM layout, repacked into GPTQ's.
 #pragma once
@@ -85,7 +84,7 @@ std::vector<std::byte> quantize(GgmlType type, std::span<const float> values);
 // IQ4_NL or IQ4_XS blocks (whole ones; WHAT names the tensor in errors) as Q8_0 blocks, one per 32 elements, which is
 // how the GPU runs them: each element's int8 is the level its code picks, under the 32 elements' scale. IQ4_NL's
 // scale is its block's d, so its Q8_0 blocks hold the same values exactly; IQ4_XS's is d (scale - 32) rounded to
-// f16, within 2^-12 of it relatively (the values move by as much, far below the 4-bit grid's steps). 8.5 bits a
+// f16, within 2^-11 of it relatively (the values move by as much, far below the 4-bit grid's steps). 8.5 bits a
 // weight against IQ4_NL's 4.5 and IQ4_XS's 4.25.
 std::vector<std::byte> iq4_as_q8_0(GgmlType type, std::span<const std::byte> blocks, std::string_view what);
 
