@@ -5,6 +5,7 @@
 // same dequantized weights (Q8_0 and Q4_0); files llama.cpp made match transformers on their dequantized weights.
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 
 #include <gmock/gmock.h>
@@ -13,6 +14,7 @@
 
 #include "gerbil/error.h"
 #include "graph/model.h"
+#include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/quant.h"
 #include "model/weights.h"
@@ -431,6 +433,30 @@ INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// An IQ4_XS sub-block scale d (scale - 32) that no f16 holds (d = 65504, scale 0) cannot become a Q8_0 block: loading
+// says so, naming the tensor, instead of running with infinite weights.
+TEST(GgufModel, AnIq4XsScaleBeyondF16IsNamedAtLoad) {
+  ScratchDir dir;
+  std::string file = test::read_text(test::project_root() / "tests" / "data" / "gguf" / "llamacpp" / "llama-IQ4_XS.gguf");
+  std::vector<std::byte> bytes(file.size());
+  std::memcpy(bytes.data(), file.data(), file.size());
+  std::size_t at = 0;
+  {
+    Gguf gguf = Gguf::parse(bytes, "llama-IQ4_XS.gguf");
+    const GgufTensor* up = gguf.find_tensor("blk.1.ffn_up.weight");
+    ASSERT_TRUE(up && up->type == GgmlType::IQ4_XS);
+    at = std::size_t(up->bytes.data() - bytes.data());
+  }
+  const uint8_t block_head[8] = {0xff, 0x7b, 0, 0, 0, 0, 0, 0};  // d = 65504; every 6-bit scale 0, so -32
+  std::memcpy(bytes.data() + at, block_head, sizeof block_head);
+  std::ofstream(dir / "wide.gguf", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                           std::streamsize(bytes.size()));
+  ModelFiles files = ModelFiles::open(dir / "wide.gguf");
+  EXPECT_THAT(test::error_of([&] { Model m(test::device(), files, ModelOptions{.context = 64}); }),
+              AllOf(HasSubstr("wide.gguf: tensor \"model.layers.1.mlp.up_proj.weight\""),
+                    HasSubstr("beyond what an f16 holds")));
+}
 
 TEST(GgufModel, TensorNames) {
   const ArchitectureSpec& llama = *find_architecture("LlamaForCausalLM");

@@ -55,10 +55,11 @@ StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, Weigh
       fail("tensor '{}': {} bytes of {} blocks are not {} rows of {} elements", tensor.name, bytes.size(), info.name,
            m.rows, m.cols);
     m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
-    m.fill = [m, bytes, ggml_row, file_type, iq4](uint64_t first, uint64_t count, std::byte* out) {
+    std::string what = fmt::format("{}: tensor \"{}\"", tensor.file.string(), tensor.name);
+    m.fill = [m, bytes, ggml_row, file_type, iq4, what](uint64_t first, uint64_t count, std::byte* out) {
       std::span<const std::byte> rows = bytes.subspan(first * ggml_row, count * ggml_row);
       std::vector<std::byte> q8_0;
-      if (iq4) rows = q8_0 = iq4_as_q8_0(file_type, rows, m.name);
+      if (iq4) rows = q8_0 = iq4_as_q8_0(file_type, rows, what);
       kernels::pack_rows(m.type, rows, count, m.cols, m.name, {out, count * m.row_bytes});
     };
     return m;
