@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
-# The thirty-seventh session's second call:
-#   1. why Llama-3-8B's first prompt after load stays 3-4x a warm one with the warm-up (0.5B's does not): the GPU's
-#      clocks and performance state sampled every 20 ms (nvidia-smi, written to $OUT/clocks.csv) through CAND's load
-#      and first prompts, and EXPERIMENT (CAND whose warm-up runs a GERBIL_WARMUP_TOKENS-token prompt, 16 by
-#      default, and repeats GERBIL_WARMUP_ROUNDS times; not committed): 4 and 16 rounds, and one round of the cold
-#      prompt's own 14 tokens; on a quiet machine;
-#   2. then IQ4_NL and IQ4_XS fixtures with transformers' float64 logits for tests/data/gguf/llamacpp
-#      (tools/make_gguf_fixtures.py, which builds a CPU llama-quantize), written to $OUT/gguf.
-# Carry .device/{s37,lib,bin,debs,gpu-env.sh,llama.cpp.tar.xz,cut-tokenizers}.
+# The thirty-seventh session's second call: why Llama-3-8B's first prompt after load stays 3-4x a warm one with the
+# warm-up (0.5B's does not). The GPU's clocks and performance state are sampled every 20 ms (nvidia-smi, written to
+# $OUT/clocks.csv) through CAND's loads and first prompts, and EXPERIMENT (CAND whose warm-up runs a
+# GERBIL_WARMUP_TOKENS-token prompt, 16 by default, GERBIL_WARMUP_ROUNDS times; not committed) runs with 4 and 16
+# rounds, and with one round of the cold prompt's own 14 tokens; on a quiet machine.
+# Carry .device/{s37,lib,bin,debs,gpu-env.sh}.
 #   bench/device/session37_first_token.sh CAND EXPERIMENT   (CAND: the main line)
 source "$(dirname "$0")/common.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -29,10 +26,4 @@ kill "$sampler"
 cp /tmp/clocks.csv "${OUT:-/tmp}/clocks.csv"
 rm -rf /tmp/l8
 
-section "IQ4 fixtures"
-tar -C /tmp -xJf .device/llama.cpp.tar.xz
-timeout 200 python3 tools/make_gguf_fixtures.py /tmp/llama.cpp "${OUT:-/tmp/out}/gguf" \
-  --tokenizers .device/cut-tokenizers --archs llama,qwen2 --quants IQ4_NL,IQ4_XS > /tmp/fixtures.log 2>&1
-echo "fixtures exit $?"
-grep -E "make_gguf_fixtures|Error|error" /tmp/fixtures.log | tail -8
 section done
