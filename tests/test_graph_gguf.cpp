@@ -439,8 +439,7 @@ INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf,
 TEST(GgufModel, AnIq4XsScaleBeyondF16IsNamedAtLoad) {
   ScratchDir dir;
   std::string file = test::read_text(test::project_root() / "tests" / "data" / "gguf" / "llamacpp" / "llama-IQ4_XS.gguf");
-  std::vector<std::byte> bytes(file.size());
-  std::memcpy(bytes.data(), file.data(), file.size());
+  std::span<std::byte> bytes = std::as_writable_bytes(std::span(file));
   std::size_t at = 0;
   {
     Gguf gguf = Gguf::parse(bytes, "llama-IQ4_XS.gguf");
@@ -450,8 +449,7 @@ TEST(GgufModel, AnIq4XsScaleBeyondF16IsNamedAtLoad) {
   }
   const uint8_t block_head[8] = {0xff, 0x7b, 0, 0, 0, 0, 0, 0};  // d = 65504; every 6-bit scale 0, so -32
   std::memcpy(bytes.data() + at, block_head, sizeof block_head);
-  std::ofstream(dir / "wide.gguf", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                           std::streamsize(bytes.size()));
+  std::ofstream(dir / "wide.gguf", std::ios::binary).write(file.data(), std::streamsize(file.size()));
   ModelFiles files = ModelFiles::open(dir / "wide.gguf");
   EXPECT_THAT(test::error_of([&] { Model m(test::device(), files, ModelOptions{.context = 64}); }),
               AllOf(HasSubstr("wide.gguf: tensor \"model.layers.1.mlp.up_proj.weight\""),

@@ -3,7 +3,7 @@
 
 For tiny random Hugging Face models of several architectures (hidden 256, intermediate 256, 2 layers, so that
 llama.cpp's K-quants apply to every matrix), this script
-  1. builds llama-quantize from LLAMA_CPP (CPU only; --quantize names one already built),
+  1. builds llama-quantize from LLAMA_CPP (CPU only),
   2. writes each model with transformers (random weights, a real byte-level BPE tokenizer cut to a small
      vocabulary, its chat template),
   3. converts it with llama.cpp's convert_hf_to_gguf.py (f32) and quantizes that with llama-quantize
@@ -285,8 +285,6 @@ def main() -> None:
     parser.add_argument("--quants", default=",".join(QUANTS))
     parser.add_argument("--work", type=Path, default=Path("/tmp/gguf-fixtures-work"))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quantize", type=Path,
-                        help="a llama-quantize binary built from LLAMA_CPP already (default: build one, CPU only)")
     args = parser.parse_args()
 
     if args.cut_tokenizers_only:
@@ -298,7 +296,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
-    quantize = args.quantize or build_quantize(args.llama_cpp, args.work / "llama-build")
+    quantize = build_quantize(args.llama_cpp, args.work / "llama-build")
     convert, gguf = import_converter(args.llama_cpp)
     from tokenizers import Tokenizer
 

@@ -223,13 +223,21 @@ int iq4_xs_scale(const std::byte* b, uint32_t s) {
   return int(((byte_at(b + 4, s / 2) >> (4 * (s % 2))) & 0x0f) | (((high >> (2 * s)) & 3) << 4)) - 32;
 }
 
-// 32 elements of IQ4_NL / IQ4_XS codes (element j < 16 in the low nibble of qs byte j, j + 16 in its high nibble)
-// under the scale dl: dl level[code].
-void iq4_levels32(const std::byte* qs, float dl, float* y) {
+// The levels of 32 elements of IQ4_NL / IQ4_XS codes: element j < 16 in the low nibble of qs byte j, j + 16 in
+// its high nibble.
+std::array<int8_t, kQK> iq4_levels(const std::byte* qs) {
+  std::array<int8_t, kQK> levels;
   for (uint32_t j = 0; j < kQK / 2; ++j) {
-    y[j] = dl * float(kIq4Levels[byte_at(qs, j) & 0x0f]);
-    y[j + kQK / 2] = dl * float(kIq4Levels[byte_at(qs, j) >> 4]);
+    levels[j] = kIq4Levels[byte_at(qs, j) & 0x0f];
+    levels[j + kQK / 2] = kIq4Levels[byte_at(qs, j) >> 4];
   }
+  return levels;
+}
+
+// 32 elements under the scale dl: dl level[code].
+void iq4_levels32(const std::byte* qs, float dl, float* y) {
+  std::array<int8_t, kQK> levels = iq4_levels(qs);
+  for (uint32_t j = 0; j < kQK; ++j) y[j] = dl * float(levels[j]);
 }
 
 // IQ4_NL: d, then 16 bytes of codes.
@@ -645,10 +653,7 @@ std::vector<std::byte> iq4_as_q8_0(GgmlType type, std::span<const std::byte> blo
           fail("{}: IQ4_XS block {} has a sub-block scale of {}, beyond what an f16 holds", what, block, scale);
         put_f16(q8, scale);
       }
-      for (uint32_t j = 0; j < kQK / 2; ++j) {
-        q8[2 + j] = std::byte(uint8_t(kIq4Levels[byte_at(qs, j) & 0x0f]));
-        q8[2 + j + kQK / 2] = std::byte(uint8_t(kIq4Levels[byte_at(qs, j) >> 4]));
-      }
+      std::memcpy(q8 + 2, iq4_levels(qs).data(), kQK);  // Q8_0's int8 values
     }
   }
   return out;
