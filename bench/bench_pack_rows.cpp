@@ -39,7 +39,9 @@ BENCHMARK(BM_PackRows)
     ->Arg(int(WeightType::Q5_K))
     ->Arg(int(WeightType::Q6_K))
     ->Arg(int(WeightType::Q3_K))
-    ->Arg(int(WeightType::Q2_K));
+    ->Arg(int(WeightType::Q2_K))
+    ->Arg(int(WeightType::IQ4_NL))
+    ->Arg(int(WeightType::IQ4_XS));
 
 }  // namespace
 

@@ -1,7 +1,7 @@
-// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128, Q3_K and Q2_K, pack_rows,
-// include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize() (Q4_G, Q4_G128: the
-// float64 reference), and the products (decode M = 1..4 in linear_q_matvec.wgsl, batched decode steps in
-// linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the dequantized
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128, Q3_K, Q2_K, IQ4_NL and
+// IQ4_XS; pack_rows, include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize()
+// (Q4_G, Q4_G128: the float64 reference), and the products (decode M = 1..4 in linear_q_matvec.wgsl, batched decode
+// steps in linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the dequantized
 // weights, on random blocks with extreme scales (zero, f16 subnormal, tiny, huge, negative). Every output buffer is
 // filled with NaN first, so an output the kernel fails to write shows.
 #include <cmath>
@@ -41,7 +41,7 @@ const TypeCase kTypes[] = {
     {WeightType::Q5_0, GgmlType::Q5_0}, {WeightType::Q5_1, GgmlType::Q5_1}, {WeightType::Q4_K, GgmlType::Q4_K},
     {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K}, {WeightType::Q4_G, std::nullopt},
     {WeightType::Q4_G128, std::nullopt}, {WeightType::Q3_K, GgmlType::Q3_K},
-    {WeightType::Q2_K, GgmlType::Q2_K},
+    {WeightType::Q2_K, GgmlType::Q2_K}, {WeightType::IQ4_NL, GgmlType::IQ4_NL}, {WeightType::IQ4_XS, GgmlType::IQ4_XS},
 };
 
 std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {

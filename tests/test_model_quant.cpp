@@ -210,45 +210,6 @@ TEST(Quant, TypeTable) {
   EXPECT_THAT(error_of([] { ggml_byte_size(GgmlType::Q8_0, 33); }), HasSubstr("not a whole number of Q8_0 blocks"));
 }
 
-// The GPU runs IQ4_NL and IQ4_XS as Q8_0 blocks: IQ4_NL's hold its values exactly, IQ4_XS's within the f16 rounding
-// of each sub-block's scale d (scale - 32), and a scale beyond f16's range is an error naming the tensor.
-TEST(Quant, Iq4BlocksBecomeQ8_0Blocks) {
-  std::mt19937 rng(20261205);
-  for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
-    const GgmlTypeInfo& info = ggml_type_info(type);
-    const std::size_t blocks = 64;
-    std::vector<uint8_t> bytes = random_blocks({type, {}}, blocks, rng);
-    for (std::size_t b = 0; b < blocks; ++b) {  // d: a random finite f16 up to 2,047 (x 32 stays within f16)
-      uint16_t d = uint16_t(rng() % 0x6800) | uint16_t(rng() % 2 << 15);
-      bytes[b * info.block_bytes] = uint8_t(d & 0xff);
-      bytes[b * info.block_bytes + 1] = uint8_t(d >> 8);
-    }
-    std::vector<float> want(blocks * info.block_size), got(want.size());
-    dequantize(type, std::as_bytes(std::span(bytes)), want, "t");
-    std::vector<std::byte> q8_0 = iq4_as_q8_0(type, std::as_bytes(std::span(bytes)), "t");
-    ASSERT_EQ(q8_0.size(), want.size() / 32 * 34);
-    dequantize(GgmlType::Q8_0, q8_0, got, "t");
-    std::size_t nonzero = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      nonzero += want[i] != 0;
-      if (type == GgmlType::IQ4_NL)
-        ASSERT_EQ(got[i], want[i]) << "element " << i;
-      else
-        ASSERT_LE(std::abs(got[i] - want[i]), std::ldexp(std::abs(want[i]), -11)) << "element " << i;
-    }
-    EXPECT_GT(nonzero, want.size() / 2) << info.name;
-  }
-  std::vector<std::byte> wide(136, std::byte{0});
-  wide[0] = std::byte{0xff};  // d = 65504
-  wide[1] = std::byte{0x7b};
-  EXPECT_THAT(error_of([&] { iq4_as_q8_0(GgmlType::IQ4_XS, wide, "tensor \"blk.0.ffn_up.weight\""); }),
-              AllOf(HasSubstr("blk.0.ffn_up.weight"), HasSubstr("beyond what an f16 holds")));
-  EXPECT_THAT(error_of([&] { iq4_as_q8_0(GgmlType::IQ4_NL, std::span(wide).first(20), "x"); }),
-              HasSubstr("not whole IQ4_NL blocks"));
-  EXPECT_THAT(error_of([&] { iq4_as_q8_0(GgmlType::Q4_0, std::span(wide).first(18), "x"); }),
-              HasSubstr("not Q4_0"));
-}
-
 TEST(Quant, UnsupportedTypeNamesTensorAndType) {
   std::vector<std::byte> bytes(136);
   std::vector<float> out(256);

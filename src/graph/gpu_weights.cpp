@@ -48,19 +48,15 @@ StoredMatrix linear_rows(const TensorView& tensor, bool stored_transposed, Weigh
   if (tensor.block_type) {
     GgmlType file_type = *tensor.block_type;
     m.type = block_weight_type(file_type, tensor.name);
-    const bool iq4 = file_type == GgmlType::IQ4_NL || file_type == GgmlType::IQ4_XS;  // made Q8_0 row by row
     const GgmlTypeInfo& info = ggml_type_info(file_type);
     uint64_t ggml_row = m.cols / info.block_size * info.block_bytes;
     if (m.cols % info.block_size != 0 || bytes.size() != m.rows * ggml_row)
       fail("tensor '{}': {} bytes of {} blocks are not {} rows of {} elements", tensor.name, bytes.size(), info.name,
            m.rows, m.cols);
     m.row_bytes = kernels::weight_row_bytes(m.type, m.cols);
-    std::string what = fmt::format("{}: tensor \"{}\"", tensor.file.string(), tensor.name);
-    m.fill = [m, bytes, ggml_row, file_type, iq4, what](uint64_t first, uint64_t count, std::byte* out) {
-      std::span<const std::byte> rows = bytes.subspan(first * ggml_row, count * ggml_row);
-      std::vector<std::byte> q8_0;
-      if (iq4) rows = q8_0 = iq4_as_q8_0(file_type, rows, what);
-      kernels::pack_rows(m.type, rows, count, m.cols, m.name, {out, count * m.row_bytes});
+    m.fill = [m, bytes, ggml_row](uint64_t first, uint64_t count, std::byte* out) {
+      kernels::pack_rows(m.type, bytes.subspan(first * ggml_row, count * ggml_row), count, m.cols, m.name,
+                         {out, count * m.row_bytes});
     };
     return m;
   }
@@ -357,12 +353,12 @@ WeightType block_weight_type(GgmlType type, std::string_view tensor) {
     case GgmlType::Q6_K: return WeightType::Q6_K;
     case GgmlType::Q3_K: return WeightType::Q3_K;
     case GgmlType::Q2_K: return WeightType::Q2_K;
-    case GgmlType::IQ4_NL:
-    case GgmlType::IQ4_XS: return WeightType::Q8_0;  // iq4_as_q8_0: their codes pick levels of a non-uniform grid
+    case GgmlType::IQ4_NL: return WeightType::IQ4_NL;
+    case GgmlType::IQ4_XS: return WeightType::IQ4_XS;
     default: break;
   }
   fail("tensor '{}' is quantized as {}, which gerbil's GPU kernels do not decode (they do Q8_0, Q4_0, Q4_1, Q5_0, "
-       "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and IQ4_NL and IQ4_XS as Q8_0)", tensor, ggml_type_name(type));
+       "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", tensor, ggml_type_name(type));
 }
 
 std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes) {

@@ -88,8 +88,8 @@ void pack_gptq_rows(std::span<const std::byte> qweight, std::span<const std::byt
 // multiples of 128 rows so their byte offsets meet the binding-offset alignment.
 std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes);
 
-// The kernels' type for a GGUF tensor's ggml block type (Q8_0 for IQ4_NL and IQ4_XS, which load as Q8_0 blocks:
-// iq4_as_q8_0); throws naming `tensor` and the type for the block types no kernel decodes.
+// The kernels' type for a GGUF tensor's ggml block type; throws naming `tensor` and the type for the block types no
+// kernel decodes.
 kernels::WeightType block_weight_type(GgmlType type, std::string_view tensor);
 
 }  // namespace gerbil::graph

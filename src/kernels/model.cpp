@@ -45,8 +45,8 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::Q2_K))
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..14)", kernel,
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::IQ4_XS))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..16)", kernel,
          shapes, static_cast<uint32_t>(type));
 }
 
@@ -143,11 +143,12 @@ uint32_t weight_bytes(WeightType type) {
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
-bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::Q2_K; }
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::IQ4_XS; }
 
 const char* weight_type_name(WeightType type) {
   constexpr const char* kNames[] = {"f32",  "f16",  "bf16", "Q8_0", "Q4_0", "Q4_1",
-                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128", "Q3_K", "Q2_K"};
+                                    "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128", "Q3_K", "Q2_K",
+                                    "IQ4_NL", "IQ4_XS"};
   auto index = static_cast<uint32_t>(type);
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
@@ -169,6 +170,8 @@ constexpr BlockLayout layout_of(WeightType type) {
     case WeightType::Q4_G128: return {128, 68, 16, 0, 4};
     case WeightType::Q3_K: return {256, 110, 16, 0, 16};
     case WeightType::Q2_K: return {256, 84, 16, 0, 20};
+    case WeightType::IQ4_NL: return {32, 18, 16, 0, 2};
+    case WeightType::IQ4_XS: return {256, 136, 16, 0, 8};
     default: return {0, 0, 0, 0, 0};
   }
 }
@@ -282,7 +285,12 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
       for (size_t i = 0; i < 32; ++i) codes[i] = byte_at(b, 2 + i);
       header(0, 2);
       break;
-    case WeightType::Q4_0: nibbles32(b + 2, codes); header(0, 2); break;
+    case WeightType::Q4_0:
+    case WeightType::IQ4_NL: nibbles32(b + 2, codes); header(0, 2); break;
+    case WeightType::IQ4_XS:  // d, scales_h, scales_l, then 16 bytes of codes per 32 elements
+      for (size_t chunk = 0; chunk < 8; ++chunk) nibbles32(b + 8 + 16 * chunk, codes + 32 * chunk);
+      header(0, 8);
+      break;
     case WeightType::Q4_1:
     case WeightType::Q4_G:
     case WeightType::Q4_G128:  // d and m (z) for the block, then 16 bytes of nibbles per 32 elements
@@ -401,6 +409,8 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
     case WeightType::Q4_G128: return pack_rows_of<WeightType::Q4_G128>(ggml, rows, K, packed);
     case WeightType::Q3_K: return pack_rows_of<WeightType::Q3_K>(ggml, rows, K, packed);
     case WeightType::Q2_K: return pack_rows_of<WeightType::Q2_K>(ggml, rows, K, packed);
+    case WeightType::IQ4_NL: return pack_rows_of<WeightType::IQ4_NL>(ggml, rows, K, packed);
+    case WeightType::IQ4_XS: return pack_rows_of<WeightType::IQ4_XS>(ggml, rows, K, packed);
     default: break;  // block_layout() has thrown for the others
   }
 }

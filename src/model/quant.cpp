@@ -223,21 +223,13 @@ int iq4_xs_scale(const std::byte* b, uint32_t s) {
   return int(((byte_at(b + 4, s / 2) >> (4 * (s % 2))) & 0x0f) | (((high >> (2 * s)) & 3) << 4)) - 32;
 }
 
-// The levels of 32 elements of IQ4_NL / IQ4_XS codes: element j < 16 in the low nibble of qs byte j, j + 16 in
-// its high nibble.
-std::array<int8_t, kQK> iq4_levels(const std::byte* qs) {
-  std::array<int8_t, kQK> levels;
-  for (uint32_t j = 0; j < kQK / 2; ++j) {
-    levels[j] = kIq4Levels[byte_at(qs, j) & 0x0f];
-    levels[j + kQK / 2] = kIq4Levels[byte_at(qs, j) >> 4];
-  }
-  return levels;
-}
-
-// 32 elements under the scale dl: dl level[code].
+// 32 elements of IQ4_NL / IQ4_XS codes under the scale dl: dl level[code], element j < 16's code in the low nibble
+// of qs byte j, j + 16's in its high nibble.
 void iq4_levels32(const std::byte* qs, float dl, float* y) {
-  std::array<int8_t, kQK> levels = iq4_levels(qs);
-  for (uint32_t j = 0; j < kQK; ++j) y[j] = dl * float(levels[j]);
+  for (uint32_t j = 0; j < kQK / 2; ++j) {
+    y[j] = dl * float(kIq4Levels[byte_at(qs, j) & 0x0f]);
+    y[j + kQK / 2] = dl * float(kIq4Levels[byte_at(qs, j) >> 4]);
+  }
 }
 
 // IQ4_NL: d, then 16 bytes of codes.
@@ -627,35 +619,6 @@ std::vector<std::byte> quantize(GgmlType type, std::span<const float> values) {
   }
   for (std::size_t block = 0; block < values.size() / info.block_size; ++block)
     encode(values.data() + block * info.block_size, out.data() + block * info.block_bytes);
-  return out;
-}
-
-std::vector<std::byte> iq4_as_q8_0(GgmlType type, std::span<const std::byte> blocks, std::string_view what) {
-  if (type != GgmlType::IQ4_NL && type != GgmlType::IQ4_XS)
-    fail("{}: only IQ4_NL and IQ4_XS blocks become Q8_0 blocks, not {}", what, ggml_type_name(type));
-  const GgmlTypeInfo& info = ggml_type_info(type);
-  if (blocks.size() % info.block_bytes != 0)
-    fail("{}: {} bytes are not whole {} blocks of {} bytes", what, blocks.size(), info.name, info.block_bytes);
-  constexpr uint32_t kQ8Bytes = 34;
-  const uint32_t chunks = info.block_size / kQK;  // 32-element pieces of a block: one Q8_0 block each
-  std::vector<std::byte> out(blocks.size() / info.block_bytes * chunks * kQ8Bytes);
-  for (std::size_t block = 0; block < blocks.size() / info.block_bytes; ++block) {
-    const std::byte* b = blocks.data() + block * info.block_bytes;
-    for (uint32_t c = 0; c < chunks; ++c) {
-      std::byte* q8 = out.data() + (block * chunks + c) * kQ8Bytes;
-      const std::byte* qs = b + 2;
-      if (type == GgmlType::IQ4_NL) {
-        std::memcpy(q8, b, 2);
-      } else {
-        qs = b + 8 + 16 * c;
-        float scale = load_f16(b) * float(iq4_xs_scale(b, c));
-        if (std::abs(scale) > 65504.0f)
-          fail("{}: IQ4_XS block {} has a sub-block scale of {}, beyond what an f16 holds", what, block, scale);
-        put_f16(q8, scale);
-      }
-      std::memcpy(q8 + 2, iq4_levels(qs).data(), kQK);  // Q8_0's int8 values
-    }
-  }
   return out;
 }
 

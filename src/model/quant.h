@@ -81,13 +81,6 @@ void dequantize(GgmlType type, std::span<const std::byte> bytes, std::span<float
 // multiple of the block size.
 std::vector<std::byte> quantize(GgmlType type, std::span<const float> values);
 
-// IQ4_NL or IQ4_XS blocks (whole ones; WHAT names the tensor in errors) as Q8_0 blocks, one per 32 elements, which is
-// how the GPU runs them: each element's int8 is the level its code picks, under the 32 elements' scale. IQ4_NL's
-// scale is its block's d, so its Q8_0 blocks hold the same values exactly; IQ4_XS's is d (scale - 32) rounded to
-// f16, within 2^-11 of it relatively (the values move by as much, far below the 4-bit grid's steps). 8.5 bits a
-// weight against IQ4_NL's 4.5 and IQ4_XS's 4.25.
-std::vector<std::byte> iq4_as_q8_0(GgmlType type, std::span<const std::byte> blocks, std::string_view what);
-
 // --- int4 linear layers of Hugging Face checkpoints --------------------------------------------------
 // A layer with K inputs, N outputs and groups of group_size consecutive inputs (G = K / group_size), each
 // group and output with its own scale and zero point.

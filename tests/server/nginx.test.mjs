@@ -78,11 +78,13 @@ test('a completion that meets a loading replica goes on to the next', { skip }, 
   const replica = await startServer();
   const front = await startProxy([loading.address().port, replica.port]);
   try {
-    // The health check may have met the loading replica: nginx then leaves it out for fail_timeout.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    for (let i = 0; i < 4; ++i) {
+    // Each 503 leaves the loading replica out for fail_timeout (2 s; the health checks above may have met it too),
+    // so completions go on, every one answered 200, until nginx has tried it again (bounded by 20 s), and at least 4.
+    const deadline = Date.now() + 20_000;
+    for (let sent = 0; sent < 4 || (refused === 0 && Date.now() < deadline); ++sent) {
       const r = await post(front, '/v1/completions', { prompt: 'Hi', max_tokens: 2, temperature: 0 });
       assert.equal(r.status, 200, r.text);
+      if (refused === 0) await new Promise((resolve) => setTimeout(resolve, 500));
     }
     assert.ok(refused > 0, 'nginx tried the loading replica');
   } finally {

@@ -46,6 +46,7 @@ fn table_piece(row: u32, d4: u32) -> vec4<f32> {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
+  load_block_tables(lid);
   let idx = (wid.x + wid.y * nwg.x) * WORKGROUP_SIZE + lid;
   let D4 = params.hidden_size / 4u;
   if (idx >= params.seq_len * D4) {

@@ -295,6 +295,7 @@ fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_output: u32) {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
+  load_block_tables(lid);
   let pieces = params.K / (4u * piece_quads());  // 16-byte pieces per weight row (block types: of its quants)
   // Pieces from a weight row's start to the next's: a block row's quants are followed by its high bits and
   // headers (blocks.wgsl).

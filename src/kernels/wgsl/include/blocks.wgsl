@@ -1,14 +1,16 @@
-// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..14: Q8_0, Q4_0, Q4_1,
+// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..16: Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128), Q3_K and Q2_K, whose 3- and
-// 2-bit codes are kept as nibbles; see kernels::WeightType for the layout). The including kernel declares
-// WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
+// 2-bit codes are kept as nibbles, IQ4_NL and IQ4_XS; see kernels::WeightType for the layout). The including kernel
+// declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
 // `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
 // headers (scales) of its blocks (32, 128 or 256 elements). Chunk c = elements 32c .. 32c + 31 is 8 quads of 4 integer
 // quants q (quad_quants) and a ChunkScale: element 4 quad + i of the chunk is
 //   scale[quad / 4] * q[i] - offset[quad / 4],
-// every product exact in f32 (an f16 times integers of at most 25 bits together), so a kernel that computes that
-// expression gets ggml's dequantized value bit for bit, and a dot product can take the scale out of its sum.
+// every product exact in f32 (an f16 times integers of at most 25 bits together; IQ4_XS's d (scale - 32) times a
+// level rounds once, as ggml's does), so a kernel that computes that expression gets ggml's dequantized value bit for
+// bit, and a dot product can take the scale out of its sum. IQ4_NL's and IQ4_XS's q are the levels their codes pick
+// (iq4_table). A kernel that includes this calls load_block_tables() at the start of its entry point.
 // Integers become floats through the 2^23 trick (byte_floats), integer and float adds only: GPUs convert
 // integers to floats at a quarter of their add rate, which a 4-bit decode at memory speed cannot afford.
 
@@ -27,7 +29,7 @@ struct BlockRow {
 
 fn block_elements() -> u32 {
   switch (WEIGHT_TYPE) {
-    case 8u, 9u, 10u, 13u, 14u: { return 256u; }
+    case 8u, 9u, 10u, 13u, 14u, 16u: { return 256u; }
     case 12u: { return 128u; }
     default: { return 32u; }
   }
@@ -49,11 +51,12 @@ fn chunk_high_words() -> u32 {
 
 // Bytes of a block's header: d (f16); d, m (Q4_G / Q4_G128: d, z); d, dmin and 12 bytes of 6-bit scales and
 // mins; Q6_K's 16 int8 scales, d and 2 bytes of padding; Q3_K's 12 bytes of 6-bit scales, d and 2 bytes of padding;
-// Q2_K's 16 bytes of 4-bit scales and mins, d and dmin.
+// Q2_K's 16 bytes of 4-bit scales and mins, d and dmin; IQ4_NL's d; IQ4_XS's d, scales_h and scales_l.
 fn header_bytes() -> u32 {
   switch (WEIGHT_TYPE) {
-    case 3u, 4u, 6u: { return 2u; }
+    case 3u, 4u, 6u, 15u: { return 2u; }
     case 5u, 7u, 11u, 12u: { return 4u; }
+    case 16u: { return 8u; }
     case 8u, 9u, 13u: { return 16u; }
     default: { return 20u; }
   }
@@ -138,7 +141,34 @@ fn quad_zero() -> f32 {
 }
 
 fn quad_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
-  return byte_floats(quad_bytes(quant, high, quad), quad_zero());
+  let bytes = quad_bytes(quant, high, quad);
+  if (is_iq4()) {
+    return vec4<f32>(iq4_table[bytes & 0xFu], iq4_table[(bytes >> 8u) & 0xFu], iq4_table[(bytes >> 16u) & 0xFu],
+                     iq4_table[bytes >> 24u]);
+  }
+  return byte_floats(bytes, quad_zero());
+}
+
+fn is_iq4() -> bool {
+  return WEIGHT_TYPE == 15u || WEIGHT_TYPE == 16u;
+}
+
+// IQ4_NL / IQ4_XS: the level each 4-bit code picks (ggml's kvalues_iq4nl), a grid denser near zero. Kept in
+// workgroup memory, 16 words in 16 banks, so that a warp's lookups never conflict (WGSL has no other cheap table:
+// a constant array indexed at run time becomes memory private to each thread).
+const IQ4_LEVELS = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0,
+                                  53.0, 69.0, 89.0, 113.0);
+var<workgroup> iq4_table: array<f32, 16>;
+
+// Every kernel that decodes blocks calls this first, in uniform control flow: the IQ4 types' table is filled
+// (and a barrier passed) before any lookup.
+fn load_block_tables(lid: u32) {
+  if (is_iq4()) {
+    if (lid < 16u) {
+      iq4_table[lid] = IQ4_LEVELS[lid];
+    }
+    workgroupBarrier();
+  }
 }
 
 // Q4_K / Q5_K: sub-block j's 6-bit scale and minimum from the 12 bytes of words w (a block's words 1..3): bytes
@@ -151,16 +181,20 @@ fn k_scale_min(w: vec3<u32>, j: u32) -> vec2<f32> {
   return vec2<f32>(select(upper, low & vec2<u32>(63u), j < 4u));
 }
 
-// The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 / Q5_0 the
-// word holding the block's d; Q4_1 / Q5_1 d, m (Q4_G / Q4_G128 d, z); Q4_K / Q5_K / Q3_K the block's 4 words; Q6_K
-// the word of the chunk's two int8 scales and the word of d (Q2_K: of its two scale bytes, and of d and dmin).
+// The header words chunk c's scale is decoded from (chunk_scale_of), in the first components: Q8_0 / Q4_0 / Q5_0 /
+// IQ4_NL the word holding the block's d; IQ4_XS d | scales_h << 16 and scales_l; Q4_1 / Q5_1 d, m (Q4_G / Q4_G128
+// d, z); Q4_K / Q5_K / Q3_K the block's 4 words; Q6_K the word of the chunk's two int8 scales and the word of d (Q2_K:
+// of its two scale bytes, and of d and dmin).
 // Reading them apart from decoding them lets a kernel issue the loads early and decode once they have arrived
 // (linear_tiled_body.wgsl decodes after a slab's products).
 fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
   let b = c / (block_elements() / 32u);
   switch (WEIGHT_TYPE) {
-    case 3u, 4u, 6u: {
+    case 3u, 4u, 6u, 15u: {
       return vec4<u32>(block_word(r.headers + b / 2u), 0u, 0u, 0u);
+    }
+    case 16u: {
+      return vec4<u32>(block_word(r.headers + 2u * b), block_word(r.headers + 2u * b + 1u), 0u, 0u);
     }
     case 5u, 7u, 11u, 12u: {
       return vec4<u32>(block_word(r.headers + b), 0u, 0u, 0u);
@@ -188,8 +222,15 @@ fn q3k_scale(w: vec3<u32>, s: u32) -> f32 {
 // Chunk c's scale from its header words (chunk_header).
 fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
   switch (WEIGHT_TYPE) {
-    case 3u, 4u, 6u: {
+    case 3u, 4u, 6u, 15u: {
       return ChunkScale(vec2<f32>(unpack2x16float(h.x)[c % 2u]), vec2<f32>(0.0));  // 32-element blocks: b = c
+    }
+    case 16u: {
+      // IQ4_XS: sub-block j's 6-bit scale has its low 4 bits in nibble j of scales_l and its top 2 in bits 2 j
+      // of scales_h; d (scale - 32) is exact in f32 (11 and 6 bits).
+      let j = c % 8u;
+      let scale = ((h.y >> (4u * j)) & 0xFu) | (((h.x >> (16u + 2u * j)) & 3u) << 4u);
+      return ChunkScale(vec2<f32>(unpack2x16float(h.x).x * f32(i32(scale) - 32)), vec2<f32>(0.0));
     }
     case 5u, 7u: {
       let head = unpack2x16float(h.x);

@@ -268,6 +268,7 @@ fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
+  load_block_tables(lid);
   let t = tiling();
   let slabs = t.slabs;
   // This workgroup's iterations [begin, end): a whole tile, or its share. The whole workgroup shares them, so
