@@ -78,7 +78,8 @@ KvCacheSize default_kv_cache_size(const ModelOptions& options, uint64_t max_posi
 struct LoadStats {
   double weights_seconds = 0;    // reading, converting and uploading the weights
   double pipelines_seconds = 0;  // tracing steps and creating their pipelines (ModelOptions::pipelines_at_load)
-  double warm_up_seconds = 0;    // the first prompt step and decode step, run at load (Model::warm_up)
+  double warm_up_seconds = 0;    // the first prompt and decode steps, run at load until the GPU is up to speed
+                                 // (Model::warm_up)
   size_t traced_steps = 0;       // step graphs traced for their pipelines
   size_t pipelines = 0;          // pipelines created at load
 };
@@ -217,7 +218,7 @@ class Model {
   void allocate_within_memory();  // picks the context (see ModelOptions::context) and allocates for it
   void allocate(uint32_t context);  // the KV-cache pool, block tables and step buffers for `context` tokens a slot
   void keep_room_for_steps() const;
-  void warm_up();  // runs a short prompt and a decode step in slot 0, then empties it
+  void warm_up();  // runs a short prompt and a decode step in slot 0 (on a GPU, until its clock is up), then empties it
   // The most step graphs (steps_) kept at once: prompts of many lengths and batches of many compositions.
   size_t max_kept_steps() const { return 8 + 2 * size_t(slots()); }
   enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken };
