@@ -306,6 +306,21 @@ TEST_P(QuantKernel, PromptProductsMatchFloat64) {
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantKernel, ::testing::ValuesIn(kTypes), type_label);
 
+// The IQ4 types' level table takes workgroup memory in their pipelines only: the other types' product kernels fill
+// WebGPU's guaranteed 16 KiB with their own arrays, and Dawn counts a workgroup variable even where no branch left
+// by the overrides touches it.
+TEST(QuantKernels, OnlyIq4PipelinesHoldTheLevelTableInWorkgroupMemory) {
+  for (std::string_view kernel : {"embed_vec4", "linear_q_matvec", "linear_rows", "linear_tiled", "linear_tiled_f16"})
+    for (WeightType type : {WeightType::F16, WeightType::Q4_0, WeightType::Q2_K, WeightType::IQ4_NL, WeightType::IQ4_XS}) {
+      bool iq4 = type == WeightType::IQ4_NL || type == WeightType::IQ4_XS;
+      std::string_view source = wgsl_for(kernel, {{"ROWS", 4}, {"WEIGHT_TYPE", double(type)}});
+      EXPECT_EQ(source.find("var<workgroup> iq4_table") != std::string_view::npos, iq4)
+          << kernel << " " << weight_type_name(type);
+      EXPECT_EQ(source.find("var<private> iq4_table") != std::string_view::npos, !iq4)
+          << kernel << " " << weight_type_name(type);
+    }
+}
+
 // Packing into a mapped buffer's bytes, which start undefined, gives the same bytes as packing into a fresh
 // vector: the padding after a block's scale (Q4_0) or at its end (Q6_K) is zeroed.
 TEST(QuantKernels, PackingInPlaceZeroesThePadding) {

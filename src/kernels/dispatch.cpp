@@ -1,6 +1,11 @@
 #include "kernels/dispatch.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+
 #include "gerbil/error.h"
+#include "kernels/model.h"
 #include "kernels/wgsl_sources.h"
 
 namespace gerbil::kernels {
@@ -19,8 +24,28 @@ std::string_view wgsl(std::string_view name) {
   return found->second;
 }
 
+std::string_view wgsl_for(std::string_view name, const gpu::Constants& constants) {
+  constexpr std::string_view kPrivate = "var<private> iq4_table", kWorkgroup = "var<workgroup> iq4_table";
+  std::string_view source = wgsl(name);
+  auto type = std::find_if(constants.begin(), constants.end(), [](const auto& c) { return c.first == "WEIGHT_TYPE"; });
+  bool iq4 = type != constants.end() && (type->second == double(WeightType::IQ4_NL) ||
+                                          type->second == double(WeightType::IQ4_XS));
+  size_t at = source.find(kPrivate);
+  if (!iq4 || at == std::string_view::npos) return source;
+  static std::mutex mutex;
+  static std::map<std::string, std::string, std::less<>> rewritten;  // by kernel name; kept for the process
+  std::lock_guard lock(mutex);
+  auto found = rewritten.find(name);
+  if (found == rewritten.end()) {
+    std::string text(source);
+    text.replace(at, kPrivate.size(), kWorkgroup);
+    found = rewritten.emplace(std::string(name), std::move(text)).first;
+  }
+  return found->second;
+}
+
 const gpu::Pipeline& pipeline(gpu::Device& device, std::string_view name, const gpu::Constants& constants) {
-  return device.pipeline(std::string(name), wgsl(name), constants);
+  return device.pipeline(std::string(name), wgsl_for(name, constants), constants);
 }
 
 Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes, std::span<const Operand> operands,

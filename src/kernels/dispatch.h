@@ -28,6 +28,9 @@ Grid fold(uint64_t workgroups, uint32_t max_per_dimension = 65535);
 
 // The embedded WGSL source of kernel `name`; throws if there is none.
 std::string_view wgsl(std::string_view name);
+// The source a pipeline of kernel `name` with these override constants compiles: wgsl(name), with the IQ4 types'
+// level table (include/blocks.wgsl) in workgroup memory where WEIGHT_TYPE is IQ4_NL or IQ4_XS.
+std::string_view wgsl_for(std::string_view name, const gpu::Constants& constants);
 const gpu::Pipeline& pipeline(gpu::Device& device, std::string_view name, const gpu::Constants& constants = {});
 
 // A recordable dispatch of one kernel with its bindings and parameters.

@@ -155,10 +155,13 @@ fn is_iq4() -> bool {
 
 // IQ4_NL / IQ4_XS: the level each 4-bit code picks (ggml's kvalues_iq4nl), a grid denser near zero. Kept in
 // workgroup memory, 16 words in 16 banks, so that a warp's lookups never conflict (WGSL has no other cheap table:
-// a constant array indexed at run time becomes memory private to each thread).
+// a constant array indexed at run time becomes memory private to each thread). Declared private here, unused;
+// kernels::wgsl_for() makes it a workgroup variable in the IQ4 types' pipelines only: Dawn counts a workgroup
+// variable against the adapter's limit even where only a branch an override rules out touches it, and the product
+// kernels' own arrays already take WebGPU's guaranteed 16 KiB.
 const IQ4_LEVELS = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0,
                                   53.0, 69.0, 89.0, 113.0);
-var<workgroup> iq4_table: array<f32, 16>;
+var<private> iq4_table: array<f32, 16>;
 
 // Every kernel that decodes blocks calls this first, in uniform control flow: the IQ4 types' table is filled
 // (and a barrier passed) before any lookup.
