@@ -78,7 +78,7 @@ fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
   if (WEIGHT_TYPE == 0u) {
     starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
   } else if (is_block_weight()) {
-    starts.w = min(n0 + row, params.N - 1u);  // the row (blocks.wgsl's block_row finds its runs)
+    starts.w = min(n0 + row, params.N - 1u) * block_row_words(params.K);  // the row's first word (block_row_at)
   } else {
     starts.w = min(n0 + row, params.N - 1u) * (params.K / 8u);
   }
@@ -95,10 +95,9 @@ fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
     if (is_block_weight()) {
       // Only the words are loaded here; stage() decodes them after the slab's products, so that no thread
       // waits on these loads before its FMAs, as with 16-bit weights. Decoded here instead, Q4_K's q|k|v at
-      // M = 512 took 0.905 ms against Q4_0's 0.727 and f16's 0.673 (H200, 2026-12-02); this order is not
-      // timed on the H200 yet.
+      // M = 512 took 0.905 ms against Q4_0's 0.727 and f16's 0.673 (H200, 2026-12-02).
       let quad = slab_quad(s, lid);
-      let row = block_row(starts.w, params.K);
+      let row = block_row_at(starts.w, params.K);
       staged.w = vec4<u32>(quad_words(row, quad / 8u, quad % 8u), 0u, 0u);
       staged.header = chunk_header(row, quad / 8u);
     } else {
@@ -223,8 +222,35 @@ fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
   }
 }
 
+// One slab of multiply_slabs: slab s's products from `buffer` while slab s + 1 is loaded, then slab s + 1 staged
+// into the other buffer (the last slab loads and stages itself again, unconditionally, which keeps the loop free
+// of branches around its loads: no one reads that buffer before the barrier that follows).
+fn slab_step(starts: RowStarts, s: u32, end_slab: u32, buffer: u32, lid: u32) {
+  let tx = lid % 16u;
+  let ty = lid / 16u;
+  let next_slab = min(s + 1u, end_slab - 1u);
+  let next = load(starts, next_slab, lid);
+  // Written out, so that each read sits at a constant offset: see the header.
+  multiply_k(buffer, 0u, tx, ty);
+  multiply_k(buffer, 1u, tx, ty);
+  multiply_k(buffer, 2u, tx, ty);
+  multiply_k(buffer, 3u, tx, ty);
+  multiply_k(buffer, 4u, tx, ty);
+  multiply_k(buffer, 5u, tx, ty);
+  multiply_k(buffer, 6u, tx, ty);
+  multiply_k(buffer, 7u, tx, ty);
+  if (SLAB_SUMS) {
+    add_slab();
+  }
+  stage(next, next_slab, 1u - buffer, lid);
+  workgroupBarrier();
+}
+
 // Slabs [first_slab, end_slab) of the tile at (m0, n0) into the accumulators, from zero. Returns with every
 // thread past a barrier after its last read of the workgroup arrays, so the next call may stage into them.
+// Two slabs a turn of the loop, one from each buffer, so that every workgroup address is a constant offset from
+// a base the loop keeps: with the buffer computed from s, an H100 recomputed the addresses and moved ~30
+// registers each slab, ~110 instructions beside the 512 FMAs (bench/sass, thirty-ninth session).
 fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
   acc00 = mat4x4<Product>();
   acc01 = mat4x4<Product>();
@@ -236,32 +262,14 @@ fn multiply_slabs(m0: u32, n0: u32, first_slab: u32, end_slab: u32, lid: u32) {
     sum10 = mat4x4<f32>();
     sum11 = mat4x4<f32>();
   }
-  let tx = lid % 16u;
-  let ty = lid / 16u;
   let starts = row_starts(m0, n0, lid);
   stage(load(starts, first_slab, lid), first_slab, 0u, lid);
   workgroupBarrier();
-  for (var s: u32 = first_slab; s < end_slab; s++) {
-    // The next slab, staged into the other buffer after this one's products; the last slab loads and stages
-    // itself again, unconditionally, which keeps the loop free of branches around its loads (no one reads that
-    // buffer before the barrier that follows).
-    let next_slab = min(s + 1u, end_slab - 1u);
-    let next = load(starts, next_slab, lid);
-    let buffer = (s - first_slab) % 2u;
-    // Written out, so that each read sits at a constant offset: see the header.
-    multiply_k(buffer, 0u, tx, ty);
-    multiply_k(buffer, 1u, tx, ty);
-    multiply_k(buffer, 2u, tx, ty);
-    multiply_k(buffer, 3u, tx, ty);
-    multiply_k(buffer, 4u, tx, ty);
-    multiply_k(buffer, 5u, tx, ty);
-    multiply_k(buffer, 6u, tx, ty);
-    multiply_k(buffer, 7u, tx, ty);
-    if (SLAB_SUMS) {
-      add_slab();
+  for (var s: u32 = first_slab; s < end_slab; s += 2u) {
+    slab_step(starts, s, end_slab, 0u, lid);
+    if (s + 1u < end_slab) {
+      slab_step(starts, s + 1u, end_slab, 1u, lid);
     }
-    stage(next, next_slab, 1u - buffer, lid);
-    workgroupBarrier();
   }
 }
 
