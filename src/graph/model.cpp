@@ -23,6 +23,11 @@ namespace {
 
 using kernels::BufferBinding;
 using kernels::Dispatch;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 template <typename Params>
 std::span<const std::byte> bytes_of(const Params& params) {
@@ -625,18 +630,17 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   if (options_.arithmetic == kernels::Arithmetic::F16 && !device.features().shader_f16)
     fail("f16 arithmetic for prompts needs the adapter's shader-f16 feature, which {} does not offer",
          device.adapter().summary());
-  using Clock = std::chrono::steady_clock;
   auto weights_start = Clock::now();
   weights_ = upload_weights(device, files, options.weights, options.progress);
-  load_stats_.weights_seconds = std::chrono::duration<double>(Clock::now() - weights_start).count();
+  load_stats_.weights_seconds = seconds_since(weights_start);
   allocate_within_memory();
   if (options_.pipelines_at_load) {
     auto pipelines_start = Clock::now();
     load_stats_.pipelines = create_pipelines();
-    load_stats_.pipelines_seconds = std::chrono::duration<double>(Clock::now() - pipelines_start).count();
+    load_stats_.pipelines_seconds = seconds_since(pipelines_start);
     auto warm_up_start = Clock::now();
     warm_up();
-    load_stats_.warm_up_seconds = std::chrono::duration<double>(Clock::now() - warm_up_start).count();
+    load_stats_.warm_up_seconds = seconds_since(warm_up_start);
   }
 }
 
@@ -651,8 +655,6 @@ void Model::warm_up() {
   constexpr uint32_t kPromptTokens = 16;
   constexpr double kClockRampSeconds = 0.5, kMaxWarmUpSeconds = 2, kSettled = 1.1;
   if (context_ < 2) return;  // no room for a prompt and the token after it
-  using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto start = Clock::now();
   std::vector<int32_t> prompt(std::min(kPromptTokens, context_ - 1), 0);
   forward(prompt);
