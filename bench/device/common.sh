@@ -44,15 +44,23 @@ decode_products() {  # decode_products BINARY...: `bench kernels` on every decod
       grep -E "Q[0-9]_[0-9KG] matvec|f16 matvec +(llama|qwen)" | cut -c1-110
   done
 }
-machine_code() {  # machine_code COMMAND...: runs it (a gerbil binary's bench) with Dawn's pipeline cache off, so that
-  # the driver compiles every program into its own cache, then disassembles that cache into /tmp/sass (bench/sass;
-  # nvdisasm from CUDA, zstd carried in .device/bin) and tars the listings into $OUT/sass.tar.gz
-  mkdir -p /tmp/nvc
+machine_code() {  # machine_code COMMAND...: machine_code_as sass COMMAND... (listings in $OUT/sass.tar.gz)
+  machine_code_as sass "$@"
+}
+machine_code_as() {  # machine_code_as NAME COMMAND...: runs it (a gerbil binary's bench) with Dawn's pipeline cache
+  # off, so that the driver compiles every program into its own cache (/tmp/nvc-NAME; calls with one NAME add to
+  # it), then disassembles that cache into /tmp/NAME (bench/sass; nvdisasm from CUDA, zstd carried in
+  # .device/bin), prints bench/sass/sass_summary.py's line for each program and tars the listings into
+  # $OUT/NAME.tar.gz
+  local name=$1
+  shift
+  mkdir -p "/tmp/nvc-$name"
   (export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
-   export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
+   export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH="/tmp/nvc-$name" __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
    GERBIL_CACHE_DIR=off timeout 150 "$@"
-   python3 bench/sass/disassemble_shader_cache.py /tmp/nvc /tmp/sass 2>&1 | tail -1)
-  tar czf "${OUT:-/tmp}/sass.tar.gz" -C /tmp sass
+   python3 bench/sass/disassemble_shader_cache.py "/tmp/nvc-$name" "/tmp/$name" 2>&1 | tail -1
+   python3 bench/sass/sass_summary.py "/tmp/$name")
+  tar czf "${OUT:-/tmp}/$name.tar.gz" -C /tmp "$name"
 }
 linear_products() {  # linear_products PATTERN SHAPE...: `bench kernels --kernel linear` of every binary of the array
   # `binaries` on each shape (at the blockings of the array `blockings`, where set), the rows of the block types

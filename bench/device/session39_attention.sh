@@ -8,15 +8,9 @@
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session39_attention.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-(export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
- mkdir -p /tmp/nvc-att
- export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc-att __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
- for shape in "prefill T=512 S=8192" "decode T=1 S=8192"; do
-   section "$shape"
-   GERBIL_CACHE_DIR=off timeout 100 "$1" bench kernels --kernel attention --shape "$shape" --iterations 3 |
-     grep -E "T=" | cut -c1-120
- done
- python3 bench/sass/disassemble_shader_cache.py /tmp/nvc-att /tmp/sass-attention 2>&1 | tail -1
- python3 bench/sass/sass_summary.py /tmp/sass-attention)
-tar czf "${OUT:-/tmp}/sass-attention.tar.gz" -C /tmp sass-attention
+for shape in "prefill T=512 S=8192" "decode T=1 S=8192"; do
+  section "$shape"
+  machine_code_as sass-attention "$1" bench kernels --kernel attention --shape "$shape" --iterations 3 |
+    grep -E "T=|^obj|programs from" | cut -c1-120
+done
 section done

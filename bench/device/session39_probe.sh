@@ -13,16 +13,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 random_ggufs llama3-8b:Q4_0
 files=$!
 section "machine code"
-(export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
- mkdir -p /tmp/nvc-rows
- export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc-rows __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
- for shape in "llama gate_up M=16 " "llama gate_up M=1 "; do
-   GERBIL_CACHE_DIR=off timeout 120 "$1" bench kernels --kernel linear --shape "$shape" --iterations 5 |
-     grep -E "M=1" | cut -c1-110
- done
- python3 bench/sass/disassemble_shader_cache.py /tmp/nvc-rows /tmp/sass-rows 2>&1 | tail -1
- python3 bench/sass/sass_summary.py /tmp/sass-rows)
-tar czf "${OUT:-/tmp}/sass-rows.tar.gz" -C /tmp sass-rows
+for shape in "llama gate_up M=16 " "llama gate_up M=1 "; do
+  machine_code_as sass-rows "$1" bench kernels --kernel linear --shape "$shape" --iterations 5 |
+    grep -E "M=1|^obj|programs from" | cut -c1-110
+done
 f16_models "$1" llama
 for toggle in "" "--toggle disable_robustness"; do
   section "8B F16 batched $toggle"

@@ -13,16 +13,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 random_ggufs llama3-8b:Q4_0 llama3-8b:Q4_K_M
 files=$!
 for b in "$1" "$3"; do
-  name=$(basename "$b")
-  section "machine code: $name"
-  (export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
-   mkdir -p "/tmp/nvc-$name"
-   export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH="/tmp/nvc-$name" __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
-   GERBIL_CACHE_DIR=off timeout 120 "$b" bench kernels --kernel linear --shape "llama gate_up M=512 " --iterations 3 |
-     grep -E "M=512" | cut -c1-110
-   python3 bench/sass/disassemble_shader_cache.py "/tmp/nvc-$name" "/tmp/sass-$name" 2>&1 | tail -1
-   python3 bench/sass/sass_summary.py "/tmp/sass-$name")
-  tar czf "${OUT:-/tmp}/sass-$name.tar.gz" -C /tmp "sass-$name"
+  section "machine code: $(basename "$b")"
+  machine_code_as "sass-$(basename "$b")" "$b" bench kernels --kernel linear --shape "llama gate_up M=512 " \
+    --iterations 3 | grep -E "M=512|^obj|programs from" | cut -c1-110
 done
 binaries=("$1" "$2" "$3")
 for b in "${binaries[@]}"; do

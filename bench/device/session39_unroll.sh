@@ -12,16 +12,9 @@ exec > >(tee "${OUT:-/tmp}/session39_unroll.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 random_ggufs llama3-8b:Q4_0 llama3-8b:Q4_K_M
 files=$!
-name=$(basename "$3")
-section "machine code: $name"
-(export PATH="$PATH:/usr/local/cuda/bin:$PWD/.device/bin"
- mkdir -p "/tmp/nvc-$name"
- export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH="/tmp/nvc-$name" __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
- GERBIL_CACHE_DIR=off timeout 120 "$3" bench kernels --kernel linear --shape "llama gate_up M=512 " --iterations 3 |
-   grep -E "M=512" | cut -c1-110
- python3 bench/sass/disassemble_shader_cache.py "/tmp/nvc-$name" "/tmp/sass-$name" 2>&1 | tail -1
- python3 bench/sass/sass_summary.py "/tmp/sass-$name")
-tar czf "${OUT:-/tmp}/sass-$name.tar.gz" -C /tmp "sass-$name"
+section "machine code: $(basename "$3")"
+machine_code_as "sass-$(basename "$3")" "$3" bench kernels --kernel linear --shape "llama gate_up M=512 " \
+  --iterations 3 | grep -E "M=512|^obj|programs from" | cut -c1-110
 binaries=("$1" "$2" "$3")
 for b in "${binaries[@]}"; do
   section "M = 512 products: $(basename "$b")"
