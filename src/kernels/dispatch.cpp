@@ -30,8 +30,9 @@ std::string_view wgsl_for(std::string_view name, const gpu::Constants& constants
   auto type = std::find_if(constants.begin(), constants.end(), [](const auto& c) { return c.first == "WEIGHT_TYPE"; });
   bool iq4 = type != constants.end() && (type->second == double(WeightType::IQ4_NL) ||
                                           type->second == double(WeightType::IQ4_XS));
+  if (!iq4) return source;  // every other pipeline, before any search of its source
   size_t at = source.find(kPrivate);
-  if (!iq4 || at == std::string_view::npos) return source;
+  if (at == std::string_view::npos) return source;
   static std::mutex mutex;
   static std::map<std::string, std::string, std::less<>> rewritten;  // by kernel name; kept for the process
   std::lock_guard lock(mutex);
