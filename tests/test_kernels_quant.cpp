@@ -187,9 +187,9 @@ void check_product(const TypeCase& c, const ProductCase& s, std::mt19937& rng) {
   else
     dispatches = linear_split_k(device(), {&x_buffer}, {&weight}, {&bias_buffer}, {&residual_buffer}, {&out}, p,
                                 c.type, {&scratch}, s.workers);
-  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={} unroll={} gate={}",
+  SCOPED_TRACE(fmt::format("{} M={} N={} K={} extreme={} workers={} columns={} team={} unroll={} teams={} gate={}",
                            weight_type_name(c.type), s.M, s.N, K, s.extreme, s.workers, s.blocking.columns,
-                           s.blocking.split, s.blocking.unroll, s.gate));
+                           s.blocking.split, s.blocking.unroll, s.blocking.workgroups, s.gate));
   if (s.kernel) {
     ASSERT_EQ(dispatches.front().kernel, s.kernel);
   }
@@ -270,7 +270,8 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
 // Batched decode steps take linear_rows.wgsl: every block piece's quads dequantized in registers and summed for
 // every row. From kMatvecRows + 1 rows: 4 columns a thread (M = 5) and 2 (M = 16), odd N (threads' columns past
 // it), a few blocks a row (pieces fewer than a workgroup's slices); at blockings of its own (1 to 4 columns, slices
-// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row); gate|up projections with the
+// of 8 to 32, 1 to 4 pieces a step with the last step's pieces past the row, 4 and 8 teams a workgroup); gate|up
+// projections with the
 // activation applied in the store. At kMatvecRows rows, K-quants whose
 // weights come to 24 KiB per resident workgroup (use_linear_rows; its fewest odd N on this adapter).
 TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
@@ -284,9 +285,12 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   check_product(c, {7, 45, 3, false, true, true, 0, {1, 8, 4}, "linear_rows"}, rng);
   check_product(c, {13, 33, 5, true, false, true, 0, {4, 16, 2}, "linear_rows"}, rng);
   check_product(c, {kLinearRowsMax, 19, 3, false, true, true, 0, {2, 32, 1}, "linear_rows"}, rng);
+  // teams of a workgroup, each its own columns: 4 teams of 8-column slices with N past the second team's
+  check_product(c, {kLinearRowsMax, 21, 3, true, true, true, 0, {2, 8, 1, 4}, "linear_rows"}, rng);
   // gate|up projections (the activation applied in the store): 1 output a thread at 16 rows, 2 at 6, odd pairs
   check_product(c, {kLinearRowsMax, 38, 2, false, true, false, 0, {}, "linear_rows", 1}, rng);
   check_product(c, {6, 22, 3, true, false, false, 0, {4, 8, 1}, "linear_rows", 2}, rng);
+  check_product(c, {kLinearRowsMax, 34, 2, false, true, false, 0, {2, 8, 1, 8}, "linear_rows", 1}, rng);
   if (block_layout(c.type).elements < 256) return;  // 32-element blocks keep linear_q_matvec up to kMatvecRows
   uint32_t blocks = 2;
   uint64_t row_bytes = weight_row_bytes(c.type, uint64_t(blocks) * block_layout(c.type).elements);

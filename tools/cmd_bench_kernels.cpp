@@ -70,7 +70,7 @@ GERBIL_COMMAND("bench kernels", "Time every kernel beside the seed kernel it rep
                                 "workgroups looping over the rest), block-quantized ones (Q4_0, Q4_K) at COLUMNS a "
                                 "team of SPLIT lanes, UNROLL chunks a lane in flight (1 or 2), and batched decode steps "
                                 "(f16 and Q4_0, 5 to 16 rows) at COLUMNS a thread, SPLIT columns a slice of k, UNROLL "
-                                "pieces a slice a step");
+                                "pieces a slice a step, WORKGROUPS teams a workgroup");
                  app.add_option("--split-workers", options->bench.split_workers,
                                 "Also time f16 prompt products with their work shared out over this many "
                                 "workgroups (repeatable)")

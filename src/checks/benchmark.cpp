@@ -1078,7 +1078,8 @@ std::vector<Kernel> tuning_variants(const gpu::Device& device, const Options& op
     for (uint32_t workers : options.split_workers)
       kernels.push_back({"linear", linear_case(WeightType::F16, {}, {.split_k = true, .workers = workers})});
   }
-  // linear_rows.wgsl shares nothing out; COLUMNS a thread, SPLIT columns a slice, UNROLL pieces a step
+  // linear_rows.wgsl shares nothing out; COLUMNS a thread, SPLIT columns a slice, UNROLL pieces a step,
+  // WORKGROUPS teams a workgroup
   for (WeightType type : {WeightType::F16, WeightType::Q4_0})
     if (use_linear_rows(device, {shape.T, shape.K, shape.N}, type))
       for (MatvecBlocking b : options.blockings) kernels.push_back({"linear", linear_case(type, b)});

@@ -277,7 +277,8 @@ CaseResult linear_case(gpu::Device& device, Rng& rng, const LinearShape& s, Arit
   auto& weight_buffer = b.input("W", weight.words);
   auto io = linear_io(b, rng, s.M, s.K, s.N, stride, s.out_col, s.bias, s.residual);
   LinearParams p = linear_params(s);
-  bool rows_blocking = use_linear_rows(device, p, s.type) && (s.blocking.columns || s.blocking.split || s.blocking.unroll);
+  bool rows_blocking = use_linear_rows(device, p, s.type) &&
+                       (s.blocking.columns || s.blocking.split || s.blocking.unroll || s.blocking.workgroups);
   if (p.M > kMatvecRows && !rows_blocking) {
     auto& scratch = b.poisoned("scratch", std::max<uint64_t>(linear_split_scratch_floats(device, p, s.workers), 1));
     for (const Dispatch& d : linear_split_k(device, {io.x_buffer}, {&weight_buffer, offset}, {io.bias_buffer},
@@ -344,6 +345,10 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {13, 136, 99, F32, true, false, 0, 0, 0, {4, 8, 2}},
       {kLinearRowsMax, 200, 75, F16, true, true, 0, 0, 0, {4, 32, 1}},
       {kLinearRowsMax, 72, 21, F32, true, true, 0, 0, 0, {1, 16, 2}},
+      // ... with 2 to 8 teams a workgroup (each team its own columns; N ends inside a later team's)
+      {13, 136, 99, BF16, true, true, 0, 0, 0, {2, 8, 2, 4}},
+      {kLinearRowsMax, 200, 75, F16, false, true, 120, 30, 0, {1, 16, 4, 2}},
+      {9, 264, 41, F32, true, false, 0, 0, 0, {4, 8, 1, 8}},
       // the same step sizes for K % 8 != 0 (linear.wgsl's tiles)
       {7, 60, 19, F16, true, true},
       {kLinearRowsMax, 100, 33, F32, false, true},
@@ -483,7 +488,8 @@ KernelCheck linear_fused_check() {
                                           {5, 64, 33, F16, 1, 0, true},
                                           {9, 72, 21, BF16, 2, 0, false},
                                           {kLinearRowsMax, 136, 45, F32, 1, 0, true, {4, 16, 2}},
-                                          {13, 200, 19, F16, 2, 0, true, {2, 32, 1}}};
+                                          {13, 200, 19, F16, 2, 0, true, {2, 32, 1}},
+                                          {kLinearRowsMax, 72, 45, BF16, 1, 0, true, {2, 8, 2, 4}}};
   constexpr double bound = 1e-5;
   auto describe = [](const FusedLinearShape& s) {
     return fmt::format("M={} K={} N={} {} gate={} norm={}{}{}{}", s.M, s.K, s.N, type_name(s.type), s.gate,

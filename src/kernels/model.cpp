@@ -628,13 +628,14 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
                                   RowsBlocking requested, bool gated) {
   auto shapes = [&] { return fmt::format("M={} N={} type={}", M, N, name_of(type)); };
   // linear_rows.wgsl's limits: four groups of 4 rows, 4 columns a thread, 4 pieces a slice at a time.
-  constexpr uint32_t kRowsMaxColumns = 4, kRowsMaxUnroll = 4, kRowsInFlight = 4;
+  constexpr uint32_t kRowsMaxColumns = 4, kRowsMaxUnroll = 4, kRowsInFlight = 4, kRowsMaxTeams = 8;
   static_assert(kLinearRowsMax <= 16, "linear_rows.wgsl holds the sums of four groups of 4 rows");
   RowsBlocking b = requested;
   // Sums of all M rows for each column a thread holds: 4 columns up to 8 rows (each 4-row read of x feeds 16
   // FMAs), 2 beyond (64 sums a thread would leave too few threads resident).
   if (b.columns == 0) b.columns = M <= 8 ? 4 : 2;
-  auto workgroups = [&] { return ceil_div(N, uint64_t(b.lanes) * b.columns); };
+  if (b.teams == 0) b.teams = 1;
+  auto workgroups = [&] { return ceil_div(N, uint64_t(b.lanes) * b.columns * b.teams); };
   // Slices of 8 columns at one k: a workgroup's 32 slices then share each column's k. On an H200 (2026-12-03,
   // bench kernels over every blocking at 4, 8 and 16 rows) they were the fastest or within 9 % of it for every
   // Llama-3-8B and Qwen2.5-0.5B product; the wider slices the earlier rule kept where they still filled the
@@ -657,6 +658,8 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // a time was the fastest on the H200 run above: Qwen's o at 16 rows in Q4_0, 0.0239 ms at 4 pieces (the
   // earlier rule's, 1 column a thread) against 0.0140 at 1; Llama's gate_up 0.217 at 2 against 0.209 at 1.
   if (b.unroll == 0) b.unroll = is_block_type(type) ? 1 : std::max<uint32_t>(1, kRowsInFlight / b.columns);
+  // One team a workgroup unless asked: more teams fetch each x row from L2 for more columns, but whether that is
+  // faster has not been measured on a GPU yet (bench/device/session40_teams.sh times it).
   if (b.columns > kRowsMaxColumns || !std::has_single_bit(b.columns))
     fail("kernel 'linear_rows' ({}): {} columns a thread requested; 1, 2 or 4", shapes(), b.columns);
   if (b.columns < fewest_columns)
@@ -666,12 +669,14 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
     fail("kernel 'linear_rows' ({}): slices of {} columns requested; 8, 16 or 32", shapes(), b.lanes);
   if (b.unroll > kRowsMaxUnroll || !std::has_single_bit(b.unroll))
     fail("kernel 'linear_rows' ({}): {} pieces a slice at a time requested; 1, 2 or 4", shapes(), b.unroll);
+  if (b.teams > kRowsMaxTeams || !std::has_single_bit(b.teams))
+    fail("kernel 'linear_rows' ({}): {} teams a workgroup requested; 1, 2, 4 or 8", shapes(), b.teams);
   return b;
 }
 
 Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightType type, RowsBlocking requested) {
   RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested, p.gate_act != 0);
-  return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes));
+  return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes * b.teams));
 }
 
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles) {
@@ -935,7 +940,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                                              {"residual", residual, used(p.has_residual, out_count)},
                                              {"out", out, out_count}};
   if (rows) {
-    RowsBlocking requested{blocking.columns, blocking.split, blocking.unroll};
+    RowsBlocking requested{blocking.columns, blocking.split, blocking.unroll, blocking.workgroups};
     RowsBlocking b = linear_rows_blocking(device, p.M, p.N, type, requested, p.gate_act != 0);
     return prepare(device, "linear_rows", shapes, operands, p, linear_rows_grid(device, p, type, requested),
                    {{"WEIGHT_TYPE", double(type)},
@@ -943,6 +948,7 @@ Dispatch linear_in(gpu::Device& device, BufferBinding x, BufferBinding weight, B
                     {"COLS", double(b.columns)},
                     {"LANES", double(b.lanes)},
                     {"UNROLL", double(b.unroll)},
+                    {"TEAMS", double(b.teams)},
                     {"GATE_ACT", double(p.gate_act)}});
   }
   if (is_block_type(type) && use_matvec(p.M))

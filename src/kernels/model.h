@@ -203,12 +203,13 @@ bool use_linear_rows(const gpu::Device& device, const LinearParams& p, WeightTyp
 // linear_rows.wgsl's blocking for M rows and N columns of `type` weights: columns per thread (4 up to 8 rows,
 // else 2), 8 columns per slice of k (`lanes`), then fewer columns per thread (down to 1) while the workgroups are
 // fewer than half the adapter's tuning().resident_tiles, and pieces a slice takes at a time (`unroll`: 4 loads in
-// flight a thread of element weights, 1 piece a column of block weights). Fields of
+// flight a thread of element weights, 1 piece a column of block weights), and 1 team a workgroup (`teams`: teams
+// of slices with their own columns, which share the workgroup's reads of x). Fields of
 // `requested` that are not 0 are kept (benchmarks compare blockings; a requested `lanes` or `columns` also keeps
 // the other); throws naming one out of range. A `gated` projection (gate_act) keeps at least 2 columns a thread,
 // a gate row and its up row. Its grid: linear_rows_grid.
 struct RowsBlocking {
-  uint32_t columns = 0, lanes = 0, unroll = 0;
+  uint32_t columns = 0, lanes = 0, unroll = 0, teams = 0;
 };
 RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_t N, WeightType type,
                                   RowsBlocking requested = {}, bool gated = false);

@@ -19,16 +19,20 @@
 // * the LANES threads of a slice take neighbouring columns at the same k, so a warp's reads of x are of one or
 //   a few addresses (served once, not once per lane as when the lanes split k: linear_matvec_sg.wgsl's layout,
 //   whose column groups each re-read all M rows of x, made 4 rows cost 2 decode steps on an H200);
-// * the 256 / LANES slices of a workgroup take every slices-th block of UNROLL pieces (UNROLL * COLS = 4 piece
-//   loads in flight per thread; a block piece also loads its chunk's header and high-bit words) and add up
-//   through workgroup memory at the end, a group of 4 rows at a time.
+// * a workgroup is TEAMS teams, each of LANES * COLS columns; the 256 / (LANES * TEAMS) slices of a team take
+//   every slices-th block of UNROLL pieces (UNROLL * COLS = 4 piece loads in flight per thread; a block piece
+//   also loads its chunk's header and high-bit words) and add up through workgroup memory at the end, a group
+//   of 4 rows at a time. The teams of a workgroup read the same x at about the same time, so more teams
+//   fetch each x row from L2 for more columns: at 16 rows a workgroup's x (16 K floats) is twice the bytes of
+//   16 columns' f16 weights, and 7 times a 4-bit type's.
 // * GATE_ACT 1 / 2 (params.gate_act): a gated MLP's gate|up projection, W = [gate rows; up rows] (N / 2 each),
 //   writes act(gate) * up (SiLU / GELU-tanh, biases added first) to out[m, out_col + g] for g < N / 2, sparing a
 //   batched step the activation's own dispatch. A thread's first COLS / 2 columns are gate rows g and its others
 //   the up rows N / 2 + g of the same g, so a pair meets in one thread's sums (COLS 2 or 4).
 // No subgroups, no shader-f16: it runs on every adapter. The dispatcher (kernels::linear_rows_blocking) sets
-// ROWS = M, COLS (1, 2 or 4), LANES (8, 16 or 32), UNROLL and GATE_ACT; grid: ceil(N / (LANES * COLS))
-// workgroups, folded (a gated projection's N counts both halves).
+// ROWS = M, COLS (1, 2 or 4), LANES (8, 16 or 32), TEAMS (1, 2, 4 or 8), UNROLL
+// and GATE_ACT; grid: ceil(N / (TEAMS * LANES * COLS)) workgroups, folded (a gated projection's N counts both
+// halves).
 // A row's sum is the same f32 sum of K terms as in the other linear kernels, in another order (COLS, LANES and
 // UNROLL set which pieces each slice adds up): a row can differ in its last bits between steps of other sizes,
 // as it already does between the matrix-vector and tiled kernels; tests/test_generate_scheduler holds the greedy
@@ -52,11 +56,14 @@
 
 override ROWS: u32 = 8u;    // M, 1..16
 override COLS: u32 = 4u;    // columns per thread: 1, 2 or 4
-override LANES: u32 = 32u;  // columns of a slice (8, 16 or 32); 256 / LANES slices share each column's k
+override LANES: u32 = 32u;  // columns of a slice (8, 16 or 32); a team's SLICES slices share each column's k
 override UNROLL: u32 = 1u;  // consecutive pieces a slice takes at a time: 1, 2 or 4
+override TEAMS: u32 = 1u;   // teams of a workgroup, each with its own LANES * COLS columns
 override GATE_ACT: u32 = 0u;  // params.gate_act: 0, or 1 (SiLU) / 2 (GELU-tanh) with COLS 2 or 4
 
 const WORKGROUP_SIZE: u32 = 256u;
+override TEAM_SIZE: u32 = WORKGROUP_SIZE / TEAMS;
+override SLICES: u32 = TEAM_SIZE / LANES;  // slices of a team, each its own pieces of k
 
 // blocks.wgsl's access to the weights: word i, and words i .. i + 3 (i a multiple of 4) in one load.
 fn block_word(i: u32) -> u32 {
@@ -256,20 +263,21 @@ fn slot_row(c: u32, first_output: u32, lane: u32) -> u32 {
   return select(n, n + select(0u, params.N / 2u, c >= outputs), GATE_ACT != 0u);
 }
 
-// Column slot c's total of row 4 g + r (the workgroup's partial sums of its slices).
-fn slot_total(c: u32, r: u32, lane: u32) -> f32 {
+// Column slot c's total of row 4 g + r (the partial sums of the slices of the team whose threads start at
+// `team_first`).
+fn slot_total(c: u32, r: u32, team_first: u32, lane: u32) -> f32 {
   var total = 0.0;
-  for (var s = 0u; s < WORKGROUP_SIZE / LANES; s++) {
-    total += partial[c * WORKGROUP_SIZE + s * LANES + lane][r];
+  for (var s = 0u; s < SLICES; s++) {
+    total += partial[c * WORKGROUP_SIZE + team_first + s * LANES + lane][r];
   }
   return total;
 }
 
-// Adds up the slices' sums of row group g and stores them: thread t takes (output, row) pairs t / LANES,
-// t / LANES + slices, ... of column lane t % LANES (a gated output: its gate and up slots).
+// Adds up the team's slices' sums of row group g and stores them: the team's thread t takes (output, row) pairs
+// t / LANES, t / LANES + SLICES, ... of column lane t % LANES (a gated output: its gate and up slots).
 fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_output: u32) {
-  let slices = WORKGROUP_SIZE / LANES;
   let lane = lid % LANES;
+  let team_first = lid / TEAM_SIZE * TEAM_SIZE;
   let outputs = outputs_per_thread();
   workgroupBarrier();  // the last group's reads are done
   partial[lid] = sums[0];
@@ -277,16 +285,16 @@ fn reduce_group(g: u32, sums: mat4x4<f32>, lid: u32, first_output: u32) {
   partial[2u * WORKGROUP_SIZE + lid] = sums[2];
   partial[3u * WORKGROUP_SIZE + lid] = sums[3];
   workgroupBarrier();
-  for (var i = lid / LANES; i < 4u * outputs; i += slices) {
+  for (var i = lid % TEAM_SIZE / LANES; i < 4u * outputs; i += SLICES) {
     let c = i / 4u;
     let r = i % 4u;
     let m = 4u * g + r;
     let n = first_output + c * LANES + lane;
     if (m < ROWS && n < output_columns()) {
       if (GATE_ACT != 0u) {
-        store_gated(m, n, slot_total(c, r, lane), slot_total(c + outputs, r, lane));
+        store_gated(m, n, slot_total(c, r, team_first, lane), slot_total(c + outputs, r, team_first, lane));
       } else {
-        store(m, n, slot_total(c, r, lane));
+        store(m, n, slot_total(c, r, team_first, lane));
       }
     }
   }
@@ -300,17 +308,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // Pieces from a weight row's start to the next's: a block row's quants are followed by its high bits and
   // headers (blocks.wgsl).
   let stride = select(pieces, block_row_words(params.K) / 4u, WEIGHT_TYPE >= 3u);
-  let slices = WORKGROUP_SIZE / LANES;
   let lane = lid % LANES;
-  let slice = lid / LANES;
-  let first_output = (wid.x + wid.y * nwg.x) * LANES * outputs_per_thread();
+  let slice = lid % TEAM_SIZE / LANES;
+  let team = (wid.x + wid.y * nwg.x) * TEAMS + lid / TEAM_SIZE;
+  let first_output = team * LANES * outputs_per_thread();
 
   // Where the weight rows of the thread's column slots start (slot_row).
   let row0 = slot_row(0u, first_output, lane) * stride;
   let row1 = slot_row(1u, first_output, lane) * stride;
   let row2 = slot_row(2u, first_output, lane) * stride;
   let row3 = slot_row(3u, first_output, lane) * stride;
-  for (var block = slice * UNROLL; block < pieces; block += slices * UNROLL) {
+  for (var block = slice * UNROLL; block < pieces; block += SLICES * UNROLL) {
     // Every load of the block before any sum (UNROLL * COLS in flight).
     let a = load(row0, row1, row2, row3, block);
     var b: Loaded;
