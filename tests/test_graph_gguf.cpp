@@ -392,8 +392,10 @@ INSTANTIATE_TEST_SUITE_P(Files, LlamaCppGguf,
                            return name;
                          });
 
-// llama-Q2_K.gguf, llama-IQ4_NL.gguf and llama-IQ4_XS.gguf were made by llama.cpp's llama-quantize from
-// llama-Q8_0.gguf (`--allow-requantize`; Q2_K with Q3_K and Q6_K, IQ4_NL and IQ4_XS with a Q6_K output) where
+// llama-Q2_K.gguf, llama-IQ4_NL.gguf, llama-IQ4_XS.gguf, llama-IQ3_M.gguf and llama-IQ3_XXS.gguf were made by
+// llama.cpp's llama-quantize from llama-Q8_0.gguf (`--allow-requantize`; Q2_K with Q3_K and Q6_K, IQ4_NL and IQ4_XS
+// with a Q6_K output, IQ3_M as IQ3_S with Q4_K and Q6_K, IQ3_XXS `--pure`, every tensor IQ3_XXS, since its mix needs
+// an importance matrix) where
 // transformers was not at hand, so no transformers logits come with them: the GPU's logits are held to the float64
 // forward pass on each file's own blocks (support/float64_forward.h, which test_model_gguf_llamacpp holds to
 // transformers on the other files), for llama-Q8_0's prompts: every type is decoded exactly, so only float rounding
@@ -419,7 +421,8 @@ TEST_P(RequantizedGguf, GpuLogitsMatchTheFloat64Forward) {
   expect_rows_close(got, want, std::size_t(files.config().vocab_size), 1e-5, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf, ::testing::Values("llama-Q2_K", "llama-IQ4_NL", "llama-IQ4_XS"),
+INSTANTIATE_TEST_SUITE_P(Files, RequantizedGguf,
+                         ::testing::Values("llama-Q2_K", "llama-IQ4_NL", "llama-IQ4_XS", "llama-IQ3_M", "llama-IQ3_XXS"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -461,15 +464,15 @@ TEST(GgufModel, BadModelsNameTheProblem) {
   beyond.add_tensor("blk.7.attn_q.weight", uint32_t(GgmlType::F32), {4}, std::string(16, '\0'));
   EXPECT_THAT(error_for(beyond), HasSubstr("tensor \"blk.7.attn_q.weight\" is not a tensor gerbil knows"));
 
-  GgufWriter iq3;
-  iq3.add_string("general.architecture", "qwen2");
-  iq3.add_tensor("token_embd.weight", uint32_t(GgmlType::IQ3_S), {256, 2}, std::string(220, '\0'));
+  GgufWriter unsupported;
+  unsupported.add_string("general.architecture", "qwen2");
+  unsupported.add_tensor("token_embd.weight", uint32_t(GgmlType::IQ2_XXS), {256, 2}, std::string(132, '\0'));
   for (auto [key, value] : {std::pair{"block_count", 1}, {"embedding_length", 256}, {"feed_forward_length", 256},
                             {"context_length", 64}, {"attention.head_count", 4}})
-    iq3.add_u32(std::string("qwen2.") + key, uint32_t(value));
-  iq3.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
-  EXPECT_THAT(error_for(iq3),
-              AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ3_S is not supported")));
+    unsupported.add_u32(std::string("qwen2.") + key, uint32_t(value));
+  unsupported.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  EXPECT_THAT(error_for(unsupported),
+              AllOf(HasSubstr("tensor \"token_embd.weight\""), HasSubstr("ggml type IQ2_XXS is not supported")));
 
   GgufWriter no_layers;
   no_layers.add_string("general.architecture", "llama");

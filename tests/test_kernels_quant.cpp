@@ -1,5 +1,5 @@
-// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128, Q3_K, Q2_K, IQ4_NL and
-// IQ4_XS; pack_rows, include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize()
+// Block-quantized weights on the GPU (kernels::WeightType Q8_0 ... Q6_K, Q4_G, Q4_G128, Q3_K, Q2_K, IQ4_NL,
+// IQ4_XS, IQ3_XXS and IQ3_S; pack_rows, include/blocks.wgsl): the embedding gather bit for bit against model/quant.h's dequantize()
 // (Q4_G, Q4_G128: the float64 reference), and the products (decode M = 1..4 in linear_q_matvec.wgsl, batched decode
 // steps in linear_rows.wgsl, prompts in linear_tiled.wgsl, whole and shared out) against a float64 product over the dequantized
 // weights, on random blocks with extreme scales (zero, f16 subnormal, tiny, huge, negative). Every output buffer is
@@ -42,6 +42,7 @@ const TypeCase kTypes[] = {
     {WeightType::Q5_K, GgmlType::Q5_K}, {WeightType::Q6_K, GgmlType::Q6_K}, {WeightType::Q4_G, std::nullopt},
     {WeightType::Q4_G128, std::nullopt}, {WeightType::Q3_K, GgmlType::Q3_K},
     {WeightType::Q2_K, GgmlType::Q2_K}, {WeightType::IQ4_NL, GgmlType::IQ4_NL}, {WeightType::IQ4_XS, GgmlType::IQ4_XS},
+    {WeightType::IQ3_XXS, GgmlType::IQ3_XXS}, {WeightType::IQ3_S, GgmlType::IQ3_S},
 };
 
 std::string type_label(const ::testing::TestParamInfo<TypeCase>& info) {
@@ -310,17 +311,18 @@ TEST_P(QuantKernel, PromptProductsMatchFloat64) {
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantKernel, ::testing::ValuesIn(kTypes), type_label);
 
-// The IQ4 types' level table takes workgroup memory in their pipelines only: the other types' product kernels fill
+// The level types' table takes workgroup memory in their pipelines only: the other types' product kernels fill
 // WebGPU's guaranteed 16 KiB with their own arrays, and Dawn counts a workgroup variable even where no branch left
 // by the overrides touches it.
-TEST(QuantKernels, OnlyIq4PipelinesHoldTheLevelTableInWorkgroupMemory) {
+TEST(QuantKernels, OnlyLevelTypePipelinesHoldTheLevelTableInWorkgroupMemory) {
   for (std::string_view kernel : {"embed_vec4", "linear_q_matvec", "linear_rows", "linear_tiled", "linear_tiled_f16"})
-    for (WeightType type : {WeightType::F16, WeightType::Q4_0, WeightType::Q2_K, WeightType::IQ4_NL, WeightType::IQ4_XS}) {
-      bool iq4 = type == WeightType::IQ4_NL || type == WeightType::IQ4_XS;
+    for (WeightType type : {WeightType::F16, WeightType::Q4_0, WeightType::Q2_K, WeightType::IQ4_NL, WeightType::IQ4_XS,
+                            WeightType::IQ3_XXS, WeightType::IQ3_S}) {
+      bool levels = type >= WeightType::IQ4_NL;
       std::string_view source = wgsl_for(kernel, {{"ROWS", 4}, {"WEIGHT_TYPE", double(type)}});
-      EXPECT_EQ(source.find("var<workgroup> iq4_table") != std::string_view::npos, iq4)
+      EXPECT_EQ(source.find("var<workgroup> level_table") != std::string_view::npos, levels)
           << kernel << " " << weight_type_name(type);
-      EXPECT_EQ(source.find("var<private> iq4_table") != std::string_view::npos, !iq4)
+      EXPECT_EQ(source.find("var<private> level_table") != std::string_view::npos, !levels)
           << kernel << " " << weight_type_name(type);
     }
 }
@@ -351,8 +353,8 @@ TEST(QuantKernels, BadShapesAndTypesAreNamed) {
               ThrowsMessage<Error>(HasSubstr("tensor 'blk.0.attn_q.weight' (Q4_0 [2, 32]): 54 bytes, expected 36")));
   EXPECT_THAT([&] { pack_rows(WeightType::Q4_K, bytes, 1, 96, "t"); },
               ThrowsMessage<Error>(HasSubstr("not whole blocks of 256")));
-  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::IQ3_S, "blk.3.ffn_down.weight"); },
-              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as IQ3_S")));
+  EXPECT_THAT([&] { graph::block_weight_type(GgmlType::IQ2_XXS, "blk.3.ffn_down.weight"); },
+              ThrowsMessage<Error>(HasSubstr("tensor 'blk.3.ffn_down.weight' is quantized as IQ2_XXS")));
   auto w = device().create_buffer("W", 4096);
   auto x = device().create_buffer("x", 4096);
   LinearParams p{1, 48, 2, 2, 0, 0, 0};

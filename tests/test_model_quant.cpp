@@ -33,6 +33,7 @@ const std::vector<BlockFormat> kBlockFormats = {
     {GgmlType::Q8_0, {0}},    {GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},
     {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q4_K, {0, 2}}, {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}},
     {GgmlType::Q3_K, {108}},  {GgmlType::Q2_K, {80, 82}}, {GgmlType::IQ4_NL, {0}},  {GgmlType::IQ4_XS, {0}},
+    {GgmlType::IQ3_XXS, {0}}, {GgmlType::IQ3_S, {0}},
 };
 
 // f16 scales the blocks are made with: the largest finite (+-65504), subnormals (smallest, largest,
@@ -213,8 +214,8 @@ TEST(Quant, TypeTable) {
 TEST(Quant, UnsupportedTypeNamesTensorAndType) {
   std::vector<std::byte> bytes(136);
   std::vector<float> out(256);
-  EXPECT_THAT(error_of([&] { dequantize(GgmlType::IQ3_S, std::span(bytes).first(110), out, "tensor \"blk.0.attn_q.weight\""); }),
-              AllOf(HasSubstr("blk.0.attn_q.weight"), HasSubstr("IQ3_S"), HasSubstr("not supported")));
+  EXPECT_THAT(error_of([&] { dequantize(GgmlType::IQ2_XXS, std::span(bytes).first(66), out, "tensor \"blk.0.attn_q.weight\""); }),
+              AllOf(HasSubstr("blk.0.attn_q.weight"), HasSubstr("IQ2_XXS"), HasSubstr("not supported")));
   EXPECT_THAT(error_of([&] { dequantize(GgmlType::Q8_0, std::span(bytes).first(30), std::span(out).first(32), "x"); }),
               HasSubstr("do not hold 32 elements"));
   EXPECT_THAT(error_of([] { quantize(GgmlType::Q5_K, std::vector<float>(256)); }), HasSubstr("no quantizer for ggml type Q5_K"));

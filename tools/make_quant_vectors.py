@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Test vectors for gerbil's ggml block decoders from an independent implementation: llama.cpp's gguf-py.
 
-For every block type gerbil decodes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), this writes
-random blocks and the values gguf-py's `gguf.quants.dequantize` (numpy, written apart from ggml's C) gives them:
-OUT/<TYPE>.blocks (the blocks as a GGUF file stores them) and OUT/<TYPE>.f32 (little-endian float32, one per
-element). Every byte is random but the f16 scales, which are finite: ordinary values and the extremes (zeros of
+For every block type gerbil decodes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+IQ3_XXS, IQ3_S), this writes random blocks and the values gguf-py's `gguf.quants.dequantize` (numpy, written apart
+from ggml's C) gives them: OUT/<TYPE>.blocks (the blocks as a GGUF file stores them) and OUT/<TYPE>.f32
+(little-endian float32, one per element). Every byte is random but the f16 scales, which are finite: ordinary values and the extremes (zeros of
 both signs, subnormals, +-65504). tests/test_model_quant.cpp reads them.
 
     tools/make_quant_vectors.py LLAMA_CPP OUT      (needs numpy; LLAMA_CPP is a llama.cpp source folder)
@@ -19,7 +19,8 @@ BLOCKS = 8  # per type: 2,048 elements of the K-quants, 256 of the others
 SEED = 20261205
 # type: byte offsets of its f16 scales in a block
 SCALES = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q2_K": (80, 82), "Q3_K": (108,),
-          "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_NL": (0,), "IQ4_XS": (0,)}
+          "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_NL": (0,), "IQ4_XS": (0,),
+          "IQ3_XXS": (0,), "IQ3_S": (0,)}
 EXTREMES = (0x0000, 0x8000, 0x0001, 0x03FF, 0x8001, 0x7BFF, 0xFBFF, 0x3C00, 0xB800, 0x2E66)
 
 

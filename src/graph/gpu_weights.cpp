@@ -355,10 +355,12 @@ WeightType block_weight_type(GgmlType type, std::string_view tensor) {
     case GgmlType::Q2_K: return WeightType::Q2_K;
     case GgmlType::IQ4_NL: return WeightType::IQ4_NL;
     case GgmlType::IQ4_XS: return WeightType::IQ4_XS;
+    case GgmlType::IQ3_XXS: return WeightType::IQ3_XXS;
+    case GgmlType::IQ3_S: return WeightType::IQ3_S;
     default: break;
   }
   fail("tensor '{}' is quantized as {}, which gerbil's GPU kernels do not decode (they do Q8_0, Q4_0, Q4_1, Q5_0, "
-       "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", tensor, ggml_type_name(type));
+       "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS and IQ3_S)", tensor, ggml_type_name(type));
 }
 
 std::vector<RowBlock> row_blocks(uint64_t rows, uint64_t row_bytes, uint64_t max_binding_bytes) {

@@ -25,12 +25,12 @@ std::string_view wgsl(std::string_view name) {
 }
 
 std::string_view wgsl_for(std::string_view name, const gpu::Constants& constants) {
-  constexpr std::string_view kPrivate = "var<private> iq4_table", kWorkgroup = "var<workgroup> iq4_table";
+  constexpr std::string_view kPrivate = "var<private> level_table", kWorkgroup = "var<workgroup> level_table";
   std::string_view source = wgsl(name);
   auto type = std::find_if(constants.begin(), constants.end(), [](const auto& c) { return c.first == "WEIGHT_TYPE"; });
-  bool iq4 = type != constants.end() && (type->second == double(WeightType::IQ4_NL) ||
-                                          type->second == double(WeightType::IQ4_XS));
-  if (!iq4) return source;  // every other pipeline, before any search of its source
+  bool levels = type != constants.end() && type->second >= double(WeightType::IQ4_NL) &&
+                type->second <= double(WeightType::IQ3_S);
+  if (!levels) return source;  // every other pipeline, before any search of its source
   size_t at = source.find(kPrivate);
   if (at == std::string_view::npos) return source;
   static std::mutex mutex;

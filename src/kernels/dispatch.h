@@ -28,8 +28,8 @@ Grid fold(uint64_t workgroups, uint32_t max_per_dimension = 65535);
 
 // The embedded WGSL source of kernel `name`; throws if there is none.
 std::string_view wgsl(std::string_view name);
-// The source a pipeline of kernel `name` with these override constants compiles: wgsl(name), with the IQ4 types'
-// level table (include/blocks.wgsl) in workgroup memory where WEIGHT_TYPE is IQ4_NL or IQ4_XS.
+// The source a pipeline of kernel `name` with these override constants compiles: wgsl(name), with the level table
+// (include/blocks.wgsl) in workgroup memory where WEIGHT_TYPE is IQ4_NL, IQ4_XS, IQ3_XXS or IQ3_S.
 std::string_view wgsl_for(std::string_view name, const gpu::Constants& constants);
 const gpu::Pipeline& pipeline(gpu::Device& device, std::string_view name, const gpu::Constants& constants = {});
 

@@ -8,6 +8,7 @@
 
 #include "gerbil/error.h"
 #include "kernels/tuning.h"
+#include "model/iq3.h"
 
 namespace gerbil::kernels {
 namespace {
@@ -45,8 +46,8 @@ bool has_subgroups(const gpu::Device& device) {
 }
 
 void check_weight_type(std::string_view kernel, const std::string& shapes, WeightType type) {
-  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::IQ4_XS))
-    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..16)", kernel,
+  if (static_cast<uint32_t>(type) > static_cast<uint32_t>(WeightType::IQ3_S))
+    fail("kernel '{}' ({}): weight type {} is not f32 (0), f16 (1), bf16 (2) or a block type (3..18)", kernel,
          shapes, static_cast<uint32_t>(type));
 }
 
@@ -143,12 +144,12 @@ uint32_t weight_bytes(WeightType type) {
   fail("weight type {} is not one of f32 (0), f16 (1), bf16 (2)", static_cast<uint32_t>(type));
 }
 
-bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::IQ4_XS; }
+bool is_block_type(WeightType type) { return type >= WeightType::Q8_0 && type <= WeightType::IQ3_S; }
 
 const char* weight_type_name(WeightType type) {
   constexpr const char* kNames[] = {"f32",  "f16",  "bf16", "Q8_0", "Q4_0", "Q4_1",
                                     "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q4_G", "Q4_G128", "Q3_K", "Q2_K",
-                                    "IQ4_NL", "IQ4_XS"};
+                                    "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S"};
   auto index = static_cast<uint32_t>(type);
   return index < std::size(kNames) ? kNames[index] : "invalid";
 }
@@ -172,6 +173,8 @@ constexpr BlockLayout layout_of(WeightType type) {
     case WeightType::Q2_K: return {256, 84, 16, 0, 20};
     case WeightType::IQ4_NL: return {32, 18, 16, 0, 2};
     case WeightType::IQ4_XS: return {256, 136, 16, 0, 8};
+    case WeightType::IQ3_XXS: return {256, 98, 16, 0, 8};
+    case WeightType::IQ3_S: return {256, 110, 16, 0, 8};
     default: return {0, 0, 0, 0, 0};
   }
 }
@@ -291,6 +294,14 @@ BlockParts block_parts(WeightType type, const std::byte* b) {
       for (size_t chunk = 0; chunk < 8; ++chunk) nibbles32(b + 8 + 16 * chunk, codes + 32 * chunk);
       header(0, 8);
       break;
+    case WeightType::IQ3_XXS:
+    case WeightType::IQ3_S: {  // d, 2 zero bytes, the sub-blocks' scales as nibbles of a word
+      std::array<uint8_t, 8> scales;
+      iq3_codes(type == WeightType::IQ3_XXS, b, codes, scales.data());
+      header(0, 2);
+      for (size_t s = 0; s < scales.size(); ++s) parts.header[4 + s / 2] |= std::byte(scales[s] << (4 * (s % 2)));
+      break;
+    }
     case WeightType::Q4_1:
     case WeightType::Q4_G:
     case WeightType::Q4_G128:  // d and m (z) for the block, then 16 bytes of nibbles per 32 elements
@@ -411,6 +422,8 @@ void pack_rows(WeightType type, std::span<const std::byte> ggml, uint64_t rows, 
     case WeightType::Q2_K: return pack_rows_of<WeightType::Q2_K>(ggml, rows, K, packed);
     case WeightType::IQ4_NL: return pack_rows_of<WeightType::IQ4_NL>(ggml, rows, K, packed);
     case WeightType::IQ4_XS: return pack_rows_of<WeightType::IQ4_XS>(ggml, rows, K, packed);
+    case WeightType::IQ3_XXS: return pack_rows_of<WeightType::IQ3_XXS>(ggml, rows, K, packed);
+    case WeightType::IQ3_S: return pack_rows_of<WeightType::IQ3_S>(ggml, rows, K, packed);
     default: break;  // block_layout() has thrown for the others
   }
 }

@@ -26,12 +26,17 @@ namespace gerbil::kernels {
 //            Q5_K d, dmin and the 12 bytes of 6-bit scales and mins; Q6_K its 16 int8 scales, then d and 2 bytes;
 //            Q3_K its 12 bytes of 6-bit scales, then d and 2 bytes; Q2_K its 16 bytes of 4-bit scales and mins, then
 //            d and dmin; Q4_G / Q4_G128 d and the zero point z (an f16 integer); IQ4_NL d; IQ4_XS d, scales_h
-//            and scales_l (8 bytes).
+//            and scales_l (8 bytes); IQ3_XXS / IQ3_S d, 2 zero bytes, then sub-block s's 4-bit scale in nibble s
+//            of a word (8 bytes).
 // Q3_K's 3-bit codes (2 low bits and ggml's separate high bit) and Q2_K's 2-bit ones are kept as nibbles: 4.5 and
 // 4.625 bits a weight on the GPU against the file's 3.44 and 2.63, for one decode shared with the 4-bit types (a
 // 2- or 3-bit layout would need a decode of its own in every product kernel).
 // IQ4_NL's and IQ4_XS's 4-bit codes pick one of 16 non-uniform levels (ggml's kvalues_iq4nl), which blocks.wgsl
-// looks up in workgroup memory (iq4_table): 4.5 and 4.25 bits a weight, as in the file.
+// looks up in workgroup memory (level_table): 4.5 and 4.25 bits a weight, as in the file. IQ3_XXS and IQ3_S take
+// the same path: each element's grid magnitude (one of 8) and sign become a 4-bit code of 16 signed levels
+// (model/quant.h's iq3_codes), under a header of d and the 8 sub-blocks' 4-bit scales (8 bytes): 4.25 bits a
+// weight on the GPU against the file's 3.06 and 3.44, for no decode of their own (their grids of 256 and 512
+// entries would be tables of 1 and 2 KiB in every product kernel's workgroup memory).
 // Q4_G and Q4_G128 are not ggml's: GPTQ and AWQ layers repacked at load into blocks of their groups
 // (model/quant.h's gptq_group_blocks), element d (q - z), so that they take the block types' kernels: blocks of
 // 128 elements (4 chunks under one header, 4.25 bits a weight) where the group size is a multiple of 128, else
@@ -41,7 +46,7 @@ namespace gerbil::kernels {
 enum class WeightType : uint32_t {
   F32 = 0, F16 = 1, BF16 = 2,
   Q8_0 = 3, Q4_0 = 4, Q4_1 = 5, Q5_0 = 6, Q5_1 = 7, Q4_K = 8, Q5_K = 9, Q6_K = 10, Q4_G = 11,
-  Q4_G128 = 12, Q3_K = 13, Q2_K = 14, IQ4_NL = 15, IQ4_XS = 16,
+  Q4_G128 = 12, Q3_K = 13, Q2_K = 14, IQ4_NL = 15, IQ4_XS = 16, IQ3_XXS = 17, IQ3_S = 18,
 };
 
 // The linear kernels take their decoding (matrix-vector) paths up to this many rows M (linear.wgsl's MATVEC_ROWS);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "gerbil/error.h"
+#include "model/iq3.h"
 
 namespace gerbil {
 
@@ -33,10 +34,10 @@ constexpr std::array kTypes = {
     GgmlTypeInfo{GgmlType::Q8_K, "Q8_K", kQK_K, 292, false},
     GgmlTypeInfo{GgmlType::IQ2_XXS, "IQ2_XXS", kQK_K, 66, false},
     GgmlTypeInfo{GgmlType::IQ2_XS, "IQ2_XS", kQK_K, 74, false},
-    GgmlTypeInfo{GgmlType::IQ3_XXS, "IQ3_XXS", kQK_K, 98, false},
+    GgmlTypeInfo{GgmlType::IQ3_XXS, "IQ3_XXS", kQK_K, 98, true},
     GgmlTypeInfo{GgmlType::IQ1_S, "IQ1_S", kQK_K, 50, false},
     GgmlTypeInfo{GgmlType::IQ4_NL, "IQ4_NL", kQK, 18, true},
-    GgmlTypeInfo{GgmlType::IQ3_S, "IQ3_S", kQK_K, 110, false},
+    GgmlTypeInfo{GgmlType::IQ3_S, "IQ3_S", kQK_K, 110, true},
     GgmlTypeInfo{GgmlType::IQ2_S, "IQ2_S", kQK_K, 82, false},
     GgmlTypeInfo{GgmlType::IQ4_XS, "IQ4_XS", kQK_K, 136, true},
     GgmlTypeInfo{GgmlType::I8, "I8", 1, 1, false},
@@ -241,6 +242,21 @@ void block_iq4_xs(const std::byte* b, float* y) {
   for (uint32_t s = 0; s < kQK_K / kQK; ++s) iq4_levels32(b + 8 + 16 * s, d * float(iq4_xs_scale(b, s)), y + kQK * s);
 }
 
+// IQ3_XXS / IQ3_S: d (0.5 + scale) 0.5 or d (1 + 2 scale) times each element's level (model/iq3.h), as ggml
+// computes them: the scale times the magnitude is exact in f32, and the sign flips it.
+template <GgmlType kType>
+void block_iq3(const std::byte* b, float* y) {
+  std::array<uint8_t, kQK_K> codes;
+  std::array<uint8_t, kQK_K / kQK> scales;
+  constexpr bool kXxs = kType == GgmlType::IQ3_XXS;
+  iq3_codes(kXxs, b, codes.data(), scales.data());
+  float d = load_f16(b);
+  for (uint32_t s = 0; s < scales.size(); ++s) {
+    float db = kXxs ? d * (0.5f + float(scales[s])) * 0.5f : d * float(1 + 2 * scales[s]);
+    for (uint32_t i = kQK * s; i < kQK * (s + 1); ++i) y[i] = db * float(iq3_level(kXxs, codes[i]));
+  }
+}
+
 using BlockDecoder = void (*)(const std::byte*, float*);
 
 BlockDecoder block_decoder(GgmlType type) {
@@ -257,6 +273,8 @@ BlockDecoder block_decoder(GgmlType type) {
     case GgmlType::Q2_K: return block_q2_k;
     case GgmlType::IQ4_NL: return block_iq4_nl;
     case GgmlType::IQ4_XS: return block_iq4_xs;
+    case GgmlType::IQ3_XXS: return block_iq3<GgmlType::IQ3_XXS>;
+    case GgmlType::IQ3_S: return block_iq3<GgmlType::IQ3_S>;
     default: return nullptr;
   }
 }

@@ -1,6 +1,6 @@
 // ggml's tensor element types (the type ids GGUF files store) and CPU dequantization of the ones gerbil
-// supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL
-// and IQ4_XS, laid out byte for byte as ggml's ggml-common.h defines them (little-endian, f16 scales). A block of
+// supports: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS, IQ3_XXS and IQ3_S, laid out byte for byte as ggml's ggml-common.h defines them (little-endian, f16 scales). A block of
 // `block_size` elements takes `block_bytes` bytes; a row's length must be a multiple of block_size.
 // Also the int4 group formats of Hugging Face checkpoints: AutoAWQ's GEMM layout, repacked into GPTQ's.
 #pragma once

@@ -1,9 +1,11 @@
 #include "reference/quant.h"
 
+#include <bit>
 #include <cmath>
 #include <functional>
 
 #include "gerbil/error.h"
+#include "model/iq3.h"
 
 namespace gerbil::reference {
 
@@ -43,6 +45,11 @@ std::pair<unsigned, unsigned> k_scale_min(const uint8_t* packed, size_t s) {
 // IQ4_NL's and IQ4_XS's 16 levels, the values a 4-bit code stands for (llama.cpp's kvalues_iq4nl): a non-uniform
 // grid of int8 values, denser near zero.
 constexpr int kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ3_XXS's and IQ3_S's element i: its grid entry's magnitude at position i % 4, negative where its sign bit says.
+double iq3_magnitude(std::string_view grid, const int* magnitudes, unsigned entry, size_t i) {
+  return magnitudes[gerbil::iq3_magnitude_index(grid, entry, unsigned(i % 4))];
+}
 
 const std::vector<Format>& formats() {
   static const std::vector<Format> all = {
@@ -119,6 +126,31 @@ const std::vector<Format>& formats() {
          unsigned top = ((unsigned(b[2]) | unsigned(b[3]) << 8) >> (2 * s)) & 3u;
          double scale = double(low + 16 * top) - 32;
          return half_at(b) * scale * double(kIq4Levels[nibble32(b + 8 + 16 * s, i % 32)]);
+       }},
+      {"IQ3_XXS", 98, 256,
+       [](const uint8_t* b, size_t i) {
+         // d, qs[64] (one 8-bit grid entry per 4 elements), then a word per sub-block s = i / 32: bits 7 k .. 7 k + 6
+         // are the signs of its elements 8 k .. 8 k + 6 (bit set: negative), element 8 k + 7's sign makes the count
+         // of minus signs among the 8 even, and the top 4 bits are a scale ls: d (ls + 1/2) / 2 times the value.
+         size_t s = i / 32, j = i % 32;
+         uint32_t word = word_at(b + 66 + 4 * s);
+         unsigned field = (word >> (7 * (j / 8))) & 127u;
+         unsigned parity = unsigned(std::popcount(field)) & 1u;
+         bool negative = j % 8 == 7 ? parity != 0 : ((field >> (j % 8)) & 1u) != 0;
+         double value = iq3_magnitude(gerbil::kIq3XxsGrid, gerbil::kIq3XxsMagnitudes, b[2 + i / 4], i);
+         return half_at(b) * (double(word >> 28) + 0.5) / 2 * (negative ? -value : value);
+       }},
+      {"IQ3_S", 110, 256,
+       [](const uint8_t* b, size_t i) {
+         // d, qs[64] (the low 8 bits of one grid entry per 4 elements), qh[8] (bit q of byte s: the ninth bit of quad
+         // q of sub-block s = i / 32), signs[32] (bit i % 8 of byte i / 8: negative), scales[4] (sub-block s's 4-bit
+         // ls in the low nibble of byte s / 2 for even s, the high one for odd): d (2 ls + 1) times the value.
+         size_t s = i / 32, quad = (i % 32) / 4;
+         unsigned entry = b[2 + i / 4] | (((b[66 + s] >> quad) & 1u) << 8);
+         bool negative = ((b[74 + i / 8] >> (i % 8)) & 1u) != 0;
+         unsigned ls = (b[106 + s / 2] >> (4 * (s % 2))) & 15u;
+         double value = iq3_magnitude(gerbil::kIq3SGrid, gerbil::kIq3SMagnitudes, entry, i);
+         return half_at(b) * double(2 * ls + 1) * (negative ? -value : value);
        }},
       {"Q6_K", 210, 256,
        [](const uint8_t* b, size_t i) {

@@ -16,7 +16,7 @@ namespace gerbil::reference {
 double f16_value(uint16_t bits);
 
 // Dequantizes whole blocks of FORMAT ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
-// "IQ4_NL", "IQ4_XS", and gerbil's "Q4_G" and "Q4_G128", model/quant.h's gptq_group_blocks);
+// "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S", and gerbil's "Q4_G" and "Q4_G128", model/quant.h's gptq_group_blocks);
 // throws for other names or a byte count that is not a whole number of blocks.
 std::vector<double> dequantize_blocks(std::string_view format, std::span<const uint8_t> bytes);
 

@@ -1,4 +1,4 @@
-// Linear for decoding (M <= 4 rows) with block-quantized weights (WEIGHT_TYPE 3..16, include/blocks.wgsl): the
+// Linear for decoding (M <= 4 rows) with block-quantized weights (WEIGHT_TYPE 3..18, include/blocks.wgsl): the
 // contract of linear.wgsl,
 //   out[m, out_col + n] = sum_k x[m, k] * W[n, k] + bias[n] (+ residual[m, out_col + n]),  n < N,
 // with W's rows in kernels::pack_rows()'s layout (K a multiple of the block size). No fusions: the graph
@@ -79,9 +79,9 @@ fn staged_quad(m: u32, c: u32, q: u32) -> u32 {
 // of quants itself for 4-bit formats (Q4_0, Q4_1, Q4_K, Q4_G, Q4_G128: quad q < 4 the low nibbles of word q, else
 // the high nibbles of word q - 4), and the quad's biased quants as bytes (quad_bytes) for the others. Fields that
 // end above bit 22 are taken from the word shifted right by field_shift(). IQ4_NL's and IQ4_XS's codes pick
-// levels (iq4_table), which need the code itself: their quads are quad_quants' values, at bit 0.
+// levels (level_table), as do IQ3_XXS's and IQ3_S's, which need the code itself: their quads are quad_quants' values, at bit 0.
 fn nibbles_in_place() -> bool {
-  return chunk_quant_words() == 4u && chunk_high_words() == 0u && !is_iq4();  // nibbles with no high bits
+  return chunk_quant_words() == 4u && chunk_high_words() == 0u && !has_levels();  // nibbles with no high bits
 }
 
 fn field_shift() -> u32 {
@@ -99,7 +99,7 @@ fn field_shifted(quad: u32) -> vec4<bool> {
 }
 
 fn field_bits(quad: u32) -> vec4<u32> {
-  if (is_iq4()) {
+  if (has_levels()) {
     return vec4<u32>(0u);
   }
   if (nibbles_in_place()) {
@@ -127,7 +127,7 @@ const FIELD_HIGH_BITS: u32 = 0xFF800000u; // sign and exponent
 
 // Quad `quad`'s values (v - quad_zero()) 2^field_bits(quad) from its words.
 fn field_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
-  if (is_iq4()) {
+  if (has_levels()) {
     return quad_quants(quant, high, quad);
   }
   let word = select(quad_bytes(quant, high, quad), quant, nibbles_in_place());

@@ -1,6 +1,7 @@
-// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..16: Q8_0, Q4_0, Q4_1,
+// Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..18: Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128), Q3_K and Q2_K, whose 3- and
-// 2-bit codes are kept as nibbles, IQ4_NL and IQ4_XS; see kernels::WeightType for the layout). The including kernel
+// 2-bit codes are kept as nibbles, IQ4_NL, IQ4_XS, and IQ3_XXS and IQ3_S, whose grid entries are kept as nibble codes
+// of signed levels; see kernels::WeightType for the layout). The including kernel
 // declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
 // `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
@@ -9,8 +10,8 @@
 //   scale[quad / 4] * q[i] - offset[quad / 4],
 // every product exact in f32 (an f16 times integers of at most 25 bits together; IQ4_XS's d (scale - 32) times a
 // level rounds once, as ggml's does), so a kernel that computes that expression gets ggml's dequantized value bit for
-// bit, and a dot product can take the scale out of its sum. IQ4_NL's and IQ4_XS's q are the levels their codes pick
-// (iq4_table). A kernel that includes this calls load_block_tables() at the start of its entry point.
+// bit, and a dot product can take the scale out of its sum. IQ4_NL's, IQ4_XS's, IQ3_XXS's and IQ3_S's q are the
+// levels their codes pick (level_table). A kernel that includes this calls load_block_tables() at the start of its entry point.
 // Integers become floats through the 2^23 trick (byte_floats), integer and float adds only: GPUs convert
 // integers to floats at a quarter of their add rate, which a 4-bit decode at memory speed cannot afford.
 
@@ -29,7 +30,7 @@ struct BlockRow {
 
 fn block_elements() -> u32 {
   switch (WEIGHT_TYPE) {
-    case 8u, 9u, 10u, 13u, 14u, 16u: { return 256u; }
+    case 8u, 9u, 10u, 13u, 14u, 16u, 17u, 18u: { return 256u; }
     case 12u: { return 128u; }
     default: { return 32u; }
   }
@@ -51,12 +52,13 @@ fn chunk_high_words() -> u32 {
 
 // Bytes of a block's header: d (f16); d, m (Q4_G / Q4_G128: d, z); d, dmin and 12 bytes of 6-bit scales and
 // mins; Q6_K's 16 int8 scales, d and 2 bytes of padding; Q3_K's 12 bytes of 6-bit scales, d and 2 bytes of padding;
-// Q2_K's 16 bytes of 4-bit scales and mins, d and dmin; IQ4_NL's d; IQ4_XS's d, scales_h and scales_l.
+// Q2_K's 16 bytes of 4-bit scales and mins, d and dmin; IQ4_NL's d; IQ4_XS's d, scales_h and scales_l; IQ3_XXS's and
+// IQ3_S's d, 2 zero bytes and the 8 4-bit scales of their sub-blocks.
 fn header_bytes() -> u32 {
   switch (WEIGHT_TYPE) {
     case 3u, 4u, 6u, 15u: { return 2u; }
     case 5u, 7u, 11u, 12u: { return 4u; }
-    case 16u: { return 8u; }
+    case 16u, 17u, 18u: { return 8u; }
     case 8u, 9u, 13u: { return 16u; }
     default: { return 20u; }
   }
@@ -142,33 +144,43 @@ fn quad_zero() -> f32 {
 
 fn quad_quants(quant: u32, high: u32, quad: u32) -> vec4<f32> {
   let bytes = quad_bytes(quant, high, quad);
-  if (is_iq4()) {
-    return vec4<f32>(iq4_table[bytes & 0xFu], iq4_table[(bytes >> 8u) & 0xFu], iq4_table[(bytes >> 16u) & 0xFu],
-                     iq4_table[bytes >> 24u]);
+  if (has_levels()) {
+    return vec4<f32>(level_table[bytes & 0xFu], level_table[(bytes >> 8u) & 0xFu],
+                     level_table[(bytes >> 16u) & 0xFu], level_table[bytes >> 24u]);
   }
   return byte_floats(bytes, quad_zero());
 }
 
-fn is_iq4() -> bool {
-  return WEIGHT_TYPE == 15u || WEIGHT_TYPE == 16u;
+// Types whose 4-bit codes pick one of 16 levels: IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S.
+fn has_levels() -> bool {
+  return WEIGHT_TYPE >= 15u && WEIGHT_TYPE <= 18u;
 }
 
-// IQ4_NL / IQ4_XS: the level each 4-bit code picks (ggml's kvalues_iq4nl), a grid denser near zero. Kept in
-// workgroup memory, 16 words in 16 banks, so that a warp's lookups never conflict (WGSL has no other cheap table:
-// a constant array indexed at run time becomes memory private to each thread). Declared private here, unused;
-// kernels::wgsl_for() makes it a workgroup variable in the IQ4 types' pipelines only: Dawn counts a workgroup
-// variable against the adapter's limit even where only a branch an override rules out touches it, and the product
-// kernels' own arrays already take WebGPU's guaranteed 16 KiB.
+// The levels of each type's codes: IQ4_NL / IQ4_XS ggml's kvalues_iq4nl, a grid denser near zero; IQ3_XXS / IQ3_S
+// their grids' 8 magnitudes, negated below code 8 (model/iq3.h's iq3_level). Kept in workgroup memory, 16 words in
+// 16 banks, so that a warp's lookups never conflict (WGSL has no other cheap table: a constant array indexed at run
+// time becomes memory private to each thread). Declared private here, unused; kernels::wgsl_for() makes it a
+// workgroup variable in these types' pipelines only: Dawn counts a workgroup variable against the adapter's limit
+// even where only a branch an override rules out touches it, and the product kernels' own arrays already take
+// WebGPU's guaranteed 16 KiB.
 const IQ4_LEVELS = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0,
                                   53.0, 69.0, 89.0, 113.0);
-var<private> iq4_table: array<f32, 16>;
+const IQ3_XXS_LEVELS = array<f32, 16>(-62.0, -52.0, -44.0, -36.0, -28.0, -20.0, -12.0, -4.0, 4.0, 12.0, 20.0, 28.0,
+                                      36.0, 44.0, 52.0, 62.0);
+const IQ3_S_LEVELS = array<f32, 16>(-15.0, -13.0, -11.0, -9.0, -7.0, -5.0, -3.0, -1.0, 1.0, 3.0, 5.0, 7.0, 9.0, 11.0,
+                                    13.0, 15.0);
+var<private> level_table: array<f32, 16>;
 
-// Every kernel that decodes blocks calls this first, in uniform control flow: the IQ4 types' table is filled
+// Every kernel that decodes blocks calls this first, in uniform control flow: the level types' table is filled
 // (and a barrier passed) before any lookup.
 fn load_block_tables(lid: u32) {
-  if (is_iq4()) {
+  if (has_levels()) {
     if (lid < 16u) {
-      iq4_table[lid] = IQ4_LEVELS[lid];
+      switch (WEIGHT_TYPE) {
+        case 17u: { level_table[lid] = IQ3_XXS_LEVELS[lid]; }
+        case 18u: { level_table[lid] = IQ3_S_LEVELS[lid]; }
+        default: { level_table[lid] = IQ4_LEVELS[lid]; }
+      }
     }
     workgroupBarrier();
   }
@@ -196,7 +208,7 @@ fn chunk_header(r: BlockRow, c: u32) -> vec4<u32> {
     case 3u, 4u, 6u, 15u: {
       return vec4<u32>(block_word(r.headers + b / 2u), 0u, 0u, 0u);
     }
-    case 16u: {
+    case 16u, 17u, 18u: {
       return vec4<u32>(block_word(r.headers + 2u * b), block_word(r.headers + 2u * b + 1u), 0u, 0u);
     }
     case 5u, 7u, 11u, 12u: {
@@ -234,6 +246,14 @@ fn chunk_scale_of(h: vec4<u32>, c: u32) -> ChunkScale {
       let j = c % 8u;
       let scale = ((h.y >> (4u * j)) & 0xFu) | (((h.x >> (16u + 2u * j)) & 3u) << 4u);
       return ChunkScale(vec2<f32>(unpack2x16float(h.x).x * f32(i32(scale) - 32)), vec2<f32>(0.0));
+    }
+    case 17u, 18u: {
+      // IQ3_XXS: d (ls + 1/2) / 2, IQ3_S: d (2 ls + 1), ls the 4-bit scale in nibble j of the second word; exact
+      // in f32 (11 and 5 bits), as ggml's.
+      let ls = f32((h.y >> (4u * (c % 8u))) & 0xFu);
+      let d = unpack2x16float(h.x).x;
+      return ChunkScale(vec2<f32>(select(d * (2.0 * ls + 1.0), d * (2.0 * ls + 1.0) * 0.25, WEIGHT_TYPE == 17u)),
+                        vec2<f32>(0.0));
     }
     case 5u, 7u: {
       let head = unpack2x16float(h.x);
