@@ -2,7 +2,7 @@
 """A GGUF file of random quantized weights in a real model's shapes, for speed measurements only.
 
     bench/device/random_gguf.py {llama3-8b|qwen2.5-0.5b|tiny} \
-        {F16|Q4_0|Q4_K_M|Q3_K_M|Q2_K|IQ4_XS|IQ4_NL|Q8_0|Q6_K|Q4_K} OUT.gguf
+        {F16|Q4_0|Q4_K_M|Q3_K_M|Q2_K|IQ4_XS|IQ4_NL|IQ3_M|IQ3_XXS|Q8_0|Q6_K|Q4_K} OUT.gguf
 
 Every block is random bytes with its scales set to a small f16 (so activations stay finite), laid out as
 ggml-common.h defines the type (F16: random signs and mantissas under one exponent per matrix); norms are ones, biases zeros. Q4_K_M follows llama-quantize's mix: Q6_K for the
@@ -12,7 +12,8 @@ ffn_down Q5_K in the first sixteenth of the layers and Q4_K after, attn_v Q5_K i
 after, Q3_K elsewhere; Q2_K as well: Q6_K for the output, Q3_K for attn_output and ffn_down, attn_v Q4_K where
 four or more query heads share a KV head (Q3_K otherwise), Q2_K elsewhere; IQ4_XS and IQ4_NL: Q6_K for the output,
 attn_v Q5_K where four or more query heads share a KV head, the type itself elsewhere (IQ4_XS's 6-bit sub-block
-scales are random bytes too).
+scales are random bytes too); IQ3_M as llama-quantize makes it: Q6_K for the output, Q4_K for attn_output and
+attn_v, IQ3_S elsewhere (the grid entries, signs and 4-bit scales random too).
 Rows that are not whole 256-element super-blocks take llama-quantize's stand-ins (K_FALLBACK;
 Q3_K's and Q2_K's, IQ4_NL, is not written here: Q3_K_M and Q2_K are for shapes whose rows are whole super-blocks, llama3-8b). The
 tokenizer is "none" with the vocabulary's size, which llama.cpp fills with dummy tokens (so llama-bench runs the
@@ -33,7 +34,7 @@ SHAPES = {  # hidden, intermediate, layers, heads, kv heads, head_dim, vocab, ti
 TYPES = {"F16": (1, 1, 2, ()), "Q4_0": (2, 32, 18, (0,)), "Q5_0": (6, 32, 22, (0,)), "Q8_0": (8, 32, 34, (0,)),
          "Q5_1": (7, 32, 24, (0, 2)), "Q2_K": (10, 256, 84, (80, 82)), "Q3_K": (11, 256, 110, (108,)), "Q4_K": (12, 256, 144, (0, 2)),
          "Q5_K": (13, 256, 176, (0, 2)), "IQ4_NL": (20, 32, 18, (0,)), "IQ4_XS": (23, 256, 136, (0,)),
-         "Q6_K": (14, 256, 210, (208,))}
+         "Q6_K": (14, 256, 210, (208,)), "IQ3_XXS": (18, 256, 98, (0,)), "IQ3_S": (21, 256, 110, (0,))}
 # llama-quantize's stand-ins for rows that are not whole 256-element super-blocks (Qwen2.5-0.5B's 896).
 K_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
 CHUNK = 1 << 26  # random.randbytes takes at most 2^28 bytes at once
@@ -95,6 +96,10 @@ def main():
             if role == "attn_v":
                 return "Q4_K" if heads // kv >= 4 else "Q3_K"
             return "Q3_K" if role in ("attn_output", "ffn_down") else "Q2_K"
+        if quant == "IQ3_M":
+            if role == "output":
+                return "Q6_K"
+            return "Q4_K" if role in ("attn_output", "attn_v") else "IQ3_S"
         if quant in ("IQ4_XS", "IQ4_NL"):
             if role == "output":
                 return "Q6_K"
