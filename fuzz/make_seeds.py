@@ -57,6 +57,24 @@ def small_tokenizer(path, keep):
     return json.dumps(tok, ensure_ascii=False, indent=1)
 
 
+def iq3_gguf():
+    """A GGUF v3 file of one IQ3_XXS and one IQ3_S tensor of 256 elements each (ggml ids 18 and 21; 98 and 110
+    bytes a block), every byte but the f16 scale (1.0) counting up, so that the dequantizers run on it."""
+    def string(s):
+        return struct.pack("<Q", len(s)) + s.encode()
+    tensors = [("iq3_xxs", 18, 98), ("iq3_s", 21, 110)]
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0)
+    offset = 0
+    for name, type_id, size in tensors:
+        out += string(name) + struct.pack("<IQIQ", 1, 256, type_id, offset)
+        offset += (size + 31) // 32 * 32
+    out += bytes(-len(out) % 32)
+    for _, _, size in tensors:
+        block = struct.pack("<e", 1.0) + bytes(i * 7 % 256 for i in range(size - 2))
+        out += block + bytes(-size % 32)
+    return out
+
+
 def main():
     long_models = ROOT / "tests" / "data" / "long"  # rope scalings (YaRN, LongRoPE) the fixtures do not have
     for model in sorted(p for folder in (FIXTURES, long_models) for p in folder.iterdir() if (p / "config.json").exists()):
@@ -66,6 +84,7 @@ def main():
               config + (SEPARATOR + generation.read_text() if generation.exists() else ""))
         if (model / "model.safetensors").exists():
             write("safetensors", model.name + ".safetensors", small_safetensors(model / "model.safetensors"))
+    write("gguf", "iq3.gguf", iq3_gguf())
     for name in ("qwen3", "llama3", "llama2", "gemma3"):
         write("tokenizer", name + ".json", small_tokenizer(TOKENIZERS / name / "tokenizer.json", keep=400))
         config = json.loads((TOKENIZERS / name / "tokenizer_config.json").read_text())

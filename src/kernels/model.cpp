@@ -647,6 +647,8 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // Sums of all M rows for each column a thread holds: 4 columns up to 8 rows (each 4-row read of x feeds 16
   // FMAs), 2 beyond (64 sums a thread would leave too few threads resident).
   if (b.columns == 0) b.columns = M <= 8 ? 4 : 2;
+  // One team a workgroup unless asked: more teams fetch each x row from L2 for more columns, but whether that is
+  // faster has not been measured on a GPU yet (bench/device/session40_teams.sh times it).
   if (b.teams == 0) b.teams = 1;
   auto workgroups = [&] { return ceil_div(N, uint64_t(b.lanes) * b.columns * b.teams); };
   // Slices of 8 columns at one k: a workgroup's 32 slices then share each column's k. On an H200 (2026-12-03,
@@ -671,8 +673,6 @@ RowsBlocking linear_rows_blocking(const gpu::Device& device, uint32_t M, uint32_
   // a time was the fastest on the H200 run above: Qwen's o at 16 rows in Q4_0, 0.0239 ms at 4 pieces (the
   // earlier rule's, 1 column a thread) against 0.0140 at 1; Llama's gate_up 0.217 at 2 against 0.209 at 1.
   if (b.unroll == 0) b.unroll = is_block_type(type) ? 1 : std::max<uint32_t>(1, kRowsInFlight / b.columns);
-  // One team a workgroup unless asked: more teams fetch each x row from L2 for more columns, but whether that is
-  // faster has not been measured on a GPU yet (bench/device/session40_teams.sh times it).
   if (b.columns > kRowsMaxColumns || !std::has_single_bit(b.columns))
     fail("kernel 'linear_rows' ({}): {} columns a thread requested; 1, 2 or 4", shapes(), b.columns);
   if (b.columns < fewest_columns)

@@ -34,7 +34,7 @@ namespace gerbil::kernels {
 // IQ4_NL's and IQ4_XS's 4-bit codes pick one of 16 non-uniform levels (ggml's kvalues_iq4nl), which blocks.wgsl
 // looks up in workgroup memory (level_table): 4.5 and 4.25 bits a weight, as in the file. IQ3_XXS and IQ3_S take
 // the same path: each element's grid magnitude (one of 8) and sign become a 4-bit code of 16 signed levels
-// (model/quant.h's iq3_codes), under a header of d and the 8 sub-blocks' 4-bit scales (8 bytes): 4.25 bits a
+// (model/iq3.h's iq3_codes), under a header of d and the 8 sub-blocks' 4-bit scales (8 bytes): 4.25 bits a
 // weight on the GPU against the file's 3.06 and 3.44, for no decode of their own (their grids of 256 and 512
 // entries would be tables of 1 and 2 KiB in every product kernel's workgroup memory).
 // Q4_G and Q4_G128 are not ggml's: GPTQ and AWQ layers repacked at load into blocks of their groups

@@ -1,10 +1,10 @@
 // ggml's IQ3_XXS and IQ3_S blocks taken apart into signed 4-bit codes, for the CPU decoders (model/quant.cpp), the
 // GPU's layout (kernels::pack_rows) and the float64 references (reference/quant.cpp, which reads only the grids).
 //
-// The grids, data of the formats themselves: a block's 8-bit (IQ3_XXS) or
-// 9-bit (IQ3_S) index picks an entry of 4 magnitudes, each one of the type's 8 (kIq3XxsMagnitudes, kIq3SMagnitudes). Written as gguf-py
-// writes them: one hex digit per value, the index (0..7) of its magnitude, entry e in digits 4e .. 4e + 3 with
-// values 1, 0, 3, 2 in that order (two digits make a byte whose low nibble holds the earlier value).
+// The grids, data of the formats themselves: a block's 8-bit (IQ3_XXS) or 9-bit (IQ3_S) index picks an entry of 4
+// magnitudes, each one of the type's 8 (kIq3XxsMagnitudes, kIq3SMagnitudes). Written as gguf-py writes them: one hex
+// digit per value, the index (0..7) of its magnitude, entry e in digits 4e .. 4e + 3 with values 1, 0, 3, 2 in that
+// order (two digits make a byte whose low nibble holds the earlier value).
 #pragma once
 
 #include <bit>

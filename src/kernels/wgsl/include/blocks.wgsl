@@ -1,7 +1,7 @@
 // Decoding of ggml's block formats in the GPU layout kernels::pack_rows() makes (WEIGHT_TYPE 3..18: Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_G / Q4_G128 (GPTQ / AWQ groups in blocks of 32 / 128), Q3_K and Q2_K, whose 3- and
-// 2-bit codes are kept as nibbles, IQ4_NL, IQ4_XS, and IQ3_XXS and IQ3_S, whose grid entries are kept as nibble codes
-// of signed levels; see kernels::WeightType for the layout). The including kernel
+// 2-bit codes are kept as nibbles, IQ4_NL, IQ4_XS, and IQ3_XXS and IQ3_S, whose grid entries are kept as nibble
+// codes of signed levels; see kernels::WeightType for the layout). The including kernel
 // declares WEIGHT_TYPE (weights.wgsl), `fn block_word(i: u32) -> u32`, word i of its weight binding, and
 // `fn block_words4(i: u32) -> vec4<u32>`, words i .. i + 3 for i a multiple of 4 (one 16-byte load).
 // A row of K elements is three runs of words (BlockRow): the quants of its 32-element chunks, their high bits and the
@@ -11,7 +11,8 @@
 // every product exact in f32 (an f16 times integers of at most 25 bits together; IQ4_XS's d (scale - 32) times a
 // level rounds once, as ggml's does), so a kernel that computes that expression gets ggml's dequantized value bit for
 // bit, and a dot product can take the scale out of its sum. IQ4_NL's, IQ4_XS's, IQ3_XXS's and IQ3_S's q are the
-// levels their codes pick (level_table). A kernel that includes this calls load_block_tables() at the start of its entry point.
+// levels their codes pick (level_table). A kernel that includes this calls load_block_tables() at the start of its
+// entry point.
 // Integers become floats through the 2^23 trick (byte_floats), integer and float adds only: GPUs convert
 // integers to floats at a quarter of their add rate, which a 4-bit decode at memory speed cannot afford.
 
