@@ -343,8 +343,8 @@ TEST_F(ShapeErrors, LinearChecksColumnsWeightTypeAndWeightBytes) {
                                          HasSubstr("out_stride 16"))));
   EXPECT_THAT([&] { project({0, 8, 8, 8, 0, 0, 0}, WeightType::F32, any); },
               ThrowsMessage<Error>(HasSubstr("must be positive")));
-  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(17), any); },
-              ThrowsMessage<Error>(HasSubstr("weight type 17")));
+  EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType(19), any); },
+              ThrowsMessage<Error>(HasSubstr("weight type 19")));
   // A block type's rows are whole blocks.
   EXPECT_THAT([&] { project({1, 8, 8, 8, 0, 0, 0}, WeightType::Q8_0, any); },
               ThrowsMessage<Error>(HasSubstr("rows of Q8_0 hold whole blocks of 32 elements, not 8")));
