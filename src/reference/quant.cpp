@@ -46,7 +46,7 @@ std::pair<unsigned, unsigned> k_scale_min(const uint8_t* packed, size_t s) {
 // grid of int8 values, denser near zero.
 constexpr int kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-// IQ3_XXS's and IQ3_S's element i: its grid entry's magnitude at position i % 4, negative where its sign bit says.
+// IQ3_XXS's and IQ3_S's element i without its sign: its grid entry's magnitude at position i % 4.
 double iq3_magnitude(std::string_view grid, const int* magnitudes, unsigned entry, size_t i) {
   return magnitudes[gerbil::iq3_magnitude_index(grid, entry, unsigned(i % 4))];
 }
