@@ -283,5 +283,81 @@ TEST(GpuSampling, FlatRowsDrawTheHostSamplersTokens) {
   }
 }
 
+// Constrained decoding on the GPU (graph::Model::TokenMask): each step picks only among the ids the mask allows,
+// and the mask of each step is asked after the id before it. Here a fifth of the ids, a different fifth after
+// each id, so the unconstrained pick is mostly ruled out. Greedy and seeded draws pick what the host picks from
+// the same logits read back with the ruled-out ones at -inf (the scheduler's host path).
+TEST(GpuSampling, MaskedDecodingPicksWhatTheHostPicksAmongTheAllowedIds) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-llama", .seed = 5});
+  ModelFiles files = ModelFiles::open(dir.path());
+  graph::Model model(test::device(), files, graph::ModelOptions{.context = 64});
+  constexpr uint32_t kSteps = 20;
+  const std::vector<int32_t> prompt = {5, 17, 29, 3};
+  const uint32_t ids = model.token_count();
+  auto allowed = [](int32_t last, uint32_t id) { return (id * 7 + uint32_t(last)) % 5 == 0; };
+
+  // GPU: `first` fed, then kSteps masked picks; every mask is asked once, after the id before it.
+  auto decode_on_gpu = [&](int32_t first, const graph::Model::GpuSampling* sampling) {
+    model.reset();
+    model.forward(prompt);
+    std::vector<int32_t> tokens = {first};
+    size_t masks = 0;
+    graph::Model::TokenMask mask = [&](std::span<uint32_t> bits) {
+      EXPECT_EQ(masks++, tokens.size() - 1) << "a mask asked before the id it follows came back";
+      for (uint32_t id = 0; id < ids; ++id)
+        if (allowed(tokens.back(), id)) bits[id / 32] |= 1u << (id % 32);
+    };
+    auto on_token = [&](int32_t id) {
+      tokens.push_back(id);
+      return true;
+    };
+    if (sampling) {
+      std::vector<int32_t> seen = prompt;
+      seen.push_back(first);
+      model.decode_sampled(first, kSteps, *sampling, SeenTokens::split(seen, prompt.size()), on_token, 0, mask);
+    } else {
+      model.decode_greedy(first, kSteps, on_token, 0, mask);
+    }
+    return tokens;
+  };
+  // Host: the logits of every step read back, the ruled-out ids at -inf, then Sampler's pick.
+  auto decode_on_host = [&](int32_t first, const SamplingParams& settings) {
+    model.reset();
+    model.forward(prompt);
+    Sampler host(settings);
+    std::vector<int32_t> history = prompt, tokens = {first};
+    history.push_back(first);
+    for (uint32_t t = 0; t < kSteps; ++t) {
+      auto logits = model.forward(std::span(&tokens.back(), 1));
+      for (uint32_t id = 0; id < logits.size(); ++id)
+        if (!allowed(tokens.back(), id)) logits[id] = -INFINITY;
+      tokens.push_back(host.sample(logits, SeenTokens::split(history, prompt.size()), uint32_t(history.size() - 1)));
+      history.push_back(tokens.back());
+    }
+    return tokens;
+  };
+  model.reset();
+  const int32_t first = int32_t(test::argmax(model.forward(prompt)));
+
+  auto greedy = decode_on_gpu(first, nullptr);
+  EXPECT_EQ(greedy, decode_on_host(first, {.temperature = 0.0f}));
+  for (size_t t = 1; t < greedy.size(); ++t) EXPECT_TRUE(allowed(greedy[t - 1], uint32_t(greedy[t]))) << "step " << t;
+  std::vector<int32_t> unmasked = {first};
+  model.reset();
+  model.forward(prompt);
+  model.decode_greedy(first, kSteps, [&](int32_t id) {
+    unmasked.push_back(id);
+    return true;
+  });
+  EXPECT_NE(unmasked, greedy);  // the mask changed the answer
+
+  const graph::Model::GpuSampling sampling{.temperature = 0.9f, .top_p = 0.95f, .seed = 7};
+  auto drawn = decode_on_gpu(first, &sampling);
+  EXPECT_EQ(drawn, decode_on_host(first, {.temperature = 0.9f, .top_p = 0.95f, .seed = 7}));
+  for (size_t t = 1; t < drawn.size(); ++t) EXPECT_TRUE(allowed(drawn[t - 1], uint32_t(drawn[t]))) << "step " << t;
+  EXPECT_NE(drawn, greedy);  // drawn, not the best
+}
+
 }  // namespace
 }  // namespace gerbil

@@ -478,6 +478,51 @@ TEST_F(SchedulerTest, LogprobsComeOnePerDeliveredId) {
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(logprobs[i].chosen.id, ids[i]) << "id " << i;
 }
 
+// A constraint that allows a fifth of the ids, a different fifth after each id (so the model's own best is mostly
+// ruled out), and checks that every id it is given was allowed.
+class EveryFifthId final : public TokenConstraint {
+ public:
+  explicit EveryFifthId(int32_t last) : last_(last) {}
+  void mask(std::span<uint8_t> allowed) override {
+    for (size_t id = 0; id < allowed.size(); ++id)
+      if (!allows(int32_t(id))) allowed[id] = 0;
+  }
+  void accept(int32_t id) override {
+    EXPECT_TRUE(allows(id)) << "id " << id << " after " << last_;
+    last_ = id;
+  }
+  bool complete() const override { return true; }
+
+ private:
+  bool allows(int32_t id) const { return (uint32_t(id) * 7 + uint32_t(last_)) % 5 == 0; }
+  int32_t last_;
+};
+
+// A constrained sequence decoding alone picks on the GPU under each step's mask; with log-probabilities asked it
+// draws on the host from the logits read back. Both give the same tokens, greedy and seeded, and not the
+// unconstrained answer.
+TEST_F(SchedulerTest, AConstrainedAnswerIsTheSameDrawnOnTheGpuOrOnTheHost) {
+  const std::vector<int32_t> prompt = {41, 42, 43};
+  Scheduler scheduler(*model_, nullptr);
+  for (float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE(testing::Message() << "temperature " << temperature);
+    auto request = [&](bool logprobs) {
+      SequenceRequest r = greedy_request(prompt, 12);
+      r.options.sampling.temperature = temperature;
+      r.options.sampling.seed = 3;
+      r.constraint = std::make_unique<EveryFifthId>(prompt.back());
+      r.logprobs = logprobs;
+      return r;
+    };
+    std::vector<int32_t> on_gpu = scheduler.run(request(false)).tokens;
+    EXPECT_EQ(on_gpu, scheduler.run(request(true)).tokens);
+    EXPECT_EQ(on_gpu.size(), 12u);
+    SequenceRequest free = request(false);
+    free.constraint.reset();
+    EXPECT_NE(on_gpu, scheduler.run(std::move(free)).tokens);
+  }
+}
+
 // logit_bias moves the draws: +100 on one id makes every greedy token that id, -100 on the unbiased answer's first
 // id makes the first token another; an id past the vocabulary is refused.
 TEST_F(SchedulerTest, LogitBiasMovesTheDraws) {

@@ -1056,6 +1056,41 @@ KernelCheck argmax_check(bool quick) {
       });
 }
 
+// mask_tokens: exact, so the "error" is 0 when every masked logit is NaN, every other logit keeps its bits and
+// the elements past count are untouched, and 1 otherwise. Counts below, at and past a word and a workgroup of
+// ids, a vocabulary's; masks with no id, one id, a few, half and all but one allowed.
+KernelCheck mask_tokens_check(bool quick) {
+  struct Shape {
+    uint32_t count;
+    double density;  // the chance that an id is allowed; 0: one id only
+  };
+  std::vector<Shape> shapes = {{1, 1.0}, {31, 0.5}, {32, 0.0}, {33, 0.9}, {257, 0.5}, {1000, 0.01}, {4097, 0.999}};
+  if (!quick) shapes.push_back({151936, 0.3});
+  return make_check<Shape>(
+      "mask_tokens", 0.5, "NaN exactly where masked, every other bit kept", shapes,
+      [](const Shape& s) { return fmt::format("count={} allowed={}", s.count, s.density); },
+      [](gpu::Device& device, Rng& rng, const Shape& s) {
+        constexpr uint32_t kTail = 5;  // elements past count: must keep their values
+        auto logits = random_floats(rng, s.count + kTail, -10.f, 10.f);
+        std::vector<uint32_t> allowed(token_mask_words(s.count), 0);
+        std::bernoulli_distribution allow(s.density);
+        uint32_t only = uint32_t(rng() % s.count);
+        for (uint32_t i = 0; i < s.count; ++i)
+          if (s.density > 0 ? allow(rng) : i == only) allowed[i / 32] |= 1u << (i % 32);
+        if (s.count % 32) allowed.back() |= ~0u << (s.count % 32);  // bits past count: must not matter
+        auto want = reference::mask_tokens(widen(std::vector<float>(logits.begin(), logits.begin() + s.count)), allowed);
+        Buffers b{device};
+        auto& buffer = b.input("logits", logits);
+        run(device, mask_tokens(device, {&buffer}, {&b.input("allowed", allowed)}, s.count));
+        auto got = b.read(buffer, logits.size());
+        bool ok = true;
+        for (uint32_t i = 0; i < s.count; ++i)
+          ok = ok && (std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == logits[i]);
+        for (uint32_t i = s.count; i < logits.size(); ++i) ok = ok && got[i] == logits[i];
+        return CaseResult{"mask_tokens", fmt::format("count={}", s.count), ok ? 0.0 : 1.0, 0.5};
+      });
+}
+
 // The checks of sample: the chunks' candidates once, then `draws` merges and draws at positions 0, 1, ...,
 // each into its own history slot. A token the reference never keeps, drawn even once, is an infinite error.
 // Where the draw among the best 64 decides (top_k on, or fewer than 64 tokens kept), the token must be the
@@ -1193,7 +1228,7 @@ KernelCheck sample_check(bool quick) {
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
   return {embed_check(quick),        linear_check(quick),   linear_f16_check(quick),     linear_int4_check(quick),
           gated_act_check(quick),    qkv_rope_store_check(quick), flash_attention_check(quick),
-          argmax_check(quick),       sample_check(quick),   linear_fused_check(),        linear_qkv_rope_check()};
+          argmax_check(quick),       mask_tokens_check(quick), sample_check(quick),   linear_fused_check(),        linear_qkv_rope_check()};
 }
 
 }  // namespace gerbil::kernels

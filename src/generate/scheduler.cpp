@@ -37,16 +37,20 @@ StepLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, uint32_t
   return out;
 }
 
+// Which of the model's `logits` ids CONSTRAINT allows next (1) or rules out (0); throws when it allows none.
+std::vector<uint8_t> allowed_ids(TokenConstraint& constraint, size_t logits, size_t generated) {
+  std::vector<uint8_t> allowed(logits, 1);
+  constraint.mask(allowed);
+  if (std::find(allowed.begin(), allowed.end(), 1) == allowed.end())
+    fail("the output constraint allows no token after {} generated tokens", generated);
+  return allowed;
+}
+
 // Sets the logits of the ids CONSTRAINT rules out to -inf; throws when it allows none.
 void apply_constraint(TokenConstraint& constraint, std::span<float> logits, size_t generated) {
-  std::vector<uint8_t> allowed(logits.size(), 1);
-  constraint.mask(allowed);
-  bool any = false;
-  for (size_t i = 0; i < logits.size(); ++i) {
+  std::vector<uint8_t> allowed = allowed_ids(constraint, logits.size(), generated);
+  for (size_t i = 0; i < logits.size(); ++i)
     if (!allowed[i]) logits[i] = -std::numeric_limits<float>::infinity();
-    any = any || allowed[i];
-  }
-  if (!any) fail("the output constraint allows no token after {} generated tokens", generated);
 }
 
 }  // namespace
@@ -440,13 +444,15 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
   return true;
 }
 
-// A sequence decoding alone, with no request able to join it, no constraint and no log-probabilities: its tokens
+// A sequence decoding alone, with no request able to join it and no log-probabilities or logit biases: its tokens
 // are picked on the GPU and the steps queued back to back (graph::Model::decode_greedy / decode_sampled), until it
 // ends or a request arrives that a free slot can take (then it stops, and the next step batches it with the
-// newcomer). Returns false, doing nothing, where the GPU cannot pick with the sequence's settings.
+// newcomer). A constraint goes to the GPU as each step's mask of allowed ids (those steps wait for the id before
+// them, but the logits stay on the GPU). Returns false, doing nothing, where the GPU cannot pick with the
+// sequence's settings.
 bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   Sequence& s = *slot.sequence;
-  if (s.draws_on_host()) return false;
+  if (s.request.logprobs || !s.request.logit_bias.empty()) return false;
   const SamplingParams& p = s.options().sampling;
   // Greedy decoding with penalties is sampling from the best one (top-k 1) after them.
   graph::Model::GpuSampling on_gpu{p.greedy() ? 1.0f : p.temperature,
@@ -470,17 +476,25 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     unblock();
     return true;
   }
+  graph::Model::TokenMask mask;
+  if (s.request.constraint)
+    mask = [&](std::span<uint32_t> bits) {
+      auto allowed = allowed_ids(*s.request.constraint, size_t(model_.config().vocab_size), s.result.tokens.size());
+      for (size_t i = 0; i < std::min<size_t>(allowed.size(), model_.token_count()); ++i)
+        if (allowed[i]) bits[i / 32] |= 1u << (i % 32);
+    };
   auto on_token = [&](int32_t id) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
+    if (s.request.constraint) s.request.constraint->accept(id);
     if (!accept(slot, id)) return false;  // finished: `s` is gone
     deliver(s);
     return !s.cancelled && !newcomer_can_join() && !cancelling_all();
   };
   try {
     if (argmax)
-      model_.decode_greedy(first, steps, on_token, slot.index);
+      model_.decode_greedy(first, steps, on_token, slot.index, mask);
     else
-      model_.decode_sampled(first, steps, on_gpu, s.seen(), on_token, slot.index);
+      model_.decode_sampled(first, steps, on_gpu, s.seen(), on_token, slot.index, mask);
   } catch (const std::exception& e) {
     slot.cached.resize(std::min(slot.cached.size(), size_t(model_.position(slot.index))));
     abandon(slot, e.what());

@@ -56,6 +56,7 @@ struct Model::Buffers {
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
   gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
   gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
+  gpu::Buffer token_mask;             // the ids a masked pick may take, a bit each (kernels::mask_tokens)
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
   gpu::Buffer row_table;              // a batched step's kernels::RowEntry per row (Model::write_row_table())
   gpu::Buffer batch_picks[2];         // read-back buffers of batch_tokens: a step's, and the one queued ahead
@@ -134,14 +135,19 @@ class StepBuilder {
         token_count_(token_count), options_(options), step_(step), T_(step.tokens) {}
 
   // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
-  // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step).
-  void build(bool all_logits, bool greedy_token, const kernels::SampleParams* sampling) {
+  // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step); `masked`:
+  // only among the ids whose bits the host set in Buffers::token_mask before the step (one segment).
+  void build(bool all_logits, bool greedy_token, const kernels::SampleParams* sampling, bool masked) {
     all_logits_ = all_logits;
     embed();
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
     logits(current);
     uint32_t vocab = token_count_;
+    if (masked) {
+      if (batched() || !(greedy_token || sampling)) fail("graph: a masked pick is one segment's argmax or draw");
+      add("mask tokens", kernels::mask_tokens(device_, {&b_.logits}, {&b_.token_mask}, vocab));
+    }
     if (greedy_token && batched()) {
       // Every sequence's argmax in the same two dispatches: row i's id into batch_tokens[i], read back by the
       // host, and into ids[i], the input of segment i's row in the next step of the same slots (Model::speculate).
@@ -805,6 +811,7 @@ void Model::allocate(uint32_t context) {
   b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);
   b.argmax_partials = f32("argmax partials", 2ull * kernels::kArgmaxPartials * options_.slots);
+  b.token_mask = f32("token mask", kernels::token_mask_words(uint32_t(vocab)));
   if (vocab <= kernels::kMaxSampleCount) {
     b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
     b.token_counts = f32("token counts", vocab);
@@ -823,12 +830,11 @@ size_t Model::create_pipelines(std::span<const uint32_t> prompt_lengths) {
     Step step;
     step.segments = shape;
     for (auto [slot, tokens] : shape) step.tokens += tokens;
-    StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, step)
-        .build(output == Output::AllLogits, output == Output::GreedyToken,
-               output == Output::SampledToken ? &sampling_ : nullptr);
+    build(step, output);
   };
   trace({{0, 1}}, Output::LastLogits);
   trace({{0, 1}}, Output::GreedyToken);
+  trace({{0, 1}}, Output::MaskedGreedyToken);
   if (token_count_ <= kernels::kMaxSampleCount) trace({{0, 1}}, Output::SampledToken);
   if (slots() > 1 && batchable_) trace({{0, 1}, {1, 1}}, Output::GreedyToken);
   uint32_t longest = std::min(chunk_, context_);  // a prompt chunk never outgrows the cache
@@ -905,10 +911,16 @@ Model::Step& Model::step(const std::vector<std::pair<uint32_t, uint32_t>>& shape
   step->segments = shape;
   step->row_kernels = row_kernels_ && shape.size() > 1;
   for (auto [slot, tokens] : shape) step->tokens += tokens;
-  StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, *step)
-      .build(output == Output::AllLogits, output == Output::GreedyToken,
-             output == Output::SampledToken ? &sampling_ : nullptr);
+  build(*step, output);
   return *steps_.emplace(std::move(key), std::move(step)).first->second;
+}
+
+void Model::build(Step& step, Output output) {
+  bool greedy = output == Output::GreedyToken || output == Output::MaskedGreedyToken;
+  bool sampled = output == Output::SampledToken || output == Output::MaskedSampledToken;
+  bool masked = output == Output::MaskedGreedyToken || output == Output::MaskedSampledToken;
+  StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, step)
+      .build(output == Output::AllLogits, greedy, sampled ? &sampling_ : nullptr, masked);
 }
 
 void Model::check_segment(const Segment& segment) const {
@@ -1105,8 +1117,8 @@ std::vector<float> Model::run_step(std::span<const Segment> segments, bool all_l
 }
 
 uint32_t Model::decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
-                              uint32_t slot) {
-  return decode_on_gpu(Output::GreedyToken, first, max_steps, on_token, slot);
+                              uint32_t slot, const TokenMask& mask) {
+  return decode_on_gpu(mask ? Output::MaskedGreedyToken : Output::GreedyToken, first, max_steps, on_token, slot, mask);
 }
 
 bool Model::sampling_on_gpu(const GpuSampling& s) const {
@@ -1127,7 +1139,7 @@ void Model::follow_sampling(const GpuSampling& s) {
 }
 
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s, const SeenTokens& seen,
-                               const std::function<bool(int32_t)>& on_token, uint32_t slot) {
+                               const std::function<bool(int32_t)>& on_token, uint32_t slot, const TokenMask& mask) {
   follow_sampling(s);
   // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
   // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
@@ -1140,7 +1152,7 @@ uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampl
       if (known(id)) ++counts[size_t(id)];
     device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
   }
-  return decode_on_gpu(Output::SampledToken, first, max_steps, on_token, slot);
+  return decode_on_gpu(mask ? Output::MaskedSampledToken : Output::SampledToken, first, max_steps, on_token, slot, mask);
 }
 
 namespace {
@@ -1187,7 +1199,7 @@ class ReadsInFlight {
 }  // namespace
 
 uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
-                              const std::function<bool(int32_t)>& on_token, uint32_t slot) {
+                              const std::function<bool(int32_t)>& on_token, uint32_t slot, const TokenMask& mask) {
   check_token_id(config_, first, "first token");
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   discard_speculation();
@@ -1199,8 +1211,10 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
   const uint32_t start = position;
   uint32_t first_id = uint32_t(first);
   device_.write(b.ids, std::span<const uint32_t>(&first_id, 1));
-  // Keep up to `lag` steps queued ahead of the host: enough to hide the read-back round trip.
-  const size_t lag = b.token_ring.size() - 1;
+  // Keep up to `lag` steps queued ahead of the host: enough to hide the read-back round trip. A mask depends on
+  // the ids before it: each masked step waits for the last one's id.
+  const size_t lag = mask ? 0 : b.token_ring.size() - 1;
+  std::vector<uint32_t> allowed(mask ? kernels::token_mask_words(token_count_) : 0);
   uint32_t submitted = 0, produced = 0;
   bool stopped = false, no_token = false;
   {
@@ -1227,6 +1241,11 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
       if (submitted < max_steps && in_flight.size() <= lag) {
         std::pair<uint32_t, uint64_t> need{slot, position + 1};
         reserve_blocks(std::span(&need, 1));
+        if (mask) {
+          std::fill(allowed.begin(), allowed.end(), 0u);
+          mask(allowed);
+          device_.write(b.token_mask, std::span<const uint32_t>(allowed));
+        }
         const gpu::Buffer& ring_slot = b.token_ring[submitted % b.token_ring.size()];
         gpu::Recorder recorder(device_, "decode step");
         record(s, recorder);

@@ -166,8 +166,12 @@ class Model {
   // (and never past the context). Steps already in flight after a stop are discarded: the cache ends up
   // holding `first` and the ids before the last one `on_token` saw. Returns the number of ids produced.
   // Throws, naming the position, when a step's logits are all NaN (the cache keeps the tokens before it).
+  // With a `mask`, each step picks only among the ids it allows: before every step it fills its argument, a bit
+  // per id of token_count() (bit i % 32 of word i / 32; set: allowed; the words start cleared), and the step waits
+  // for the id before it (a constraint's mask depends on it), so masked steps are not queued ahead.
+  using TokenMask = std::function<void(std::span<uint32_t> allowed)>;
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
-                         uint32_t slot = 0);
+                         uint32_t slot = 0, const TokenMask& mask = {});
 
   // decode_greedy() with each token drawn on the GPU (kernels::sample: repetition / presence / frequency
   // penalties over the tokens in `seen` (those before this call, `first` included) and the ones drawn since,
@@ -183,7 +187,8 @@ class Model {
     bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling, const SeenTokens& seen,
-                          const std::function<bool(int32_t)>& on_token, uint32_t slot = 0);
+                          const std::function<bool(int32_t)>& on_token, uint32_t slot = 0,
+                          const TokenMask& mask = {});
   // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
   // temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)
@@ -221,17 +226,18 @@ class Model {
   void warm_up();  // runs a short prompt and a decode step in slot 0 (on a GPU, until its clock is up), then empties it
   // The most step graphs (steps_) kept at once: prompts of many lengths and batches of many compositions.
   size_t max_kept_steps() const { return 8 + 2 * size_t(slots()); }
-  enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken };
+  enum class Output { LastLogits, AllLogits, GreedyToken, SampledToken, MaskedGreedyToken, MaskedSampledToken };
   // A step's shape: (slot, tokens) per segment, and what it outputs.
   using StepKey = std::pair<std::vector<std::pair<uint32_t, uint32_t>>, Output>;
   Step& step(const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output);
   Step& step(uint32_t tokens, Output output, uint32_t slot) { return step({{slot, tokens}}, output); }
+  void build(Step& step, Output output);  // records the graph of `step`'s segments ending with `output`
   // Checks `s` and makes it the settings the sampled steps' uniforms follow (sampling_).
   void follow_sampling(const GpuSampling& s);
   // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
   // back to back, ids read back a few steps behind.
   uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
-                         uint32_t slot);
+                         uint32_t slot, const TokenMask& mask);
   // Writes the segments' ids and records and submits their step with OUTPUT (positions are not advanced).
   Step& submit_step(std::span<const Segment> segments, Output output);
   // Runs one step over SEGMENTS (already checked) and advances their slots; returns the logits rows.

@@ -1380,6 +1380,18 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
   return dispatches;
 }
 
+uint32_t token_mask_words(uint32_t count) { return uint32_t(ceil_div(count, 32)); }
+
+Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding allowed, uint32_t count) {
+  auto shapes = fmt::format("count={}", count);
+  if (count == 0) fail("kernel 'mask_tokens' ({}): no logits", shapes);
+  struct Params {
+    uint32_t count, masked_bits;
+  } p{count, 0x7FC00000u};
+  return prepare(device, "mask_tokens", shapes, {{"logits", logits, count}, {"allowed", allowed, token_mask_words(count)}},
+                 p, fold(ceil_div(count, 256)));
+}
+
 namespace {
 std::string sample_shapes(const SampleParams& p) {
   return fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}", p.count, p.slot, p.top_k,

@@ -392,6 +392,13 @@ constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p);
 
+// mask_tokens.wgsl: sets logits[i] (i < count) to NaN where bit i of `allowed` (bit i % 32 of word i / 32) is
+// clear, so that argmax and sample, which never pick NaN, pick only allowed ids (constrained decoding without
+// the logits read back). Bindings: 0 logits [count] read_write, 1 allowed [ceil(count / 32)] u32, 2 params.
+// Throws for no logits.
+uint32_t token_mask_words(uint32_t count);  // ceil(count / 32)
+Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding allowed, uint32_t count);
+
 // sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
 // generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
 // and random numbers hashed from (seed, position). The drawn token goes to next_ids[0] and history[slot], as

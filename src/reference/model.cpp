@@ -284,4 +284,11 @@ size_t argmax(std::span<const double> values) {
   return best;
 }
 
+std::vector<double> mask_tokens(std::span<const double> logits, std::span<const uint32_t> allowed) {
+  std::vector<double> out(logits.begin(), logits.end());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!(allowed[i / 32] >> (i % 32) & 1)) out[i] = std::numeric_limits<double>::quiet_NaN();
+  return out;
+}
+
 }  // namespace gerbil::reference

@@ -78,6 +78,10 @@ std::vector<double> flash_attention(std::span<const double> Q, std::span<const d
 // The index of the largest value, the lowest on ties; NaN never wins (all NaN: 0).
 size_t argmax(std::span<const double> values);
 
+// The logits with those of the ids not allowed (bit i % 32 of allowed[i / 32] clear) made NaN, which no picker
+// takes: what a constrained step's pick reads (kernels::mask_tokens).
+std::vector<double> mask_tokens(std::span<const double> logits, std::span<const uint32_t> allowed);
+
 // The probability of drawing each token under temperature, top-k (0: off), top-p and min-p sampling as
 // generate/sampler.cpp defines them: candidates in order of higher logit, then lower index (NaN excluded);
 // probabilities over the top_k; top-p keeps the shortest prefix reaching top_p; min-p drops those below
