@@ -1413,6 +1413,7 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
     for (size_t step = 0; step < 4000; ++step) {
       std::fill(allowed.begin(), allowed.end(), 1);
       constraint->mask(allowed);
+      expect_same_bits(*constraint, allowed);
       if (step % check_every == 0) check_mask(grammar, text, allowed);
       std::vector<int32_t> ids, closing;
       for (size_t id = 0; id < allowed.size(); ++id) {
@@ -1431,12 +1432,28 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
       constraint->accept(id);
       if (id == eos()) {
         EXPECT_TRUE(constraint->complete());
+        std::fill(allowed.begin(), allowed.end(), 1);
+        constraint->mask(allowed);
+        EXPECT_EQ(std::count(allowed.begin(), allowed.end(), 1), 1);  // EOS alone after the end
+        expect_same_bits(*constraint, allowed);
         return text;
       }
       text += trie_->bytes(id);
     }
     ADD_FAILURE() << "the walk did not end: " << text;
     return text;
+  }
+
+  // The constraint's mask as bits for the GPU (mask_bits, its words as cached) allows the ids ALLOWED (its
+  // mask()) does, and no id past them.
+  static void expect_same_bits(TokenConstraint& constraint, const std::vector<uint8_t>& allowed) {
+    const size_t ids = allowed.size();
+    std::vector<uint32_t> bits(ids / 32 + 2, 0);  // one word more than the ids need: must stay clear
+    for (size_t id = 0; id < ids; ++id) bits[id / 32] |= uint32_t{1} << (id % 32);
+    constraint.mask_bits(bits, ids);
+    for (size_t id = 0; id < ids; ++id)
+      ASSERT_EQ(bits[id / 32] >> (id % 32) & 1, allowed[id]) << "id " << id;
+    EXPECT_EQ(bits.back(), 0u);
   }
 
   // Every allowed id continues TEXT into a live prefix (EOS: TEXT is complete), and every refused id

@@ -403,9 +403,17 @@ TEST(AfterReasoning, TheSchemaHoldsFromTheReasoningsEnd) {
     std::vector<int32_t> reasoning = tokenizer.encode("A city and days, so {\"city\": ... <");
     reasoning.insert(reasoning.end(), closings[seed - 1].begin(), closings[seed - 1].end());
     std::vector<uint8_t> allowed(tokenizer.vocab_size() + 7);  // a padded vocabulary
+    // The same mask as bits for the GPU (mask_bits): the inner constraint's from </think> on.
+    auto expect_same_bits = [&] {
+      std::vector<uint32_t> bits((allowed.size() + 31) / 32, 0);
+      for (size_t i = 0; i < allowed.size(); ++i) bits[i / 32] |= uint32_t{1} << (i % 32);
+      constraint->mask_bits(bits, allowed.size());
+      for (size_t i = 0; i < allowed.size(); ++i) ASSERT_EQ(bits[i / 32] >> (i % 32) & 1, allowed[i]) << "id " << i;
+    };
     for (int32_t id : reasoning) {
       std::fill(allowed.begin(), allowed.end(), 1);
       constraint->mask(allowed);
+      expect_same_bits();
       EXPECT_EQ(std::count(allowed.begin(), allowed.end(), 0), 1) << "only the end of sequence is ruled out";
       EXPECT_EQ(allowed[eos], 0);
       EXPECT_FALSE(constraint->complete());
@@ -413,6 +421,7 @@ TEST(AfterReasoning, TheSchemaHoldsFromTheReasoningsEnd) {
     }
     std::fill(allowed.begin(), allowed.end(), 1);
     constraint->mask(allowed);
+    expect_same_bits();
     EXPECT_EQ(allowed[*tokenizer.token_id("{")], 1);
     EXPECT_EQ(allowed[*tokenizer.token_id("Hello")], 0) << "the schema holds after </think>";
     std::string text = tokenizer.decode(reasoning) + random_walk(*constraint, tokenizer, eos, seed);

@@ -3,8 +3,10 @@
 // which id was drawn; the sampler then draws only among allowed ids.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace gerbil {
 
@@ -16,6 +18,17 @@ class TokenConstraint {
   // entry is 1 on entry. Clears the entries of the ids that may not come next. End-of-sequence ids are
   // part of this: a constraint allows them only once its text is complete.
   virtual void mask(std::span<uint8_t> allowed) = 0;
+
+  // mask() as a bit per id, for a mask that goes to the GPU (graph::Model::TokenMask): id i is bit i % 32 of
+  // ALLOWED[i / 32], and on entry the bits of ids 0 .. IDS - 1 are set and the rest clear. Clears the bits of the
+  // ids that may not come next. This default goes through mask(); a constraint that keeps its masks as bits
+  // overrides it to skip the byte per id.
+  virtual void mask_bits(std::span<uint32_t> allowed, size_t ids) {
+    std::vector<uint8_t> bytes(ids, 1);
+    mask(bytes);
+    for (size_t i = 0; i < ids; ++i)
+      if (!bytes[i]) allowed[i / 32] &= ~(uint32_t{1} << (i % 32));
+  }
 
   // Advances past ID, which the last mask() allowed.
   virtual void accept(int32_t id) = 0;

@@ -1633,13 +1633,23 @@ class JsonConstraint final : public TokenConstraint {
       for (int32_t id : eos_ids_) allow(allowed, id);
       return;
     }
-    std::string key = state_.key();
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      if (cache_.size() >= kMaxCachedStates) cache_.clear();
-      it = cache_.emplace(std::move(key), compute()).first;
+    apply(current(), allowed);
+  }
+
+  // The cached mask's words as they are, two 32-bit words of `allowed` from each 64-bit one.
+  void mask_bits(std::span<uint32_t> allowed, size_t ids) override {
+    auto set = [&](int32_t id) {
+      if (id >= 0 && static_cast<size_t>(id) < ids) allowed[id / 32] |= uint32_t{1} << (id % 32);
+    };
+    if (ended_ || current().bits.empty()) {
+      std::fill(allowed.begin(), allowed.end(), 0u);
+      for (int32_t id : ended_ ? eos_ids_ : current().ids) set(id);
+      return;
     }
-    apply(it->second, allowed);
+    const CachedMask& mask = current();
+    for (size_t w = 0; w < allowed.size(); ++w)
+      allowed[w] &= w / 2 < mask.bits.size() ? static_cast<uint32_t>(mask.bits[w / 2] >> (32 * (w % 2))) : 0u;
+    for (int32_t id : mask.ids) set(id);
   }
 
   void accept(int32_t id) override {
@@ -1663,6 +1673,17 @@ class JsonConstraint final : public TokenConstraint {
 
   void allow(std::span<uint8_t> allowed, int32_t id) const {
     if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 1;
+  }
+
+  // The mask of the current state, computed once per state (cache_).
+  const CachedMask& current() {
+    std::string key = state_.key();
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      if (cache_.size() >= kMaxCachedStates) cache_.clear();
+      it = cache_.emplace(std::move(key), compute()).first;
+    }
+    return it->second;
   }
 
   CachedMask compute() {

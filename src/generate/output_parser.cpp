@@ -544,6 +544,12 @@ class AfterReasoning final : public TokenConstraint {
       if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 0;
   }
 
+  void mask_bits(std::span<uint32_t> allowed, size_t ids) override {
+    if (reasoned_) return inner_->mask_bits(allowed, ids);
+    for (int32_t id : eos_ids_)
+      if (id >= 0 && static_cast<size_t>(id) < ids) allowed[id / 32] &= ~(uint32_t{1} << (id % 32));
+  }
+
   void accept(int32_t id) override {
     if (reasoned_) return inner_->accept(id);
     if (id >= 0 && static_cast<size_t>(id) < tokenizer_.vocab_size()) tail_ += tokenizer_.token_bytes(id);

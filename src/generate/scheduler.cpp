@@ -37,20 +37,16 @@ StepLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, uint32_t
   return out;
 }
 
-// Which of the model's `logits` ids CONSTRAINT allows next (1) or rules out (0); throws when it allows none.
-std::vector<uint8_t> allowed_ids(TokenConstraint& constraint, size_t logits, size_t generated) {
-  std::vector<uint8_t> allowed(logits, 1);
-  constraint.mask(allowed);
-  if (std::find(allowed.begin(), allowed.end(), 1) == allowed.end())
-    fail("the output constraint allows no token after {} generated tokens", generated);
-  return allowed;
-}
-
 // Sets the logits of the ids CONSTRAINT rules out to -inf; throws when it allows none.
 void apply_constraint(TokenConstraint& constraint, std::span<float> logits, size_t generated) {
-  std::vector<uint8_t> allowed = allowed_ids(constraint, logits.size(), generated);
-  for (size_t i = 0; i < logits.size(); ++i)
+  std::vector<uint8_t> allowed(logits.size(), 1);
+  constraint.mask(allowed);
+  bool any = false;
+  for (size_t i = 0; i < logits.size(); ++i) {
     if (!allowed[i]) logits[i] = -std::numeric_limits<float>::infinity();
+    any = any || allowed[i];
+  }
+  if (!any) fail("the output constraint allows no token after {} generated tokens", generated);
 }
 
 }  // namespace
@@ -479,9 +475,11 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   graph::Model::TokenMask mask;
   if (s.request.constraint)
     mask = [&](std::span<uint32_t> bits) {
-      auto allowed = allowed_ids(*s.request.constraint, size_t(model_.config().vocab_size), s.result.tokens.size());
-      for (size_t i = 0; i < std::min<size_t>(allowed.size(), model_.token_count()); ++i)
-        if (allowed[i]) bits[i / 32] |= 1u << (i % 32);
+      const size_t ids = model_.token_count();
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] = w + 1 < bits.size() || ids % 32 == 0 ? ~0u : (1u << ids % 32) - 1;
+      s.request.constraint->mask_bits(bits, ids);
+      if (std::all_of(bits.begin(), bits.end(), [](uint32_t word) { return word == 0; }))
+        fail("the output constraint allows no token after {} generated tokens", s.result.tokens.size());
     };
   auto on_token = [&](int32_t id) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
