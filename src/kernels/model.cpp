@@ -1142,54 +1142,48 @@ void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvTyp
          uint64_t(p.position_offset) + p.T - 1, p.S);
 }
 
-// flash_attention_block.wgsl's register blocking: each of its 8 x key_threads threads (8 row threads x 8 or
-// 16 key threads) owns rows_per_thread rows (query, q head) of a block of 8 * rows_per_thread and keys_per_thread
-// keys of a tile of key_threads * keys_per_thread. More of either means more arithmetic per workgroup-memory
-// read but more workgroup memory (flash_block_bytes) and registers, and, for rows, fewer workgroups.
+// flash_attention_block.wgsl's register blocking: each of its 128 threads (8 row threads x 16 key threads)
+// owns rows_per_thread rows (query, q head) of a block of 8 * rows_per_thread and keys_per_thread keys of a
+// tile of 16 * keys_per_thread. More of either means more arithmetic per workgroup-memory read but more
+// workgroup memory (flash_block_bytes) and, for rows, fewer workgroups.
 struct FlashBlock {
-  uint32_t rows_per_thread, keys_per_thread, key_threads;
+  uint32_t rows_per_thread, keys_per_thread;
 };
 
 uint32_t flash_block_rows(FlashBlock b) { return 8 * b.rows_per_thread; }
-uint32_t flash_block_keys(FlashBlock b) { return b.key_threads * b.keys_per_thread; }
 
 uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
   uint64_t row = 4 * ceil_div(head_dim, 4) + 4;  // floats per staged Q / K / V row
-  uint64_t rows = flash_block_rows(b), keys = flash_block_keys(b);
-  return 4 * ((rows + keys) * row + rows * (keys + 4) + rows * b.key_threads);
+  uint64_t rows = flash_block_rows(b), keys = 16 * b.keys_per_thread;
+  return 4 * ((rows + keys) * row + rows * (keys + 4) + rows * 16);
 }
 
 constexpr uint64_t kFlashMaxStage = 32;  // flash_attention_block.wgsl MAX_STAGE
-constexpr uint64_t kFlashMaxColumns = 8;  // flash_attention_block.wgsl MAX_COLS: vec4 output columns a thread
 
-// The cache words each of the shader's threads stages in registers of a K / V tile (its STAGE): rows padded to
-// whole vec4s, 1, 2 or 4 elements a word (f32, f16, q8).
+// The cache words each of the shader's 128 threads stages in registers of a K / V tile (its STAGE): rows padded
+// to whole vec4s, 1, 2 or 4 elements a word (f32, f16, q8).
 uint64_t flash_block_stage_words(FlashBlock b, uint32_t head_dim, KvType kv) {
   uint64_t row_words = 4 * ceil_div(head_dim, 4) / (4 / kv_bytes(kv));
-  return ceil_div(flash_block_keys(b) * row_words, 8 * b.key_threads);
+  return ceil_div(16 * b.keys_per_thread * row_words, 128);
 }
 
-// The first blocking, most reuse first, that fits the device: 4 x 4 blocks of 8 key threads (32 x 32 tiles,
-// 64 threads: each vec4 of Q or K read from workgroup memory feeds 4 vec4 FMAs), then the 4 x 2, 4 x 1, 2 x 2,
-// 2 x 1 and 1 x 1 blocks of 16 key threads (128 threads). Workgroup memory: at head_dim 128, 4 x 4 / 8 needs
-// 38.5 KiB, 4 x 2 / 16 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and 1 x 1 25.5 KiB.
-// Four rows per thread are taken only where their blocks fill a wave of the adapter's resident workgroups
-// (tuning().resident_tiles, as many as of the tiled products, which hold as many registers); a prompt with
-// fewer (Qwen2.5-0.5B at T = 512 on an H200: 224 of 264) takes 2 rows per thread for more workgroups in flight.
-// Each thread's share of a tile must fit the shader's stage of kFlashMaxStage cache words (4 x 4 blocks: an f16
-// or q8 cache up to head_dim 128), and its output columns kFlashMaxColumns vec4s. Returns {0, 0, 0} when none
-// fits.
+// The first blocking, most reuse first, whose workgroup memory fits the device: at head_dim 64, 4 x 2 needs
+// 23.5 KiB; at 128, 4 x 2 needs 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and
+// 1 x 1 25.5 KiB. Four rows per thread are taken only where their blocks fill a wave of the adapter's resident
+// workgroups (tuning().resident_tiles, as many as of the tiled products, which hold as many registers); a
+// prompt with fewer (Qwen2.5-0.5B at T = 512 on an H200: 224 of 264) takes 2 rows per thread for more
+// workgroups in flight. Each thread's share of a tile must fit the shader's stage of kFlashMaxStage cache words:
+// 32-key tiles of an f32 cache up to head_dim 128 (16 keys past it), of an f16 or q8 cache at every head_dim.
+// Returns {0, 0} when none fits.
 FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
-  bool fill = ceil_div(rows, flash_block_rows({4, 1, 16})) * p.num_kv_heads >= tuning(device).resident_tiles;
-  for (FlashBlock b : {FlashBlock{4, 4, 8}, FlashBlock{4, 2, 16}, FlashBlock{4, 1, 16}, FlashBlock{2, 2, 16},
-                       FlashBlock{2, 1, 16}, FlashBlock{1, 1, 16}}) {
+  bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= tuning(device).resident_tiles;
+  for (FlashBlock b : {FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 2}, FlashBlock{2, 1}, FlashBlock{1, 1}}) {
     if (b.rows_per_thread == 4 && !fill) continue;
     if (flash_block_stage_words(b, p.head_dim, kv) > kFlashMaxStage) continue;
-    if (ceil_div(ceil_div(p.head_dim, 4), b.key_threads) > kFlashMaxColumns) continue;
     if (flash_block_bytes(b, p.head_dim) <= device.limits().maxComputeWorkgroupStorageSize) return b;
   }
-  return {0, 0, 0};
+  return {0, 0};
 }
 
 bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
@@ -1219,7 +1213,7 @@ uint32_t flash_block_splits(const gpu::Device& device, const FlashAttentionParam
 Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
                          const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks) {
   FlashBlock block = flash_block_shape(device, p, kv);
-  uint64_t pool = kv_pool_elements("flash_attention_block", shapes, kv_blocks, flash_block_keys(block),
+  uint64_t pool = kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
                                    uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
   uint64_t blocks = ceil_div(rows, flash_block_rows(block));
@@ -1230,7 +1224,6 @@ Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vec
                              {{"HEAD_DIM", double(p.head_dim)},
                               {"ROWS_PER_THREAD", double(block.rows_per_thread)},
                               {"KEYS_PER_THREAD", double(block.keys_per_thread)},
-                              {"KEY_THREADS", double(block.key_threads)},
                               {"SPLITS", double(splits)}}));
 }
 
@@ -1300,7 +1293,7 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 }
 
 uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
-  if (use_flash_block(device, p, kv)) return flash_block_keys(flash_block_shape(device, p, kv));
+  if (use_flash_block(device, p, kv)) return 16 * flash_block_shape(device, p, kv).keys_per_thread;
   return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
 }
 

@@ -10,20 +10,17 @@
 // tile use it (GQA reuse), and walks the keys its rows see, [first_key(first row's p), last row's p], in
 // tiles of TILE_KEYS (tiles past the causal diagonal or before the window are never visited). Blocks run
 // latest first: the longest ones start first and the short ones fill the tail.
-// Per tile, the workgroup's 8 KEY_THREADS threads, as 8 row threads ty x KEY_THREADS (8 or 16) key threads tx:
+// Per tile, the 128 threads, as 8 row threads ty x 16 key threads tx:
 //  1. score: thread (ty, tx) computes the scores of rows ty + 8i (i < ROWS_PER_THREAD) against keys
-//     tx + KEY_THREADS j (j < KEYS_PER_THREAD) as dot products over D, its Q and K rows read as vec4 from
-//     workgroup memory (Q is staged once per block, pre-scaled; rows are DIM4 + 1 vec4 apart, so the key
-//     threads of a warp read different bank groups and its row threads are broadcasts). Each vec4 read
-//     feeds KEYS_PER_THREAD (of Q) or ROWS_PER_THREAD (of K) vec4 FMAs: 4 x 4 blocks (8 key threads, 32 x 32
-//     tiles) read half as much workgroup memory per FMA as 4 x 2 blocks of 16 key threads;
+//     tx + 16j (j < KEYS_PER_THREAD) as vec4 dot products over D, its Q and K rows read as vec4 from
+//     workgroup memory (Q is staged once per block, pre-scaled; rows are DIM4 + 1 vec4 apart, so the 16 key
+//     threads of a half-warp read 16 different bank groups and the 2 row threads of a warp are broadcasts);
 //  2. each thread writes its rows' max over its visible keys to `red`; after a barrier every thread reads
-//     the KEY_THREADS partial maxima of its rows (the same for all key threads of a row), rescales its output
-//     and its partial denominator by exp(old max - new max) and writes its weights exp(score - max) (0 where
+//     the 16 partial maxima of its rows (the same for all 16 key threads of a row), rescales its output and
+//     its partial denominator by exp(old max - new max) and writes its weights exp(score - max) (0 where
 //     masked) to p_s;
-//  3. P V: thread (ty, tx) owns output rows ty + 8i and dims 4c .. 4c + 3 of vec4 columns c = tx +
-//     KEY_THREADS k (k < COLS), accumulated in registers from vec4 reads of p_s (4 keys of a row) and of V
-//     rows.
+//  3. P V: thread (ty, tx) owns output rows ty + 8i and dims 4c .. 4c + 3 of vec4 columns c = tx + 16k
+//     (k < COLS), accumulated in registers from vec4 reads of p_s (4 keys of a row) and of V rows.
 // K and V share one staging buffer: each tile's V rows are loaded into registers while the scores are
 // computed and stored over the K rows once the scores are done; the next tile's K rows are loaded into
 // registers during P V. So global latency hides behind arithmetic and there are 4 barriers per tile.
@@ -31,7 +28,7 @@
 // consecutive threads consecutive words of a row, and decodes it only when storing it to workgroup memory
 // (store_tile), so an f16 cache takes one load and one unpack per two elements and a q8 cache one load, one
 // unpack and one scale load per four (where staging by element loaded and decoded a word per element).
-// A row's denominator is summed over its key threads only at the end.
+// A row's denominator is summed over its 16 key threads only at the end.
 // Loops over D and over a tile's keys have run-time bounds (params) so compilers do not unroll them fully
 // (lavapipe's LLVM takes minutes on big unrolled loops); loops over a thread's register blocks are small
 // constants, unrolled so the blocks stay in registers.
@@ -39,8 +36,7 @@
 // visible key yet keeps max LOWEST_F32 and rescales its zero sums by exp(0) = 1. Rows past T * G (last
 // block) read zero queries and are never written.
 // Workgroup memory (floats): (BLOCK_ROWS + TILE_KEYS) * 4 (DIM4 + 1) + BLOCK_ROWS * (TILE_KEYS + 4) +
-// BLOCK_ROWS KEY_THREADS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = KEY_THREADS KEYS_PER_THREAD; registers:
-// ROWS_PER_THREAD (KEYS_PER_THREAD + 4 COLS) floats of scores and output, STAGE cache words
+// 16 BLOCK_ROWS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = 16 KEYS_PER_THREAD; registers: STAGE cache words
 // per thread (at most MAX_STAGE; twice as many elements for f16, four times for q8); kernels/model.cpp
 // (flash_block_bytes, flash_block_stage_words, flash_block_shape) picks the blocking that fits the device.
 // Split mode (SPLITS > 1, prompts deep in a long cache, whose blocks alone are too few to fill the GPU): the
@@ -68,19 +64,18 @@
 
 override HEAD_DIM: u32 = 64u;
 override ROWS_PER_THREAD: u32 = 4u;  // 1, 2 or 4
-override KEYS_PER_THREAD: u32 = 2u;  // 1, 2 or 4
-override KEY_THREADS: u32 = 16u;     // 8 or 16
+override KEYS_PER_THREAD: u32 = 2u;  // 1 or 2
 override SPLITS: u32 = 1u;
 
+const WORKGROUP_SIZE: u32 = 128u;
 const ROW_THREADS: u32 = 8u;
+const KEY_THREADS: u32 = 16u;
 const MAX_ROWS: u32 = 4u;    // ROWS_PER_THREAD at most
-const MAX_KEYS: u32 = 4u;    // KEYS_PER_THREAD at most
-const MAX_COLS: u32 = 8u;    // vec4 output columns per thread: D <= 256 over 8 key threads
-const MAX_STAGE: u32 = 32u;  // staged K / V cache words per thread (host-checked)
+const MAX_KEYS: u32 = 2u;    // KEYS_PER_THREAD at most
+const MAX_COLS: u32 = 4u;    // vec4 output columns per thread: D <= 256
+const MAX_STAGE: u32 = 32u;  // staged K / V cache words per thread: 32 keys x 128 f32 dims or 16 x 256, / 128
 
 // Derived, not set by the host.
-override WORKGROUP_SIZE: u32 = ROW_THREADS * KEY_THREADS;
-override RED4: u32 = KEY_THREADS / 4u;         // vec4s of a row's partial maxima / sums in `red`
 override DIM4: u32 = (HEAD_DIM + 3u) / 4u;     // vec4s per head row
 override ROW4: u32 = DIM4 + 1u;                // vec4s per staged Q / K / V row
 override DPAD: u32 = 4u * DIM4;                // staged floats per row, zeros past HEAD_DIM
@@ -94,7 +89,7 @@ override STAGE: u32 = (TILE_KEYS * ROW_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_
 var<workgroup> q_s: array<vec4<f32>, BLOCK_ROWS * ROW4>;   // [row][d4], scaled queries
 var<workgroup> kv_s: array<vec4<f32>, TILE_KEYS * ROW4>;   // [key][d4], K rows, then V rows
 var<workgroup> p_s: array<vec4<f32>, BLOCK_ROWS * P_ROW4>; // [row][key / 4], softmax weights
-var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * RED4>;   // [row][key thread]: partial maxima, then sums
+var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * 4u>;     // [row][key thread]: partial maxima, then sums
 
 // A K or V tile in flight in a thread's registers, as the cache holds it: word n is the tile's word
 // lid + WORKGROUP_SIZE n (zero past the tile's keys and HEAD_DIM) and, q8, scales[n] the scale of its row.
@@ -229,10 +224,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
     load_tile(&stage, lid, true, start, keys, kv_offset);  // V rows, in flight during the scores
 
-    // Zeroed explicitly: a plain `var scores: ...;` here kept the previous tile's sums on lavapipe. One scalar
-    // sum per (row, key), four FMAs a vec4 step: a vec4 of partial sums each would take four times the
-    // registers, which 4 x 4 blocks cannot spare.
-    var scores = array<array<f32, MAX_KEYS>, MAX_ROWS>();
+    // Zeroed explicitly: a plain `var dots: ...;` here kept the previous tile's sums on lavapipe.
+    var dots = array<array<vec4<f32>, MAX_KEYS>, MAX_ROWS>();
     for (var d4: u32 = 0u; d4 < dim4; d4++) {
       var k: array<vec4<f32>, MAX_KEYS>;
       for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
@@ -241,28 +234,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
         let q = q_s[(ty + ROW_THREADS * i) * ROW4 + d4];
         for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
-          scores[i][j] = fma(q.w, k[j].w, fma(q.z, k[j].z, fma(q.y, k[j].y, fma(q.x, k[j].x, scores[i][j]))));
+          dots[i][j] = fma(q, k[j], dots[i][j]);
         }
       }
     }
+    var scores: array<array<f32, MAX_KEYS>, MAX_ROWS>;
     for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
       var m = LOWEST_F32;
       for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
         let key = start + tx + KEY_THREADS * j;
+        let d = dots[i][j];
+        scores[i][j] = (d.x + d.y) + (d.z + d.w);
         if (key >= first[i] && key <= last[i]) {
           m = max(m, scores[i][j]);
         }
       }
-      red[(ty + ROW_THREADS * i) * RED4 + tx / 4u][tx % 4u] = m;
+      red[(ty + ROW_THREADS * i) * 4u + tx / 4u][tx % 4u] = m;
     }
     workgroupBarrier();
 
     for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
       let row = ty + ROW_THREADS * i;
-      var new_max = row_max[i];
-      for (var r: u32 = 0u; r < RED4; r++) {
-        new_max = max(new_max, max4(red[row * RED4 + r]));
-      }
+      let base = row * 4u;
+      let new_max = max(max(row_max[i], max(max4(red[base]), max4(red[base + 1u]))),
+                        max(max4(red[base + 2u]), max4(red[base + 3u])));
       let rescale = exp(row_max[i] - new_max);
       row_max[i] = new_max;
       var sum: f32 = 0.0;
@@ -312,7 +307,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
-    red[(ty + ROW_THREADS * i) * RED4 + tx / 4u][tx % 4u] = row_sum[i];
+    red[(ty + ROW_THREADS * i) * 4u + tx / 4u][tx % 4u] = row_sum[i];
   }
   workgroupBarrier();
   for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
@@ -321,10 +316,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (row >= r_end) {
       continue;
     }
-    var s = vec4<f32>(0.0);
-    for (var part: u32 = 0u; part < RED4; part++) {
-      s += red[r * RED4 + part];
-    }
+    let s = red[r * 4u] + red[r * 4u + 1u] + red[r * 4u + 2u] + red[r * 4u + 3u];
     let denominator = (s.x + s.y) + (s.z + s.w);
     let head = kv_head * group + row % group;
     var out_base = ((row / group) * params.num_q_heads + head) * HEAD_DIM;
