@@ -352,6 +352,30 @@ TEST(GpuSampling, MaskedDecodingPicksWhatTheHostPicksAmongTheAllowedIds) {
   });
   EXPECT_NE(unmasked, greedy);  // the mask changed the answer
 
+  // Stopped after 6 ids (the next step's products already queued) and resumed from the last id delivered: the
+  // same ids as without the stop.
+  {
+    model.reset();
+    model.forward(prompt);
+    std::vector<int32_t> resumed = {first};
+    graph::Model::TokenMask mask = [&](std::span<uint32_t> bits) {
+      for (uint32_t id = 0; id < ids; ++id)
+        if (allowed(resumed.back(), id)) bits[id / 32] |= 1u << (id % 32);
+    };
+    auto on_token = [&](int32_t id) {
+      resumed.push_back(id);
+      return resumed.size() != 7;
+    };
+    model.decode_greedy(first, kSteps, on_token, 0, mask);
+    ASSERT_EQ(resumed.size(), 7u);
+    EXPECT_EQ(model.position(), prompt.size() + 6);  // `first` and the ids before the last one delivered
+    model.decode_greedy(resumed.back(), kSteps - 6, [&](int32_t id) {
+      resumed.push_back(id);
+      return true;
+    }, 0, mask);
+    EXPECT_EQ(resumed, greedy);
+  }
+
   const graph::Model::GpuSampling sampling{.temperature = 0.9f, .top_p = 0.95f, .seed = 7};
   auto drawn = decode_on_gpu(first, &sampling);
   EXPECT_EQ(drawn, decode_on_host(first, {.temperature = 0.9f, .top_p = 0.95f, .seed = 7}));

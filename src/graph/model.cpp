@@ -1075,8 +1075,9 @@ void Model::write_row_table(const Step& s) {
   device_.write(buffers_->row_table, std::span<const kernels::RowEntry>(single));
 }
 
-void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer) {
-  for (auto& entry : s.entries) {
+void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer, size_t begin, size_t end) {
+  for (size_t i = begin; i < std::min(end, s.entries.size()); ++i) {
+    Step::Entry& entry = s.entries[i];
     auto [slot, tokens] = s.segments[entry.segment];
     uint32_t position = positions_[slot];
     if (entry.recorded_if && !entry.recorded_if(position + tokens)) continue;
@@ -1212,9 +1213,29 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
   uint32_t first_id = uint32_t(first);
   device_.write(b.ids, std::span<const uint32_t>(&first_id, 1));
   // Keep up to `lag` steps queued ahead of the host: enough to hide the read-back round trip. A mask depends on
-  // the ids before it: each masked step waits for the last one's id.
+  // the ids before it: each masked step's pick waits for the last one's id. Its products do not, so they are
+  // submitted on their own as soon as the last pick is (they read its id on the GPU), and the host works out
+  // the mask while they run; only the pick (from the "mask tokens" entry on) waits for it.
   const size_t lag = mask ? 0 : b.token_ring.size() - 1;
   std::vector<uint32_t> allowed(mask ? kernels::token_mask_words(token_count_) : 0);
+  const size_t pick = mask ? size_t(std::find_if(s.entries.begin(), s.entries.end(),
+                                                 [](const Step::Entry& e) { return e.label == "mask tokens"; }) -
+                                    s.entries.begin())
+                           : s.entries.size();
+  bool products_queued = false;
+  // The next step's products, up to its pick, into `recorder` (an unmasked step records its pick after them in
+  // the same submission).
+  auto record_products = [&](gpu::Recorder& recorder) {
+    std::pair<uint32_t, uint64_t> need{slot, position + 1};
+    reserve_blocks(std::span(&need, 1));
+    record(s, recorder, nullptr, 0, pick);
+  };
+  auto queue_products = [&] {
+    gpu::Recorder recorder(device_, "decode step");
+    record_products(recorder);
+    recorder.submit();
+    products_queued = true;
+  };
   uint32_t submitted = 0, produced = 0;
   bool stopped = false, no_token = false;
   {
@@ -1239,21 +1260,23 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
     };
     while (!stopped && (submitted < max_steps || !in_flight.empty())) {
       if (submitted < max_steps && in_flight.size() <= lag) {
-        std::pair<uint32_t, uint64_t> need{slot, position + 1};
-        reserve_blocks(std::span(&need, 1));
         if (mask) {
+          if (!products_queued) queue_products();
           std::fill(allowed.begin(), allowed.end(), 0u);
           mask(allowed);
           device_.write(b.token_mask, std::span<const uint32_t>(allowed));
         }
         const gpu::Buffer& ring_slot = b.token_ring[submitted % b.token_ring.size()];
         gpu::Recorder recorder(device_, "decode step");
-        record(s, recorder);
+        if (!mask) record_products(recorder);
+        record(s, recorder, nullptr, pick);
         recorder.copy(b.ids, 0, ring_slot, 0, 4);
         recorder.submit();
+        products_queued = false;
         ++position;
         ++submitted;
         in_flight.push(device_.map_async(ring_slot, 4));
+        if (mask && submitted < max_steps) queue_products();
       } else {
         collect();
       }
