@@ -13,11 +13,12 @@
 #  4. `bench kernels` of linear_rows at 16 rows over blockings COLUMNS,LANES,UNROLL,TEAMS (f16, Q4_0), then
 #     batched decoding of the 8B at 16 and 64 sequences with 1, 2 and 4 teams (ENV_TEAMS).
 # Carry .device/{s41,lib,bin,debs,gpu-env.sh,tokenizers}.
-#   bench/device/session41_all.sh MAIN NEW ENV_TEAMS
+# With a fourth argument `short` (little device time left), it stops after the streams (3).
+#   bench/device/session41_all.sh MAIN NEW ENV_TEAMS [short]
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session41_all.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-random_ggufs llama3-8b:F16
+[ "${4:-}" = short ] || random_ggufs llama3-8b:F16
 mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
 "$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null &
 synth=$!
@@ -44,6 +45,7 @@ for b in "$1" "$2"; do
   timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 '{"type": "string", "minLength": 100000}' | tail -1
   kill -INT $server; wait $server
 done
+if [ "${4:-}" = short ]; then section done; exit 0; fi
 wait
 prompts /tmp/llama3-8b-F16.gguf
 section "linear_rows at 16 rows: blockings COLUMNS,LANES,UNROLL,TEAMS"
