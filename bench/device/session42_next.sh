@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Queued by the forty-first session, whose one call ran out of device time before these (its log in
 # $OUT/session42_next.log). MAIN is the fortieth session's final code (eca8617), NEW the forty-first's (46c9903 or
-# later), ENV_TEAMS MAIN reading linear_rows' teams from GERBIL_TEAMS (a one-off build: see session41_all.sh).
+# later), ENV_TEAMS MAIN reading linear_rows' teams from GERBIL_TEAMS (a one-off build: in
+# kernels::linear_rows_blocking, `if (b.teams == 0) b.teams = getenv("GERBIL_TEAMS") ? atoi(...) : 1;`).
 #  1. one Qwen2.5-0.5B sequence streamed through `gerbil serve`, unconstrained and constrained to a long JSON
 #     string, MAIN and NEW: NEW's masked steps now overlap the host's mask with their products (c15b59f);
 #  2. `bench kernels` of linear_rows at 16 rows over blockings COLUMNS,LANES,UNROLL,TEAMS (f16, Q4_0), then
