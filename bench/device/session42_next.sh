@@ -4,7 +4,8 @@
 # later), ENV_TEAMS MAIN reading linear_rows' teams from GERBIL_TEAMS (a one-off build: in
 # kernels::linear_rows_blocking, `if (b.teams == 0) b.teams = getenv("GERBIL_TEAMS") ? atoi(...) : 1;`).
 #  1. one Qwen2.5-0.5B sequence streamed through `gerbil serve`, unconstrained and constrained to a long JSON
-#     string, MAIN and NEW: NEW's masked steps now overlap the host's mask with their products (c15b59f);
+#     string and to an array of short strings, MAIN and NEW: NEW's masked steps now overlap the host's mask with
+#     their products (c15b59f);
 #  2. `bench kernels` of linear_rows at 16 rows over blockings COLUMNS,LANES,UNROLL,TEAMS (f16, Q4_0), then
 #     batched decoding of random f16 Llama-3-8B weights at 16 and 64 sequences with 1, 2 and 4 teams.
 # Carry .device/{sNN,lib,bin,debs,gpu-env.sh,tokenizers}.
@@ -22,6 +23,9 @@ for b in "$1" "$2"; do
   for i in $(seq 60); do curl -sf localhost:8090/health > /dev/null && break; sleep 1; done
   timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 | tail -1
   timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 '{"type": "string", "minLength": 100000}' | tail -1
+  # Short strings: their masks repeat (each string's character count stays under 9), so most come from the cache.
+  timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 \
+    '{"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 1000}' | tail -1
   kill -INT $server; wait $server
 done
 section "linear_rows at 16 rows: blockings COLUMNS,LANES,UNROLL,TEAMS"
