@@ -443,9 +443,9 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
 // A sequence decoding alone, with no request able to join it and no log-probabilities or logit biases: its tokens
 // are picked on the GPU and the steps queued back to back (graph::Model::decode_greedy / decode_sampled), until it
 // ends or a request arrives that a free slot can take (then it stops, and the next step batches it with the
-// newcomer). A constraint goes to the GPU as each step's mask of allowed ids (those steps wait for the id before
-// them, but the logits stay on the GPU). Returns false, doing nothing, where the GPU cannot pick with the
-// sequence's settings.
+// newcomer). A constraint goes to the GPU as each step's mask of allowed ids (the logits stay there; each pick waits
+// for the host's mask, which the host works out while the step's products run). Returns false, doing nothing,
+// where the GPU cannot pick with the sequence's settings.
 bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   Sequence& s = *slot.sequence;
   if (s.request.logprobs || !s.request.logit_bias.empty()) return false;
@@ -475,8 +475,9 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   graph::Model::TokenMask mask;
   if (s.request.constraint)
     mask = [&](std::span<uint32_t> bits) {
-      const size_t ids = model_.token_count();
-      for (size_t w = 0; w < bits.size(); ++w) bits[w] = w + 1 < bits.size() || ids % 32 == 0 ? ~0u : (1u << ids % 32) - 1;
+      const size_t ids = model_.token_count();  // bits.size() words: every id's bit set, none past them
+      std::fill(bits.begin(), bits.end(), ~0u);
+      if (ids % 32 != 0) bits.back() = (1u << ids % 32) - 1;
       s.request.constraint->mask_bits(bits, ids);
       if (std::all_of(bits.begin(), bits.end(), [](uint32_t word) { return word == 0; }))
         fail("the output constraint allows no token after {} generated tokens", s.result.tokens.size());
