@@ -1226,9 +1226,10 @@ KernelCheck sample_check(bool quick) {
 }
 
 std::vector<KernelCheck> model_kernel_checks(bool quick) {
-  return {embed_check(quick),        linear_check(quick),   linear_f16_check(quick),     linear_int4_check(quick),
+  return {embed_check(quick),        linear_check(quick),         linear_f16_check(quick), linear_int4_check(quick),
           gated_act_check(quick),    qkv_rope_store_check(quick), flash_attention_check(quick),
-          argmax_check(quick),       mask_tokens_check(quick), sample_check(quick),   linear_fused_check(),        linear_qkv_rope_check()};
+          argmax_check(quick),       mask_tokens_check(quick),    sample_check(quick),
+          linear_fused_check(),      linear_qkv_rope_check()};
 }
 
 }  // namespace gerbil::kernels

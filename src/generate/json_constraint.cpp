@@ -1641,12 +1641,12 @@ class JsonConstraint final : public TokenConstraint {
     auto set = [&](int32_t id) {
       if (id >= 0 && static_cast<size_t>(id) < ids) allowed[id / 32] |= uint32_t{1} << (id % 32);
     };
-    if (ended_ || current().bits.empty()) {
+    if (ended_) {
       std::fill(allowed.begin(), allowed.end(), 0u);
-      for (int32_t id : ended_ ? eos_ids_ : current().ids) set(id);
+      for (int32_t id : eos_ids_) set(id);
       return;
     }
-    const CachedMask& mask = current();
+    const CachedMask& mask = current();  // a mask of a few ids has no words: all cleared, those ids set
     for (size_t w = 0; w < allowed.size(); ++w)
       allowed[w] &= w / 2 < mask.bits.size() ? static_cast<uint32_t>(mask.bits[w / 2] >> (32 * (w % 2))) : 0u;
     for (int32_t id : mask.ids) set(id);

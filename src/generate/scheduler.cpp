@@ -37,6 +37,11 @@ StepLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, uint32_t
   return out;
 }
 
+// A constraint that allows no id leaves the sequence nothing to draw: on the host or the GPU, the same error.
+[[noreturn]] void no_token_allowed(size_t generated) {
+  fail("the output constraint allows no token after {} generated tokens", generated);
+}
+
 // Sets the logits of the ids CONSTRAINT rules out to -inf; throws when it allows none.
 void apply_constraint(TokenConstraint& constraint, std::span<float> logits, size_t generated) {
   std::vector<uint8_t> allowed(logits.size(), 1);
@@ -46,7 +51,7 @@ void apply_constraint(TokenConstraint& constraint, std::span<float> logits, size
     if (!allowed[i]) logits[i] = -std::numeric_limits<float>::infinity();
     any = any || allowed[i];
   }
-  if (!any) fail("the output constraint allows no token after {} generated tokens", generated);
+  if (!any) no_token_allowed(generated);
 }
 
 }  // namespace
@@ -480,7 +485,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
       if (ids % 32 != 0) bits.back() = (1u << ids % 32) - 1;
       s.request.constraint->mask_bits(bits, ids);
       if (std::all_of(bits.begin(), bits.end(), [](uint32_t word) { return word == 0; }))
-        fail("the output constraint allows no token after {} generated tokens", s.result.tokens.size());
+        no_token_allowed(s.result.tokens.size());
     };
   auto on_token = [&](int32_t id) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id

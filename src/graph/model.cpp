@@ -90,6 +90,9 @@ struct Model::Step {
   bool row_kernels = false;
   uint32_t logit_rows = 0;
   std::deque<Entry> entries;  // a deque: entries stay put while the graph grows
+  // The first entry of the step's token pick (its mask, argmax or draw; entries.size() where it picks none): a
+  // masked decode step submits the entries before it and its pick apart (Model::decode_on_gpu).
+  size_t pick = 0;
 };
 
 namespace {
@@ -143,6 +146,7 @@ class StepBuilder {
     int current = 0;
     for (int l = 0; l < int(config_.num_layers); ++l) current = layer(l, current);
     logits(current);
+    step_.pick = step_.entries.size();
     uint32_t vocab = token_count_;
     if (masked) {
       if (batched() || !(greedy_token || sampling)) fail("graph: a masked pick is one segment's argmax or draw");
@@ -1215,26 +1219,20 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
   // Keep up to `lag` steps queued ahead of the host: enough to hide the read-back round trip. A mask depends on
   // the ids before it: each masked step's pick waits for the last one's id. Its products do not, so they are
   // submitted on their own as soon as the last pick is (they read its id on the GPU), and the host works out
-  // the mask while they run; only the pick (from the "mask tokens" entry on) waits for it.
+  // the mask while they run; only the pick (Step::pick on) waits for it.
   const size_t lag = mask ? 0 : b.token_ring.size() - 1;
   std::vector<uint32_t> allowed(mask ? kernels::token_mask_words(token_count_) : 0);
-  const size_t pick = mask ? size_t(std::find_if(s.entries.begin(), s.entries.end(),
-                                                 [](const Step::Entry& e) { return e.label == "mask tokens"; }) -
-                                    s.entries.begin())
-                           : s.entries.size();
-  bool products_queued = false;
   // The next step's products, up to its pick, into `recorder` (an unmasked step records its pick after them in
   // the same submission).
   auto record_products = [&](gpu::Recorder& recorder) {
     std::pair<uint32_t, uint64_t> need{slot, position + 1};
     reserve_blocks(std::span(&need, 1));
-    record(s, recorder, nullptr, 0, pick);
+    record(s, recorder, nullptr, 0, s.pick);
   };
   auto queue_products = [&] {
     gpu::Recorder recorder(device_, "decode step");
     record_products(recorder);
     recorder.submit();
-    products_queued = true;
   };
   uint32_t submitted = 0, produced = 0;
   bool stopped = false, no_token = false;
@@ -1258,10 +1256,10 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
       ++produced;
       if (!on_token(int32_t(id))) stopped = true;
     };
+    if (mask) queue_products();  // the first step's; each pick queues the next step's
     while (!stopped && (submitted < max_steps || !in_flight.empty())) {
       if (submitted < max_steps && in_flight.size() <= lag) {
         if (mask) {
-          if (!products_queued) queue_products();
           std::fill(allowed.begin(), allowed.end(), 0u);
           mask(allowed);
           device_.write(b.token_mask, std::span<const uint32_t>(allowed));
@@ -1269,10 +1267,9 @@ uint32_t Model::decode_on_gpu(Output output, int32_t first, uint32_t max_steps,
         const gpu::Buffer& ring_slot = b.token_ring[submitted % b.token_ring.size()];
         gpu::Recorder recorder(device_, "decode step");
         if (!mask) record_products(recorder);
-        record(s, recorder, nullptr, pick);
+        record(s, recorder, nullptr, s.pick);
         recorder.copy(b.ids, 0, ring_slot, 0, 4);
         recorder.submit();
-        products_queued = false;
         ++position;
         ++submitted;
         in_flight.push(device_.map_async(ring_slot, 4));

@@ -267,7 +267,8 @@ class Model {
   // Records a copy of the batch's picks into the read-back buffer `ring` and submits it; returns the read.
   gpu::Device::PendingRead read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
-  // Entries [begin, end) only: a masked decode step's products and its pick go in separate submissions.
+  // Entries [begin, end) only: a masked decode step's products and its pick (Step::pick on) go in separate
+  // submissions.
   void record(Step& step, gpu::Recorder& recorder, gpu::GpuTimer* timer = nullptr, size_t begin = 0,
               size_t end = SIZE_MAX);
   // Records and runs `step` with every dispatch in its own timed pass; returns the timings (profile()).
