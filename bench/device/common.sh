@@ -1,7 +1,7 @@
 # Sourced by the H200 scripts of bench/device (from the project root, as they are run): Dawn and the Vulkan
 # loader staged as .device/gpu-env.sh expects, a kernel cache of the call's own, and the helpers that label
 # sections by the seconds since the start, keep the rows of `gerbil bench model` (of each binary in turn: each;
-# in several rounds: rounds) and write random GGUF files (random_ggufs).
+# in several rounds: rounds), write random GGUF files (random_ggufs) and stream through `gerbil serve` (streams).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .device/gpu-env.sh
@@ -86,4 +86,19 @@ start_llama_cpp_build() {  # llama.cpp's source from .device/llama.cpp.tar.xz, b
 peer_tables() {  # the comparison tables of bench/peers' scripts (test or sequence count, both rates, the ratio),
   # without the raw reports printed before them
   grep -E '^(test |sequences|pp[0-9]|tg[0-9]| +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$|.* missing from )'
+}
+streams() {  # streams BINARY MODEL SCHEMA...: one sequence streamed through BINARY's `gerbil serve` of MODEL
+  # (serve_stream.py, 128 tokens, median of 5), unconstrained, then constrained to each JSON schema given
+  local binary=$1 model=$2 server schema
+  shift 2
+  section "one sequence through serve, unconstrained and constrained: $(basename "$binary")"
+  "$binary" serve --model "$model" --port 8090 2>/tmp/serve.log &
+  server=$!
+  for i in $(seq 60); do curl -sf localhost:8090/health > /dev/null && break; sleep 1; done
+  timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 | tail -1
+  for schema in "$@"; do
+    timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 "$schema" | tail -1
+  done
+  kill -INT $server
+  wait $server
 }

@@ -36,15 +36,7 @@ prompts() {  # prompts MODEL: pp512 and pp8192, MAIN and NEW
   rounds 1 "$1 pp8192" bench model --model "$1" -p 8192 -g 16 -r 2 -d 0
 }
 prompts /tmp/qs
-for b in "$1" "$2"; do
-  section "one sequence through serve, unconstrained and constrained: $(basename "$b")"
-  "$b" serve --model /tmp/qs --port 8090 2>/tmp/serve.log &
-  server=$!
-  for i in $(seq 60); do curl -sf localhost:8090/health > /dev/null && break; sleep 1; done
-  timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 | tail -1
-  timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 '{"type": "string", "minLength": 100000}' | tail -1
-  kill -INT $server; wait $server
-done
+for b in "$1" "$2"; do streams "$b" /tmp/qs '{"type": "string", "minLength": 100000}'; done
 if [ "${4:-}" = short ]; then section done; exit 0; fi
 wait
 prompts /tmp/llama3-8b-F16.gguf
