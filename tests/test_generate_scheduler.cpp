@@ -523,6 +523,35 @@ TEST_F(SchedulerTest, AConstrainedAnswerIsTheSameDrawnOnTheGpuOrOnTheHost) {
   }
 }
 
+// A constraint left with no id to allow (a broken grammar) ends its sequence with an error naming how far it got,
+// on the GPU path and on the host path alike, and the scheduler goes on serving.
+TEST_F(SchedulerTest, AConstraintThatAllowsNoIdEndsItsSequenceWithAnError) {
+  class NothingAfterThree final : public TokenConstraint {
+   public:
+    void mask(std::span<uint8_t> allowed) override {
+      if (accepted_ >= 3) std::fill(allowed.begin(), allowed.end(), 0);
+    }
+    void accept(int32_t) override { ++accepted_; }
+    bool complete() const override { return false; }
+
+   private:
+    int accepted_ = 0;
+  };
+  Scheduler scheduler(*model_, nullptr);
+  for (bool logprobs : {false, true}) {
+    SCOPED_TRACE(logprobs ? "host path (log-probabilities)" : "GPU path");
+    auto run = [&] {  // a fresh request each call: a failed expectation calls it again to describe it
+      SequenceRequest request = greedy_request({51, 52, 53}, 10);
+      request.constraint = std::make_unique<NothingAfterThree>();
+      request.logprobs = logprobs;
+      scheduler.run(std::move(request));
+    };
+    EXPECT_THAT(run, ::testing::ThrowsMessage<Error>(HasSubstr("the output constraint allows no token after 3 "
+                                                               "generated tokens")));
+  }
+  EXPECT_EQ(scheduler.run(greedy_request({51, 52, 53}, 4)).tokens.size(), 4u);
+}
+
 // logit_bias moves the draws: +100 on one id makes every greedy token that id, -100 on the unbiased answer's first
 // id makes the first token another; an id past the vocabulary is refused.
 TEST_F(SchedulerTest, LogitBiasMovesTheDraws) {
