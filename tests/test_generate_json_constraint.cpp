@@ -1264,6 +1264,10 @@ TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
   EXPECT_EQ(error_of(R"({"properties":{"s":{"type":"string","minLength":5,"maxLength":2}}})"),
             "schema.properties.s: minLength 5 is above maxLength 2");
   EXPECT_EQ(error_of(R"({"type":"string","maxLength":1.5})"), "schema.maxLength: expected a count, not 1.5");
+  // A schema built in code holds its counts as signed integers.
+  EXPECT_NO_THROW(JsonGrammar::from_schema(json{{"type", "string"}, {"maxLength", 3}}, "schema"));
+  EXPECT_THAT([] { JsonGrammar::from_schema(json{{"type", "string"}, {"maxLength", -3}}, "schema"); },
+              ::testing::ThrowsMessage<Error>(::testing::StrEq("schema.maxLength: expected a count, not -3")));
   EXPECT_EQ(error_of(R"({"type":"integer","minimum":10,"exclusiveMaximum":10})"),
             "schema: no integer is within its bounds (at least 10, at most 9)");
   EXPECT_EQ(error_of(R"({"type":["integer","null"],"minimum":1.2,"maximum":1.8})"),
@@ -1475,6 +1479,23 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
     }
   }
 
+  // Feeding TEXT's tokens one by one, how many masks the constraint walks the vocabulary for and how many it takes
+  // from its cache; every token must be allowed.
+  JsonMaskCounts mask_counts(const json& schema, const std::string& text) {
+    JsonMaskCounts counts;
+    JsonConstraintOptions options;
+    options.counts = &counts;
+    auto constraint = make_json_constraint(JsonGrammar::from_schema(schema, "schema"), trie_, {eos()}, options);
+    std::vector<uint32_t> bits((tokenizer_->vocab_size() + 31) / 32);
+    for (int32_t id : tokenizer_->encode(text)) {
+      std::fill(bits.begin(), bits.end(), ~0u);
+      constraint->mask_bits(bits, tokenizer_->vocab_size());
+      EXPECT_TRUE(bits[id / 32] >> (id % 32) & 1) << "id " << id;
+      constraint->accept(id);
+    }
+    return counts;
+  }
+
   void expect_valid(const json& schema, const std::string& text) {
     json value;
     ASSERT_NO_THROW(value = json::parse(text)) << text;
@@ -1499,6 +1520,35 @@ TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
   walk(JsonGrammar::from_schema(kPatterned, "schema"), 11, 2);
   walk(JsonGrammar::from_schema(kFormatted, "schema"), 12, 2);
   walk(JsonGrammar::any_object(), 8, 9);
+}
+
+// Counts of characters and items are compared with their bounds only: a count far enough from them that no token
+// reaches one shares its mask with the others like it. Checked at every step where the counts come near the bounds.
+TEST_P(JsonConstraintWalk, MasksNearCountBoundsAllowExactlyTheIdsThatContinue) {
+  const size_t longest = trie_->max_token_length();
+  json strings = {{"type", "array"},
+                  {"items", {{"type", "string"}, {"minLength", longest + 9}, {"maxLength", longest + 40}}},
+                  {"minItems", 2}};
+  json text = {{"type", "string"}, {"minLength", longest + 30}};
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    expect_valid(strings, walk(JsonGrammar::from_schema(strings, "schema"), seed, 1));
+    expect_valid(text, walk(JsonGrammar::from_schema(text, "schema"), seed + 10, 1));
+  }
+}
+
+TEST_P(JsonConstraintWalk, LongStringsAndArraysShareTheirMasks) {
+  std::string words, items = "[";
+  for (int i = 0; i < 150; ++i) words += "lorem ipsum ";
+  for (int i = 0; i < 150; ++i) items += "\"ab\", ";
+  json long_string = {{"type", "string"}, {"minLength", 100000}};
+  json bounded_string = {{"type", "string"}, {"maxLength", 5000}};
+  json short_strings = {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 8}}}, {"minItems", 1000}};
+  for (const auto& [schema, text] : {std::pair(long_string, "\"" + words), std::pair(bounded_string, "\"" + words),
+                                     std::pair(short_strings, items)}) {
+    JsonMaskCounts counts = mask_counts(schema, text);
+    EXPECT_LE(counts.walked, 12u) << schema.dump();
+    EXPECT_GE(counts.cached, 100u) << schema.dump();
+  }
 }
 
 TEST_P(JsonConstraintWalk, AnyObjectWalksParse) {

@@ -681,8 +681,11 @@ class SchemaCompiler {
   static uint32_t count(const json& schema, const char* keyword, uint32_t otherwise, const std::string& path) {
     if (!schema.contains(keyword)) return otherwise;
     const json& value = schema[keyword];
-    if (!value.is_number_unsigned() || value.get<uint64_t>() > UINT32_MAX)
-      fail("{}.{}: expected a count, not {}", path, keyword, value.dump());
+    // A schema built in code may hold a count as a signed integer (parsed text holds it unsigned).
+    bool fits = value.is_number_unsigned()  ? value.get<uint64_t>() <= UINT32_MAX
+                : value.is_number_integer() ? value.get<int64_t>() >= 0 && value.get<int64_t>() <= int64_t{UINT32_MAX}
+                                            : false;
+    if (!fits) fail("{}.{}: expected a count, not {}", path, keyword, value.dump());
     return value.get<uint32_t>();
   }
 
@@ -1044,7 +1047,6 @@ struct JsonMatcher::State {
     if (frames.size() < other.frames.size()) frames.resize(other.frames.size());
     std::memcpy(frames.data(), other.frames.data(), depth * sizeof(Frame));
   }
-  std::string key() const { return std::string(reinterpret_cast<const char*>(frames.data()), depth * sizeof(Frame)); }
 };
 
 namespace {
@@ -1218,6 +1220,19 @@ bool some_number_fits(const Node& node) {
   return false;
 }
 
+// Which of NODE's bounds COUNT has reached, as 1 + 2 (min_count) + 4 (max_count); 0 where LOOKAHEAD more steps could
+// reach one.
+char bounds_passed(uint32_t count, const Node& node, size_t lookahead) {
+  char passed = 1;
+  for (auto [bound, bit] : {std::pair(node.min_count, 2), std::pair(node.max_count, 4)}) {
+    if (count >= bound)
+      passed = static_cast<char>(passed | bit);
+    else if (bound - count <= lookahead)
+      return 0;
+  }
+  return passed;
+}
+
 // The byte-level automaton of a grammar. Stateless: the state is a stack of frames the caller owns.
 class Automaton {
  public:
@@ -1244,6 +1259,25 @@ class Automaton {
   bool complete(const State& state) const {
     if (state.depth == 1) return state.frames[0].phase == kDocAfter;
     return state.depth == 2 && may_end(state.frames[1]);
+  }
+
+  // STATE as the key of the mask of tokens of up to LOOKAHEAD bytes. A count that so many bytes cannot carry to one
+  // of its bounds (a string's characters, an array's items) is only compared with them there, so the key keeps which
+  // bounds it has passed instead of the count (a byte a frame): a long string or array then takes its mask from the
+  // cache instead of walking the vocabulary once per count.
+  std::string mask_key(const State& state, size_t lookahead) const {
+    std::vector<Frame> frames(state.frames.begin(), state.frames.begin() + state.depth);
+    std::string passed(frames.size(), '\0');
+    for (size_t d = 0; d < frames.size(); ++d) {
+      const Node& node = g_.nodes[frames[d].node];
+      uint32_t* count = node.kind == Kind::String && node.pattern == kNone ? &frames[d].count
+                        : node.kind == Kind::Array && frames[d].pos >= node.prefix_items.size() ? &frames[d].pos
+                                                                                                 : nullptr;
+      if (!count) continue;
+      passed[d] = bounds_passed(*count, node, lookahead);
+      if (passed[d]) *count = 0;
+    }
+    return std::string(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(Frame)) + passed;
   }
 
   // Whether the top frame is in a string's body at a character boundary, with room for BYTES more characters
@@ -1620,7 +1654,7 @@ class JsonConstraint final : public TokenConstraint {
   JsonConstraint(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const TokenTrie> trie,
                  std::vector<int32_t> eos_ids, const JsonConstraintOptions& options)
       : grammar_(std::move(grammar)), trie_(std::move(trie)), eos_ids_(std::move(eos_ids)),
-        automaton_(grammar_->impl(), options) {
+        automaton_(grammar_->impl(), options), counts_(options.counts) {
     automaton_.start(state_);
     scratch_.resize((trie_->vocab_size() + 63) / 64);
     walk_states_.resize(trie_->max_token_length() + 1);
@@ -1677,11 +1711,14 @@ class JsonConstraint final : public TokenConstraint {
 
   // The mask of the current state, computed once per state (cache_).
   const CachedMask& current() {
-    std::string key = state_.key();
+    std::string key = automaton_.mask_key(state_, trie_->max_token_length());
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       if (cache_.size() >= kMaxCachedStates) cache_.clear();
       it = cache_.emplace(std::move(key), compute()).first;
+      if (counts_) ++counts_->walked;
+    } else if (counts_) {
+      ++counts_->cached;
     }
     return it->second;
   }
@@ -1753,6 +1790,7 @@ class JsonConstraint final : public TokenConstraint {
   Automaton automaton_;
   State state_;
   bool ended_ = false;
+  JsonMaskCounts* counts_;
   std::unordered_map<std::string, CachedMask> cache_;
   std::vector<uint64_t> scratch_;
   std::vector<State> walk_states_;

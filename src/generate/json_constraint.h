@@ -8,7 +8,8 @@
 // alongside the automaton, dropping a subtree at its first byte the automaton refuses, and skipping the walk
 // of subtrees whose every token is plain string text while inside a string (whose pattern, if any, takes anything
 // from there on); the mask of each automaton state (a pattern's state included) is cached, so a long string or a
-// repeated structure costs a copy of the mask.
+// repeated structure costs a copy of the mask. States that differ only in a count of characters or items that no
+// token can carry to a bound share their mask.
 //
 // The schema subset: "type" (object, array, string, number, integer, boolean, null, or a list of them),
 // properties / required (additionalProperties false unless the object declares no properties), items,
@@ -80,9 +81,15 @@ class TokenTrie {
   size_t max_token_length_ = 0;
 };
 
+// How a constraint's masks were made: by walking the vocabulary, or taken from the cache of its states' masks.
+struct JsonMaskCounts {
+  size_t walked = 0, cached = 0;
+};
+
 struct JsonConstraintOptions {
   uint32_t max_whitespace = 16;  // the longest run of whitespace between two tokens of the JSON text
   uint32_t max_depth = 32;       // nesting of objects and arrays (bounds free-form and recursive schemas)
+  JsonMaskCounts* counts = nullptr;  // where given, counts the masks the constraint makes (tests, benchmarks)
 };
 
 // A compiled schema. Immutable: one may serve many constraints at once.
