@@ -112,7 +112,7 @@ TEST(BatchedPicks, AnyVocabularyPicksOnTheGpu) {
     want.push_back(uint32_t(std::max_element(first, first + 509) - first));
   }
   for (uint32_t slot = 0; slot < 3; ++slot) model.rewind(model.position(slot) - 1, slot);
-  EXPECT_EQ(model.forward_batch_greedy(step), want);
+  EXPECT_EQ(model.forward_batch_pick(step), want);
 }
 
 TEST_F(BatchBench, RefusesWhatItCannotRun) {

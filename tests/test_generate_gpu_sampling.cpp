@@ -90,7 +90,7 @@ std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>&
                                   const std::vector<uint32_t>& seen, const SamplingParams& p, uint32_t draws) {
   const auto count = uint32_t(logits.size());
   auto logits_buffer = device.upload("logits", std::span<const float>(logits));
-  auto next = device.upload("next_ids", std::span<const uint32_t>(std::vector<uint32_t>{0xDEADu}));
+  auto next = device.upload("next_ids", std::span<const uint32_t>(std::vector<uint32_t>(draws, 0xDEADu)));
   auto drawn = device.upload("history", std::span<const uint32_t>(std::vector<uint32_t>(draws, 0xDEADu)));
   auto candidates = device.upload(
       "candidates", std::span<const uint32_t>(std::vector<uint32_t>(kernels::sample_candidates_words(count), 0xDEADu)));

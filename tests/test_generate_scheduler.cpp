@@ -149,35 +149,56 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
 }
 
 // A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and
-// batched with a longer greedy one (drawn on the host by Sampler from the batch's logits): both hash the same
-// random numbers from (seed, position). Flat and cut settings, with penalties (the GPU keeps its own counts); the
-// requests alone share one model, whose sampled step records the sampler's levels after the first only for the
-// cut settings (kernels::sample_levels), so its settings change between requests.
+// batched with a longer greedy one (each id drawn on the GPU by its own row of the batched step, or with penalties
+// on the host by Sampler from the batch's logits): all hash the same random numbers from (seed, position). Flat and
+// cut settings, with penalties (the GPU keeps its own counts); the requests alone share one model, whose sampled
+// step records the sampler's levels after the first only for the cut settings (kernels::sample_levels), so its
+// settings change between requests. Then the unpenalized ones together with the greedy one, each row drawing with
+// its own settings: only each prompt's first id comes from the host.
 TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   ModelFiles files = ModelFiles::open(dir_);
   graph::Model alone_model(test::device(), files, {.context = 48});
   Scheduler alone_scheduler(alone_model, nullptr);
-  for (SamplingParams sampling : {SamplingParams{.temperature = 1.5f, .seed = 1234},
-                                  SamplingParams{.temperature = 0.9f, .top_k = 20, .top_p = 0.9f, .seed = 99},
-                                  SamplingParams{.temperature = 1.2f, .min_p = 0.02f, .repetition_penalty = 1.3f,
-                                                 .frequency_penalty = 0.2f, .seed = 7}}) {
+  const std::vector<SamplingParams> settings = {
+      SamplingParams{.temperature = 1.5f, .seed = 1234},
+      SamplingParams{.temperature = 0.9f, .top_k = 20, .top_p = 0.9f, .seed = 99},
+      SamplingParams{.temperature = 1.2f, .min_p = 0.02f, .repetition_penalty = 1.3f, .frequency_penalty = 0.2f,
+                     .seed = 7}};
+  auto seeded = [&](const SamplingParams& sampling) {
+    SequenceRequest request = greedy_request(reference_prompt_, 12);
+    request.options.sampling = sampling;
+    return request;
+  };
+  auto greedy = [&] { return greedy_request({input_ids_.begin(), input_ids_.begin() + 5}, 30); };
+  std::vector<Generation> alone;
+  const std::vector<int32_t> greedy_alone = alone_scheduler.run(greedy()).tokens;  // top-k 1 beside sampled rows
+  for (const SamplingParams& sampling : settings) {
     SCOPED_TRACE(testing::Message() << "temperature " << sampling.temperature << " seed " << sampling.seed);
-    auto seeded = [&] {
-      SequenceRequest request = greedy_request(reference_prompt_, 12);
-      request.options.sampling = sampling;
-      return request;
-    };
-    Generation alone = alone_scheduler.run(seeded());
+    alone.push_back(alone_scheduler.run(seeded(sampling)));
+    EXPECT_EQ(alone.back().tokens.size(), 12u);
     graph::Model model(test::device(), files, {.context = 48, .slots = 2});
     Scheduler scheduler(model, nullptr, {.parallel = 2});
     std::vector<SequenceRequest> requests;
-    requests.push_back(seeded());
-    requests.push_back(greedy_request({input_ids_.begin(), input_ids_.begin() + 5}, 30));
+    requests.push_back(seeded(sampling));
+    requests.push_back(greedy());
     auto together = run_together(scheduler, std::move(requests));
     ASSERT_EQ(together.size(), 2u);
-    EXPECT_EQ(together[0].tokens, alone.tokens);
-    EXPECT_EQ(alone.tokens.size(), 12u);
+    EXPECT_EQ(together[0].tokens, alone.back().tokens);
+    EXPECT_EQ(together[1].tokens, greedy_alone);
+    if (!sampling.penalized()) {
+      EXPECT_EQ(scheduler.stats().host_draws, 2u) << "the batch's ids drawn on the host";
+    }
   }
+  graph::Model model(test::device(), files, {.context = 48, .slots = 3});
+  Scheduler scheduler(model, nullptr, {.parallel = 3});
+  std::vector<SequenceRequest> requests;
+  for (size_t i = 0; i < 2; ++i) requests.push_back(seeded(settings[i]));
+  requests.push_back(greedy());
+  auto together = run_together(scheduler, std::move(requests));
+  ASSERT_EQ(together.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(together[i].tokens, alone[i].tokens) << "settings " << i;
+  EXPECT_EQ(together[2].tokens, greedy_alone);
+  EXPECT_EQ(scheduler.stats().host_draws, 3u);
 }
 
 // qwen2 and llama batch in one step; so does gpt2, whose learned positions are gathered per segment (the batch
@@ -523,6 +544,37 @@ TEST_F(SchedulerTest, AConstrainedAnswerIsTheSameDrawnOnTheGpuOrOnTheHost) {
   }
 }
 
+// Constrained sequences decoding together pick on the GPU, each row under its own mask: the same tokens as each
+// drawn on the host from the logits read back (log-probabilities asked), greedy and seeded, and only each prompt's
+// first id drawn on the host.
+TEST_F(SchedulerTest, ConstrainedAnswersInABatchAreTheSameDrawnOnTheGpuOrOnTheHost) {
+  auto request = [](std::vector<int32_t> prompt, float temperature, bool logprobs) {
+    SequenceRequest r = greedy_request(prompt, 12);
+    r.options.sampling.temperature = temperature;
+    r.options.sampling.seed = 5;
+    r.constraint = std::make_unique<EveryFifthId>(prompt.back());
+    r.logprobs = logprobs;
+    return r;
+  };
+  auto both = [&](bool logprobs) {
+    std::vector<SequenceRequest> requests;
+    requests.push_back(request({41, 42, 43}, 0.0f, logprobs));
+    requests.push_back(request({61, 62, 63, 64, 65}, 0.9f, logprobs));
+    return requests;
+  };
+  Scheduler on_host(*model_, nullptr, {.parallel = 2});
+  auto drawn_on_host = run_together(on_host, both(true));
+  on_host.shutdown(true);
+  Scheduler on_gpu(*model_, nullptr, {.parallel = 2});
+  auto picked_on_gpu = run_together(on_gpu, both(false));
+  ASSERT_EQ(picked_on_gpu.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(picked_on_gpu[i].tokens, drawn_on_host[i].tokens) << "request " << i;
+    EXPECT_EQ(picked_on_gpu[i].tokens.size(), 12u);
+  }
+  EXPECT_EQ(on_gpu.stats().host_draws, 2u);
+}
+
 // A constraint left with no id to allow (a broken grammar) ends its sequence with an error naming how far it got,
 // on the GPU path and on the host path alike, and the scheduler goes on serving.
 TEST_F(SchedulerTest, AConstraintThatAllowsNoIdEndsItsSequenceWithAnError) {
@@ -550,6 +602,21 @@ TEST_F(SchedulerTest, AConstraintThatAllowsNoIdEndsItsSequenceWithAnError) {
                                                                "generated tokens")));
   }
   EXPECT_EQ(scheduler.run(greedy_request({51, 52, 53}, 4)).tokens.size(), 4u);
+  scheduler.shutdown(true);
+
+  // In a batch picked on the GPU, the error ends only its own sequence.
+  Scheduler batched(*model_, nullptr, {.parallel = 2});
+  SequenceRequest broken = greedy_request({51, 52, 53}, 10);
+  broken.constraint = std::make_unique<NothingAfterThree>();
+  std::promise<std::string> error;
+  batched.submit(std::move(broken), [&](const SequenceEvent& event) {
+    if (event.done) error.set_value(event.error);
+    return true;
+  });
+  Generation beside = batched.run(greedy_request({54, 55, 56, 57}, 12));
+  EXPECT_THAT(error.get_future().get(), HasSubstr("the output constraint allows no token after 3 generated tokens"));
+  EXPECT_EQ(beside.tokens.size(), 12u);
+  EXPECT_EQ(batched.stats().host_draws, 2u);
 }
 
 // logit_bias moves the draws: +100 on one id makes every greedy token that id, -100 on the unbiased answer's first

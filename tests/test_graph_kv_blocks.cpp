@@ -211,7 +211,7 @@ TEST(KvBlocks, APoolPastOneBindingIsRefusedAtLoad) {
 
 // Batched steps whose sequences cross block edges (slot 0 from 250 tokens on, its second block taken while slot 1
 // holds its first) match each sequence run alone: their logits, and the ids picked on the GPU, down to a step of
-// one segment (whose pick forward_batch_greedy reads like a batch's).
+// one segment (whose pick forward_batch_pick reads like a batch's).
 TEST(KvBlocks, BatchedStepsAcrossBlockEdgesMatchEachSequenceAlone) {
   GERBIL_REQUIRE_FIXTURES();
   ModelFiles files = open_fixture("qwen2-tiny");
@@ -242,7 +242,7 @@ TEST(KvBlocks, BatchedStepsAcrossBlockEdgesMatchEachSequenceAlone) {
   for (int step = 0; step < 10; ++step) {
     std::vector<Segment> batch = {{0, std::span(&got_a.back(), 1)}};
     if (step < 6) batch.push_back({1, std::span(&got_b.back(), 1)});
-    auto picks = model.forward_batch_greedy(batch);
+    auto picks = model.forward_batch_pick(batch);
     got_a.push_back(int32_t(picks[0]));
     if (step < 6) got_b.push_back(int32_t(picks[1]));
   }

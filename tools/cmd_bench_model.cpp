@@ -67,6 +67,8 @@ int bench_batch_command(BenchModelCommand c) {
   c.model.slots = *std::max_element(c.batch.begin(), c.batch.end());
   if (c.model.context == 0) c.model.context = options.prompt_tokens + options.generated_tokens;
   auto loaded = load_model(c.model, !c.json);
+  if (!c.bench.sampling.empty())
+    options.sampling = parse_bench_sampling(c.bench.sampling, loaded.model->config().generation);
   auto results = bench_batch(*loaded.model, options);
   nlohmann::json report = {{"model", c.model.model_dir},
                            {"adapter", loaded.device->adapter().summary()},
@@ -81,10 +83,12 @@ int bench_batch_command(BenchModelCommand c) {
                                  {"decode_tokens_per_second", r.decode_tokens_per_second}});
   for (auto& r : results)
     if (r.profile) report["profiles"].push_back(profile_json(*r.profile));
+  if (options.sampling) report["sampling"] = c.bench.sampling;
   if (c.json) {
     std::printf("%s\n", report.dump(2).c_str());
     return 0;
   }
+  if (options.sampling) std::printf("every sequence sampled on the GPU: %s\n", c.bench.sampling.c_str());
   std::printf("%-10s %12s %14s %12s %14s\n", "sequences", "prefill ms", "prefill tok/s", "decode ms", "decode tok/s");
   for (auto& r : results)
     std::printf("%-10u %12.2f %14.1f %12.2f %14.1f\n", r.sequences, r.prefill_seconds * 1000,
@@ -189,7 +193,8 @@ GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, li
   app.add_option("--sampling", c->bench.sampling,
                  "One more decode row sampled on the GPU: \"defaults\" (the model's generation_config.json) "
                  "and/or KEY=NUMBER,... (temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, "
-                 "frequency_penalty), e.g. \"defaults,top_k=40\"");
+                 "frequency_penalty), e.g. \"defaults,top_k=40\"; with --batch, every sequence draws with them "
+                 "(no penalties)");
   app.add_option("--batch", c->batch,
                  "Instead: B sequences of -p prompt and -g generated tokens decoded together, for each B given "
                  "(e.g. --batch 1,4,16,64; like llama-batched-bench)")

@@ -21,6 +21,12 @@ void check(const graph::Model& model, const BatchBenchOptions& options) {
     if (count > model.slots())
       fail("bench batch: {} sequences need as many KV-cache slots; the model has {} (--parallel)", count, model.slots());
   }
+  if (options.sampling && options.sampling->penalized())
+    fail("bench batch: sampling with penalties (--sampling) draws on the host in a batch; leave them out");
+  if (options.sampling && !model.sampling_on_gpu(*options.sampling))
+    fail("bench batch: the GPU sampler cannot draw with these settings (--sampling): it needs a positive "
+         "temperature and a vocabulary of at most {}",
+         kernels::kMaxSampleCount);
   if (options.prompt_tokens + options.generated_tokens > model.context())
     fail("bench batch: {} prompt + {} generated tokens exceed the context of {} per sequence (--ctx)",
          options.prompt_tokens, options.generated_tokens, model.context());
@@ -61,12 +67,17 @@ BatchBenchResult run_once(graph::Model& model, const BatchBenchOptions& options,
                                                    options.prompt_tokens),
                                        model.profile_batch(count));
   }
+  for (uint32_t slot = 0; slot < count; ++slot) {
+    graph::Model::GpuSampling settings = options.sampling.value_or(graph::Model::GpuSampling{.top_k = 1});
+    settings.seed += slot;
+    model.set_sampling(slot, settings);
+  }
   start = Clock::now();
   for (uint32_t step = 0; step < options.generated_tokens; ++step) {
     std::vector<graph::Segment> segments;
     for (uint32_t slot = 0; slot < count; ++slot) segments.push_back({slot, std::span(&next[slot], 1)});
     if (model.can_pick_in_batch()) {
-      auto picked = model.forward_batch_greedy(segments);
+      auto picked = model.forward_batch_pick(segments);
       std::transform(picked.begin(), picked.end(), next.begin(), [](uint32_t id) { return int32_t(id); });
     } else {
       next = argmax_rows(model.forward_batch(segments), count);
@@ -93,7 +104,10 @@ std::vector<BatchBenchResult> bench_batch(graph::Model& model, const BatchBenchO
     run_once(model, options, count, prompts, false);  // warm-up: pipelines compiled, graphs built
     results.push_back(run_once(model, options, count, prompts, options.profile));
   }
-  for (uint32_t slot = 0; slot < most; ++slot) model.reset(slot);
+  for (uint32_t slot = 0; slot < most; ++slot) {
+    model.reset(slot);
+    model.set_sampling(slot, {.top_k = 1});
+  }
   return results;
 }
 

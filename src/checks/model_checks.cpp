@@ -1070,23 +1070,27 @@ KernelCheck mask_tokens_check(bool quick) {
       "mask_tokens", 0.5, "NaN exactly where masked, every other bit kept", shapes,
       [](const Shape& s) { return fmt::format("count={} allowed={}", s.count, s.density); },
       [](gpu::Device& device, Rng& rng, const Shape& s) {
-        constexpr uint32_t kTail = 5;  // elements past count: must keep their values
-        auto logits = random_floats(rng, s.count + kTail, -10.f, 10.f);
-        std::vector<uint32_t> allowed(token_mask_words(s.count), 0);
+        // The row after kHead values and kTail after it (a batched step's rows): those must keep their values;
+        // its bits after two words that allow nothing.
+        constexpr uint32_t kHead = 3, kTail = 5, kWords = 2;
+        auto logits = random_floats(rng, kHead + s.count + kTail, -10.f, 10.f);
+        std::vector<uint32_t> allowed(kWords + token_mask_words(s.count), 0);
         std::bernoulli_distribution allow(s.density);
         uint32_t only = uint32_t(rng() % s.count);
         for (uint32_t i = 0; i < s.count; ++i)
-          if (s.density > 0 ? allow(rng) : i == only) allowed[i / 32] |= 1u << (i % 32);
+          if (s.density > 0 ? allow(rng) : i == only) allowed[kWords + i / 32] |= 1u << (i % 32);
         if (s.count % 32) allowed.back() |= ~0u << (s.count % 32);  // bits past count: must not matter
-        auto want = reference::mask_tokens(widen(std::vector<float>(logits.begin(), logits.begin() + s.count)), allowed);
+        auto want = reference::mask_tokens(widen(std::vector<float>(logits.begin() + kHead, logits.end() - kTail)),
+                                           std::span(allowed).subspan(kWords));
         Buffers b{device};
         auto& buffer = b.input("logits", logits);
-        run(device, mask_tokens(device, {&buffer}, {&b.input("allowed", allowed)}, s.count));
+        run(device, mask_tokens(device, {&buffer}, {&b.input("allowed", allowed)}, s.count, kHead, kWords));
         auto got = b.read(buffer, logits.size());
         bool ok = true;
         for (uint32_t i = 0; i < s.count; ++i)
-          ok = ok && (std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == logits[i]);
-        for (uint32_t i = s.count; i < logits.size(); ++i) ok = ok && got[i] == logits[i];
+          ok = ok && (std::isnan(want[i]) ? std::isnan(got[kHead + i]) : got[kHead + i] == logits[kHead + i]);
+        for (uint32_t i = 0; i < logits.size(); ++i)
+          if (i < kHead || i >= kHead + s.count) ok = ok && got[i] == logits[i];
         return CaseResult{"mask_tokens", fmt::format("count={}", s.count), ok ? 0.0 : 1.0, 0.5};
       });
 }
@@ -1157,7 +1161,7 @@ KernelCheck sample_check(bool quick) {
         if (s.plus_infinity) logits[s.count / 2 + 1] = INFINITY;
         if (s.all_nan) std::fill(logits.begin(), logits.end(), std::numeric_limits<float>::quiet_NaN());
         Buffers b{device};
-        auto& next = b.input("next_ids", std::vector<uint32_t>{0xDEADu});
+        auto& next = b.input("next_ids", std::vector<uint32_t>(draws, 0xDEADu));  // draw d into slot d
         auto& history = b.input("history", std::vector<uint32_t>(draws, 0xDEADu));
         auto& candidates = b.input("candidates", std::vector<uint32_t>(sample_candidates_words(s.count), 0xDEADu));
         std::vector<uint32_t> seen(s.count, 0);
@@ -1165,7 +1169,11 @@ KernelCheck sample_check(bool quick) {
         auto& counts = b.input("counts", seen);
         SampleParams p{s.count, 0, s.top_k, 0, s.top_p, s.min_p, 1.f / s.temperature, 0x5eed, 0x1234};
         if (s.penalties) p.repetition_penalty = 1.5f, p.presence_penalty = 0.3f, p.frequency_penalty = 0.2f;
-        auto stages = sample(device, {&b.input("logits", logits)}, {&next}, {&history}, {&candidates}, {&counts}, p);
+        // The row after 37 logits that would win every draw (a batched step's rows lie one after another).
+        p.logits_offset = 37;
+        std::vector<float> rows(p.logits_offset, 1e30f);
+        rows.insert(rows.end(), logits.begin(), logits.end());
+        auto stages = sample(device, {&b.input("logits", rows)}, {&next}, {&history}, {&candidates}, {&counts}, p);
         for (size_t stage = 0; stage + 1 < stages.size(); ++stage) run(device, stages[stage]);  // position-free
         for (uint32_t d = 0; d < draws; ++d) {
           p.position = p.slot = d;
@@ -1175,6 +1183,8 @@ KernelCheck sample_check(bool quick) {
           if (d > 0) device.write(counts, std::span<const uint32_t>(seen));
           run(device, stages.back());
         }
+        if (device.read_as<uint32_t>(next) != device.read_as<uint32_t>(history))
+          return CaseResult{"sample", describe(s) + " (next_ids and history differ)", INFINITY, bound};
         if (s.all_nan) {
           auto drawn = device.read_as<uint32_t>(history);
           bool none = std::all_of(drawn.begin(), drawn.end(), [](uint32_t t) { return t == kNoToken; });

@@ -79,8 +79,18 @@ struct Scheduler::Sequence {
   SeenTokens seen() const { return SeenTokens::split(history, prompt().size()); }
   const GenerateOptions& options() const { return request.options; }
   bool prefilling() const { return !next; }
-  // Whether its draws need the step's logits on the host (the GPU picks ids with none of these).
-  bool draws_on_host() const { return request.constraint || request.logprobs || !request.logit_bias.empty(); }
+  // Whether its draws need the step's logits on the host (the GPU picks ids with neither; a constraint becomes a
+  // mask of the ids it allows).
+  bool draws_on_host() const { return request.logprobs || !request.logit_bias.empty(); }
+  // Its settings as the GPU draws with them: greedy decoding is drawing the best one (top-k 1), after the
+  // penalties where there are any.
+  graph::Model::GpuSampling gpu_sampling() const {
+    const SamplingParams& p = options().sampling;
+    return {p.greedy() ? 1.0f : p.temperature, p.greedy() ? 1u : uint32_t(std::max(p.top_k, 0)),
+            p.top_p,  p.min_p,
+            sampler.seed(), p.repetition_penalty,
+            p.presence_penalty, p.frequency_penalty};
+  }
   // Whether the cache must take tokens before the next draw or decode step: the prompt's, or after a preemption
   // (Scheduler::unblock) those the sequence had.
   bool feeding() const { return !next || fed < refeed; }
@@ -411,18 +421,41 @@ bool Scheduler::cancelling_all() const {
   return stopping_ && !finish_on_stop_;
 }
 
-// A step of decoding sequences that all pick greedily with nothing to mask or report: each one's next id is
-// picked on the GPU and only the ids come back, not the logits. Returns false, doing nothing, where that does not
-// apply.
+// A step of decoding sequences with nothing to report and no penalties: each one's next id is picked on the GPU
+// (the argmax, or drawn with its settings; a constrained one's among the ids its mask allows, which the host works
+// out while the step's products run) and only the ids come back, not the logits. Returns false, doing nothing,
+// where that does not apply.
 bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments) {
   if (!model_.can_pick_in_batch()) return false;
+  bool constrained = false;
   for (Slot* slot : decoding) {
     const Sequence& s = *slot->sequence;
-    if (s.draws_on_host() || !s.options().sampling.greedy() || s.options().sampling.penalized()) return false;
+    graph::Model::GpuSampling settings = s.gpu_sampling();
+    bool argmax = settings.top_k == 1 && !settings.penalized();
+    if (s.draws_on_host() || settings.penalized() || !(argmax || model_.sampling_on_gpu(settings))) return false;
+    constrained = constrained || s.request.constraint;
+  }
+  // A mask that fails (a constraint that allows no id) ends its own sequence after the step, not the batch.
+  std::vector<graph::Model::TokenMask> masks;
+  std::vector<std::string> mask_errors(decoding.size());
+  for (size_t i = 0; constrained && i < decoding.size(); ++i) {
+    Sequence& s = *decoding[i]->sequence;
+    if (!s.request.constraint) {
+      masks.emplace_back();
+      continue;
+    }
+    masks.emplace_back([this, &s, &error = mask_errors[i]](std::span<uint32_t> bits) {
+      try {
+        fill_mask(s, bits);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
   }
   std::vector<uint32_t> picked;
   try {
-    picked = model_.forward_batch_greedy(segments);
+    for (Slot* slot : decoding) model_.set_sampling(slot->index, slot->sequence->gpu_sampling());
+    picked = model_.forward_batch_pick(segments, masks);
   } catch (const std::exception& e) {
     for (Slot* slot : decoding) finish(*slot, FinishReason::Cancelled, e.what());
     return true;
@@ -430,6 +463,10 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
   for (size_t i = 0; i < decoding.size(); ++i) {
     Slot& slot = *decoding[i];
     slot.cached.push_back(*slot.sequence->next);
+    if (!mask_errors[i].empty()) {
+      abandon(slot, mask_errors[i]);
+      continue;
+    }
     if (picked[i] == kernels::kNoToken) {
       finish(slot, FinishReason::Cancelled,
              fmt::format("decoding: every logit at position {} is NaN (NaN in the model's weights or activations)",
@@ -437,12 +474,24 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
       continue;
     }
     try {
+      if (slot.sequence->request.constraint) slot.sequence->request.constraint->accept(int32_t(picked[i]));
       if (accept(slot, int32_t(picked[i]))) deliver(*slot.sequence);
     } catch (const std::exception& e) {
       abandon(slot, e.what());
     }
   }
   return true;
+}
+
+// Sets BITS (a bit per id of the model's token_count(), all clear) to the ids S's constraint allows next; throws
+// where it allows none.
+void Scheduler::fill_mask(Sequence& s, std::span<uint32_t> bits) const {
+  const size_t ids = model_.token_count();
+  std::fill(bits.begin(), bits.end(), ~0u);
+  if (ids % 32 != 0) bits.back() = (1u << ids % 32) - 1;
+  s.request.constraint->mask_bits(bits, ids);
+  if (std::all_of(bits.begin(), bits.end(), [](uint32_t word) { return word == 0; }))
+    no_token_allowed(s.result.tokens.size());
 }
 
 // A sequence decoding alone, with no request able to join it and no log-probabilities or logit biases: its tokens
@@ -454,17 +503,8 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
 bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   Sequence& s = *slot.sequence;
   if (s.request.logprobs || !s.request.logit_bias.empty()) return false;
-  const SamplingParams& p = s.options().sampling;
-  // Greedy decoding with penalties is sampling from the best one (top-k 1) after them.
-  graph::Model::GpuSampling on_gpu{p.greedy() ? 1.0f : p.temperature,
-                                   p.greedy() ? 1u : uint32_t(std::max(p.top_k, 0)),
-                                   p.top_p,
-                                   p.min_p,
-                                   s.sampler.seed(),
-                                   p.repetition_penalty,
-                                   p.presence_penalty,
-                                   p.frequency_penalty};
-  bool argmax = p.greedy() && !p.penalized();
+  const graph::Model::GpuSampling on_gpu = s.gpu_sampling();
+  bool argmax = on_gpu.top_k == 1 && !on_gpu.penalized();
   if (!argmax && !model_.sampling_on_gpu(on_gpu)) return false;
   int32_t first = *s.next;
   uint32_t steps = s.options().max_new_tokens - uint32_t(s.result.tokens.size());
@@ -478,15 +518,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     return true;
   }
   graph::Model::TokenMask mask;
-  if (s.request.constraint)
-    mask = [&](std::span<uint32_t> bits) {
-      const size_t ids = model_.token_count();  // bits.size() words: every id's bit set, none past them
-      std::fill(bits.begin(), bits.end(), ~0u);
-      if (ids % 32 != 0) bits.back() = (1u << ids % 32) - 1;
-      s.request.constraint->mask_bits(bits, ids);
-      if (std::all_of(bits.begin(), bits.end(), [](uint32_t word) { return word == 0; }))
-        no_token_allowed(s.result.tokens.size());
-    };
+  if (s.request.constraint) mask = [&](std::span<uint32_t> bits) { fill_mask(s, bits); };
   auto on_token = [&](int32_t id) {
     slot.cached.push_back(*s.next);  // the step that drew `id` fed the previous id
     if (s.request.constraint) s.request.constraint->accept(id);
@@ -518,6 +550,10 @@ void Scheduler::draw(Slot& slot, std::span<float> logits) {
   if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
   // The position of the token fed (the step has moved past it), as the GPU sampler hashes it.
   int32_t id = s.sampler.sample(logits, s.seen(), model_.position(slot.index) - 1);
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.host_draws;
+  }
   std::optional<StepLogprobs> logprobs;
   if (raw) logprobs = logprobs_of(*raw, id, s.request.top_logprobs);
   if (s.request.constraint) s.request.constraint->accept(id);

@@ -87,6 +87,7 @@ struct SchedulerStats {
   size_t queued = 0, active = 0;
   uint64_t finished = 0, cancelled = 0, failed = 0;
   uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+  uint64_t host_draws = 0;  // ids drawn on the host from read-back logits (the others are picked on the GPU)
   uint32_t kv_blocks_used = 0, kv_blocks_total = 0;  // the KV-cache pool's blocks after the last step
 };
 
@@ -133,6 +134,7 @@ class Scheduler {
   bool cancelling_all() const;
   bool decode_solo_on_gpu(Slot& slot);
   bool decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments);
+  void fill_mask(Sequence& s, std::span<uint32_t> bits) const;
   void draw(Slot& slot, std::span<float> logits);
   bool accept(Slot& slot, int32_t id, std::optional<StepLogprobs> logprobs = {});
   void deliver(Sequence& sequence);

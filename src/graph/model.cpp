@@ -51,8 +51,7 @@ struct Model::Buffers {
   gpu::Buffer attention_scratch;      // split-KV attention's partial results (decode steps), shared by layers
   gpu::Buffer split_scratch;          // partial sums of prompt projections split along K, shared by layers
   uint32_t logit_rows = 0;            // rows `logits` holds
-  gpu::Buffer sampled;                // the GPU-picked token of a greedy or sampled step
-  gpu::Buffer batch_tokens;           // the GPU-picked token of each sequence of a batched greedy step
+  gpu::Buffer batch_tokens;           // the GPU-picked token of each sequence of a step that picks them
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
   gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
   gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
@@ -138,9 +137,10 @@ class StepBuilder {
         token_count_(token_count), options_(options), step_(step), T_(step.tokens) {}
 
   // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
-  // the logits), by argmax or by drawing with the settings `sampling` points to (read at every step); `masked`:
-  // only among the ids whose bits the host set in Buffers::token_mask before the step (one segment).
-  void build(bool all_logits, bool greedy_token, const kernels::SampleParams* sampling, bool masked) {
+  // the logits), by argmax or by drawing each segment's with its slot's settings in `sampling`; `masked`:
+  // only among the ids whose bits the host set in Buffers::token_mask before the step (segment i's in its words
+  // from i * token_mask_words(token_count) on).
+  void build(bool all_logits, bool greedy_token, const std::vector<kernels::SampleParams>* sampling, bool masked) {
     all_logits_ = all_logits;
     embed();
     int current = 0;
@@ -149,8 +149,11 @@ class StepBuilder {
     step_.pick = step_.entries.size();
     uint32_t vocab = token_count_;
     if (masked) {
-      if (batched() || !(greedy_token || sampling)) fail("graph: a masked pick is one segment's argmax or draw");
-      add("mask tokens", kernels::mask_tokens(device_, {&b_.logits}, {&b_.token_mask}, vocab));
+      if (!(greedy_token || sampling)) fail("graph: a masked step must pick its ids");
+      const uint32_t words = kernels::token_mask_words(vocab);
+      for (uint32_t row = 0; row < step_.segments.size(); ++row)
+        add("mask tokens", kernels::mask_tokens(device_, {&b_.logits}, {&b_.token_mask}, vocab,
+                                                row * uint32_t(config_.vocab_size), row * words));
     }
     if (greedy_token && batched()) {
       // Every sequence's argmax in the same two dispatches: row i's id into batch_tokens[i], read back by the
@@ -160,40 +163,16 @@ class StepBuilder {
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
     } else if (greedy_token) {
-      // The pick goes to the next step's input and to batch_tokens[0], where forward_batch_greedy() of one
+      // The pick goes to the next step's input and to batch_tokens[0], where forward_batch_pick() of one
       // segment reads it as a batch's.
       auto stages =
           kernels::argmax(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.argmax_partials}, {vocab, 0});
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
     }
-    if (sampling) {
-      // Both stages read the settings (the chunks weigh their logits at the temperature), which may change
-      // between calls of decode_sampled(): their uniforms are rewritten at every step.
-      auto follow = [sampling, vocab](kernels::SampleParams& q, uint32_t position) {
-        q = *sampling;
-        q.count = vocab;
-        q.slot = 0;
-        q.position = position;
-      };
-      kernels::SampleParams p;
-      follow(p, 0);
-      auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.sampled}, {&b_.sample_candidates},
-                                    {&b_.token_counts}, p);
-      for (size_t i = 0; i < stages.size(); ++i) {
-        bool level = i >= 2 && i + 1 < stages.size();
-        std::string label = i == 0  ? "sample chunks"
-                            : i == 1 ? "sample histogram"
-                            : level  ? fmt::format("sample level {}", i - 2)
-                                     : "sample draw";
-        at_position<kernels::SampleParams>(add(std::move(label), std::move(stages[i])), p, follow);
-        // Levels the settings of the moment cannot need stay out of the step.
-        if (level)
-          step_.entries.back().recorded_if = [sampling, index = uint32_t(i - 2)](uint32_t) {
-            return index < kernels::sample_levels(*sampling);
-          };
-      }
-    }
+    if (sampling)
+      for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) draw(*sampling);
+    segment_ = 0;
   }
 
  private:
@@ -203,6 +182,42 @@ class StepBuilder {
   }
   void copy(std::string label, Model::Step::Copy what) {
     step_.entries.push_back({std::move(label), std::nullopt, what, {}, {}, segment_});
+  }
+
+  // Draws segment segment_'s next id from its row of logits with its slot's settings in SAMPLING, read at every
+  // step (they may change between steps): into ids[segment_], the row's input in the next step of the same slots,
+  // and for the host into batch_tokens[segment_]. Each row has a chain of dispatches of its own; they take turns
+  // with one scratch buffer.
+  void draw(const std::vector<kernels::SampleParams>& sampling) {
+    const uint32_t row = segment_, slot = step_.segments[row].first, vocab = token_count_;
+    const uint32_t logits_offset = row * uint32_t(config_.vocab_size);
+    // Only the draw reads the position: the other stages' uniforms stay as they are while the settings do.
+    auto follow = [&sampling, slot, row, vocab, logits_offset](bool drawing) {
+      return [&sampling, slot, row, vocab, logits_offset, drawing](kernels::SampleParams& q, uint32_t position) {
+        q = sampling[slot];
+        q.count = vocab;
+        q.slot = row;
+        q.position = drawing ? position : 0;
+        q.logits_offset = logits_offset;
+      };
+    };
+    kernels::SampleParams p;
+    follow(false)(p, 0);
+    auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.sample_candidates},
+                                  {&b_.token_counts}, p);
+    for (size_t i = 0; i < stages.size(); ++i) {
+      bool level = i >= 2 && i + 1 < stages.size(), drawing = i + 1 == stages.size();
+      std::string label = i == 0  ? "sample chunks"
+                          : i == 1 ? "sample histogram"
+                          : level  ? fmt::format("sample level {}", i - 2)
+                                   : "sample draw";
+      at_position<kernels::SampleParams>(add(std::move(label), std::move(stages[i])), p, follow(drawing));
+      // Levels the settings of the moment cannot need stay out of the step.
+      if (level)
+        step_.entries.back().recorded_if = [&sampling, slot, index = uint32_t(i - 2)](uint32_t) {
+          return index < kernels::sample_levels(sampling[slot]);
+        };
+    }
   }
 
   bool batched() const { return step_.segments.size() > 1; }
@@ -226,9 +241,13 @@ class StepBuilder {
                               [&](const Model::Step::Entry& e) { return e.dispatch && &*e.dispatch == &dispatch; });
     if (owner == step_.entries.rend()) fail("graph: at_position() for a dispatch not in this step");
     gpu::Device* device = &device_;
-    owner->at_position = [device, buffer = &dispatch.params, params, update](uint32_t position) mutable {
+    // Written only when the fields change (a batched step's sampler stages are a dozen a sequence).
+    owner->at_position = [device, buffer = &dispatch.params, params, update, written = false](uint32_t position) mutable {
+      Params before = params;
       update(params, position);
+      if (written && std::memcmp(&before, &params, sizeof(Params)) == 0) return;
       device->write(*buffer, bytes_of(params));
+      written = true;
     };
   }
 
@@ -625,6 +644,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   slot_blocks_.resize(options_.slots);
   uint32_t vocab_size = uint32_t(config_.vocab_size);
   token_count_ = options_.token_count ? std::min(options_.token_count, vocab_size) : vocab_size;
+  slot_sampling_.assign(options_.slots, kernels::SampleParams{.count = token_count_, .slot = 0, .top_k = 1, .position = 0});
   if (config_.arch->positions == PositionKind::Learned && options_.context > max_positions)
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", options_.context,
          max_positions);
@@ -812,10 +832,9 @@ void Model::allocate(uint32_t context) {
   b.attention_scratch = device_.create_buffer("attention scratch",
                                               kernels::flash_attention_scratch_bytes(device_, widest, context_));
   b.split_scratch = f32("split partial sums", kernels::linear_split_scratch_bound(device_));
-  b.sampled = f32("sampled token", 1);
   b.batch_tokens = f32("batch tokens", options_.slots);
   b.argmax_partials = f32("argmax partials", 2ull * kernels::kArgmaxPartials * options_.slots);
-  b.token_mask = f32("token mask", kernels::token_mask_words(uint32_t(vocab)));
+  b.token_mask = f32("token mask", uint64_t(kernels::token_mask_words(uint32_t(vocab))) * options_.slots);
   if (vocab <= kernels::kMaxSampleCount) {
     b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
     b.token_counts = f32("token counts", vocab);
@@ -924,7 +943,7 @@ void Model::build(Step& step, Output output) {
   bool sampled = output == Output::SampledToken || output == Output::MaskedSampledToken;
   bool masked = output == Output::MaskedGreedyToken || output == Output::MaskedSampledToken;
   StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, step)
-      .build(output == Output::AllLogits, greedy, sampled ? &sampling_ : nullptr, masked);
+      .build(output == Output::AllLogits, greedy, sampled ? &slot_sampling_ : nullptr, masked);
 }
 
 void Model::check_segment(const Segment& segment) const {
@@ -967,30 +986,50 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
   return logits;
 }
 
-std::vector<uint32_t> Model::forward_batch_greedy(std::span<const Segment> segments) {
+std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks) {
   check_batch(segments);
-  if (!batchable_) fail("forward_batch_greedy: this model's steps cannot batch (can_batch())");
-  reserve_blocks(segment_needs(segments, positions_));
+  if (!batchable_) fail("forward_batch_pick: this model's steps cannot batch (can_batch())");
+  if (!masks.empty() && masks.size() != segments.size())
+    fail("forward_batch_pick: {} masks for {} segments (one each, or none)", masks.size(), segments.size());
   std::vector<uint32_t> slots;
   std::vector<int32_t> fed;
+  bool argmax = true;
   for (const Segment& segment : segments) {
-    if (segment.tokens.size() != 1) fail("forward_batch_greedy: every segment must be one token");
+    if (segment.tokens.size() != 1) fail("forward_batch_pick: every segment must be one token");
+    const kernels::SampleParams& settings = slot_sampling_[segment.slot];
+    if (settings.repetition_penalty != 1.0f || settings.presence_penalty != 0.0f || settings.frequency_penalty != 0.0f)
+      fail("forward_batch_pick: slot {} samples with penalties, which a batched step does not apply (the GPU keeps "
+           "one sequence's token counts)",
+           segment.slot);
+    argmax = argmax && settings.top_k == 1;
     slots.push_back(segment.slot);
     fed.push_back(segment.tokens.front());
   }
+  reserve_blocks(segment_needs(segments, positions_));
+  const bool masked = !masks.empty();
+  const Output output = masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
+                               : (argmax ? Output::GreedyToken : Output::SampledToken);
   gpu::Device::PendingRead read;
-  if (speculation_ && speculation_->slots == slots && speculation_->fed == fed) {
+  if (speculation_ && speculation_->slots == slots && speculation_->fed == fed && speculation_->output == output) {
     read = std::move(speculation_->read);  // this step is already queued
     speculation_.reset();
+  } else if (masked) {
+    // The products run while the host works out the masks; the picks wait for them.
+    discard_speculation();
+    Step& s = submit_step(segments, output, true);
+    write_masks(masks);
+    gpu::Recorder recorder(device_, "batch picks");
+    record(s, recorder, nullptr, s.pick);
+    read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   } else {
     discard_speculation();
-    submit_step(segments, Output::GreedyToken);
+    submit_step(segments, output);
     gpu::Recorder recorder(device_, "batch picks");
     read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   }
   for (const Segment& segment : segments) ++positions_[segment.slot];
   try {
-    speculate(segments);
+    if (!masked) speculate(segments, output);  // a mask depends on the ids before it: no step ahead
   } catch (...) {
     device_.finish_read(read);
     throw;
@@ -1010,7 +1049,7 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
   return device_.map_async(picks, 4ull * count);
 }
 
-void Model::speculate(std::span<const Segment> segments) {
+void Model::speculate(std::span<const Segment> segments, Output output) {
   std::vector<std::pair<uint32_t, uint64_t>> needs;
   for (const Segment& segment : segments) {
     if (positions_[segment.slot] + 1 > context_) return;
@@ -1024,12 +1063,13 @@ void Model::speculate(std::span<const Segment> segments) {
     shape.emplace_back(segment.slot, 1);
     slots.push_back(segment.slot);
   }
-  Step& s = step(shape, Output::GreedyToken);
+  Step& s = step(shape, output);
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "batch step ahead");
-  // Row i is segment i's one token: the step before wrote its picks into ids, in order (its argmax).
+  // Row i is segment i's one token: the step before wrote its picks into ids, in order.
   record(s, recorder);
-  speculation_ = Speculation{std::move(slots), {}, read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
+  speculation_ = Speculation{std::move(slots), {}, output,
+                             read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
 }
 
 void Model::discard_speculation() noexcept {
@@ -1097,7 +1137,20 @@ void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer, size_
   }
 }
 
-Model::Step& Model::submit_step(std::span<const Segment> segments, Output output) {
+void Model::write_masks(std::span<const TokenMask> masks) {
+  const uint32_t words = kernels::token_mask_words(token_count_);
+  std::vector<uint32_t> allowed(size_t(words) * masks.size(), 0u);
+  for (size_t row = 0; row < masks.size(); ++row) {
+    std::span<uint32_t> bits = std::span(allowed).subspan(row * words, words);
+    if (masks[row])
+      masks[row](bits);
+    else
+      std::fill(bits.begin(), bits.end(), ~0u);  // every id (the kernel reads none past the count)
+  }
+  device_.write(buffers_->token_mask, std::span<const uint32_t>(allowed));
+}
+
+Model::Step& Model::submit_step(std::span<const Segment> segments, Output output, bool products_only) {
   std::vector<std::pair<uint32_t, uint32_t>> shape;
   std::vector<uint32_t> ids;
   for (const Segment& segment : segments) {
@@ -1108,7 +1161,7 @@ Model::Step& Model::submit_step(std::span<const Segment> segments, Output output
   device_.write(buffers_->ids, std::span<const uint32_t>(ids));
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "step");
-  record(s, recorder);
+  record(s, recorder, nullptr, 0, products_only ? s.pick : SIZE_MAX);
   recorder.submit();
   return s;
 }
@@ -1130,7 +1183,13 @@ bool Model::sampling_on_gpu(const GpuSampling& s) const {
   return s.temperature > 0 && std::isfinite(1.0f / s.temperature) && token_count_ <= kernels::kMaxSampleCount;
 }
 
-void Model::follow_sampling(const GpuSampling& s) {
+void Model::set_sampling(uint32_t slot, const GpuSampling& s) {
+  if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
+  // The steps' graphs may already exist: their uniforms follow slot_sampling_ without the kernel seeing it again.
+  if (s.top_k == 1 && !s.penalized()) {  // the best id, whatever the other settings and the vocabulary
+    slot_sampling_[slot] = kernels::SampleParams{.count = token_count_, .slot = 0, .top_k = 1, .position = 0};
+    return;
+  }
   if (!sampling_on_gpu(s))
     fail("sampling on the GPU needs a positive temperature with a finite inverse (got {}) and a vocabulary of at "
          "most {} (the model's: {})",
@@ -1138,14 +1197,13 @@ void Model::follow_sampling(const GpuSampling& s) {
   kernels::SampleParams settings{token_count_, 0, s.top_k, 0, s.top_p, s.min_p, 1.0f / s.temperature,
                                  uint32_t(s.seed), uint32_t(s.seed >> 32), s.repetition_penalty, s.presence_penalty,
                                  s.frequency_penalty};
-  // The step's graph may already exist: its uniforms follow sampling_ without the kernel seeing it again.
   kernels::check_sample_params(settings);
-  sampling_ = settings;
+  slot_sampling_[slot] = settings;
 }
 
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s, const SeenTokens& seen,
                                const std::function<bool(int32_t)>& on_token, uint32_t slot, const TokenMask& mask) {
-  follow_sampling(s);
+  set_sampling(slot, s);
   // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
   // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
   if (s.penalized()) {
@@ -1297,7 +1355,7 @@ std::vector<gpu::Timing> Model::profile(uint32_t tokens) {
 
 std::vector<gpu::Timing> Model::profile_sampled(const GpuSampling& sampling) {
   if (positions_[0] + 1 > context_) fail("profile_sampled: the context of {} is full", context_);
-  follow_sampling(sampling);
+  set_sampling(0, sampling);
   std::pair<uint32_t, uint64_t> need{0, positions_[0] + 1};
   reserve_blocks(std::span(&need, 1));
   return time_step(step(1, Output::SampledToken, 0));

@@ -149,13 +149,18 @@ class Model {
   // Whether forward_batch() runs its segments as one step: the per-segment views of the activation rows must
   // sit at offsets the adapter can bind.
   bool can_batch() const { return batchable_; }
-  // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (argmax,
-  // ids past token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back.
-  // Only where can_pick_in_batch(). Pipelined: before waiting for this step's ids, the next step of the same
-  // slots is queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes
-  // its result instead of running a step, so the GPU never waits for the host between such calls. Any other
-  // call discards it (its cache rows lie past the slots' positions, rewritten by the next real step).
-  std::vector<uint32_t> forward_batch_greedy(std::span<const Segment> segments);
+  // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (ids past
+  // token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back: drawn with
+  // its slot's settings (set_sampling(); argmax for all when every one is top-k 1 without penalties, the
+  // default). Only where can_pick_in_batch(); throws for a slot whose settings have penalties (the GPU keeps one
+  // sequence's token counts). Pipelined: before waiting for this step's ids, the next step of the same slots is
+  // queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes its result
+  // instead of running a step, so the GPU never waits for the host between such calls. Any other call discards
+  // it (its cache rows lie past the slots' positions, rewritten by the next real step).
+  // With MASKS (one per segment; an empty one allows every id), each row picks only among the ids its mask allows
+  // (filled as decode_greedy()'s below), called once the step's products are submitted; such a step queues none ahead.
+  using TokenMask = std::function<void(std::span<uint32_t> allowed)>;
+  std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {});
   // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
   bool can_pick_in_batch() const { return batchable_; }
 
@@ -169,7 +174,6 @@ class Model {
   // With a `mask`, each step picks only among the ids it allows: before every step it fills its argument, a bit
   // per id of token_count() (bit i % 32 of word i / 32; set: allowed; the words start cleared), and the step waits
   // for the id before it (a constraint's mask depends on it), so masked steps are not queued ahead.
-  using TokenMask = std::function<void(std::span<uint32_t> allowed)>;
   uint32_t decode_greedy(int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
                          uint32_t slot = 0, const TokenMask& mask = {});
 
@@ -189,6 +193,10 @@ class Model {
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling, const SeenTokens& seen,
                           const std::function<bool(int32_t)>& on_token, uint32_t slot = 0,
                           const TokenMask& mask = {});
+  // The settings SLOT's draws on the GPU take from now on (decode_sampled() sets its own; forward_batch_pick()
+  // draws each slot's id with them; every slot starts with top-k 1, the argmax). Throws where sampling_on_gpu()
+  // does not hold, but for top-k 1 without penalties (the argmax, whatever the rest).
+  void set_sampling(uint32_t slot, const GpuSampling& sampling);
   // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
   // temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)
@@ -206,7 +214,7 @@ class Model {
   // profile() of a decode step that draws its token on the GPU with `sampling` (decode_sampled()'s step; the
   // token counts the penalties read are left as they are).
   std::vector<gpu::Timing> profile_sampled(const GpuSampling& sampling);
-  // profile() of the greedy step forward_batch_greedy() runs for `sequences` sequences of one token each, in
+  // profile() of the greedy step forward_batch_pick() runs for `sequences` sequences of one token each, in
   // slots 0..sequences-1 at their current positions (the step the batched decode loop repeats). Throws where
   // a slot is missing or full, or where the model cannot batch (can_batch()).
   std::vector<gpu::Timing> profile_batch(uint32_t sequences);
@@ -232,14 +240,15 @@ class Model {
   Step& step(const std::vector<std::pair<uint32_t, uint32_t>>& shape, Output output);
   Step& step(uint32_t tokens, Output output, uint32_t slot) { return step({{slot, tokens}}, output); }
   void build(Step& step, Output output);  // records the graph of `step`'s segments ending with `output`
-  // Checks `s` and makes it the settings the sampled steps' uniforms follow (sampling_).
-  void follow_sampling(const GpuSampling& s);
   // The shared loop of decode_greedy() and decode_sampled(): steps with `output` (a token output) queued
   // back to back, ids read back a few steps behind.
   uint32_t decode_on_gpu(Output output, int32_t first, uint32_t max_steps, const std::function<bool(int32_t)>& on_token,
                          uint32_t slot, const TokenMask& mask);
-  // Writes the segments' ids and records and submits their step with OUTPUT (positions are not advanced).
-  Step& submit_step(std::span<const Segment> segments, Output output);
+  // Writes the segments' ids and records and submits their step with OUTPUT (positions are not advanced); with
+  // PRODUCTS_ONLY, only its entries before the pick (Step::pick).
+  Step& submit_step(std::span<const Segment> segments, Output output, bool products_only = false);
+  // Writes Buffers::token_mask: row i's words from MASKS[i] (forward_batch_pick()).
+  void write_masks(std::span<const TokenMask> masks);
   // Runs one step over SEGMENTS (already checked) and advances their slots; returns the logits rows.
   std::vector<float> run_step(std::span<const Segment> segments, bool all_logits);
   void check_segment(const Segment& segment) const;
@@ -251,17 +260,18 @@ class Model {
   void check_batch(std::span<const Segment> segments) const;
   // Writes the row table of a step with Step::row_kernels for the slots' current positions.
   void write_row_table(const Step& s);
-  // forward_batch_greedy()'s step queued ahead: its slots, the ids it was fed (the picks returned last), and the
+  // forward_batch_pick()'s step queued ahead: its slots, the ids it was fed (the picks returned last), and the
   // read-back of its own picks.
   struct Speculation {
     std::vector<uint32_t> slots;
     std::vector<int32_t> fed;
+    Output output;
     gpu::Device::PendingRead read;
   };
-  // Queues a greedy batched step of SEGMENTS' slots whose ids are the last step's picks (batch_tokens, on the
-  // GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those picks);
-  // nothing where a slot's context is full.
-  void speculate(std::span<const Segment> segments);
+  // Queues a batched step with OUTPUT (a token pick) of SEGMENTS' slots whose ids are the last step's picks (ids,
+  // on the GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those
+  // picks); nothing where a slot's context is full.
+  void speculate(std::span<const Segment> segments, Output output);
   // Waits for the step queued ahead, if any, and forgets it.
   void discard_speculation() noexcept;
   // Records a copy of the batch's picks into the read-back buffer `ring` and submits it; returns the read.
@@ -291,7 +301,8 @@ class Model {
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
   std::map<StepKey, std::unique_ptr<Step>> steps_;
-  kernels::SampleParams sampling_{};  // decode_sampled()'s settings, which its steps' uniforms follow
+  // Each slot's settings for draws on the GPU (set_sampling()), which sampled steps' uniforms follow.
+  std::vector<kernels::SampleParams> slot_sampling_;
   std::optional<Speculation> speculation_;
   uint32_t picks_ring_ = 0;  // the batch_picks read-back buffer the next read uses
   LoadStats load_stats_;

@@ -1382,20 +1382,27 @@ std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBi
 
 uint32_t token_mask_words(uint32_t count) { return uint32_t(ceil_div(count, 32)); }
 
-Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding allowed, uint32_t count) {
-  auto shapes = fmt::format("count={}", count);
+Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding allowed, uint32_t count,
+                     uint32_t logits_offset, uint32_t allowed_offset) {
+  auto shapes = fmt::format("count={}{}", count,
+                            logits_offset || allowed_offset
+                                ? fmt::format(" logits_offset={} allowed_offset={}", logits_offset, allowed_offset)
+                                : "");
   if (count == 0) fail("kernel 'mask_tokens' ({}): no logits", shapes);
   struct Params {
-    uint32_t count, masked_bits;
-  } p{count, 0x7FC00000u};
-  return prepare(device, "mask_tokens", shapes, {{"logits", logits, count}, {"allowed", allowed, token_mask_words(count)}},
+    uint32_t count, masked_bits, logits_offset, allowed_offset;
+  } p{count, 0x7FC00000u, logits_offset, allowed_offset};
+  return prepare(device, "mask_tokens", shapes,
+                 {{"logits", logits, uint64_t(logits_offset) + count},
+                  {"allowed", allowed, uint64_t(allowed_offset) + token_mask_words(count)}},
                  p, fold(ceil_div(count, 256)));
 }
 
 namespace {
 std::string sample_shapes(const SampleParams& p) {
-  return fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}", p.count, p.slot, p.top_k,
-                     p.top_p, p.min_p, p.inv_temperature);
+  return fmt::format("count={} slot={} top_k={} top_p={} min_p={} inv_temperature={}{}", p.count, p.slot, p.top_k,
+                     p.top_p, p.min_p, p.inv_temperature,
+                     p.logits_offset ? fmt::format(" logits_offset={}", p.logits_offset) : "");
 }
 }  // namespace
 
@@ -1451,8 +1458,8 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
   std::vector<Dispatch> dispatches;
   auto stage = [&](uint32_t number, Grid grid) {
     dispatches.push_back(prepare(device, "sample", shapes,
-                                 {{"logits", logits, p.count},
-                                  {"next_ids", next_ids, 1},
+                                 {{"logits", logits, uint64_t(p.logits_offset) + p.count},
+                                  {"next_ids", next_ids, uint64_t(p.slot) + 1},
                                   {"history", history, uint64_t(p.slot) + 1},
                                   {"candidates", candidates, sample_candidates_words(p.count)},
                                   {"counts", counts, p.count}},

@@ -392,17 +392,19 @@ constexpr uint32_t kArgmaxPartials = 256;  // argmax.wgsl PARTIALS
 std::vector<Dispatch> argmax(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
                              BufferBinding partials, const ArgmaxParams& p);
 
-// mask_tokens.wgsl: sets logits[i] (i < count) to NaN where bit i of `allowed` (bit i % 32 of word i / 32) is
-// clear, so that argmax and sample, which never pick NaN, pick only allowed ids (constrained decoding without
-// the logits read back). Bindings: 0 logits [count] read_write, 1 allowed [ceil(count / 32)] u32, 2 params.
-// Throws for no logits.
+// mask_tokens.wgsl: sets logits[logits_offset + i] (i < count) to NaN where bit i of `allowed` from word
+// allowed_offset on (bit i % 32 of word allowed_offset + i / 32) is clear, so that argmax and sample, which never
+// pick NaN, pick only allowed ids (constrained decoding without the logits read back; a batched step masks each
+// sequence's row with its own words). Bindings: 0 logits [logits_offset + count] read_write, 1 allowed
+// [allowed_offset + ceil(count / 32)] u32, 2 params. Throws for no logits.
 uint32_t token_mask_words(uint32_t count);  // ceil(count / 32)
-Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding allowed, uint32_t count);
+Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding allowed, uint32_t count,
+                     uint32_t logits_offset = 0, uint32_t allowed_offset = 0);
 
 // sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
 // generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
-// and random numbers hashed from (seed, position). The drawn token goes to next_ids[0] and history[slot], as
-// argmax's. 3 + kSampleLevels dispatches (recorded in order; only the last depends on the position): chunk
+// and random numbers hashed from (seed, position), from the row of `count` logits at logits_offset. The drawn token
+// goes to next_ids[slot] and history[slot]: a batched step draws row r's into slot r with a chain of its own. 3 + kSampleLevels dispatches (recorded in order; only the last depends on the position): chunk
 // maxima, a histogram of the weights, the levels that narrow the tokens around the cut down to at most
 // kSampleGathered and gather them (each over every chunk; those with nothing left to do return at once), then one
 // workgroup finds the cut among the gathered tokens and draws. The levels from sample_levels(p) on may be left
@@ -411,7 +413,7 @@ Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding al
 // Penalties as the host sampler's: counts[i] is how often token i was generated, plus kSeenInPrompt where the
 // prompt holds it; the repetition penalty applies to every token with counts[i] != 0, the presence and frequency
 // penalties to those generated. The drawn token's count goes up by one.
-// Bindings: 0 logits [count], 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
+// Bindings: 0 logits [logits_offset + count], 1 next_ids [> slot] u32, 2 history [> slot] u32, 3 scratch
 // [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
 constexpr uint32_t kSeenInPrompt = 1u << 31;
 struct SampleParams {
@@ -424,6 +426,7 @@ struct SampleParams {
   uint32_t seed_lo = 0, seed_hi = 0;
   float repetition_penalty = 1.0f;  // > 0; 1: off
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  uint32_t logits_offset = 0;  // the row's first logit
 };
 constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
 constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
@@ -447,7 +450,7 @@ std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBi
 double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48);
-static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 48);
+static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 52);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 
 }  // namespace gerbil::kernels

@@ -63,6 +63,10 @@ std::string Metrics::text(const SchedulerStats& scheduler, bool ready) const {
   out += fmt::format("gerbil_kv_cache_blocks_total {}\n", scheduler.kv_blocks_total);
   metric("gerbil_cached_prompt_tokens_total", "counter", "Prompt tokens taken from the KV cache");
   out += fmt::format("gerbil_cached_prompt_tokens_total {}\n", scheduler.cached_tokens);
+  metric("gerbil_host_draws_total", "counter",
+         "Tokens drawn on the host from read-back logits (a prompt's first token; log-probabilities, logit_bias, "
+         "a constraint in a batch, penalties in a batch); the others are picked on the GPU");
+  out += fmt::format("gerbil_host_draws_total {}\n", scheduler.host_draws);
   metric("gerbil_ready", "gauge", "1 once the model is loaded");
   out += fmt::format("gerbil_ready {}\n", ready ? 1 : 0);
   metric("gerbil_time_to_first_token_seconds", "histogram", "Seconds from submission to the first token");

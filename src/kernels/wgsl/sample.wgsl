@@ -1,6 +1,8 @@
 // Sampling on the GPU: a token drawn from the logits at temperature 1 / inv_temperature, cut by top-k (any k; 0:
-// off), top-p and min-p, written to next_ids[0] — the input of the next decode step, so that sampled decoding, like
-// greedy decoding, never waits for the host between steps — and to history[slot], for the host to read back.
+// off), top-p and min-p, written to next_ids[slot] — the input of the next decode step, so that sampled decoding,
+// like greedy decoding, never waits for the host between steps — and to history[slot], for the host to read back.
+// The logits are row logits[logits_offset .. logits_offset + count): a batched step draws each of its sequences'
+// tokens with a chain of these dispatches of its own (its row, its settings, its slot).
 // The rule is generate/sampler.cpp's, which draws the same token (kernels::sample_unit's hash, the same integer
 // arithmetic): candidates in sampling order (higher logit first, lower index first among equal logits; NaN never
 // drawn; infinities clamped to the largest finite floats). Each has the integer weight
@@ -40,7 +42,7 @@
 //   may leave out levels 6 on (kernels::sample_levels).
 // 4: one workgroup sorts the gathered tokens (the first gathering level's window), finds the cut among them,
 //   then draws: the chunk that holds the mark from the chunks' kept sums, and the token within it.
-// Bindings (group 0): 0 logits [count] read, 1 next_ids [>= 1] u32, 2 history [> slot] u32, 3 scratch
+// Bindings (group 0): 0 logits [logits_offset + count] read, 1 next_ids [> slot] u32, 2 history [> slot] u32, 3 scratch
 //                     [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params uniform.
 //!include token_order.wgsl
 
@@ -57,6 +59,7 @@ struct Params {
   repetition_penalty: f32,  // > 0; 1: off
   presence_penalty: f32,    // 0: off
   frequency_penalty: f32,   // 0: off
+  logits_offset: u32,       // the row's first logit
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -182,12 +185,12 @@ fn chunk_token(wid: u32, lid: u32, j: u32) -> u32 {
   return wid * CHUNK + j * WORKGROUP_SIZE + lid;
 }
 fn valid(i: u32) -> bool {
-  return i < params.count && !is_nan(logits[i]);
+  return i < params.count && !is_nan(logits[params.logits_offset + i]);
 }
 
 // Logit i (not NaN) after the penalties, infinities clamped to +-LARGEST.
 fn logit(i: u32) -> f32 {
-  var v = logits[i];
+  var v = logits[params.logits_offset + i];
   if (penalized()) {  // without penalties every count leaves the logit as it is: not read
     let seen = counts[i];
     if (seen != 0u) {
@@ -958,7 +961,7 @@ fn finish(lid: u32) {
     }
   }
   if (lid == 0u) {
-    next_ids[0] = token;
+    next_ids[params.slot] = token;
     history[params.slot] = token;
     if (token < params.count) {
       counts[token] += 1u;
