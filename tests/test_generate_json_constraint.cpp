@@ -1530,9 +1530,15 @@ TEST_P(JsonConstraintWalk, MasksNearCountBoundsAllowExactlyTheIdsThatContinue) {
                   {"items", {{"type", "string"}, {"minLength", longest + 9}, {"maxLength", longest + 40}}},
                   {"minItems", 2}};
   json text = {{"type", "string"}, {"minLength", longest + 30}};
+  const size_t commas = trie_->max_token_commas();  // items one token may end: one more
+  json numbers = {{"type", "array"},
+                  {"items", {{"type", "integer"}}},
+                  {"minItems", commas + 4},
+                  {"maxItems", commas + 9}};
   for (uint32_t seed = 1; seed <= 3; ++seed) {
     expect_valid(strings, walk(JsonGrammar::from_schema(strings, "schema"), seed, 1));
     expect_valid(text, walk(JsonGrammar::from_schema(text, "schema"), seed + 10, 1));
+    expect_valid(numbers, walk(JsonGrammar::from_schema(numbers, "schema"), seed + 20, 1));
   }
 }
 

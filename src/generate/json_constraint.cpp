@@ -77,6 +77,7 @@ TokenTrie::TokenTrie(const Tokenizer& tokenizer) {
     }
     if (!bytes_[id].empty()) ids.push_back(token);
     max_token_length_ = std::max(max_token_length_, bytes_[id].size());
+    max_token_commas_ = std::max<size_t>(max_token_commas_, std::count(bytes_[id].begin(), bytes_[id].end(), ','));
   }
   std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
   sorted_ids_ = std::move(ids);
@@ -1261,20 +1262,24 @@ class Automaton {
     return state.depth == 2 && may_end(state.frames[1]);
   }
 
-  // STATE as the key of the mask of tokens of up to LOOKAHEAD bytes. A count that so many bytes cannot carry to one
-  // of its bounds (a string's characters, an array's items) is only compared with them there, so the key keeps which
-  // bounds it has passed instead of the count (a byte a frame): a long string or array then takes its mask from the
-  // cache instead of walking the vocabulary once per count.
-  std::string mask_key(const State& state, size_t lookahead) const {
+  // STATE as the key of the mask of tokens that add at most LOOKAHEAD.characters characters to a string and
+  // LOOKAHEAD.items items to an array. A count that one token cannot carry to one of its bounds is only compared
+  // with them there, so the key keeps which bounds it has passed instead of the count (a byte a frame): a long
+  // string or array then takes its mask from the cache instead of walking the vocabulary once per count.
+  struct Lookahead {
+    size_t characters, items;
+  };
+  std::string mask_key(const State& state, Lookahead lookahead) const {
     std::vector<Frame> frames(state.frames.begin(), state.frames.begin() + state.depth);
     std::string passed(frames.size(), '\0');
     for (size_t d = 0; d < frames.size(); ++d) {
       const Node& node = g_.nodes[frames[d].node];
-      uint32_t* count = node.kind == Kind::String && node.pattern == kNone ? &frames[d].count
+      bool string = node.kind == Kind::String && node.pattern == kNone;
+      uint32_t* count = string ? &frames[d].count
                         : node.kind == Kind::Array && frames[d].pos >= node.prefix_items.size() ? &frames[d].pos
                                                                                                  : nullptr;
       if (!count) continue;
-      passed[d] = bounds_passed(*count, node, lookahead);
+      passed[d] = bounds_passed(*count, node, string ? lookahead.characters : lookahead.items);
       if (passed[d]) *count = 0;
     }
     return std::string(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(Frame)) + passed;
@@ -1711,7 +1716,8 @@ class JsonConstraint final : public TokenConstraint {
 
   // The mask of the current state, computed once per state (cache_).
   const CachedMask& current() {
-    std::string key = automaton_.mask_key(state_, trie_->max_token_length());
+    // A byte is at most a character; an item ends at most once per comma, and once more.
+    std::string key = automaton_.mask_key(state_, {trie_->max_token_length(), trie_->max_token_commas() + 1});
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       if (cache_.size() >= kMaxCachedStates) cache_.clear();

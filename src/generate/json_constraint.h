@@ -71,6 +71,7 @@ class TokenTrie {
   std::string_view bytes(int32_t id) const;
   size_t vocab_size() const { return bytes_.size(); }
   size_t max_token_length() const { return max_token_length_; }
+  size_t max_token_commas() const { return max_token_commas_; }  // the most ',' bytes one token holds
 
  private:
   uint32_t build(std::span<const int32_t> ids, size_t depth);
@@ -79,6 +80,7 @@ class TokenTrie {
   std::vector<Node> nodes_;  // nodes_[0] is the root
   std::vector<Edge> edges_;
   size_t max_token_length_ = 0;
+  size_t max_token_commas_ = 0;
 };
 
 // How a constraint's masks were made: by walking the vocabulary, or taken from the cache of its states' masks.
