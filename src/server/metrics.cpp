@@ -64,8 +64,9 @@ std::string Metrics::text(const SchedulerStats& scheduler, bool ready) const {
   metric("gerbil_cached_prompt_tokens_total", "counter", "Prompt tokens taken from the KV cache");
   out += fmt::format("gerbil_cached_prompt_tokens_total {}\n", scheduler.cached_tokens);
   metric("gerbil_host_draws_total", "counter",
-         "Tokens drawn on the host from read-back logits (a prompt's first token; log-probabilities, logit_bias, "
-         "a constraint in a batch, penalties in a batch); the others are picked on the GPU");
+         "Tokens drawn on the host from read-back logits (a prompt's first, those of steps that also take a prompt's "
+         "tokens, and where log-probabilities, logit_bias or penalties in a batch ask for it); the others are picked "
+         "on the GPU");
   out += fmt::format("gerbil_host_draws_total {}\n", scheduler.host_draws);
   metric("gerbil_ready", "gauge", "1 once the model is loaded");
   out += fmt::format("gerbil_ready {}\n", ready ? 1 : 0);
