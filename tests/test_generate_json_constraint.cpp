@@ -12,6 +12,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -1554,6 +1555,44 @@ TEST_P(JsonConstraintWalk, LongStringsAndArraysShareTheirMasks) {
     JsonMaskCounts counts = mask_counts(schema, text);
     EXPECT_LE(counts.walked, 12u) << schema.dump();
     EXPECT_GE(counts.cached, 100u) << schema.dump();
+  }
+}
+
+// Requests with one schema share its grammar and their states' masks: a constraint walks the vocabulary only for
+// states no constraint of the grammar met before, and constraints on several threads at once get the masks one
+// alone gets.
+TEST_P(JsonConstraintWalk, RequestsWithOneSchemaShareTheirMasks) {
+  json schema = {{"type", "object"},
+                 {"description", std::string("shared masks, ") + GetParam()},  // a grammar no other test compiles
+                 {"properties", {{"name", {{"type", "string"}}}, {"tags", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
+                 {"required", {"name", "tags"}}};
+  const std::string text = R"({"name": "Ann Lee", "tags": ["red", "green", "blue"]})";
+  auto grammar = JsonGrammar::from_schema(schema, "schema");
+  EXPECT_EQ(JsonGrammar::from_schema(schema, "schema"), grammar);
+  // Every step's mask of one constraint over TEXT's ids, and how it made them.
+  auto masks_over_text = [&](JsonMaskCounts& counts) {
+    JsonConstraintOptions options;
+    options.counts = &counts;
+    auto constraint = make_json_constraint(grammar, trie_, {eos()}, options);
+    std::vector<std::vector<uint32_t>> masks;
+    for (int32_t id : tokenizer_->encode(text)) {
+      masks.emplace_back((tokenizer_->vocab_size() + 31) / 32, ~0u);
+      constraint->mask_bits(masks.back(), tokenizer_->vocab_size());
+      constraint->accept(id);
+    }
+    return masks;
+  };
+  JsonMaskCounts first_counts;
+  auto first = masks_over_text(first_counts);
+  EXPECT_GT(first_counts.walked, 0u);
+  std::vector<std::thread> threads;
+  std::vector<JsonMaskCounts> counts(4);
+  std::vector<std::vector<std::vector<uint32_t>>> masks(4);
+  for (size_t t = 0; t < 4; ++t) threads.emplace_back([&, t] { masks[t] = masks_over_text(counts[t]); });
+  for (auto& thread : threads) thread.join();
+  for (size_t t = 0; t < 4; ++t) {
+    EXPECT_EQ(counts[t].walked, 0u) << "thread " << t;
+    EXPECT_TRUE(masks[t] == first) << "thread " << t;
   }
 }
 

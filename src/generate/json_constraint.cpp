@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "generate/regex_automaton.h"
@@ -278,6 +280,8 @@ const RegexAutomaton& format_automaton(const StringFormat& format) {
   return automata.at(format.name);
 }
 
+class JsonMaskTable;  // the token constraint's cache of masks (below)
+
 struct JsonGrammar::Impl {
   struct Property {
     uint32_t value;
@@ -303,6 +307,10 @@ struct JsonGrammar::Impl {
   std::vector<StringPattern> patterns;
   uint32_t root = kNone;
   uint32_t string_node = kNone;  // a plain string: the keys of free-form objects
+  // The masks of the grammar's states, one table per vocabulary, end ids and options (mask_table()), shared by
+  // every constraint made from the grammar: a state's mask is walked once for all the requests of one schema.
+  mutable std::mutex mask_tables_mutex;
+  mutable std::map<std::string, std::shared_ptr<JsonMaskTable>> mask_tables;
 
   uint32_t add(Kind kind) {
     nodes.emplace_back().kind = kind;
@@ -983,11 +991,28 @@ JsonGrammar::JsonGrammar(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 JsonGrammar::~JsonGrammar() = default;
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const nlohmann::json& schema, const std::string& path) {
+  // The last grammars compiled, by schema: a server's requests with one schema share one grammar (and so its masks).
+  static constexpr size_t kKept = 16;
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const JsonGrammar>> kept;
+  static std::deque<std::string> order;  // oldest first
+  std::string key = path + '\n' + schema.dump();
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = kept.find(key); it != kept.end()) return it->second;
+  }
   auto grammar = new_grammar();
   SchemaCompiler compiler(*grammar, schema);
   grammar->root = compiler.compile(schema, path);
   grammar->finish(path);
-  return std::make_shared<const JsonGrammar>(std::move(grammar));
+  auto compiled = std::make_shared<const JsonGrammar>(std::move(grammar));
+  std::lock_guard lock(mutex);
+  if (kept.emplace(key, compiled).second) order.push_back(std::move(key));
+  if (order.size() > kKept) {
+    kept.erase(order.front());
+    order.pop_front();
+  }
+  return compiled;
 }
 
 nlohmann::json embeddable_schema(nlohmann::json schema) {
@@ -1654,12 +1679,53 @@ struct CachedMask {
   std::vector<uint64_t> bits;
 };
 
+}  // namespace
+
+// The masks of a grammar's states for one vocabulary, end ids and options, by state key (Automaton::mask_key);
+// thread-safe: the constraints of concurrent requests with one schema share it.
+class JsonMaskTable {
+ public:
+  explicit JsonMaskTable(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
+
+  std::shared_ptr<const CachedMask> find(const std::string& key) const {
+    std::lock_guard lock(mutex_);
+    auto it = masks_.find(key);
+    return it == masks_.end() ? nullptr : it->second;
+  }
+  void add(std::string key, std::shared_ptr<const CachedMask> mask) {
+    std::lock_guard lock(mutex_);
+    if (masks_.size() >= kMaxStates) masks_.clear();
+    masks_.emplace(std::move(key), std::move(mask));
+  }
+
+ private:
+  static constexpr size_t kMaxStates = 512;
+  std::shared_ptr<const TokenTrie> trie_;  // kept alive: its address is part of the table's name
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const CachedMask>> masks_;
+};
+
+namespace {
+
+// GRAMMAR's table for the vocabulary TRIE, end ids EOS and OPTIONS.
+std::shared_ptr<JsonMaskTable> mask_table(const JsonGrammar& grammar, const std::shared_ptr<const TokenTrie>& trie,
+                                          const std::vector<int32_t>& eos, const JsonConstraintOptions& options) {
+  std::string name = fmt::format("{} {} {} {}", static_cast<const void*>(trie.get()), fmt::join(eos, ","),
+                                 options.max_whitespace, options.max_depth);
+  const JsonGrammar::Impl& g = grammar.impl();
+  std::lock_guard lock(g.mask_tables_mutex);
+  auto& table = g.mask_tables[name];
+  if (!table) table = std::make_shared<JsonMaskTable>(trie);
+  return table;
+}
+
 class JsonConstraint final : public TokenConstraint {
  public:
   JsonConstraint(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const TokenTrie> trie,
                  std::vector<int32_t> eos_ids, const JsonConstraintOptions& options)
       : grammar_(std::move(grammar)), trie_(std::move(trie)), eos_ids_(std::move(eos_ids)),
-        automaton_(grammar_->impl(), options), counts_(options.counts) {
+        automaton_(grammar_->impl(), options), counts_(options.counts),
+        masks_(mask_table(*grammar_, trie_, eos_ids_, options)) {
     automaton_.start(state_);
     scratch_.resize((trie_->vocab_size() + 63) / 64);
     walk_states_.resize(trie_->max_token_length() + 1);
@@ -1672,7 +1738,7 @@ class JsonConstraint final : public TokenConstraint {
       for (int32_t id : eos_ids_) allow(allowed, id);
       return;
     }
-    apply(current(), allowed);
+    apply(*current(), allowed);
   }
 
   // The cached mask's words as they are, two 32-bit words of `allowed` from each 64-bit one.
@@ -1685,10 +1751,10 @@ class JsonConstraint final : public TokenConstraint {
       for (int32_t id : eos_ids_) set(id);
       return;
     }
-    const CachedMask& mask = current();  // a mask of a few ids has no words: all cleared, those ids set
+    std::shared_ptr<const CachedMask> mask = current();  // a mask of a few ids has no words: cleared, those set
     for (size_t w = 0; w < allowed.size(); ++w)
-      allowed[w] &= w / 2 < mask.bits.size() ? static_cast<uint32_t>(mask.bits[w / 2] >> (32 * (w % 2))) : 0u;
-    for (int32_t id : mask.ids) set(id);
+      allowed[w] &= w / 2 < mask->bits.size() ? static_cast<uint32_t>(mask->bits[w / 2] >> (32 * (w % 2))) : 0u;
+    for (int32_t id : mask->ids) set(id);
   }
 
   void accept(int32_t id) override {
@@ -1708,25 +1774,22 @@ class JsonConstraint final : public TokenConstraint {
   bool complete() const override { return ended_ || automaton_.complete(state_); }
 
  private:
-  static constexpr size_t kMaxCachedStates = 512;
-
   void allow(std::span<uint8_t> allowed, int32_t id) const {
     if (id >= 0 && static_cast<size_t>(id) < allowed.size()) allowed[id] = 1;
   }
 
-  // The mask of the current state, computed once per state (cache_).
-  const CachedMask& current() {
+  // The mask of the current state, computed once per state for every constraint of the grammar (masks_).
+  std::shared_ptr<const CachedMask> current() {
     // A byte is at most a character; an item ends at most once per comma, and once more.
     std::string key = automaton_.mask_key(state_, {trie_->max_token_length(), trie_->max_token_commas() + 1});
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      if (cache_.size() >= kMaxCachedStates) cache_.clear();
-      it = cache_.emplace(std::move(key), compute()).first;
-      if (counts_) ++counts_->walked;
-    } else if (counts_) {
-      ++counts_->cached;
+    if (auto found = masks_->find(key)) {
+      if (counts_) ++counts_->cached;
+      return found;
     }
-    return it->second;
+    auto mask = std::make_shared<const CachedMask>(compute());
+    masks_->add(std::move(key), mask);
+    if (counts_) ++counts_->walked;
+    return mask;
   }
 
   CachedMask compute() {
@@ -1797,7 +1860,7 @@ class JsonConstraint final : public TokenConstraint {
   State state_;
   bool ended_ = false;
   JsonMaskCounts* counts_;
-  std::unordered_map<std::string, CachedMask> cache_;
+  std::shared_ptr<JsonMaskTable> masks_;
   std::vector<uint64_t> scratch_;
   std::vector<State> walk_states_;
 };

@@ -9,7 +9,8 @@
 // of subtrees whose every token is plain string text while inside a string (whose pattern, if any, takes anything
 // from there on); the mask of each automaton state (a pattern's state included) is cached, so a long string or a
 // repeated structure costs a copy of the mask. States that differ only in a count of characters or items that no
-// token can carry to a bound share their mask.
+// token can carry to a bound share their mask, and the cache is the grammar's: the constraints of every request
+// with one schema (from_schema keeps the last grammars it compiled) share their states' masks.
 //
 // The schema subset: "type" (object, array, string, number, integer, boolean, null, or a list of them),
 // properties / required (additionalProperties false unless the object declares no properties), items,
@@ -98,7 +99,8 @@ struct JsonConstraintOptions {
 class JsonGrammar {
  public:
   // Throws gerbil::Error naming the offending keyword as PATH.keyword... (e.g.
-  // "response_format.json_schema.schema.properties.age.type").
+  // "response_format.json_schema.schema.properties.age.type"). The same schema and path again give the same
+  // grammar while it is among the last 16 compiled.
   static std::shared_ptr<const JsonGrammar> from_schema(const nlohmann::json& schema, const std::string& path);
   // {"type": "json_object"}: any JSON object.
   static std::shared_ptr<const JsonGrammar> any_object();

@@ -1140,13 +1140,14 @@ void Model::record(Step& s, gpu::Recorder& recorder, gpu::GpuTimer* timer, size_
 void Model::write_masks(std::span<const TokenMask> masks) {
   const uint32_t words = kernels::token_mask_words(token_count_);
   std::vector<uint32_t> allowed(size_t(words) * masks.size(), 0u);
-  for (size_t row = 0; row < masks.size(); ++row) {
+  // Each row's mask is its own sequence's (a walk of the vocabulary where its state is new): one a core.
+  parallel_for(masks.size(), [&](size_t row) {
     std::span<uint32_t> bits = std::span(allowed).subspan(row * words, words);
     if (masks[row])
       masks[row](bits);
     else
       std::fill(bits.begin(), bits.end(), ~0u);  // every id (the kernel reads none past the count)
-  }
+  });
   device_.write(buffers_->token_mask, std::span<const uint32_t>(allowed));
 }
 

@@ -158,7 +158,8 @@ class Model {
   // instead of running a step, so the GPU never waits for the host between such calls. Any other call discards
   // it (its cache rows lie past the slots' positions, rewritten by the next real step).
   // With MASKS (one per segment; an empty one allows every id), each row picks only among the ids its mask allows
-  // (filled as decode_greedy()'s below), called once the step's products are submitted; such a step queues none ahead.
+  // (filled as decode_greedy()'s below), called once the step's products are submitted, the rows' on several
+  // threads at once; such a step queues none ahead.
   using TokenMask = std::function<void(std::span<uint32_t> allowed)>;
   std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {});
   // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
