@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Forty-second session, second call (its log in $OUT/session42_serve.log). FIRST is the binary of the first call
-# (session42_all.sh, 6bfaac6: masks keyed by counts' distance to their bounds, with a token's bytes as the lookahead
-# of characters and items alike; batched sampled and constrained picks on the GPU), NEW adds an array's own
-# lookahead (a token's commas, and one). In order:
+# Forty-second session, second and third calls (its log in $OUT/session42_serve.log). Second call: OLD is the
+# binary of the first call (session42_all.sh, 6bfaac6: masks keyed by counts' distance to their bounds, with a
+# token's bytes as the lookahead of characters and items alike; batched sampled and constrained picks on the GPU),
+# NEW adds an array's own lookahead (a token's commas, and one; e775042). Third call: OLD is that NEW, NEW shares
+# the masks of one schema's states between its requests and works out a batch's masks on several threads. In
+# order:
 #  1. one Qwen2.5-0.5B sequence streamed through `gerbil serve`, unconstrained and constrained to an array of short
-#     strings and to an object, FIRST and NEW (issue 20: constrained within 20 % of unconstrained);
+#     strings and to an object, OLD and NEW (issue 20: constrained within 20 % of unconstrained);
 #  2. 16 and 64 clients at once through `gerbil serve --parallel N` (serve_concurrent.py, 128 tokens each):
 #     greedy, sampled (temperature 0.7) and constrained to the object, NEW;
 #  3. the 0.5B batched at 1, 4, 16 and 64 sequences, greedy and sampled (temperature 0.7, top-p 0.9), NEW.
 # Carry .device/{s42,lib,bin,debs,gpu-env.sh,tokenizers}.
-#   bench/device/session42_serve.sh FIRST NEW
+#   bench/device/session42_serve.sh OLD NEW
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session42_serve.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
