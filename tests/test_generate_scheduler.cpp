@@ -522,19 +522,22 @@ class EveryFifthId final : public TokenConstraint {
 // A constrained sequence decoding alone picks on the GPU under each step's mask; with log-probabilities asked it
 // draws on the host from the logits read back. Both give the same tokens, greedy and seeded, and not the
 // unconstrained answer.
+// 12 ids of PROMPT constrained to EveryFifthId at TEMPERATURE (seeded with SEED), with LOGPROBS (drawn on the host).
+SequenceRequest every_fifth_id_request(std::vector<int32_t> prompt, float temperature, uint64_t seed, bool logprobs) {
+  SequenceRequest r = greedy_request(prompt, 12);
+  r.options.sampling.temperature = temperature;
+  r.options.sampling.seed = seed;
+  r.constraint = std::make_unique<EveryFifthId>(prompt.back());
+  r.logprobs = logprobs;
+  return r;
+}
+
 TEST_F(SchedulerTest, AConstrainedAnswerIsTheSameDrawnOnTheGpuOrOnTheHost) {
   const std::vector<int32_t> prompt = {41, 42, 43};
   Scheduler scheduler(*model_, nullptr);
   for (float temperature : {0.0f, 0.9f}) {
     SCOPED_TRACE(testing::Message() << "temperature " << temperature);
-    auto request = [&](bool logprobs) {
-      SequenceRequest r = greedy_request(prompt, 12);
-      r.options.sampling.temperature = temperature;
-      r.options.sampling.seed = 3;
-      r.constraint = std::make_unique<EveryFifthId>(prompt.back());
-      r.logprobs = logprobs;
-      return r;
-    };
+    auto request = [&](bool logprobs) { return every_fifth_id_request(prompt, temperature, 3, logprobs); };
     std::vector<int32_t> on_gpu = scheduler.run(request(false)).tokens;
     EXPECT_EQ(on_gpu, scheduler.run(request(true)).tokens);
     EXPECT_EQ(on_gpu.size(), 12u);
@@ -548,18 +551,10 @@ TEST_F(SchedulerTest, AConstrainedAnswerIsTheSameDrawnOnTheGpuOrOnTheHost) {
 // drawn on the host from the logits read back (log-probabilities asked), greedy and seeded, and only each prompt's
 // first id drawn on the host.
 TEST_F(SchedulerTest, ConstrainedAnswersInABatchAreTheSameDrawnOnTheGpuOrOnTheHost) {
-  auto request = [](std::vector<int32_t> prompt, float temperature, bool logprobs) {
-    SequenceRequest r = greedy_request(prompt, 12);
-    r.options.sampling.temperature = temperature;
-    r.options.sampling.seed = 5;
-    r.constraint = std::make_unique<EveryFifthId>(prompt.back());
-    r.logprobs = logprobs;
-    return r;
-  };
   auto both = [&](bool logprobs) {
     std::vector<SequenceRequest> requests;
-    requests.push_back(request({41, 42, 43}, 0.0f, logprobs));
-    requests.push_back(request({61, 62, 63, 64, 65}, 0.9f, logprobs));
+    requests.push_back(every_fifth_id_request({41, 42, 43}, 0.0f, 5, logprobs));
+    requests.push_back(every_fifth_id_request({61, 62, 63, 64, 65}, 0.9f, 5, logprobs));
     return requests;
   };
   Scheduler on_host(*model_, nullptr, {.parallel = 2});

@@ -428,11 +428,12 @@ bool Scheduler::cancelling_all() const {
 bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments) {
   if (!model_.can_pick_in_batch()) return false;
   bool constrained = false;
+  std::vector<graph::Model::GpuSampling> settings;
   for (Slot* slot : decoding) {
     const Sequence& s = *slot->sequence;
-    graph::Model::GpuSampling settings = s.gpu_sampling();
-    bool argmax = settings.top_k == 1 && !settings.penalized();
-    if (s.draws_on_host() || settings.penalized() || !(argmax || model_.sampling_on_gpu(settings))) return false;
+    settings.push_back(s.gpu_sampling());
+    const graph::Model::GpuSampling& on_gpu = settings.back();
+    if (s.draws_on_host() || on_gpu.penalized() || !(on_gpu.argmax() || model_.sampling_on_gpu(on_gpu))) return false;
     constrained = constrained || s.request.constraint;
   }
   // A mask that fails (a constraint that allows no id) ends its own sequence after the step, not the batch.
@@ -454,7 +455,7 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
   }
   std::vector<uint32_t> picked;
   try {
-    for (Slot* slot : decoding) model_.set_sampling(slot->index, slot->sequence->gpu_sampling());
+    for (size_t i = 0; i < decoding.size(); ++i) model_.set_sampling(decoding[i]->index, settings[i]);
     picked = model_.forward_batch_pick(segments, masks);
   } catch (const std::exception& e) {
     for (Slot* slot : decoding) finish(*slot, FinishReason::Cancelled, e.what());
@@ -504,8 +505,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
   Sequence& s = *slot.sequence;
   if (s.request.logprobs || !s.request.logit_bias.empty()) return false;
   const graph::Model::GpuSampling on_gpu = s.gpu_sampling();
-  bool argmax = on_gpu.top_k == 1 && !on_gpu.penalized();
-  if (!argmax && !model_.sampling_on_gpu(on_gpu)) return false;
+  if (!on_gpu.argmax() && !model_.sampling_on_gpu(on_gpu)) return false;
   int32_t first = *s.next;
   uint32_t steps = s.options().max_new_tokens - uint32_t(s.result.tokens.size());
   // As many steps as the free blocks hold (each step feeds a token); where none, an idle slot's cache gives one
@@ -527,7 +527,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     return !s.cancelled && !newcomer_can_join() && !cancelling_all();
   };
   try {
-    if (argmax)
+    if (on_gpu.argmax())
       model_.decode_greedy(first, steps, on_token, slot.index, mask);
     else
       model_.decode_sampled(first, steps, on_gpu, s.seen(), on_token, slot.index, mask);

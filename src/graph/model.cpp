@@ -997,7 +997,7 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   for (const Segment& segment : segments) {
     if (segment.tokens.size() != 1) fail("forward_batch_pick: every segment must be one token");
     const kernels::SampleParams& settings = slot_sampling_[segment.slot];
-    if (settings.repetition_penalty != 1.0f || settings.presence_penalty != 0.0f || settings.frequency_penalty != 0.0f)
+    if (settings.penalized())
       fail("forward_batch_pick: slot {} samples with penalties, which a batched step does not apply (the GPU keeps "
            "one sequence's token counts)",
            segment.slot);
@@ -1187,7 +1187,7 @@ bool Model::sampling_on_gpu(const GpuSampling& s) const {
 void Model::set_sampling(uint32_t slot, const GpuSampling& s) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   // The steps' graphs may already exist: their uniforms follow slot_sampling_ without the kernel seeing it again.
-  if (s.top_k == 1 && !s.penalized()) {  // the best id, whatever the other settings and the vocabulary
+  if (s.argmax()) {  // whatever the vocabulary
     slot_sampling_[slot] = kernels::SampleParams{.count = token_count_, .slot = 0, .top_k = 1, .position = 0};
     return;
   }

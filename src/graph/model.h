@@ -190,6 +190,8 @@ class Model {
     uint64_t seed = 0;
     float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
     bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
+    // The best id, whatever the other settings: an argmax needs no sampler.
+    bool argmax() const { return top_k == 1 && !penalized(); }
   };
   uint32_t decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& sampling, const SeenTokens& seen,
                           const std::function<bool(int32_t)>& on_token, uint32_t slot = 0,

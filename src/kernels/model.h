@@ -427,6 +427,7 @@ struct SampleParams {
   float repetition_penalty = 1.0f;  // > 0; 1: off
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
   uint32_t logits_offset = 0;  // the row's first logit
+  bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
 };
 constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
 constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
