@@ -126,26 +126,19 @@ TEST_F(BatchBench, RefusesWhatItCannotRun) {
   refuses({.prompt_tokens = 4, .generated_tokens = 0, .sequences = {1}}, "--generated-tokens");
   refuses({.prompt_tokens = 10, .generated_tokens = 7, .sequences = {1}}, "exceed the context of 16");
   refuses({.prompt_tokens = 4, .generated_tokens = 4, .sequences = {1},
-           .sampling = graph::Model::GpuSampling{.temperature = 0.7f, .repetition_penalty = 1.2f}},
-          "sampling with penalties (--sampling) draws on the host");
-  refuses({.prompt_tokens = 4, .generated_tokens = 4, .sequences = {1},
            .sampling = graph::Model::GpuSampling{.temperature = 0.0f}},
           "the GPU sampler cannot draw with these settings (--sampling)");
 }
 
-// A batched pick refuses a slot with penalties (the GPU keeps one sequence's token counts) and masks that are not
-// one a segment, naming them, and changes nothing: the same step then runs.
-TEST(BatchedPicks, RefusesPenaltiesAndMisfitMasks) {
+// A batched pick refuses masks that are not one a segment, naming them, and changes nothing: the same step then
+// runs.
+TEST(BatchedPicks, RefusesMisfitMasks) {
   test::ScratchDir dir;
   synth_model(dir.path(), {.preset = "tiny-qwen2", .seed = 4, .vocab = 509});
   ModelFiles files = ModelFiles::open(dir.path());
   graph::Model model(test::device(), files, graph::ModelOptions{.context = 16, .slots = 2, .max_chunk = 16});
   std::vector<int32_t> fed = {11, 400};
   std::vector<graph::Segment> step = {{0, std::span(&fed[0], 1)}, {1, std::span(&fed[1], 1)}};
-  model.set_sampling(1, {.temperature = 0.8f, .seed = 3, .presence_penalty = 0.5f});
-  EXPECT_THAT([&] { model.forward_batch_pick(step); },
-              ThrowsMessage<Error>(HasSubstr("slot 1 samples with penalties, which a batched step does not apply")));
-  model.set_sampling(1, {.top_k = 1});
   std::vector<graph::Model::TokenMask> one_mask(1);
   EXPECT_THAT([&] { model.forward_batch_pick(step, one_mask); },
               ThrowsMessage<Error>(HasSubstr("1 masks for 2 segments")));

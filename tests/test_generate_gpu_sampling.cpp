@@ -2,6 +2,8 @@
 // decoding (top-k 1) after repetition and frequency penalties, which the GPU applies from its own token
 // counts, step by step, on a tiny synthetic model on the default adapter; and seeded draws, which must be
 // the same token on both (a seeded request's text must not depend on whether it was batched).
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <span>
@@ -82,31 +84,68 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
   EXPECT_NE(greedy, on_gpu);
 }
 
-// Draws `draws` tokens with kernels::sample from `logits` and token counts `seen` with settings `p`, at positions
-// 0, 1, ...: the stages before the draw once (they do not depend on the position; of the levels, those the
-// settings need, as a model's step records them), then the draw at each position with the same counts. Every
-// output and the scratch start poisoned.
-std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>& logits,
-                                  const std::vector<uint32_t>& seen, const SamplingParams& p, uint32_t draws) {
-  const auto count = uint32_t(logits.size());
+// One row of logits for draw_on_gpu(): its token counts `seen` and its settings.
+struct DrawRow {
+  std::vector<float> logits;
+  std::vector<uint32_t> seen;
+  SamplingParams settings;
+};
+
+// Draws `draws` tokens from each row with one chain of kernels::sample for all of them, at positions 0, 1, ...:
+// the stages before the draw once (they do not depend on the position; of the levels, those the rows' settings
+// need, as a model's step records them), then the draw at each position with the same counts. The rows lie one
+// after another in one logits buffer and one counts buffer, each after a few poisoned logits (1e30, which would
+// win every draw) and counts; every output and the scratch start poisoned. Row r's tokens come back as
+// tokens[r].
+std::vector<std::vector<uint32_t>> draw_on_gpu(gpu::Device& device, const std::vector<DrawRow>& rows, uint32_t draws) {
+  constexpr uint32_t kGap = 5;
+  std::vector<float> logits;
+  std::vector<uint32_t> counts;
+  std::vector<kernels::SampleParams> settings;
+  uint32_t count = 0, levels = 1;
+  for (const DrawRow& row : rows) {
+    const SamplingParams& p = row.settings;
+    logits.insert(logits.end(), kGap, 1e30f);
+    counts.insert(counts.end(), kGap, 0xDEADu);
+    kernels::SampleParams q{.count = uint32_t(row.logits.size()), .slot = 0, .top_k = uint32_t(p.top_k),
+                            .position = 0, .top_p = p.top_p, .min_p = p.min_p, .inv_temperature = 1.0f / p.temperature,
+                            .seed_lo = uint32_t(p.seed), .seed_hi = uint32_t(p.seed >> 32),
+                            .repetition_penalty = p.repetition_penalty, .presence_penalty = p.presence_penalty,
+                            .frequency_penalty = p.frequency_penalty, .logits_offset = uint32_t(logits.size()),
+                            .counts_offset = uint32_t(counts.size())};
+    logits.insert(logits.end(), row.logits.begin(), row.logits.end());
+    counts.insert(counts.end(), row.seen.begin(), row.seen.end());
+    count = std::max(count, q.count);
+    levels = std::max(levels, kernels::sample_levels(q));
+    settings.push_back(q);
+  }
+  const auto poisoned = [&](uint64_t words) { return std::vector<uint32_t>(words, 0xDEADu); };
   auto logits_buffer = device.upload("logits", std::span<const float>(logits));
-  auto next = device.upload("next_ids", std::span<const uint32_t>(std::vector<uint32_t>(draws, 0xDEADu)));
-  auto drawn = device.upload("history", std::span<const uint32_t>(std::vector<uint32_t>(draws, 0xDEADu)));
+  auto next = device.upload("next_ids", std::span<const uint32_t>(poisoned(rows.size() * draws)));
+  auto drawn = device.upload("history", std::span<const uint32_t>(poisoned(rows.size() * draws)));
   auto candidates = device.upload(
-      "candidates", std::span<const uint32_t>(std::vector<uint32_t>(kernels::sample_candidates_words(count), 0xDEADu)));
-  auto counts = device.upload("counts", std::span<const uint32_t>(seen));
-  kernels::SampleParams q{count, 0, uint32_t(p.top_k), 0, p.top_p, p.min_p, 1.0f / p.temperature,
-                          uint32_t(p.seed), uint32_t(p.seed >> 32), p.repetition_penalty, p.presence_penalty,
-                          p.frequency_penalty};
-  auto stages = kernels::sample(device, {&logits_buffer}, {&next}, {&drawn}, {&candidates}, {&counts}, q);
-  kernels::run(device, std::span(stages).first(2 + kernels::sample_levels(q)));  // position-free
+      "candidates", std::span<const uint32_t>(poisoned(rows.size() * kernels::sample_candidates_words(count))));
+  auto counts_buffer = device.upload("counts", std::span<const uint32_t>(counts));
+  auto settings_buffer = device.upload("rows", std::span<const kernels::SampleParams>(settings));
+  const kernels::SampleBuffers buffers{{&logits_buffer}, {&next},          {&drawn},
+                                       {&candidates},    {&counts_buffer}, {&settings_buffer}};
+  auto stages = kernels::sample(device, buffers, count, uint32_t(rows.size()));
+  kernels::run(device, std::span(stages).first(2 + levels));  // position-free
   for (uint32_t d = 0; d < draws; ++d) {
-    q.position = q.slot = d;
-    device.write(stages.back().params, std::as_bytes(std::span(&q, 1)));
-    device.write(counts, std::span<const uint32_t>(seen));  // each draw sees the same counts
+    for (uint32_t r = 0; r < rows.size(); ++r) settings[r].position = d, settings[r].slot = r * draws + d;
+    kernels::write_sample_rows(device, buffers, count, settings);
+    device.write(counts_buffer, std::span<const uint32_t>(counts));  // each draw sees the same counts
     kernels::run(device, stages.back());
   }
-  return device.read_as<uint32_t>(drawn);
+  auto all = device.read_as<uint32_t>(drawn);
+  EXPECT_EQ(device.read_as<uint32_t>(next), all) << "next_ids and history differ";
+  std::vector<std::vector<uint32_t>> tokens;
+  for (uint32_t r = 0; r < rows.size(); ++r) tokens.emplace_back(all.begin() + r * draws, all.begin() + (r + 1) * draws);
+  return tokens;
+}
+std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>& logits,
+                                  const std::vector<uint32_t>& seen, const SamplingParams& p, uint32_t draws) {
+  return draw_on_gpu(device, {{logits, seen, p}}, draws).front();
 }
 
 // The host Sampler's tokens for the same row, counts (as a history) and positions.
@@ -129,7 +168,8 @@ std::vector<uint32_t> draw_on_host(const std::vector<float>& logits, const std::
 // cut than the GPU gathers: its refinement levels), -inf and NaN, odd vocabularies over several
 // chunks. Both use the same integer weights and sums; only exp()'s rounding (the GPU's against the host's) at a
 // boundary between two tokens may tell them apart: at most 1 draw in 100. (With the host drawing from its own
-// random numbers, most draws differ.)
+// random numbers, most draws differ.) The cases go to the GPU five at a time, as the rows of one chain with
+// settings and vocabularies of their own, as a batched step's sequences do.
 TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
   gpu::Device& device = test::device();
   std::mt19937 rng(21);
@@ -137,9 +177,10 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
     std::array values{options...};
     return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
   };
-  constexpr uint32_t kDraws = 12;
+  constexpr uint32_t kDraws = 12, kRowsAChain = 5;
   size_t draws = 0, differing = 0;
   std::string differences;
+  std::vector<DrawRow> chain;
   for (int c = 0; c < 40; ++c) {
     const uint32_t count = pick(50u, 700u, 2500u, 5001u);
     SamplingParams p{.temperature = pick(0.5f, 1.0f, 1.7f), .top_k = pick(0, 0, 1, 5, 40, 64, 65, 200, 1500, 6000),
@@ -155,21 +196,27 @@ TEST(GpuSampling, HostAndGpuDrawTheSameTokens) {
     for (uint32_t i = 7; c % 5 == 2 && i < count; i += 3) logits[i] = -INFINITY;
     std::vector<uint32_t> seen(count, 0);
     for (uint32_t i = 1; penalties && i < count; i += 5) seen[i] = 1 + i % 3;
-    SCOPED_TRACE(testing::Message() << "count " << count << " temperature " << p.temperature << " top_k " << p.top_k
-                                    << " top_p " << p.top_p << " min_p " << p.min_p << " spread " << spread
-                                    << (penalties ? " penalties" : "") << (ties ? " ties" : ""));
+    chain.push_back({logits, seen, p});
+    if (chain.size() < kRowsAChain) continue;
 
-    auto on_gpu = draw_on_gpu(device, logits, seen, p, kDraws);
-    auto on_host = draw_on_host(logits, seen, p, kDraws);
-    for (uint32_t d = 0; d < kDraws; ++d) {
-      ++draws;
-      if (on_host[d] != on_gpu[d]) {
-        ++differing;
-        differences += fmt::format("\n  count {} top_k {} top_p {} min_p {} position {}: host {}, GPU {}", count,
-                                   p.top_k, p.top_p, p.min_p, d, on_host[d], on_gpu[d]);
+    auto on_gpu = draw_on_gpu(device, chain, kDraws);
+    for (size_t r = 0; r < chain.size(); ++r) {
+      const SamplingParams& s = chain[r].settings;
+      auto on_host = draw_on_host(chain[r].logits, chain[r].seen, s, kDraws);
+      for (uint32_t d = 0; d < kDraws; ++d) {
+        ++draws;
+        if (on_host[d] != on_gpu[r][d]) {
+          ++differing;
+          differences += fmt::format("\n  count {} temperature {} top_k {} top_p {} min_p {}{} position {}: host {}, "
+                                     "GPU {}",
+                                     chain[r].logits.size(), s.temperature, s.top_k, s.top_p, s.min_p,
+                                     s.penalized() ? " penalties" : "", d, on_host[d], on_gpu[r][d]);
+        }
       }
     }
+    chain.clear();
   }
+  EXPECT_EQ(draws, 40u * kDraws);
   EXPECT_LE(differing * 100, draws) << differing << " of " << draws << " draws differ:" << differences;
 }
 

@@ -149,12 +149,12 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
 }
 
 // A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and
-// batched with a longer greedy one (each id drawn on the GPU by its own row of the batched step, or with penalties
-// on the host by Sampler from the batch's logits): all hash the same random numbers from (seed, position). Flat and
-// cut settings, with penalties (the GPU keeps its own counts); the requests alone share one model, whose sampled
-// step records the sampler's levels after the first only for the cut settings (kernels::sample_levels), so its
-// settings change between requests. Then the unpenalized ones together with the greedy one, each row drawing with
-// its own settings: only each prompt's first id comes from the host.
+// batched with a longer greedy one (each id drawn on the GPU by its own row of the batched step's sampler chain):
+// all hash the same random numbers from (seed, position). Flat and cut settings, with penalties (the GPU keeps
+// each slot's counts); the requests alone share one model, whose sampled step records the sampler's levels after
+// the first only for the cut settings (kernels::sample_levels), so its settings change between requests. Then all
+// together with two greedy ones, each row drawing with its own settings: only each prompt's first id comes from
+// the host.
 TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   ModelFiles files = ModelFiles::open(dir_);
   graph::Model alone_model(test::device(), files, {.context = 48});
@@ -185,20 +185,22 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
     ASSERT_EQ(together.size(), 2u);
     EXPECT_EQ(together[0].tokens, alone.back().tokens);
     EXPECT_EQ(together[1].tokens, greedy_alone);
-    if (!sampling.penalized()) {
-      EXPECT_EQ(scheduler.stats().host_draws, 2u) << "the batch's ids drawn on the host";
-    }
+    EXPECT_EQ(scheduler.stats().host_draws, 2u) << "the batch's ids drawn on the host";
   }
-  graph::Model model(test::device(), files, {.context = 48, .slots = 3});
-  Scheduler scheduler(model, nullptr, {.parallel = 3});
+  // All three and two greedy ones, one of which ends early: the batch after it is another, and the penalized
+  // sequence's counts on the GPU must not hold a draw of a step that did not count.
+  graph::Model model(test::device(), files, {.context = 48, .slots = 5});
+  Scheduler scheduler(model, nullptr, {.parallel = 5});
   std::vector<SequenceRequest> requests;
-  for (size_t i = 0; i < 2; ++i) requests.push_back(seeded(settings[i]));
+  for (const SamplingParams& sampling : settings) requests.push_back(seeded(sampling));
   requests.push_back(greedy());
+  requests.push_back(greedy_request({input_ids_.begin(), input_ids_.begin() + 5}, 4));
   auto together = run_together(scheduler, std::move(requests));
-  ASSERT_EQ(together.size(), 3u);
-  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(together[i].tokens, alone[i].tokens) << "settings " << i;
-  EXPECT_EQ(together[2].tokens, greedy_alone);
-  EXPECT_EQ(scheduler.stats().host_draws, 3u);
+  ASSERT_EQ(together.size(), 5u);
+  for (size_t i = 0; i < settings.size(); ++i) EXPECT_EQ(together[i].tokens, alone[i].tokens) << "settings " << i;
+  EXPECT_EQ(together[3].tokens, greedy_alone);
+  EXPECT_EQ(together[4].tokens, std::vector<int32_t>(greedy_alone.begin(), greedy_alone.begin() + 4));
+  EXPECT_EQ(scheduler.stats().host_draws, 5u);
 }
 
 // qwen2 and llama batch in one step; so does gpt2, whose learned positions are gathered per segment (the batch

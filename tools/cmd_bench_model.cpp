@@ -193,8 +193,7 @@ GERBIL_COMMAND("bench model", "Prefill (pp512) and decode (tg128) throughput, li
   app.add_option("--sampling", c->bench.sampling,
                  "One more decode row sampled on the GPU: \"defaults\" (the model's generation_config.json) "
                  "and/or KEY=NUMBER,... (temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, "
-                 "frequency_penalty), e.g. \"defaults,top_k=40\"; with --batch, every sequence draws with them "
-                 "(no penalties)");
+                 "frequency_penalty), e.g. \"defaults,top_k=40\"; with --batch, every sequence draws with them");
   app.add_option("--batch", c->batch,
                  "Instead: B sequences of -p prompt and -g generated tokens decoded together, for each B given "
                  "(e.g. --batch 1,4,16,64; like llama-batched-bench)")

@@ -2,10 +2,11 @@
 """Aggregate decoding speed of CLIENTS sequences streamed through `gerbil serve` at once (started with
 `--parallel CLIENTS`): the batched step's throughput as a server's clients see it.
 
-    bench/device/serve_concurrent.py URL CLIENTS [MAX_TOKENS] [TEMPERATURE] [SCHEMA]
+    bench/device/serve_concurrent.py URL CLIENTS [MAX_TOKENS] [TEMPERATURE] [SCHEMA|null] [FIELDS]
 
 Each client sends one streamed completion (its own short prompt, MAX_TOKENS tokens, TEMPERATURE with a seed of
-its own) to URL/v1/completions, constrained to SCHEMA (a JSON schema) where given. Prints the generated tokens
+its own, and the request fields of the JSON object FIELDS, e.g. '{"frequency_penalty": 0.5}') to
+URL/v1/completions, constrained to SCHEMA (a JSON schema) where given. Prints the generated tokens
 of all clients (from their usage events) over the time from the first request to the last client's end, and
 the same again after a warm-up round. Standard library only, so it runs on any machine with Python 3.
 """
@@ -40,13 +41,13 @@ def stream_once(url, request, tokens, index):
     connection.close()
 
 
-def round_trip(url, model, clients, max_tokens, temperature, schema):
+def round_trip(url, model, clients, max_tokens, temperature, schema, fields):
     tokens = [0] * clients
     threads = []
     for i in range(clients):
         request = {"model": model, "prompt": f"Report number {i} on the history of the city begins",
                    "max_tokens": max_tokens, "temperature": temperature, "seed": i, "stream": True,
-                   "stream_options": {"include_usage": True}}
+                   "stream_options": {"include_usage": True}, **fields}
         if schema is not None:
             request["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
         threads.append(threading.Thread(target=stream_once, args=(url, request, tokens, i)))
@@ -63,11 +64,13 @@ def main():
     max_tokens = int(sys.argv[3]) if len(sys.argv) > 3 else 128
     temperature = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     schema = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+    fields = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
     model = served_model(url)
-    round_trip(url, model, clients, 8, temperature, schema)  # warm-up: pipelines and graphs of the batch
-    tokens, seconds = round_trip(url, model, clients, max_tokens, temperature, schema)
+    round_trip(url, model, clients, 8, temperature, schema, fields)  # warm-up: pipelines and graphs of the batch
+    tokens, seconds = round_trip(url, model, clients, max_tokens, temperature, schema, fields)
     constrained = " constrained" if schema is not None else ""
-    print(f"{clients} clients, temperature {temperature}{constrained}: {tokens} tokens in {seconds:.2f} s, "
+    extra = "".join(f", {key} {value}" for key, value in fields.items())
+    print(f"{clients} clients, temperature {temperature}{constrained}{extra}: {tokens} tokens in {seconds:.2f} s, "
           f"{tokens / seconds:.1f} tok/s")
 
 

@@ -21,8 +21,6 @@ void check(const graph::Model& model, const BatchBenchOptions& options) {
     if (count > model.slots())
       fail("bench batch: {} sequences need as many KV-cache slots; the model has {} (--parallel)", count, model.slots());
   }
-  if (options.sampling && options.sampling->penalized())
-    fail("bench batch: sampling with penalties (--sampling) draws on the host in a batch; leave them out");
   if (options.sampling && !model.sampling_on_gpu(*options.sampling))
     fail("bench batch: the GPU sampler cannot draw with these settings (--sampling): it needs a positive "
          "temperature and a vocabulary of at most {}",
@@ -71,6 +69,9 @@ BatchBenchResult run_once(graph::Model& model, const BatchBenchOptions& options,
     graph::Model::GpuSampling settings = options.sampling.value_or(graph::Model::GpuSampling{.top_k = 1});
     settings.seed += slot;
     model.set_sampling(slot, settings);
+    // The penalties count the prompt and the first id (drawn above) on the GPU.
+    if (settings.penalized() && model.can_pick_in_batch())
+      model.write_token_counts(slot, {prompts[slot], std::span(&next[slot], 1)});
   }
   start = Clock::now();
   for (uint32_t step = 0; step < options.generated_tokens; ++step) {

@@ -20,8 +20,8 @@ struct BatchBenchOptions {
   // Also time every dispatch of one decode step of each count on its own (at the prompts' end; the model's
   // device needs gpu::request_precise_timestamps() for GPU times).
   bool profile = false;
-  // Each sequence's ids drawn on the GPU with these settings (sequence i's seed: seed + i) instead of the argmax;
-  // without penalties, which a batched step does not apply.
+  // Each sequence's ids drawn on the GPU with these settings (sequence i's seed: seed + i) instead of the argmax,
+  // penalties counting each sequence's own prompt and ids.
   std::optional<graph::Model::GpuSampling> sampling;
 };
 

@@ -1173,11 +1173,14 @@ KernelCheck sample_check(bool quick) {
         p.logits_offset = 37;
         std::vector<float> rows(p.logits_offset, 1e30f);
         rows.insert(rows.end(), logits.begin(), logits.end());
-        auto stages = sample(device, {&b.input("logits", rows)}, {&next}, {&history}, {&candidates}, {&counts}, p);
+        auto& settings = b.input("rows", std::vector<uint32_t>(sizeof(SampleParams) / 4, 0xDEADu));
+        const SampleBuffers buffers{{&b.input("logits", rows)}, {&next}, {&history}, {&candidates}, {&counts}, {&settings}};
+        auto stages = sample(device, buffers, s.count, 1);
+        write_sample_rows(device, buffers, s.count, std::span(&p, 1));
         for (size_t stage = 0; stage + 1 < stages.size(); ++stage) run(device, stages[stage]);  // position-free
         for (uint32_t d = 0; d < draws; ++d) {
           p.position = p.slot = d;
-          device.write(stages.back().params, std::as_bytes(std::span(&p, 1)));
+          write_sample_rows(device, buffers, s.count, std::span(&p, 1));
           // The drawn token's count goes up: put the counts back, so that every draw sees the same ones
           // (but the last, whose increment is checked below).
           if (d > 0) device.write(counts, std::span<const uint32_t>(seen));

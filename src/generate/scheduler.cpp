@@ -108,6 +108,10 @@ struct Scheduler::Sequence {
   size_t fed = 0;                // input() tokens in the slot's cache
   size_t refeed = 0;             // tokens of `history` to feed again after a preemption
   std::optional<int32_t> next;   // the last drawn id, fed by the next step
+  // Whether the GPU's token counts of its slot, which its penalties read there, are its seen() tokens: written
+  // before its first draw in a batch on the GPU, kept by the draws there, stale after a draw on the host or a
+  // solo run (whose steps in flight at a stop counted ids never delivered).
+  bool counts_on_gpu = false;
   Generation result;
   SequenceEvent pending;  // what the next event delivers
   Clock::time_point start, prefill_start, decode_start;
@@ -421,8 +425,8 @@ bool Scheduler::cancelling_all() const {
   return stopping_ && !finish_on_stop_;
 }
 
-// A step of decoding sequences with nothing to report and no penalties: each one's next id is picked on the GPU
-// (the argmax, or drawn with its settings; a constrained one's among the ids its mask allows, which the host works
+// A step of decoding sequences with nothing to report: each one's next id is picked on the GPU (the argmax, or
+// drawn with its settings and penalties; a constrained one's among the ids its mask allows, which the host works
 // out while the step's products run) and only the ids come back, not the logits. Returns false, doing nothing,
 // where that does not apply.
 bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments) {
@@ -433,7 +437,7 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
     const Sequence& s = *slot->sequence;
     settings.push_back(s.gpu_sampling());
     const graph::Model::GpuSampling& on_gpu = settings.back();
-    if (s.draws_on_host() || on_gpu.penalized() || !(on_gpu.argmax() || model_.sampling_on_gpu(on_gpu))) return false;
+    if (s.draws_on_host() || !(on_gpu.argmax() || model_.sampling_on_gpu(on_gpu))) return false;
     constrained = constrained || s.request.constraint;
   }
   // A mask that fails (a constraint that allows no id) ends its own sequence after the step, not the batch.
@@ -455,7 +459,14 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
   }
   std::vector<uint32_t> picked;
   try {
-    for (size_t i = 0; i < decoding.size(); ++i) model_.set_sampling(decoding[i]->index, settings[i]);
+    for (size_t i = 0; i < decoding.size(); ++i) {
+      Sequence& s = *decoding[i]->sequence;
+      model_.set_sampling(decoding[i]->index, settings[i]);
+      if (settings[i].penalized() && !s.counts_on_gpu) {
+        model_.write_token_counts(decoding[i]->index, s.seen());
+        s.counts_on_gpu = true;
+      }
+    }
     picked = model_.forward_batch_pick(segments, masks);
   } catch (const std::exception& e) {
     for (Slot* slot : decoding) finish(*slot, FinishReason::Cancelled, e.what());
@@ -526,6 +537,7 @@ bool Scheduler::decode_solo_on_gpu(Slot& slot) {
     deliver(s);
     return !s.cancelled && !newcomer_can_join() && !cancelling_all();
   };
+  s.counts_on_gpu = false;
   try {
     if (on_gpu.argmax())
       model_.decode_greedy(first, steps, on_token, slot.index, mask);
@@ -550,6 +562,7 @@ void Scheduler::draw(Slot& slot, std::span<float> logits) {
   if (s.request.constraint) apply_constraint(*s.request.constraint, logits, s.result.tokens.size());
   // The position of the token fed (the step has moved past it), as the GPU sampler hashes it.
   int32_t id = s.sampler.sample(logits, s.seen(), model_.position(slot.index) - 1);
+  s.counts_on_gpu = false;
   {
     std::lock_guard lock(mutex_);
     ++stats_.host_draws;

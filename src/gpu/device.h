@@ -7,6 +7,7 @@
 // callbacks and thrown by the next check_errors(), which submit() and every read-back call.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -153,6 +154,12 @@ struct BufferBinding {
   const Buffer* buffer = nullptr;
   uint64_t offset = 0;
   uint64_t size = WGPU_WHOLE_SIZE;  // whole buffer from offset
+
+  // The bytes the range covers (0 without a buffer).
+  uint64_t bytes() const {
+    if (!buffer) return 0;
+    return size == WGPU_WHOLE_SIZE ? buffer->size() - std::min(buffer->size(), offset) : size;
+  }
 };
 
 using Constants = std::vector<std::pair<std::string, double>>;  // WGSL `override` values

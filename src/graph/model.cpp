@@ -53,8 +53,9 @@ struct Model::Buffers {
   uint32_t logit_rows = 0;            // rows `logits` holds
   gpu::Buffer batch_tokens;           // the GPU-picked token of each sequence of a step that picks them
   gpu::Buffer argmax_partials;        // the GPU argmax's per-chunk winners
-  gpu::Buffer sample_candidates;      // the GPU sampler's per-chunk best
-  gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties)
+  gpu::Buffer sample_candidates;      // the GPU sampler's scratch, a share per slot
+  gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties), per slot
+  gpu::Buffer sample_rows;            // the GPU sampler's settings of each row of a step (kernels::SampleParams)
   gpu::Buffer token_mask;             // the ids a masked pick may take, a bit each (kernels::mask_tokens)
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
   gpu::Buffer row_table;              // a batched step's kernels::RowEntry per row (Model::write_row_table())
@@ -130,11 +131,12 @@ kernels::KvType resolve_kv_cache(KvCache choice, const ModelFiles& files) {
 // Builds one step's graph: the single decoder-block builder, driven by ArchitectureSpec + ModelConfig.
 class StepBuilder {
  public:
+  // POSITIONS: each slot's cache position, as the model keeps it (read when a step is recorded).
   StepBuilder(gpu::Device& device, const ModelConfig& config, const GpuWeights& weights,
               const Model::Buffers& buffers, uint32_t context, uint32_t token_count, const ModelOptions& options,
-              Model::Step& step)
+              const std::vector<uint32_t>& positions, Model::Step& step)
       : device_(device), config_(config), arch_(*config.arch), w_(weights), b_(buffers), context_(context),
-        token_count_(token_count), options_(options), step_(step), T_(step.tokens) {}
+        token_count_(token_count), options_(options), positions_(positions), step_(step), T_(step.tokens) {}
 
   // `greedy_token` / `sampling`: the step ends by picking the next input id on the GPU (the host need not see
   // the logits), by argmax or by drawing each segment's with its slot's settings in `sampling`; `masked`:
@@ -170,9 +172,7 @@ class StepBuilder {
       add("argmax partials", std::move(stages[0]));
       add("argmax final", std::move(stages[1]));
     }
-    if (sampling)
-      for (segment_ = 0; segment_ < step_.segments.size(); ++segment_) draw(*sampling);
-    segment_ = 0;
+    if (sampling) draw(*sampling);
   }
 
  private:
@@ -184,38 +184,50 @@ class StepBuilder {
     step_.entries.push_back({std::move(label), std::nullopt, what, {}, {}, segment_});
   }
 
-  // Draws segment segment_'s next id from its row of logits with its slot's settings in SAMPLING, read at every
-  // step (they may change between steps): into ids[segment_], the row's input in the next step of the same slots,
-  // and for the host into batch_tokens[segment_]. Each row has a chain of dispatches of its own; they take turns
-  // with one scratch buffer.
+  // Draws every segment's next id from its row of logits with its slot's settings in SAMPLING (they may change
+  // between steps), all rows in one chain of dispatches: row i's id into ids[i], the row's input in the next step
+  // of the same slots, and for the host into batch_tokens[i]. Each slot's penalties count its own tokens.
   void draw(const std::vector<kernels::SampleParams>& sampling) {
-    const uint32_t row = segment_, slot = step_.segments[row].first, vocab = token_count_;
-    const uint32_t logits_offset = row * uint32_t(config_.vocab_size);
-    // Only the draw reads the position: the other stages' uniforms stay as they are while the settings do.
-    auto follow = [&sampling, slot, row, vocab, logits_offset](bool drawing) {
-      return [&sampling, slot, row, vocab, logits_offset, drawing](kernels::SampleParams& q, uint32_t position) {
-        q = sampling[slot];
-        q.count = vocab;
-        q.slot = row;
-        q.position = drawing ? position : 0;
-        q.logits_offset = logits_offset;
-      };
+    const uint32_t count = token_count_, rows = uint32_t(step_.segments.size());
+    const uint32_t row_stride = uint32_t(config_.vocab_size);
+    const kernels::SampleBuffers buffers{{&b_.logits},           {&b_.ids},          {&b_.batch_tokens},
+                                         {&b_.sample_candidates}, {&b_.token_counts}, {&b_.sample_rows}};
+    auto stages = kernels::sample(device_, buffers, count, rows);
+    const auto segments = step_.segments;
+    // The rows' settings before every run: their slots' settings and positions of the moment, written when they
+    // change.
+    auto write_rows = [device = &device_, buffers, count, row_stride, segments, &sampling, &positions = positions_,
+                       written = std::vector<kernels::SampleParams>()](uint32_t) mutable {
+      std::vector<kernels::SampleParams> now;
+      for (uint32_t row = 0; row < segments.size(); ++row) {
+        uint32_t slot = segments[row].first;
+        kernels::SampleParams p = sampling[slot];
+        p.count = count;
+        p.slot = row;
+        p.position = positions[slot];
+        p.logits_offset = row * row_stride;
+        p.counts_offset = slot * row_stride;
+        now.push_back(p);
+      }
+      if (now.size() == written.size() &&
+          std::memcmp(now.data(), written.data(), now.size() * sizeof(kernels::SampleParams)) == 0)
+        return;
+      kernels::write_sample_rows(*device, buffers, count, now);
+      written = std::move(now);
     };
-    kernels::SampleParams p;
-    follow(false)(p, 0);
-    auto stages = kernels::sample(device_, {&b_.logits}, {&b_.ids}, {&b_.batch_tokens}, {&b_.sample_candidates},
-                                  {&b_.token_counts}, p);
     for (size_t i = 0; i < stages.size(); ++i) {
-      bool level = i >= 2 && i + 1 < stages.size(), drawing = i + 1 == stages.size();
+      bool level = i >= 2 && i + 1 < stages.size();
       std::string label = i == 0  ? "sample chunks"
                           : i == 1 ? "sample histogram"
                           : level  ? fmt::format("sample level {}", i - 2)
                                    : "sample draw";
-      at_position<kernels::SampleParams>(add(std::move(label), std::move(stages[i])), p, follow(drawing));
-      // Levels the settings of the moment cannot need stay out of the step.
+      add(std::move(label), std::move(stages[i]));
+      if (i == 0) step_.entries.back().at_position = write_rows;
+      // Levels that no row's settings of the moment can need stay out of the step.
       if (level)
-        step_.entries.back().recorded_if = [&sampling, slot, index = uint32_t(i - 2)](uint32_t) {
-          return index < kernels::sample_levels(sampling[slot]);
+        step_.entries.back().recorded_if = [&sampling, segments, index = uint32_t(i - 2)](uint32_t) {
+          return std::any_of(segments.begin(), segments.end(),
+                             [&](auto segment) { return index < kernels::sample_levels(sampling[segment.first]); });
         };
     }
   }
@@ -626,6 +638,7 @@ class StepBuilder {
   uint32_t context_;
   uint32_t token_count_;
   const ModelOptions& options_;
+  const std::vector<uint32_t>& positions_;
   Model::Step& step_;
   uint32_t T_;
   bool all_logits_ = false;
@@ -836,8 +849,9 @@ void Model::allocate(uint32_t context) {
   b.argmax_partials = f32("argmax partials", 2ull * kernels::kArgmaxPartials * options_.slots);
   b.token_mask = f32("token mask", uint64_t(kernels::token_mask_words(uint32_t(vocab))) * options_.slots);
   if (vocab <= kernels::kMaxSampleCount) {
-    b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)));
-    b.token_counts = f32("token counts", vocab);
+    b.sample_candidates = f32("sample candidates", kernels::sample_candidates_words(uint32_t(vocab)) * options_.slots);
+    b.token_counts = f32("token counts", vocab * options_.slots);
+    b.sample_rows = device_.create_buffer("sample rows", sizeof(kernels::SampleParams) * options_.slots);
   }
   for (int slot = 0; slot < 4; ++slot)
     b.token_ring.push_back(device_.create_buffer(fmt::format("token read-back {}", slot), 4, gpu::BufferKind::Readback));
@@ -942,7 +956,7 @@ void Model::build(Step& step, Output output) {
   bool greedy = output == Output::GreedyToken || output == Output::MaskedGreedyToken;
   bool sampled = output == Output::SampledToken || output == Output::MaskedSampledToken;
   bool masked = output == Output::MaskedGreedyToken || output == Output::MaskedSampledToken;
-  StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, step)
+  StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, positions_, step)
       .build(output == Output::AllLogits, greedy, sampled ? &slot_sampling_ : nullptr, masked);
 }
 
@@ -993,15 +1007,12 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     fail("forward_batch_pick: {} masks for {} segments (one each, or none)", masks.size(), segments.size());
   std::vector<uint32_t> slots;
   std::vector<int32_t> fed;
-  bool argmax = true;
+  bool argmax = true, penalized = false;
   for (const Segment& segment : segments) {
     if (segment.tokens.size() != 1) fail("forward_batch_pick: every segment must be one token");
     const kernels::SampleParams& settings = slot_sampling_[segment.slot];
-    if (settings.penalized())
-      fail("forward_batch_pick: slot {} samples with penalties, which a batched step does not apply (the GPU keeps "
-           "one sequence's token counts)",
-           segment.slot);
-    argmax = argmax && settings.top_k == 1;
+    argmax = argmax && settings.top_k == 1 && !settings.penalized();
+    penalized = penalized || settings.penalized();
     slots.push_back(segment.slot);
     fed.push_back(segment.tokens.front());
   }
@@ -1029,7 +1040,9 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   }
   for (const Segment& segment : segments) ++positions_[segment.slot];
   try {
-    if (!masked) speculate(segments, output);  // a mask depends on the ids before it: no step ahead
+    // No step ahead where a mask depends on the ids before it, nor where a draw counts its id on the GPU for the
+    // penalties: a step ahead that is discarded could not take its count back.
+    if (!masked && !penalized) speculate(segments, output);
   } catch (...) {
     device_.finish_read(read);
     throw;
@@ -1202,20 +1215,25 @@ void Model::set_sampling(uint32_t slot, const GpuSampling& s) {
   slot_sampling_[slot] = settings;
 }
 
+void Model::write_token_counts(uint32_t slot, const SeenTokens& seen) {
+  if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
+  if (!buffers_->token_counts) fail("the GPU sampler takes at most {} ids (the model has {})", kernels::kMaxSampleCount, config_.vocab_size);
+  discard_speculation();
+  std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
+  auto known = [&](int32_t id) { return id >= 0 && id < config_.vocab_size; };
+  for (int32_t id : seen.prompt)
+    if (known(id)) counts[size_t(id)] |= kernels::kSeenInPrompt;
+  for (int32_t id : seen.generated)
+    if (known(id)) ++counts[size_t(id)];
+  device_.write(buffers_->token_counts, std::span<const uint32_t>(counts), uint64_t(slot) * counts.size() * 4);
+}
+
 uint32_t Model::decode_sampled(int32_t first, uint32_t max_steps, const GpuSampling& s, const SeenTokens& seen,
                                const std::function<bool(int32_t)>& on_token, uint32_t slot, const TokenMask& mask) {
   set_sampling(slot, s);
   // The counts the penalties read: the tokens seen before this call; each step adds its own. Without
   // penalties the kernel's arithmetic leaves every logit as it is, so the counts need not be written.
-  if (s.penalized()) {
-    std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
-    auto known = [&](int32_t id) { return id >= 0 && id < config_.vocab_size; };
-    for (int32_t id : seen.prompt)
-      if (known(id)) counts[size_t(id)] |= kernels::kSeenInPrompt;
-    for (int32_t id : seen.generated)
-      if (known(id)) ++counts[size_t(id)];
-    device_.write(buffers_->token_counts, std::span<const uint32_t>(counts));
-  }
+  if (s.penalized()) write_token_counts(slot, seen);
   return decode_on_gpu(mask ? Output::MaskedSampledToken : Output::SampledToken, first, max_steps, on_token, slot, mask);
 }
 

@@ -152,8 +152,9 @@ class Model {
   // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (ids past
   // token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back: drawn with
   // its slot's settings (set_sampling(); argmax for all when every one is top-k 1 without penalties, the
-  // default). Only where can_pick_in_batch(); throws for a slot whose settings have penalties (the GPU keeps one
-  // sequence's token counts). Pipelined: before waiting for this step's ids, the next step of the same slots is
+  // default), all rows in one chain of sampler dispatches. A slot with penalties counts its tokens on the GPU:
+  // write_token_counts() before its first draw there, and again after any id drawn elsewhere (the host); each draw
+  // on the GPU counts its own. Only where can_pick_in_batch(). Pipelined: before waiting for this step's ids, the next step of the same slots is
   // queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes its result
   // instead of running a step, so the GPU never waits for the host between such calls. Any other call discards
   // it (its cache rows lie past the slots' positions, rewritten by the next real step).
@@ -200,6 +201,10 @@ class Model {
   // draws each slot's id with them; every slot starts with top-k 1, the argmax). Throws where sampling_on_gpu()
   // does not hold, but for top-k 1 without penalties (the argmax, whatever the rest).
   void set_sampling(uint32_t slot, const GpuSampling& sampling);
+  // Sets the GPU's token counts of SLOT, which its penalties read, to the tokens in SEEN (the prompt's marked as
+  // such, the generated ones counted); every draw on the GPU then adds its own. decode_sampled() writes them
+  // itself; forward_batch_pick() takes them as they are. Discards a step queued ahead (it read the old counts).
+  void write_token_counts(uint32_t slot, const SeenTokens& seen);
   // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
   // temperature whose inverse is finite. (decode_sampled() also
   // rejects a top_p outside (0, 1] or a min_p outside [0, 1], which no sampler takes.)

@@ -55,9 +55,7 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
     const gpu::Buffer* buffer = operand.binding.buffer;
     // Buffers made while collecting pipelines are stand-ins with no GPU memory.
     if (!buffer || (!*buffer && !device.collecting())) fail("kernel '{}' ({}): operand '{}' has no buffer", kernel, shapes, operand.name);
-    uint64_t available = operand.binding.size == WGPU_WHOLE_SIZE
-                             ? buffer->size() - std::min(buffer->size(), operand.binding.offset)
-                             : operand.binding.size;
+    uint64_t available = operand.binding.bytes();
     uint64_t needed = operand.elements * operand.element_bytes;
     if (operand.elements == 0) fail("kernel '{}' ({}): operand '{}' is empty", kernel, shapes, operand.name);
     if (needed > available)
@@ -72,15 +70,16 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
   dispatch.shapes = std::move(shapes);
   dispatch.pipeline = &pipeline(device, kernel, constants);
   dispatch.grid = grid;
-  // Uniform buffers are bound in 16-byte units.
-  std::vector<std::byte> padded((params.size() + 15) / 16 * 16);
-  std::copy(params.begin(), params.end(), padded.begin());
-  dispatch.params = device.create_buffer(std::string(kernel) + " params", padded.size(), gpu::BufferKind::Uniform);
-  device.write<std::byte>(dispatch.params, padded);
-
   std::vector<BufferBinding> bindings;
   for (const Operand& operand : operands) bindings.push_back(operand.binding);
-  bindings.push_back({&dispatch.params});
+  if (!params.empty()) {  // a kernel whose settings all lie in storage (sample) has no uniform
+    // Uniform buffers are bound in 16-byte units.
+    std::vector<std::byte> padded((params.size() + 15) / 16 * 16);
+    std::copy(params.begin(), params.end(), padded.begin());
+    dispatch.params = device.create_buffer(std::string(kernel) + " params", padded.size(), gpu::BufferKind::Uniform);
+    device.write<std::byte>(dispatch.params, padded);
+    bindings.push_back({&dispatch.params});
+  }
   dispatch.bind_group = device.bind(*dispatch.pipeline, bindings);
   return dispatch;
 }

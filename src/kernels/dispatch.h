@@ -54,7 +54,7 @@ struct Operand {
 };
 
 // Checks every operand against its buffer range, uploads `params` as the uniform struct (bound after
-// the storage bindings, as every kernel's layout has it) and creates the bind group.
+// the storage bindings, as every kernel's layout has it; none where `params` is empty) and creates the bind group.
 Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes, std::span<const Operand> operands,
                  std::span<const std::byte> params, Grid grid, const gpu::Constants& constants = {});
 

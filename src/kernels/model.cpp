@@ -1404,6 +1404,12 @@ std::string sample_shapes(const SampleParams& p) {
                      p.top_p, p.min_p, p.inv_temperature,
                      p.logits_offset ? fmt::format(" logits_offset={}", p.logits_offset) : "");
 }
+
+void check_sample_count(uint32_t count, std::string_view shapes) {
+  if (count == 0 || count > kMaxSampleCount)
+    fail("kernel 'sample' ({}): count must be 1..{} (the draw's 256 chunks of {})", shapes, kMaxSampleCount,
+         kSampleChunk);
+}
 }  // namespace
 
 // sample.wgsl's scratch: per level a histogram (2,048 bins of 3 words), a count, the best key, per level its
@@ -1415,9 +1421,7 @@ uint64_t sample_candidates_words(uint32_t count) {
 
 void check_sample_params(const SampleParams& p) {
   auto shapes = sample_shapes(p);
-  if (p.count == 0 || p.count > kMaxSampleCount)
-    fail("kernel 'sample' ({}): count must be 1..{} (the draw's 256 chunks of {})", shapes, kMaxSampleCount,
-         kSampleChunk);
+  check_sample_count(p.count, shapes);
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
     fail("kernel 'sample' ({}): top_p must be in (0, 1], got {}", shapes, p.top_p);
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
@@ -1450,29 +1454,55 @@ uint32_t sample_levels(const SampleParams& p) {
   return k_cut || p_cut ? kSampleLevelsOneCut : 1;
 }
 
-std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                             BufferBinding candidates, BufferBinding counts, const SampleParams& p) {
-  check_sample_params(p);
-  auto shapes = sample_shapes(p);
-  uint32_t partials = uint32_t(ceil_div(p.count, kSampleChunk));
+std::vector<Dispatch> sample(gpu::Device& device, const SampleBuffers& buffers, uint32_t count, uint32_t rows) {
+  auto shapes = fmt::format("count={} rows={}", count, rows);
+  check_sample_count(count, shapes);
+  if (rows == 0 || rows > 65535) fail("kernel 'sample' ({}): rows must be 1..65535 (a grid's rows)", shapes);
+  uint32_t partials = uint32_t(ceil_div(count, kSampleChunk));
   std::vector<Dispatch> dispatches;
-  auto stage = [&](uint32_t number, Grid grid) {
-    dispatches.push_back(prepare(device, "sample", shapes,
-                                 {{"logits", logits, uint64_t(p.logits_offset) + p.count},
-                                  {"next_ids", next_ids, uint64_t(p.slot) + 1},
-                                  {"history", history, uint64_t(p.slot) + 1},
-                                  {"candidates", candidates, sample_candidates_words(p.count)},
-                                  {"counts", counts, p.count}},
-                                 p, grid, {{"STAGE", double(number)}, {"PARTIALS", double(partials)}}));
+  // The rows' offsets and slots are checked where their settings are written (write_sample_rows).
+  const std::vector<Operand> operands = {{"logits", buffers.logits, count},
+                                         {"next_ids", buffers.next_ids, 1},
+                                         {"history", buffers.history, 1},
+                                         {"candidates", buffers.candidates, rows * sample_candidates_words(count)},
+                                         {"counts", buffers.counts, count},
+                                         {"rows", buffers.rows, rows, sizeof(SampleParams)}};
+  auto stage = [&](uint32_t number, uint32_t workgroups) {
+    dispatches.push_back(prepare(device, "sample", shapes, std::span(operands), {}, {workgroups, rows, 1},
+                                 {{"STAGE", double(number)}, {"PARTIALS", double(partials)}}));
   };
-  stage(0, {partials, 1, 1});
-  stage(1, {partials, 1, 1});
-  stage(2, {partials, 1, 1});  // level 0
+  stage(0, partials);
+  stage(1, partials);
+  stage(2, partials);  // level 0
   // Levels 1 on share one pipeline, which takes its level from the grid: level L's has L - 1 workgroups more
   // than the chunks, which return at once.
-  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, {partials + level - 1, 1, 1});
-  stage(4, {1, 1, 1});
+  for (uint32_t level = 1; level < kSampleLevels; ++level) stage(3, partials + level - 1);
+  stage(4, 1);
   return dispatches;
+}
+
+void write_sample_rows(gpu::Device& device, const SampleBuffers& buffers, uint32_t count,
+                       std::span<const SampleParams> rows) {
+  auto elements = [](const BufferBinding& binding, uint64_t bytes) { return binding.bytes() / bytes; };
+  if (rows.empty()) fail("kernel 'sample': no rows to write");
+  if (rows.size() > elements(buffers.rows, sizeof(SampleParams)) ||
+      rows.size() * sample_candidates_words(count) > elements(buffers.candidates, 4))
+    fail("kernel 'sample': {} rows of {} logits do not fit its buffers ({} rows of settings, {} words of scratch)",
+         rows.size(), count, elements(buffers.rows, sizeof(SampleParams)), elements(buffers.candidates, 4));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const SampleParams& p = rows[r];
+    check_sample_params(p);
+    auto where = [&] { return fmt::format("kernel 'sample' row {} ({})", r, sample_shapes(p)); };
+    if (p.count > count) fail("{}: more logits than the chain's {}", where(), count);
+    if (uint64_t(p.logits_offset) + p.count > elements(buffers.logits, 4))
+      fail("{}: its logits end past the {} in the buffer", where(), elements(buffers.logits, 4));
+    if (uint64_t(p.counts_offset) + p.count > elements(buffers.counts, 4))
+      fail("{}: counts_offset {} ends past the {} counts in the buffer", where(), p.counts_offset,
+           elements(buffers.counts, 4));
+    if (p.slot >= std::min(elements(buffers.next_ids, 4), elements(buffers.history, 4)))
+      fail("{}: slot {} lies past next_ids or history", where(), p.slot);
+  }
+  device.write(*buffers.rows.buffer, rows, buffers.rows.offset);
 }
 
 }  // namespace gerbil::kernels

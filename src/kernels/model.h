@@ -403,21 +403,24 @@ Dispatch mask_tokens(gpu::Device& device, BufferBinding logits, BufferBinding al
 
 // sample.wgsl: sampling on the GPU (top-k of any size or off, then top-p and min-p, at a temperature), with
 // generate/sampler.cpp's rule (integer weights, the cut as a prefix of sampling order, the draw in index order)
-// and random numbers hashed from (seed, position), from the row of `count` logits at logits_offset. The drawn token
-// goes to next_ids[slot] and history[slot]: a batched step draws row r's into slot r with a chain of its own. 3 + kSampleLevels dispatches (recorded in order; only the last depends on the position): chunk
-// maxima, a histogram of the weights, the levels that narrow the tokens around the cut down to at most
-// kSampleGathered and gather them (each over every chunk; those with nothing left to do return at once), then one
-// workgroup finds the cut among the gathered tokens and draws. The levels from sample_levels(p) on may be left
-// out of a step (dispatches 2 + sample_levels(p) up to the draw, which stays): settings without a cut need level 0
-// alone.
-// Penalties as the host sampler's: counts[i] is how often token i was generated, plus kSeenInPrompt where the
-// prompt holds it; the repetition penalty applies to every token with counts[i] != 0, the presence and frequency
-// penalties to those generated. The drawn token's count goes up by one.
-// Bindings: 0 logits [logits_offset + count], 1 next_ids [> slot] u32, 2 history [> slot] u32, 3 scratch
-// [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params.
+// and random numbers hashed from (seed, position). One chain of dispatches draws for every row of a step at once
+// (a batched step's sequences), each row with its own SampleParams: its logits (count of them from
+// logits_offset), its settings, its counts, and the slot its token goes to (next_ids[slot] and history[slot]).
+// The caller writes the rows' settings into `rows` with write_sample_rows() before the chain runs (a step writes
+// them before each run: the positions move). 3 + kSampleLevels dispatches (recorded in order): chunk maxima, a
+// histogram of the weights, the levels that narrow the tokens around the cut down to at most kSampleGathered and
+// gather them (each over every chunk; those with nothing left to do return at once), then one workgroup a row
+// finds the cut among the gathered tokens and draws. Levels from the largest sample_levels() of the rows on may
+// be left out (dispatches 2 + that up to the draw, which stays): settings without a cut need level 0 alone.
+// Penalties as the host sampler's: the row's counts[i] (from counts_offset) is how often token i was generated,
+// plus kSeenInPrompt where the prompt holds it; the repetition penalty applies to every token with counts[i] != 0,
+// the presence and frequency penalties to those generated. The drawn token's count goes up by one.
+// Bindings: 0 logits, 1 next_ids u32, 2 history u32, 3 scratch [rows * sample_candidates_words(count)] u32,
+// 4 counts u32, 5 rows [rows] SampleParams; no uniform.
 constexpr uint32_t kSeenInPrompt = 1u << 31;
 struct SampleParams {
-  uint32_t count, slot;
+  uint32_t count;       // logits in the row: at most the chain's count
+  uint32_t slot;        // where the drawn id goes
   uint32_t top_k;       // 0: off
   uint32_t position;    // of the step: with the seed, picks the random number
   float top_p = 1.0f;   // (0, 1]
@@ -427,7 +430,11 @@ struct SampleParams {
   float repetition_penalty = 1.0f;  // > 0; 1: off
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
   uint32_t logits_offset = 0;  // the row's first logit
+  uint32_t counts_offset = 0;  // the row's first count (its sequence's)
   bool penalized() const { return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f; }
+};
+struct SampleBuffers {
+  BufferBinding logits, next_ids, history, candidates, counts, rows;
 };
 constexpr uint32_t kSampleChunk = 2048;       // sample.wgsl CHUNK
 constexpr uint32_t kSampleLevels = 10;        // sample.wgsl LEVELS: the worst case, 51 bits of position, both cuts
@@ -440,18 +447,22 @@ uint64_t sample_candidates_words(uint32_t count);
 // cut (temperature and min-p alone), kSampleLevelsOneCut with one of them, kSampleLevels with both (the top-k
 // cut's order key is narrowed down first, then top-p's cut from the top-k total).
 uint32_t sample_levels(const SampleParams& p);
-// Throws naming the setting when sample() cannot take `p` (also for callers that rewrite a built step's
-// uniform with new settings).
+// Throws naming the setting when sample() cannot take `p`.
 void check_sample_params(const SampleParams& p);
-std::vector<Dispatch> sample(gpu::Device& device, BufferBinding logits, BufferBinding next_ids, BufferBinding history,
-                             BufferBinding candidates, BufferBinding counts, const SampleParams& p);
+// The chain for `rows` rows of at most `count` logits each.
+std::vector<Dispatch> sample(gpu::Device& device, const SampleBuffers& buffers, uint32_t count, uint32_t rows);
+// Writes the settings of a chain for `count` logits (as sample() was given) into buffers.rows, row r's from
+// ROWS[r], after checking each (its settings, its count, and that its logits, counts and slot lie inside the
+// buffers) and that the scratch holds them all; throws naming the row and what is wrong.
+void write_sample_rows(gpu::Device& device, const SampleBuffers& buffers, uint32_t count,
+                       std::span<const SampleParams> rows);
 // The uniform number in [0, 1) of draw ROUND (0: the walk over the best candidates; 1, 2, ...: the rounds of
 // the rejection draw) at POSITION for SEED: sample.wgsl's random_unit(), a lowbias32 hash chain, 24 bits. The host
 // sampler draws with it too, so a seeded sequence gets the same tokens on either.
 double sample_unit(uint64_t seed, uint32_t position, uint32_t round);
 
 static_assert(sizeof(EmbedParams) == 32 && sizeof(LinearParams) == 48);
-static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 52);
+static_assert(sizeof(ArgmaxParams) == 16 && sizeof(SampleParams) == 56);
 static_assert(sizeof(GatedActParams) == 16 && sizeof(QkvRopeParams) == 32 && sizeof(FlashAttentionParams) == 32);
 
 }  // namespace gerbil::kernels

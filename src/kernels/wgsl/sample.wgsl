@@ -1,8 +1,10 @@
 // Sampling on the GPU: a token drawn from the logits at temperature 1 / inv_temperature, cut by top-k (any k; 0:
 // off), top-p and min-p, written to next_ids[slot] — the input of the next decode step, so that sampled decoding,
 // like greedy decoding, never waits for the host between steps — and to history[slot], for the host to read back.
-// The logits are row logits[logits_offset .. logits_offset + count): a batched step draws each of its sequences'
-// tokens with a chain of these dispatches of its own (its row, its settings, its slot).
+// Every dispatch serves all the rows of a step at once, one row of workgroups (workgroup_id.y) each: row r draws
+// from logits[logits_offset .. logits_offset + count) with its own settings rows[r] (its seed, cuts, penalties,
+// counts and slot), in its own share of the scratch. A batched step of 64 sequences is a dozen dispatches, not
+// 64 dozen.
 // The rule is generate/sampler.cpp's, which draws the same token (kernels::sample_unit's hash, the same integer
 // arithmetic): candidates in sampling order (higher logit first, lower index first among equal logits; NaN never
 // drawn; infinities clamped to the largest finite floats). Each has the integer weight
@@ -11,7 +13,7 @@
 // first; top-p the shortest prefix of those whose weight reaches ceil(top_p 2^24 (their total) / 2^24); min-p the
 // tokens whose weight reaches floor(min_p 2^31). The token drawn is the one at mark = floor(u (kept total)), u a
 // 24-bit uniform hashed from (seed, position), among the kept tokens in index order (no sort of the kept set).
-// Penalties first, as the host sampler's: counts[i] is how often token i was generated, with bit 31 set where the
+// Penalties first, as the host sampler's: the row's counts[i] is how often token i was generated, with bit 31 set where the
 // prompt holds it (kernels::kSeenInPrompt). A token seen at all has its logit divided (if positive) or multiplied
 // by repetition_penalty; one generated n > 0 times is then lowered by presence_penalty + frequency_penalty * n. The
 // drawn token's count goes up by one. Every logit NaN: NONE = 0xFFFFFFFF instead of a token.
@@ -42,12 +44,13 @@
 //   may leave out levels 6 on (kernels::sample_levels).
 // 4: one workgroup sorts the gathered tokens (the first gathering level's window), finds the cut among them,
 //   then draws: the chunk that holds the mark from the chunks' kept sums, and the token within it.
-// Bindings (group 0): 0 logits [logits_offset + count] read, 1 next_ids [> slot] u32, 2 history [> slot] u32, 3 scratch
-//                     [sample_candidates_words(count)] u32, 4 counts [count] u32, 5 params uniform.
+// Bindings (group 0): 0 logits [each row's logits_offset + count] read, 1 next_ids [> each slot] u32, 2 history
+//                     [> each slot] u32, 3 scratch [rows * sample_candidates_words(count)] u32, 4 counts [each
+//                     row's counts_offset + count] u32, 5 rows [rows] Settings (kernels::SampleParams); no uniform.
 //!include token_order.wgsl
 
-struct Params {
-  count: u32,
+struct Settings {
+  count: u32,               // logits in the row, at most the dispatcher's count (PARTIALS chunks)
   slot: u32,
   top_k: u32,            // 0: off
   position: u32,         // of the step: with the seed, picks the random number
@@ -60,6 +63,7 @@ struct Params {
   presence_penalty: f32,    // 0: off
   frequency_penalty: f32,   // 0: off
   logits_offset: u32,       // the row's first logit
+  counts_offset: u32,       // the row's sequence's first count
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -67,7 +71,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> history: array<u32>;
 @group(0) @binding(3) var<storage, read_write> scratch: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> counts: array<u32>;
-@group(0) @binding(5) var<uniform> params: Params;
+@group(0) @binding(5) var<storage, read> rows: array<Settings>;
 
 override STAGE: u32 = 0u;
 override PARTIALS: u32 = 1u;       // ceil(count / CHUNK), <= WORKGROUP_SIZE; set by the dispatcher
@@ -105,6 +109,11 @@ const KEY_BOUNDS: u32 = WINDOWS + LEVELS * WINDOW_WORDS;  // [LEVELS][largest ke
 const GATHERED: u32 = KEY_BOUNDS + 2u * LEVELS;       // [CAPACITY][order key, index]
 const CHUNK_BEST: u32 = GATHERED + 2u * CAPACITY;
 override CHUNK_KEPT: u32 = CHUNK_BEST + PARTIALS;  // [PARTIALS][weight low, high]
+override ROW_WORDS: u32 = CHUNK_KEPT + 2u * PARTIALS;  // a row's scratch (kernels::sample_candidates_words)
+// Row wid.y's scratch starts at word scratch_base (an address only: nothing branches on it). The row's settings
+// travel as an argument (s) instead: the uniformity analysis takes a private variable as possibly different in
+// every invocation, and the windows built from the settings steer barriers.
+var<private> scratch_base: u32;
 
 var<workgroup> bin_low: array<atomic<u32>, BINS>;     // histograms: weight's low word
 var<workgroup> bin_packed: array<atomic<u32>, BINS>;  // histograms: count + weight's high word << 16
@@ -184,27 +193,27 @@ fn scale24(a: vec2<u32>, m: u32, up: bool) -> vec2<u32> {
 fn chunk_token(wid: u32, lid: u32, j: u32) -> u32 {
   return wid * CHUNK + j * WORKGROUP_SIZE + lid;
 }
-fn valid(i: u32) -> bool {
-  return i < params.count && !is_nan(logits[params.logits_offset + i]);
+fn valid(s: Settings, i: u32) -> bool {
+  return i < s.count && !is_nan(logits[s.logits_offset + i]);
 }
 
 // Logit i (not NaN) after the penalties, infinities clamped to +-LARGEST.
-fn logit(i: u32) -> f32 {
-  var v = logits[params.logits_offset + i];
-  if (penalized()) {  // without penalties every count leaves the logit as it is: not read
-    let seen = counts[i];
+fn logit(s: Settings, i: u32) -> f32 {
+  var v = logits[s.logits_offset + i];
+  if (penalized(s)) {  // without penalties every count leaves the logit as it is: not read
+    let seen = counts[s.counts_offset + i];
     if (seen != 0u) {
-      v = select(v * params.repetition_penalty, v / params.repetition_penalty, v > 0.0);
+      v = select(v * s.repetition_penalty, v / s.repetition_penalty, v > 0.0);
     }
     let generated = seen & 0x7fffffffu;
     if (generated != 0u) {
-      v -= params.presence_penalty + params.frequency_penalty * f32(generated);
+      v -= s.presence_penalty + s.frequency_penalty * f32(generated);
     }
   }
   return clamp(v, -LARGEST, LARGEST);
 }
-fn penalized() -> bool {
-  return params.repetition_penalty != 1.0 || params.presence_penalty != 0.0 || params.frequency_penalty != 0.0;
+fn penalized(s: Settings) -> bool {
+  return s.repetition_penalty != 1.0 || s.presence_penalty != 0.0 || s.frequency_penalty != 0.0;
 }
 
 // A u32 that orders as the value does (-0 as +0); every finite value's is > 0.
@@ -236,19 +245,19 @@ struct Weighed {
   bin: u32,
   weight: u32,
 }
-fn weigh(v: f32, best: f32) -> Weighed {
-  let d = (best - v) * params.inv_temperature;
+fn weigh(s: Settings, v: f32, best: f32) -> Weighed {
+  let d = (best - v) * s.inv_temperature;
   let bin = u32(min(d * BIN_SCALE, f32(ZERO_BIN)));
   return Weighed(bin, select(u32(exp(-d) * ONE), 0u, bin == ZERO_BIN));
 }
 
 // The weight a kept token must reach: min-p's, and at least 1 (weight 0 is never drawn).
-fn least_weight() -> u32 {
-  return max(u32(params.min_p * ONE), 1u);
+fn least_weight(s: Settings) -> u32 {
+  return max(u32(s.min_p * ONE), 1u);
 }
 // top-p as a fraction of 2^24; 2^24: off.
-fn top_p24() -> u32 {
-  return min(u32(params.top_p * 16777216.0), 16777216u);
+fn top_p24(s: Settings) -> u32 {
+  return min(u32(s.top_p * 16777216.0), 16777216u);
 }
 
 // ---- workgroup reductions and scans (called in uniform control flow) ----
@@ -335,13 +344,13 @@ fn scanned_weight(lid: u32) -> vec2<u32> {
 fn global_best(lid: u32) -> u32 {
   var best = 0u;
   if (lid < PARTIALS) {
-    best = atomicLoad(&scratch[CHUNK_BEST + lid]);
+    best = atomicLoad(&scratch[scratch_base + CHUNK_BEST + lid]);
   }
   return max_all(lid, best);
 }
 fn stored_best(lid: u32) -> u32 {
   if (lid == 0u) {
-    shared_u32[7] = atomicLoad(&scratch[BEST]);
+    shared_u32[7] = atomicLoad(&scratch[scratch_base + BEST]);
   }
   return workgroupUniformLoad(&shared_u32[7]);
 }
@@ -349,22 +358,22 @@ fn stored_best(lid: u32) -> u32 {
 // Zeroes scratch[first, end), spread over the PARTIALS workgroups.
 fn zero_words(wid: u32, lid: u32, first: u32, end: u32) {
   for (var j = first + wid * WORKGROUP_SIZE + lid; j < end; j += PARTIALS * WORKGROUP_SIZE) {
-    atomicStore(&scratch[j], 0u);
+    atomicStore(&scratch[scratch_base + j], 0u);
   }
 }
 
 // ---- stage 0 ----
-fn chunk_best(wid: u32, lid: u32) {
+fn chunk_best(s: Settings, wid: u32, lid: u32) {
   var best = 0u;
   for (var j = 0u; j < CHUNK_EACH; j++) {
     let i = chunk_token(wid, lid, j);
-    if (valid(i)) {
-      best = max(best, order_key(logit(i)));
+    if (valid(s, i)) {
+      best = max(best, order_key(logit(s, i)));
     }
   }
   let result = max_all(lid, best);
   if (lid == 0u) {
-    atomicStore(&scratch[CHUNK_BEST + wid], result);
+    atomicStore(&scratch[scratch_base + CHUNK_BEST + wid], result);
   }
   // Level 0's histogram, the count, the windows and key bounds; each level zeroes the next level's histogram.
   zero_words(wid, lid, HIST, hist_base(1u));
@@ -376,20 +385,20 @@ fn hist_base(level: u32) -> u32 {
   return HIST + level * 3u * BINS;
 }
 fn bin_count(base: u32, b: u32) -> u32 {
-  return atomicLoad(&scratch[base + 3u * b]);
+  return atomicLoad(&scratch[scratch_base + base + 3u * b]);
 }
 // A bin's weight is word 1 + word 2 * 2^24: each workgroup adds its own sum's low 24 bits to word 1 (at most
 // PARTIALS * 2^24 in all) and the rest to word 2 (at most 2^31 * 2^19 / 2^24), so no add carries into another
 // word and none waits for the value it replaced.
 fn bin_weight(base: u32, b: u32) -> vec2<u32> {
-  let low = atomicLoad(&scratch[base + 3u * b + 1u]);
-  let high = atomicLoad(&scratch[base + 3u * b + 2u]);
+  let low = atomicLoad(&scratch[scratch_base + base + 3u * b + 1u]);
+  let high = atomicLoad(&scratch[scratch_base + base + 3u * b + 2u]);
   return add64(wide(low), vec2<u32>(high << 24u, high >> 8u));
 }
 
 // Adds this workgroup's tokens into the histogram at `base`: by bin of d (stage 1), or (refine) those in window
 // `w` by sub-bin.
-fn histogram(wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) {
+fn histogram(s: Settings, wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) {
   for (var b = lid; b < BINS; b += WORKGROUP_SIZE) {
     atomicStore(&bin_low[b], 0u);
     atomicStore(&bin_packed[b], 0u);
@@ -397,9 +406,9 @@ fn histogram(wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) 
   workgroupBarrier();
   for (var j = 0u; j < CHUNK_EACH; j++) {
     let i = chunk_token(wid, lid, j);
-    if (valid(i)) {
-      let v = logit(i);
-      let t = weigh(v, best);
+    if (valid(s, i)) {
+      let v = logit(s, i);
+      let t = weigh(s, v, best);
       var bin = t.bin;
       if (refine) {
         let p = position(order_key(v), i);
@@ -416,9 +425,9 @@ fn histogram(wid: u32, lid: u32, base: u32, best: f32, refine: bool, w: Window) 
     let packed = atomicLoad(&bin_packed[b]);
     if (packed != 0u) {  // the workgroup's weight in the bin: (packed >> 16) * 2^32 + low, below 2^42
       let low = atomicLoad(&bin_low[b]);
-      atomicAdd(&scratch[base + 3u * b], packed & 0xFFFFu);
-      atomicAdd(&scratch[base + 3u * b + 1u], low & 0xFFFFFFu);
-      atomicAdd(&scratch[base + 3u * b + 2u], (low >> 24u) | ((packed >> 16u) << 8u));
+      atomicAdd(&scratch[scratch_base + base + 3u * b], packed & 0xFFFFu);
+      atomicAdd(&scratch[scratch_base + base + 3u * b + 1u], low & 0xFFFFFFu);
+      atomicAdd(&scratch[scratch_base + base + 3u * b + 2u], (low >> 24u) | ((packed >> 16u) << 8u));
     }
   }
 }
@@ -510,12 +519,12 @@ fn store_window(level: u32, w: Window) {
                                        w.count_before, w.weight_before.x, w.weight_before.y, w.p_total.x,
                                        w.p_total.y, w.count, w.nonzero, w.shift);
   for (var j = 0u; j < WINDOW_WORDS; j++) {
-    atomicStore(&scratch[WINDOWS + level * WINDOW_WORDS + j], words[j]);
+    atomicStore(&scratch[scratch_base + WINDOWS + level * WINDOW_WORDS + j], words[j]);
   }
 }
 // Level `level`'s window mode alone (store_window's first word).
 fn window_mode(level: u32) -> u32 {
-  return atomicLoad(&scratch[WINDOWS + level * WINDOW_WORDS]);
+  return atomicLoad(&scratch[scratch_base + WINDOWS + level * WINDOW_WORDS]);
 }
 
 // Level `level`'s window and key bounds, the same in every invocation.
@@ -528,12 +537,12 @@ fn load_level(lid: u32, level: u32) -> Level {
   if (lid == 0u) {
     var u: array<u32, WINDOW_WORDS>;
     for (var j = 0u; j < WINDOW_WORDS; j++) {
-      u[j] = atomicLoad(&scratch[WINDOWS + level * WINDOW_WORDS + j]);
+      u[j] = atomicLoad(&scratch[scratch_base + WINDOWS + level * WINDOW_WORDS + j]);
     }
     let w = Window(u[0], u[1], u[2], u[3], vec2<u32>(u[4], u[5]), vec2<u32>(u[6], u[7]), u[8],
                    vec2<u32>(u[9], u[10]), vec2<u32>(u[11], u[12]), u[13], u[14], u[15]);
-    shared_level = Level(w, atomicLoad(&scratch[KEY_BOUNDS + 2u * level]),
-                         atomicLoad(&scratch[KEY_BOUNDS + 2u * level + 1u]));
+    shared_level = Level(w, atomicLoad(&scratch[scratch_base + KEY_BOUNDS + 2u * level]),
+                         atomicLoad(&scratch[scratch_base + KEY_BOUNDS + 2u * level + 1u]));
   }
   return workgroupUniformLoad(&shared_level);
 }
@@ -542,15 +551,15 @@ fn load_level(lid: u32, level: u32) -> Level {
 // With top-k on, the bin of the k-th token; with top-p, the bins its cut may lie in (its goal depends on the top-k
 // total, not known to the bin); small top-k sets are gathered whole. More than CAPACITY tokens: the top-k cut's
 // bin (or top-p's) to be refined.
-fn first_window(lid: u32) -> Window {
+fn first_window(s: Settings, lid: u32) -> Window {
   scan_histogram(lid, HIST, ZERO_BIN);
   let nonzero = workgroupUniformLoad(&scan_count[WORKGROUP_SIZE - 1u]);
   let total = vec2<u32>(workgroupUniformLoad(&scan_low[WORKGROUP_SIZE - 1u]), workgroupUniformLoad(&scan_high[WORKGROUP_SIZE - 1u]));
   var w = Window(FITS, 0u, ZERO_BIN, ZERO_BIN - 1u, LAST_POSITION, vec2<u32>(0u, 0u), nonzero, total, total, 0u,
                  nonzero, 0u);
-  let p = top_p24();
-  if (params.top_k > 0u && params.top_k < nonzero) {
-    let k = find_bin(lid, ZERO_BIN, false, wide(params.top_k));
+  let p = top_p24(s);
+  if (s.top_k > 0u && s.top_k < nonzero) {
+    let k = find_bin(lid, ZERO_BIN, false, wide(s.top_k));
     w.hi = k.bin;
     w.flags = K_PENDING;
     let through = k.count_before + k.count;
@@ -601,22 +610,22 @@ fn shift_for(w: Window) -> u32 {
 
 // After the top-k cut's window has come down to one order key, whose tokens weigh the same: the top-k total,
 // and top-p's window from it, a bin of stage 1's histogram (in the top-k cut's bin: from its window's start on).
-fn top_p_window(lid: u32, k: Window, best: f32) -> Window {
-  let weight = weigh(key_value(position_key(k.first)), best).weight;
-  let total = add64(k.weight_before, mul32(params.top_k - k.count_before, weight));
+fn top_p_window(s: Settings, lid: u32, k: Window, best: f32) -> Window {
+  let weight = weigh(s, key_value(position_key(k.first)), best).weight;
+  let total = add64(k.weight_before, mul32(s.top_k - k.count_before, weight));
   scan_histogram(lid, HIST, ZERO_BIN);
-  let f = find_bin(lid, ZERO_BIN, true, scale24(total, top_p24(), true));
+  let f = find_bin(lid, ZERO_BIN, true, scale24(total, top_p24(s), true));
   let last = select(vec2<u32>(0u, 0u), k.last, f.bin == k.hi);
   return Window(select(BOUNDS, FITS, f.count <= CAPACITY), 0u, f.bin, f.bin, LAST_POSITION, last, f.count_before,
                 f.weight_before, total, f.count, k.nonzero, 0u);
 }
 
 // What a window of known positions does next: fits (gathered), moves on to top-p's cut, or is refined.
-fn settle(lid: u32, w: Window, best: f32) -> Window {
+fn settle(s: Settings, lid: u32, w: Window, best: f32) -> Window {
   var next = w;
   if ((w.flags & P_AFTER_K) != 0u) {
     if (position_key(w.first) == position_key(w.last)) {
-      return top_p_window(lid, w, best);
+      return top_p_window(s, lid, w, best);
     }
   } else if (w.count <= CAPACITY) {
     next.mode = FITS;
@@ -628,7 +637,7 @@ fn settle(lid: u32, w: Window, best: f32) -> Window {
 }
 
 // Level `level`'s window from the one before and its result.
-fn advance(lid: u32, level: u32, loaded: Level, best: f32) -> Window {
+fn advance(s: Settings, lid: u32, level: u32, loaded: Level, best: f32) -> Window {
   let previous = loaded.window;
   if (previous.mode == FITS) {
     return previous;
@@ -641,8 +650,8 @@ fn advance(lid: u32, level: u32, loaded: Level, best: f32) -> Window {
     let base = hist_base(level - 1u);
     scan_histogram(lid, base, BINS);
     let by_count = (previous.flags & K_PENDING) != 0u;
-    let goal = select(sub64(scale24(previous.p_total, top_p24(), true), previous.weight_before),
-                      wide(params.top_k - previous.count_before), by_count);
+    let goal = select(sub64(scale24(previous.p_total, top_p24(s), true), previous.weight_before),
+                      wide(s.top_k - previous.count_before), by_count);
     let f = find_bin(lid, BINS, !by_count, goal);
     w.count_before += f.count_before;
     w.weight_before = add64(w.weight_before, f.weight_before);
@@ -651,49 +660,49 @@ fn advance(lid: u32, level: u32, loaded: Level, best: f32) -> Window {
     w.first = min64(previous.first, add64(block, sub64(shl64(wide(1u), previous.shift), wide(1u))));
     w.last = max64(previous.last, block);
   }
-  return settle(lid, w, best);
+  return settle(s, lid, w, best);
 }
 
 // FITS: the window's tokens into GATHERED, and each chunk's kept weight before the window into CHUNK_KEPT.
-fn gather(wid: u32, lid: u32, w: Window, best: f32) {
-  let least = least_weight();
+fn gather(s: Settings, wid: u32, lid: u32, w: Window, best: f32) {
+  let least = least_weight(s);
   var kept = vec2<u32>(0u, 0u);
   for (var j = 0u; j < CHUNK_EACH; j++) {
     let i = chunk_token(wid, lid, j);
-    if (valid(i)) {
-      let v = logit(i);
-      let t = weigh(v, best);
+    if (valid(s, i)) {
+      let v = logit(s, i);
+      let t = weigh(s, v, best);
       let key = order_key(v);
       let p = position(key, i);
       if (before_window(w, t.bin, p) && t.weight >= least) {
         kept = add64(kept, wide(t.weight));
       }
       if (in_window(w, t.bin, p)) {
-        let slot = atomicAdd(&scratch[GATHERED_COUNT], 1u);
+        let slot = atomicAdd(&scratch[scratch_base + GATHERED_COUNT], 1u);
         if (slot < CAPACITY) {
-          atomicStore(&scratch[GATHERED + 2u * slot], key);
-          atomicStore(&scratch[GATHERED + 2u * slot + 1u], i);
+          atomicStore(&scratch[scratch_base + GATHERED + 2u * slot], key);
+          atomicStore(&scratch[scratch_base + GATHERED + 2u * slot + 1u], i);
         }
       }
     }
   }
   scan(lid, 0u, kept);
   if (lid == 0u) {
-    atomicStore(&scratch[CHUNK_KEPT + 2u * wid], scan_low[WORKGROUP_SIZE - 1u]);
-    atomicStore(&scratch[CHUNK_KEPT + 2u * wid + 1u], scan_high[WORKGROUP_SIZE - 1u]);
+    atomicStore(&scratch[scratch_base + CHUNK_KEPT + 2u * wid], scan_low[WORKGROUP_SIZE - 1u]);
+    atomicStore(&scratch[scratch_base + CHUNK_KEPT + 2u * wid + 1u], scan_high[WORKGROUP_SIZE - 1u]);
   }
 }
 
 // BOUNDS: the largest order key in the window and the complement of the smallest, into KEY_BOUNDS[level].
-fn key_bounds(wid: u32, lid: u32, level: u32, w: Window, best: f32) {
+fn key_bounds(s: Settings, wid: u32, lid: u32, level: u32, w: Window, best: f32) {
   var largest = 0u;
   var smallest_complement = 0u;
   for (var j = 0u; j < CHUNK_EACH; j++) {
     let i = chunk_token(wid, lid, j);
-    if (valid(i)) {
-      let v = logit(i);
+    if (valid(s, i)) {
+      let v = logit(s, i);
       let key = order_key(v);
-      if (in_window(w, weigh(v, best).bin, position(key, i))) {
+      if (in_window(w, weigh(s, v, best).bin, position(key, i))) {
         largest = max(largest, key);
         smallest_complement = max(smallest_complement, ~key);
       }
@@ -702,13 +711,13 @@ fn key_bounds(wid: u32, lid: u32, level: u32, w: Window, best: f32) {
   let workgroup_largest = max_all(lid, largest);
   let workgroup_smallest_complement = max_all(lid, smallest_complement);
   if (lid == 0u) {
-    atomicMax(&scratch[KEY_BOUNDS + 2u * level], workgroup_largest);
-    atomicMax(&scratch[KEY_BOUNDS + 2u * level + 1u], workgroup_smallest_complement);
+    atomicMax(&scratch[scratch_base + KEY_BOUNDS + 2u * level], workgroup_largest);
+    atomicMax(&scratch[scratch_base + KEY_BOUNDS + 2u * level + 1u], workgroup_smallest_complement);
   }
 }
 
 // Level `level` with its window `found`.
-fn run_level(wid: u32, lid: u32, level: u32, best_key: u32, found: Window) {
+fn run_level(s: Settings, wid: u32, lid: u32, level: u32, best_key: u32, found: Window) {
   if (level + 1u < LEVELS) {  // written by the next level (if it works: a level after a gather does nothing)
     zero_words(wid, lid, hist_base(level + 1u), hist_base(level + 2u));
   }
@@ -725,11 +734,11 @@ fn run_level(wid: u32, lid: u32, level: u32, best_key: u32, found: Window) {
     return;
   }
   if (gather_now) {
-    gather(wid, lid, w, best);
+    gather(s, wid, lid, w, best);
   } else if (w.mode == BOUNDS) {
-    key_bounds(wid, lid, level, w, best);
+    key_bounds(s, wid, lid, level, w, best);
   } else if (w.mode == REFINE) {
-    histogram(wid, lid, hist_base(level), best, true, w);
+    histogram(s, wid, lid, hist_base(level), best, true, w);
   }
 }
 
@@ -772,24 +781,24 @@ const GATHERED_EACH: u32 = CAPACITY / WORKGROUP_SIZE;
 
 // The sorted slot at which the count of tokens (by_weight false) or their weight, with those before the window
 // (r), reaches `goal`, into shared_u32[4], and its weight with all before it into shared_u32[5, 6]; `n` slots.
-fn find_slot(lid: u32, by_weight: bool, goal: vec2<u32>, r: Window, n: u32, best: f32) {
+fn find_slot(s: Settings, lid: u32, by_weight: bool, goal: vec2<u32>, r: Window, n: u32, best: f32) {
   var weight = vec2<u32>(0u, 0u);
-  for (var s = lid * GATHERED_EACH; s < (lid + 1u) * GATHERED_EACH && s < n; s++) {
-    weight = add64(weight, wide(weigh(key_value(cand_key[s]), best).weight));
+  for (var g = lid * GATHERED_EACH; g < (lid + 1u) * GATHERED_EACH && g < n; g++) {
+    weight = add64(weight, wide(weigh(s, key_value(cand_key[g]), best).weight));
   }
   scan(lid, 0u, weight);
   var through = r.weight_before;
   if (lid > 0u) {
     through = add64(through, scanned_weight(lid - 1u));
   }
-  var position = r.count_before + lid * GATHERED_EACH;  // the tokens before slot s
-  for (var s = lid * GATHERED_EACH; s < (lid + 1u) * GATHERED_EACH && s < n; s++) {
+  var position = r.count_before + lid * GATHERED_EACH;  // the tokens before slot g
+  for (var g = lid * GATHERED_EACH; g < (lid + 1u) * GATHERED_EACH && g < n; g++) {
     let previous = select(wide(position), through, by_weight);
-    through = add64(through, wide(weigh(key_value(cand_key[s]), best).weight));
+    through = add64(through, wide(weigh(s, key_value(cand_key[g]), best).weight));
     position++;
     let reached = select(wide(position), through, by_weight);
     if (!less64(reached, goal) && less64(previous, goal)) {
-      shared_u32[4] = s;
+      shared_u32[4] = g;
       shared_u32[5] = through.x;
       shared_u32[6] = through.y;
     }
@@ -798,18 +807,18 @@ fn find_slot(lid: u32, by_weight: bool, goal: vec2<u32>, r: Window, n: u32, best
 }
 
 // The cut among the gathered tokens (at most CAPACITY), those of window r.
-fn cut_gathered(lid: u32, r: Window, best: f32) -> Cut {
+fn cut_gathered(s: Settings, lid: u32, r: Window, best: f32) -> Cut {
   if (lid == 0u) {
-    shared_u32[7] = min(atomicLoad(&scratch[GATHERED_COUNT]), CAPACITY);
+    shared_u32[7] = min(atomicLoad(&scratch[scratch_base + GATHERED_COUNT]), CAPACITY);
   }
   let n = workgroupUniformLoad(&shared_u32[7]);
   var size = 1u;
   while (size < n) {
     size *= 2u;
   }
-  for (var s = lid; s < size; s += WORKGROUP_SIZE) {
-    cand_key[s] = select(0u, atomicLoad(&scratch[GATHERED + 2u * s]), s < n);
-    cand_index[s] = select(NONE, atomicLoad(&scratch[GATHERED + 2u * s + 1u]), s < n);
+  for (var g = lid; g < size; g += WORKGROUP_SIZE) {
+    cand_key[g] = select(0u, atomicLoad(&scratch[scratch_base + GATHERED + 2u * g]), g < n);
+    cand_index[g] = select(NONE, atomicLoad(&scratch[scratch_base + GATHERED + 2u * g + 1u]), g < n);
   }
   workgroupBarrier();
   sort_gathered(lid, size);
@@ -820,37 +829,37 @@ fn cut_gathered(lid: u32, r: Window, best: f32) -> Cut {
   }
   workgroupBarrier();
   if ((r.flags & K_PENDING) != 0u) {
-    find_slot(lid, false, wide(params.top_k), r, n, best);
+    find_slot(s, lid, false, wide(s.top_k), r, n, best);
   }
   let k_slot = workgroupUniformLoad(&shared_u32[4]);
-  let p = top_p24();
+  let p = top_p24(s);
   if (p < 16777216u) {
     let total = vec2<u32>(workgroupUniformLoad(&shared_u32[5]), workgroupUniformLoad(&shared_u32[6]));
-    find_slot(lid, true, scale24(total, p, true), r, n, best);
+    find_slot(s, lid, true, scale24(total, p, true), r, n, best);
   }
   let slot = min(workgroupUniformLoad(&shared_u32[4]), k_slot);
   return Cut(cand_key[slot], cand_index[slot]);
 }
 
 // ---- stage 4: the draw ----
-fn kept_weight(i: u32, best: f32, cut: Cut, least: u32) -> u32 {
-  if (!valid(i)) {
+fn kept_weight(s: Settings, i: u32, best: f32, cut: Cut, least: u32) -> u32 {
+  if (!valid(s, i)) {
     return 0u;
   }
-  let v = logit(i);
-  let w = weigh(v, best).weight;
+  let v = logit(s, i);
+  let w = weigh(s, v, best).weight;
   return select(0u, w, w >= least && at_or_before(order_key(v), i, cut.key, cut.index));
 }
 
 // The kept token of [first, end) (at most CHUNK tokens) at `mark`, in index order: each invocation sums a
 // contiguous share of CHUNK_EACH, kept in registers, and the one whose share holds the mark walks it.
-fn draw_span(lid: u32, first: u32, end: u32, mark: vec2<u32>, best: f32, cut: Cut) -> u32 {
-  let least = least_weight();
+fn draw_span(s: Settings, lid: u32, first: u32, end: u32, mark: vec2<u32>, best: f32, cut: Cut) -> u32 {
+  let least = least_weight(s);
   let start = first + lid * CHUNK_EACH;
   var weights: array<u32, CHUNK_EACH>;
   var sum = vec2<u32>(0u, 0u);
   for (var j = 0u; j < CHUNK_EACH; j++) {
-    weights[j] = select(0u, kept_weight(start + j, best, cut, least), start + j < end);
+    weights[j] = select(0u, kept_weight(s, start + j, best, cut, least), start + j < end);
     sum = add64(sum, wide(weights[j]));
   }
   scan(lid, 0u, sum);
@@ -886,21 +895,21 @@ fn mix(x: u32) -> u32 {
   return z;
 }
 // The 24 random bits of this step's draw (kernels::sample_unit's, sweep 0).
-fn random24() -> u32 {
-  return mix(params.seed_lo ^ mix(params.seed_hi ^ mix(params.position ^ mix(0u)))) >> 8u;
+fn random24(s: Settings) -> u32 {
+  return mix(s.seed_lo ^ mix(s.seed_hi ^ mix(s.position ^ mix(0u)))) >> 8u;
 }
 
-fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
+fn draw_gathered(s: Settings, lid: u32, best: f32, cut: Cut) -> u32 {
   // The chunks' kept weight: before the window (the level that gathered), plus the gathered tokens kept.
-  atomicStore(&chunk_low[lid], select(0u, atomicLoad(&scratch[CHUNK_KEPT + 2u * lid]), lid < PARTIALS));
-  atomicStore(&chunk_high[lid], select(0u, atomicLoad(&scratch[CHUNK_KEPT + 2u * lid + 1u]), lid < PARTIALS));
+  atomicStore(&chunk_low[lid], select(0u, atomicLoad(&scratch[scratch_base + CHUNK_KEPT + 2u * lid]), lid < PARTIALS));
+  atomicStore(&chunk_high[lid], select(0u, atomicLoad(&scratch[scratch_base + CHUNK_KEPT + 2u * lid + 1u]), lid < PARTIALS));
   workgroupBarrier();
-  let n = min(atomicLoad(&scratch[GATHERED_COUNT]), CAPACITY);
-  let least = least_weight();
-  for (var s = lid; s < n; s += WORKGROUP_SIZE) {
-    let w = weigh(key_value(cand_key[s]), best).weight;
-    if (w >= least && at_or_before(cand_key[s], cand_index[s], cut.key, cut.index)) {
-      let chunk = cand_index[s] / CHUNK;
+  let n = min(atomicLoad(&scratch[scratch_base + GATHERED_COUNT]), CAPACITY);
+  let least = least_weight(s);
+  for (var g = lid; g < n; g += WORKGROUP_SIZE) {
+    let w = weigh(s, key_value(cand_key[g]), best).weight;
+    if (w >= least && at_or_before(cand_key[g], cand_index[g], cut.key, cut.index)) {
+      let chunk = cand_index[g] / CHUNK;
       let old = atomicAdd(&chunk_low[chunk], w);
       if (old + w < old) {
         atomicAdd(&chunk_high[chunk], 1u);
@@ -911,7 +920,7 @@ fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
   let mine = vec2<u32>(atomicLoad(&chunk_low[lid]), atomicLoad(&chunk_high[lid]));
   scan(lid, 0u, mine);
   let total = vec2<u32>(workgroupUniformLoad(&scan_low[WORKGROUP_SIZE - 1u]), scan_high[WORKGROUP_SIZE - 1u]);
-  let mark = scale24(total, random24(), false);
+  let mark = scale24(total, random24(s), false);
   let below = sub64(scanned_weight(lid), mine);
   if (lid == 0u) {
     shared_u32[0] = 0u;
@@ -927,7 +936,7 @@ fn draw_gathered(lid: u32, best: f32, cut: Cut) -> u32 {
   let before = vec2<u32>(shared_u32[1], shared_u32[2]);
   let chunk_mark = sub64(mark, before);
   workgroupBarrier();
-  return draw_span(lid, chunk * CHUNK, min(chunk * CHUNK + CHUNK, params.count), chunk_mark, best, cut);
+  return draw_span(s, lid, chunk * CHUNK, min(chunk * CHUNK + CHUNK, s.count), chunk_mark, best, cut);
 }
 
 // The window the draw takes: the first level's whose tokens were gathered (FITS). The levels after it, and those a
@@ -948,23 +957,23 @@ fn drawn_window(lid: u32) -> Window {
   return load_level(lid, workgroupUniformLoad(&shared_u32[3])).window;
 }
 
-fn finish(lid: u32) {
+fn finish(s: Settings, lid: u32) {
   let best_key = stored_best(lid);
   let w = drawn_window(lid);
   var token = NONE;
   if (best_key != 0u) {
     let best = key_value(best_key);
     if (w.lo > w.hi) {
-      token = draw_gathered(lid, best, Cut(NO_CUT_KEY, NONE));
+      token = draw_gathered(s, lid, best, Cut(NO_CUT_KEY, NONE));
     } else {
-      token = draw_gathered(lid, best, cut_gathered(lid, w, best));
+      token = draw_gathered(s, lid, best, cut_gathered(s, lid, w, best));
     }
   }
   if (lid == 0u) {
-    next_ids[params.slot] = token;
-    history[params.slot] = token;
-    if (token < params.count) {
-      counts[token] += 1u;
+    next_ids[s.slot] = token;
+    history[s.slot] = token;
+    if (token < s.count) {
+      counts[s.counts_offset + token] += 1u;
     }
   }
 }
@@ -972,20 +981,22 @@ fn finish(lid: u32) {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) groups: vec3<u32>) {
+  let s = rows[wid.y];  // the same in every invocation
+  scratch_base = wid.y * ROW_WORDS;
   if (STAGE == 0u) {
-    chunk_best(wid.x, lid);
+    chunk_best(s, wid.x, lid);
   } else if (STAGE == 1u) {
     let best_key = global_best(lid);
     if (wid.x == 0u && lid == 0u) {
-      atomicStore(&scratch[BEST], best_key);
+      atomicStore(&scratch[scratch_base + BEST], best_key);
     }
     if (best_key != 0u) {
       var unused: Window;
-      histogram(wid.x, lid, HIST, key_value(best_key), false, unused);
+      histogram(s, wid.x, lid, HIST, key_value(best_key), false, unused);
     }
   } else if (STAGE == 2u) {
     let best_key = stored_best(lid);
-    run_level(wid.x, lid, 0u, best_key, first_window(lid));
+    run_level(s, wid.x, lid, 0u, best_key, first_window(s, lid));
   } else if (STAGE == 3u) {
     // Level groups.x - PARTIALS + 1, one pipeline for all (lavapipe takes half a minute to compile one): the
     // dispatcher runs level L over PARTIALS + L - 1 workgroups, the first PARTIALS of which work.
@@ -1004,8 +1015,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let previous = load_level(lid, level - 1u);
     let best_key = stored_best(lid);
-    run_level(wid.x, lid, level, best_key, advance(lid, level, previous, key_value(best_key)));
+    run_level(s, wid.x, lid, level, best_key, advance(s, lid, level, previous, key_value(best_key)));
   } else {
-    finish(lid);
+    finish(s, lid);
   }
 }
