@@ -148,13 +148,14 @@ TEST_P(Batching, GreedyAnswersDoNotDependOnTheBatch) {
   expect_batches_answer_alike(files, [&] { return requests(); }, alone, "");
 }
 
-// A seeded sampled request gives the same tokens alone (drawn on the GPU, graph::Model::decode_sampled) and
+// A seeded sampled request gives the same tokens drawn on the host (with log-probabilities), alone (drawn on the
+// GPU: the first id at the prompt's last chunk, then graph::Model::decode_sampled) and
 // batched with a longer greedy one (each id drawn on the GPU by its own row of the batched step's sampler chain):
 // all hash the same random numbers from (seed, position). Flat and cut settings, with penalties (the GPU keeps
 // each slot's counts); the requests alone share one model, whose sampled step records the sampler's levels after
 // the first only for the cut settings (kernels::sample_levels), so its settings change between requests. Then all
-// together with two greedy ones, each row drawing with its own settings: only each prompt's first id comes from
-// the host.
+// together with two greedy ones, each row drawing with its own settings: no id comes from the host, not even a
+// prompt's first (picked at its last chunk's step).
 TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   ModelFiles files = ModelFiles::open(dir_);
   graph::Model alone_model(test::device(), files, {.context = 48});
@@ -176,6 +177,9 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
     SCOPED_TRACE(testing::Message() << "temperature " << sampling.temperature << " seed " << sampling.seed);
     alone.push_back(alone_scheduler.run(seeded(sampling)));
     EXPECT_EQ(alone.back().tokens.size(), 12u);
+    SequenceRequest on_host = seeded(sampling);  // log-probabilities: every id drawn on the host, the first too
+    on_host.logprobs = true;
+    EXPECT_EQ(alone_scheduler.run(std::move(on_host)).tokens, alone.back().tokens);
     graph::Model model(test::device(), files, {.context = 48, .slots = 2});
     Scheduler scheduler(model, nullptr, {.parallel = 2});
     std::vector<SequenceRequest> requests;
@@ -185,7 +189,7 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
     ASSERT_EQ(together.size(), 2u);
     EXPECT_EQ(together[0].tokens, alone.back().tokens);
     EXPECT_EQ(together[1].tokens, greedy_alone);
-    EXPECT_EQ(scheduler.stats().host_draws, 2u) << "the batch's ids drawn on the host";
+    EXPECT_EQ(scheduler.stats().host_draws, 0u) << "the batch's ids drawn on the host";
   }
   // All three and two greedy ones, one of which ends early: the batch after it is another, and the penalized
   // sequence's counts on the GPU must not hold a draw of a step that did not count.
@@ -200,7 +204,7 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   for (size_t i = 0; i < settings.size(); ++i) EXPECT_EQ(together[i].tokens, alone[i].tokens) << "settings " << i;
   EXPECT_EQ(together[3].tokens, greedy_alone);
   EXPECT_EQ(together[4].tokens, std::vector<int32_t>(greedy_alone.begin(), greedy_alone.begin() + 4));
-  EXPECT_EQ(scheduler.stats().host_draws, 5u);
+  EXPECT_EQ(scheduler.stats().host_draws, 0u);
 }
 
 // qwen2 and llama batch in one step; so does gpt2, whose learned positions are gathered per segment (the batch
@@ -550,8 +554,8 @@ TEST_F(SchedulerTest, AConstrainedAnswerIsTheSameDrawnOnTheGpuOrOnTheHost) {
 }
 
 // Constrained sequences decoding together pick on the GPU, each row under its own mask: the same tokens as each
-// drawn on the host from the logits read back (log-probabilities asked), greedy and seeded, and only each prompt's
-// first id drawn on the host.
+// drawn on the host from the logits read back (log-probabilities asked), greedy and seeded, and none drawn on the
+// host (each prompt's first id is picked on the GPU at its last chunk).
 TEST_F(SchedulerTest, ConstrainedAnswersInABatchAreTheSameDrawnOnTheGpuOrOnTheHost) {
   auto both = [&](bool logprobs) {
     std::vector<SequenceRequest> requests;
@@ -569,7 +573,7 @@ TEST_F(SchedulerTest, ConstrainedAnswersInABatchAreTheSameDrawnOnTheGpuOrOnTheHo
     EXPECT_EQ(picked_on_gpu[i].tokens, drawn_on_host[i].tokens) << "request " << i;
     EXPECT_EQ(picked_on_gpu[i].tokens.size(), 12u);
   }
-  EXPECT_EQ(on_gpu.stats().host_draws, 2u);
+  EXPECT_EQ(on_gpu.stats().host_draws, 0u);
 }
 
 // A constraint left with no id to allow (a broken grammar) ends its sequence with an error naming how far it got,
@@ -613,7 +617,7 @@ TEST_F(SchedulerTest, AConstraintThatAllowsNoIdEndsItsSequenceWithAnError) {
   Generation beside = batched.run(greedy_request({54, 55, 56, 57}, 12));
   EXPECT_THAT(error.get_future().get(), HasSubstr("the output constraint allows no token after 3 generated tokens"));
   EXPECT_EQ(beside.tokens.size(), 12u);
-  EXPECT_EQ(batched.stats().host_draws, 2u);
+  EXPECT_EQ(batched.stats().host_draws, 0u);
 }
 
 // logit_bias moves the draws: +100 on one id makes every greedy token that id, -100 on the unbiased answer's first

@@ -94,6 +94,8 @@ struct Scheduler::Sequence {
   // Whether the cache must take tokens before the next draw or decode step: the prompt's, or after a preemption
   // (Scheduler::unblock) those the sequence had.
   bool feeding() const { return !next || fed < refeed; }
+  // Whether a step that feeds it N tokens ends with its next id to draw: it decodes, or they end its prompt.
+  bool draws_after(size_t n) const { return !feeding() || (!next && fed + n == input().size()); }
   std::span<const int32_t> input() const { return next ? std::span(history).first(refeed) : std::span(prompt()); }
 
   uint64_t id;
@@ -308,7 +310,6 @@ void Scheduler::step() {
     owners.push_back(slot);
     ++rows;
   }
-  size_t decoding_segments = segments.size();
   // The oldest prompt first, so a long one is not starved by newer short ones; each chunk as long as the step's
   // rows and the free blocks (idle slots' caches given up for it) allow.
   std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
@@ -330,8 +331,7 @@ void Scheduler::step() {
   }
   if (segments.empty()) return unblock();
 
-  // Only decoding sequences: their next ids can be picked on the GPU.
-  if (owners.size() == decoding_segments && decode_batch_on_gpu(owners, segments)) return record_blocks();
+  if (pick_on_gpu(owners, segments)) return record_blocks();
   std::vector<float> logits;
   try {
     logits = model_.forward_batch(segments);
@@ -341,14 +341,7 @@ void Scheduler::step() {
   }
   size_t vocab = size_t(model_.config().vocab_size);
   for (size_t i = 0; i < owners.size(); ++i) {
-    Sequence& s = *owners[i]->sequence;
-    owners[i]->cached.insert(owners[i]->cached.end(), segments[i].tokens.begin(), segments[i].tokens.end());
-    if (s.feeding()) {
-      s.fed += segments[i].tokens.size();
-      if (s.fed < s.input().size() || s.next) continue;  // a refed sequence decodes its next id in the next step
-      s.result.stats.prefill_seconds = seconds_since(s.prefill_start);
-      s.decode_start = Clock::now();
-    }
+    if (!took_step(*owners[i], segments[i].tokens)) continue;
     try {
       draw(*owners[i], std::span(logits).subspan(i * vocab, vocab));
     } catch (const std::exception& e) {
@@ -356,6 +349,19 @@ void Scheduler::step() {
     }
   }
   record_blocks();
+}
+
+// Takes the tokens a step fed SLOT's sequence into its record of the cache and its progress; returns whether the
+// step's logits (its segment's last row) hold the sequence's next id to draw (Sequence::draws_after).
+bool Scheduler::took_step(Slot& slot, std::span<const int32_t> tokens) {
+  Sequence& s = *slot.sequence;
+  slot.cached.insert(slot.cached.end(), tokens.begin(), tokens.end());
+  if (!s.feeding()) return true;
+  s.fed += tokens.size();
+  if (s.fed < s.input().size() || s.next) return false;  // a refed sequence decodes its next id in the next step
+  s.result.stats.prefill_seconds = seconds_since(s.prefill_start);
+  s.decode_start = Clock::now();
+  return true;
 }
 
 void Scheduler::reclaim_blocks(uint64_t needed) {
@@ -425,27 +431,31 @@ bool Scheduler::cancelling_all() const {
   return stopping_ && !finish_on_stop_;
 }
 
-// A step of decoding sequences with nothing to report: each one's next id is picked on the GPU (the argmax, or
-// drawn with its settings and penalties; a constrained one's among the ids its mask allows, which the host works
-// out while the step's products run) and only the ids come back, not the logits. Returns false, doing nothing,
-// where that does not apply.
-bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments) {
+// A step whose sequences have nothing to report (log-probabilities, logit biases): the next id of each one that
+// draws after it (decoding, or at its prompt's end) is picked on the GPU (the argmax, or drawn with its settings and
+// penalties; a constrained one's among the ids its mask allows, which the host works out while the step's products
+// run), and only the ids come back, not the logits. A row with nothing to draw yet (a prompt's earlier chunk, a
+// preempted sequence fed again) picks an argmax that is dropped. Returns false, doing nothing, where that does not
+// apply.
+bool Scheduler::pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments) {
   if (!model_.can_pick_in_batch()) return false;
+  std::vector<bool> drawing(owners.size());
+  std::vector<graph::Model::GpuSampling> settings(owners.size(), graph::Model::GpuSampling{.top_k = 1});
   bool constrained = false;
-  std::vector<graph::Model::GpuSampling> settings;
-  for (Slot* slot : decoding) {
-    const Sequence& s = *slot->sequence;
-    settings.push_back(s.gpu_sampling());
-    const graph::Model::GpuSampling& on_gpu = settings.back();
-    if (s.draws_on_host() || !(on_gpu.argmax() || model_.sampling_on_gpu(on_gpu))) return false;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    const Sequence& s = *owners[i]->sequence;
+    drawing[i] = s.draws_after(segments[i].tokens.size());
+    if (!drawing[i]) continue;
+    settings[i] = s.gpu_sampling();
+    if (s.draws_on_host() || !(settings[i].argmax() || model_.sampling_on_gpu(settings[i]))) return false;
     constrained = constrained || s.request.constraint;
   }
   // A mask that fails (a constraint that allows no id) ends its own sequence after the step, not the batch.
   std::vector<graph::Model::TokenMask> masks;
-  std::vector<std::string> mask_errors(decoding.size());
-  for (size_t i = 0; constrained && i < decoding.size(); ++i) {
-    Sequence& s = *decoding[i]->sequence;
-    if (!s.request.constraint) {
+  std::vector<std::string> mask_errors(owners.size());
+  for (size_t i = 0; constrained && i < owners.size(); ++i) {
+    Sequence& s = *owners[i]->sequence;
+    if (!drawing[i] || !s.request.constraint) {
       masks.emplace_back();
       continue;
     }
@@ -459,22 +469,22 @@ bool Scheduler::decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::spa
   }
   std::vector<uint32_t> picked;
   try {
-    for (size_t i = 0; i < decoding.size(); ++i) {
-      Sequence& s = *decoding[i]->sequence;
-      model_.set_sampling(decoding[i]->index, settings[i]);
+    for (size_t i = 0; i < owners.size(); ++i) {
+      Sequence& s = *owners[i]->sequence;
+      model_.set_sampling(owners[i]->index, settings[i]);
       if (settings[i].penalized() && !s.counts_on_gpu) {
-        model_.write_token_counts(decoding[i]->index, s.seen());
+        model_.write_token_counts(owners[i]->index, s.seen());
         s.counts_on_gpu = true;
       }
     }
     picked = model_.forward_batch_pick(segments, masks);
   } catch (const std::exception& e) {
-    for (Slot* slot : decoding) finish(*slot, FinishReason::Cancelled, e.what());
+    for (Slot* slot : owners) finish(*slot, FinishReason::Cancelled, e.what());
     return true;
   }
-  for (size_t i = 0; i < decoding.size(); ++i) {
-    Slot& slot = *decoding[i];
-    slot.cached.push_back(*slot.sequence->next);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Slot& slot = *owners[i];
+    if (!took_step(slot, segments[i].tokens)) continue;
     if (!mask_errors[i].empty()) {
       abandon(slot, mask_errors[i]);
       continue;

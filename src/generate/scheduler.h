@@ -133,7 +133,8 @@ class Scheduler {
   // Whether a shutdown has asked to cancel what runs.
   bool cancelling_all() const;
   bool decode_solo_on_gpu(Slot& slot);
-  bool decode_batch_on_gpu(const std::vector<Slot*>& decoding, std::span<const graph::Segment> segments);
+  bool pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments);
+  bool took_step(Slot& slot, std::span<const int32_t> tokens);
   void fill_mask(Sequence& s, std::span<uint32_t> bits) const;
   void draw(Slot& slot, std::span<float> logits);
   bool accept(Slot& slot, int32_t id, std::optional<StepLogprobs> logprobs = {});

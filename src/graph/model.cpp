@@ -204,7 +204,7 @@ class StepBuilder {
         kernels::SampleParams p = sampling[slot];
         p.count = count;
         p.slot = row;
-        p.position = positions[slot];
+        p.position = positions[slot] + segments[row].second - 1;  // of the row's token: its segment's last
         p.logits_offset = row * row_stride;
         p.counts_offset = slot * row_stride;
         now.push_back(p);
@@ -1007,9 +1007,9 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     fail("forward_batch_pick: {} masks for {} segments (one each, or none)", masks.size(), segments.size());
   std::vector<uint32_t> slots;
   std::vector<int32_t> fed;
-  bool argmax = true, penalized = false;
+  bool argmax = true, penalized = false, single = true;
   for (const Segment& segment : segments) {
-    if (segment.tokens.size() != 1) fail("forward_batch_pick: every segment must be one token");
+    single = single && segment.tokens.size() == 1;
     const kernels::SampleParams& settings = slot_sampling_[segment.slot];
     argmax = argmax && settings.top_k == 1 && !settings.penalized();
     penalized = penalized || settings.penalized();
@@ -1021,7 +1021,8 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   const Output output = masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
                                : (argmax ? Output::GreedyToken : Output::SampledToken);
   gpu::Device::PendingRead read;
-  if (speculation_ && speculation_->slots == slots && speculation_->fed == fed && speculation_->output == output) {
+  if (speculation_ && single && speculation_->slots == slots && speculation_->fed == fed &&
+      speculation_->output == output) {
     read = std::move(speculation_->read);  // this step is already queued
     speculation_.reset();
   } else if (masked) {
@@ -1038,11 +1039,12 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     gpu::Recorder recorder(device_, "batch picks");
     read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   }
-  for (const Segment& segment : segments) ++positions_[segment.slot];
+  for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
   try {
     // No step ahead where a mask depends on the ids before it, nor where a draw counts its id on the GPU for the
-    // penalties: a step ahead that is discarded could not take its count back.
-    if (!masked && !penalized) speculate(segments, output);
+    // penalties (a step ahead that is discarded could not take its count back), nor after a prompt's tokens (the
+    // next step is likely another).
+    if (single && !masked && !penalized) speculate(segments, output);
   } catch (...) {
     device_.finish_read(read);
     throw;

@@ -149,15 +149,17 @@ class Model {
   // Whether forward_batch() runs its segments as one step: the per-segment views of the activation rows must
   // sit at offsets the adapter can bind.
   bool can_batch() const { return batchable_; }
-  // forward_batch() for segments of one token each, with each sequence's next id picked on the GPU (ids past
+  // forward_batch() with each segment's next id (from its last token's logits) picked on the GPU (ids past
   // token_count() never; kernels::kNoToken where every logit is NaN) instead of its logits read back: drawn with
   // its slot's settings (set_sampling(); argmax for all when every one is top-k 1 without penalties, the
-  // default), all rows in one chain of sampler dispatches. A slot with penalties counts its tokens on the GPU:
-  // write_token_counts() before its first draw there, and again after any id drawn elsewhere (the host); each draw
-  // on the GPU counts its own. Only where can_pick_in_batch(). Pipelined: before waiting for this step's ids, the next step of the same slots is
-  // queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes its result
-  // instead of running a step, so the GPU never waits for the host between such calls. Any other call discards
-  // it (its cache rows lie past the slots' positions, rewritten by the next real step).
+  // default), all rows in one chain of sampler dispatches, at the position of the segment's last token. A slot
+  // with penalties counts its tokens on the GPU: write_token_counts() before its first draw there, and again
+  // after any id drawn elsewhere (the host); each draw on the GPU counts its own. Only where can_pick_in_batch().
+  // Pipelined where every segment is one token and none has penalties: before waiting for this step's ids, the
+  // next step of the same slots is queued, fed those ids on the GPU; a next call with the same slots and the ids
+  // returned here takes its result instead of running a step, so the GPU never waits for the host between such
+  // calls. Any other call discards it (its cache rows lie past the slots' positions, rewritten by the next real
+  // step).
   // With MASKS (one per segment; an empty one allows every id), each row picks only among the ids its mask allows
   // (filled as decode_greedy()'s below), called once the step's products are submitted, the rows' on several
   // threads at once; such a step queues none ahead.

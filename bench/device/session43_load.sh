@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Forty-third session, second call (its log in $OUT/session43_load.log): a steady load on `gerbil serve --parallel
+# 64` (serve_load.py: 64 clients sending requests of random prompt and answer lengths one after another for 20 s,
+# so that prompts are prefilled in steps beside the running sequences). BASE is the forty-second session's final
+# code (58a7e45), CHAIN the first call's NEW (6f0f725: one sampler chain for all rows of a batched step; a step
+# that takes prompt tokens still reads its logits back and draws on the host), NEW this session's next (such steps
+# pick on the GPU too, a prompt's first id included). Greedy, temperature 0.7, and temperature 0.7 with a frequency
+# penalty of 0.3, each binary in turn; the server's host draws after each.
+# Carry .device/{s43,lib,bin,debs,gpu-env.sh,tokenizers}.
+#   bench/device/session43_load.sh BASE CHAIN NEW
+source "$(dirname "$0")/common.sh"
+exec > >(tee "${OUT:-/tmp}/session43_load.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
+"$3" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+for fields in '{}' '{"frequency_penalty": 0.3}'; do
+  for temperature in 0 0.7; do
+    [ "$fields" != '{}' ] && [ "$temperature" = 0 ] && continue
+    for b in "$@"; do
+      section "$(basename "$b"): 64 clients, temperature $temperature, $fields"
+      "$b" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
+      server=$!
+      for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
+      timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
+      timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 "$temperature" "$fields"
+      curl -s localhost:8091/metrics | grep -E "^gerbil_(host_draws|generation_tokens)_total"
+      kill -INT $server
+      wait $server
+    done
+  done
+done
+section done
