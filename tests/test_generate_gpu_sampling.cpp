@@ -84,6 +84,37 @@ TEST(GpuSampling, PenalisedGreedyDecodingPicksWhatTheHostSamplerPicks) {
   EXPECT_NE(greedy, on_gpu);
 }
 
+// Every step graph that samples writes its rows' settings into one buffer before it runs, where the buffer holds
+// others: a step run again with the settings it wrote last must write them again if another step wrote the buffer
+// in between. A seeded draw on slot 0, a batched step with slot 1's settings in the first row, then the same draw
+// again (slot 0's cache rewound): the same token.
+TEST(GpuSampling, ADrawAfterAnotherStepsDrawIsTheSame) {
+  test::ScratchDir dir;
+  synth_model(dir.path(), {.preset = "tiny-llama", .seed = 6});
+  ModelFiles files = ModelFiles::open(dir.path());
+  graph::Model model(test::device(), files, graph::ModelOptions{.context = 64, .slots = 2});
+  model.forward(std::vector<int32_t>{5, 17, 29, 3}, false, 0);
+  model.forward(std::vector<int32_t>{8, 2, 40}, false, 1);
+  const graph::Model::GpuSampling mine{.temperature = 1.5f, .seed = 11}, other{.temperature = 1.5f, .seed = 99};
+  const uint32_t start = model.position(0);
+  auto draw_once = [&] {
+    model.rewind(start, 0);
+    std::vector<int32_t> ids;
+    model.decode_sampled(7, 1, mine, {}, [&](int32_t id) {
+      ids.push_back(id);
+      return true;
+    });
+    return ids;
+  };
+  std::vector<int32_t> first = draw_once();
+  ASSERT_EQ(first.size(), 1u);
+  model.set_sampling(1, other);
+  std::vector<int32_t> fed = {9, 7};
+  std::vector<graph::Segment> step = {{1, std::span(&fed[0], 1)}, {0, std::span(&fed[1], 1)}};
+  model.forward_batch_pick(step);
+  for (int again = 0; again < 3; ++again) EXPECT_EQ(draw_once(), first) << "draw " << again;
+}
+
 // One row of logits for draw_on_gpu(): its token counts `seen` and its settings.
 struct DrawRow {
   std::vector<float> logits;

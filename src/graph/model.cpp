@@ -56,6 +56,9 @@ struct Model::Buffers {
   gpu::Buffer sample_candidates;      // the GPU sampler's scratch, a share per slot
   gpu::Buffer token_counts;           // the GPU sampler's count of each token seen (for the penalties), per slot
   gpu::Buffer sample_rows;            // the GPU sampler's settings of each row of a step (kernels::SampleParams)
+  // What sample_rows holds: every step graph that samples writes it before it runs, only where it holds other
+  // settings (another graph may have written it since this one last did).
+  mutable std::vector<kernels::SampleParams> sample_rows_written;
   gpu::Buffer token_mask;             // the ids a masked pick may take, a bit each (kernels::mask_tokens)
   std::vector<gpu::Buffer> token_ring;  // read-back buffers for tokens sampled on the GPU
   gpu::Buffer row_table;              // a batched step's kernels::RowEntry per row (Model::write_row_table())
@@ -194,10 +197,10 @@ class StepBuilder {
                                          {&b_.sample_candidates}, {&b_.token_counts}, {&b_.sample_rows}};
     auto stages = kernels::sample(device_, buffers, count, rows);
     const auto segments = step_.segments;
-    // The rows' settings before every run: their slots' settings and positions of the moment, written when they
-    // change.
+    // The rows' settings before every run: their slots' settings and positions of the moment, written where the
+    // buffer holds others.
     auto write_rows = [device = &device_, buffers, count, row_stride, segments, &sampling, &positions = positions_,
-                       written = std::vector<kernels::SampleParams>()](uint32_t) mutable {
+                       &written = b_.sample_rows_written](uint32_t) {
       std::vector<kernels::SampleParams> now;
       for (uint32_t row = 0; row < segments.size(); ++row) {
         uint32_t slot = segments[row].first;
