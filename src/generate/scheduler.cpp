@@ -299,17 +299,19 @@ void Scheduler::step() {
   for (Slot* slot : decoding) wanted += model_.kv_blocks_needed(slot->index, model_.position(slot->index) + 1);
   reclaim_blocks(wanted);
   uint64_t available = model_.kv_blocks().free;
-  std::vector<graph::Segment> segments;
   std::vector<Slot*> owners;
-  uint32_t rows = 0;
   for (Slot* slot : decoding) {
     uint32_t need = model_.kv_blocks_needed(slot->index, model_.position(slot->index) + 1);
     if (need > available) continue;
     available -= need;
-    segments.push_back({slot->index, std::span(&*slot->sequence->next, 1)});
     owners.push_back(slot);
-    ++rows;
   }
+  // Their rows in slot order: the same slots decoding together are the same step graph (graph::Model keeps one per
+  // batch shape), whichever sequences they hold.
+  std::sort(owners.begin(), owners.end(), [](Slot* a, Slot* b) { return a->index < b->index; });
+  std::vector<graph::Segment> segments;
+  for (Slot* slot : owners) segments.push_back({slot->index, std::span(&*slot->sequence->next, 1)});
+  uint32_t rows = uint32_t(segments.size());
   // The oldest prompt first, so a long one is not starved by newer short ones; each chunk as long as the step's
   // rows and the free blocks (idle slots' caches given up for it) allow.
   std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
@@ -355,13 +357,15 @@ void Scheduler::step() {
 // step's logits (its segment's last row) hold the sequence's next id to draw (Sequence::draws_after).
 bool Scheduler::took_step(Slot& slot, std::span<const int32_t> tokens) {
   Sequence& s = *slot.sequence;
+  const bool feeding = s.feeding(), draws = s.draws_after(tokens.size());
   slot.cached.insert(slot.cached.end(), tokens.begin(), tokens.end());
-  if (!s.feeding()) return true;
+  if (!feeding) return true;
   s.fed += tokens.size();
-  if (s.fed < s.input().size() || s.next) return false;  // a refed sequence decodes its next id in the next step
-  s.result.stats.prefill_seconds = seconds_since(s.prefill_start);
-  s.decode_start = Clock::now();
-  return true;
+  if (draws) {  // its prompt's last chunk (a refed sequence decodes its next id in the next step)
+    s.result.stats.prefill_seconds = seconds_since(s.prefill_start);
+    s.decode_start = Clock::now();
+  }
+  return draws;
 }
 
 void Scheduler::reclaim_blocks(uint64_t needed) {

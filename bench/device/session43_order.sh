@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Forty-third session, third call (its log in $OUT/session43_order.log): the steady load of session43_load.sh
+# (serve_load.py, 64 clients for 20 s through `gerbil serve --parallel 64`), greedy and at temperature 0.7, two
+# rounds with the binaries in turn. MIXED is the second call's NEW (49b16f5: a batch's decoding rows in the order of
+# their sequences' ages, so every arrival or departure makes a batch shape whose step graph is recorded anew), ORDER
+# puts them in slot order (the same slots decoding together are the same graph).
+# Carry .device/{s43,lib,bin,debs,gpu-env.sh,tokenizers}.
+#   bench/device/session43_order.sh MIXED ORDER
+source "$(dirname "$0")/common.sh"
+exec > >(tee "${OUT:-/tmp}/session43_order.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
+"$2" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+for round in 1 2; do
+  for temperature in 0 0.7; do
+    for b in "$@"; do
+      section "round $round, $(basename "$b"): 64 clients, temperature $temperature"
+      "$b" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
+      server=$!
+      for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
+      timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
+      timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 "$temperature"
+      kill -INT $server
+      wait $server
+    done
+  done
+done
+section done
