@@ -3,10 +3,10 @@
 so that requests arrive while others decode and their prompts are prefilled in steps beside the running sequences
 (continuous batching as a busy server sees it, unlike serve_concurrent.py's one wave).
 
-    bench/device/serve_load.py URL CLIENTS SECONDS [TEMPERATURE] [FIELDS]
+    bench/device/serve_load.py URL CLIENTS SECONDS [TEMPERATURE] [FIELDS] [WORDS] [TOKENS]
 
-Each request has its own prompt (a random 20 to 400 words) and max_tokens (a random 16 to 256), TEMPERATURE with a
-seed of its own, and the request fields of the JSON object FIELDS. Prints the completion tokens of the requests
+Each request has its own prompt (a random WORDS words, default 20-400) and max_tokens (a random TOKENS, default
+16-256), TEMPERATURE with a seed of its own, and the request fields of the JSON object FIELDS (default {}). Prints the completion tokens of the requests
 that ended within SECONDS over SECONDS, the requests, and the median time to first token. Standard library only.
 """
 import http.client
@@ -51,12 +51,12 @@ def one_request(url, request):
     return tokens, first
 
 
-def client(url, model, index, deadline, temperature, fields, results):
+def client(url, model, index, deadline, temperature, fields, words, answer, results):
     rng = random.Random(index)
     n = 0
     while True:
-        request = {"model": model, "prompt": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 400))),
-                   "max_tokens": rng.randint(16, 256), "temperature": temperature, "seed": index * 1000 + n,
+        request = {"model": model, "prompt": " ".join(rng.choice(WORDS) for _ in range(rng.randint(*words))),
+                   "max_tokens": rng.randint(*answer), "temperature": temperature, "seed": index * 1000 + n,
                    "stream": True, "stream_options": {"include_usage": True}, **fields}
         tokens, first = one_request(url, request)
         if time.perf_counter() > deadline:
@@ -69,10 +69,14 @@ def main():
     url, clients, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     temperature = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     fields = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    span = lambda text: tuple(int(n) for n in text.split("-"))  # noqa: E731
+    words = span(sys.argv[6]) if len(sys.argv) > 6 else (20, 400)
+    answer = span(sys.argv[7]) if len(sys.argv) > 7 else (16, 256)
     model = served_model(url)
     results = []
     deadline = time.perf_counter() + seconds
-    threads = [threading.Thread(target=client, args=(url, model, i, deadline, temperature, fields, results))
+    threads = [threading.Thread(target=client, args=(url, model, i, deadline, temperature, fields, words, answer,
+                                                      results))
                for i in range(clients)]
     for thread in threads:
         thread.start()
@@ -81,7 +85,8 @@ def main():
     tokens = sum(t for t, _ in results)
     firsts = [f for _, f in results if f is not None]
     extra = "".join(f", {key} {value}" for key, value in fields.items())
-    print(f"{clients} clients for {seconds:.0f} s, temperature {temperature}{extra}: {len(results)} requests, "
+    print(f"{clients} clients for {seconds:.0f} s, temperature {temperature}{extra}, prompts of {words[0]}-{words[1]} "
+          f"words, answers of {answer[0]}-{answer[1]} tokens: {len(results)} requests, "
           f"{tokens} tokens, {tokens / seconds:.1f} tok/s, median time to first token "
           f"{statistics.median(firsts) * 1000 if firsts else float('nan'):.1f} ms")
 
