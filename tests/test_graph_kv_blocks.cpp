@@ -109,6 +109,23 @@ TEST(KvBlocks, FixtureLogitsMatchInABlockAfterAnotherSlots) {
         << "position " << t;
 }
 
+// The model counts the step graphs it records, one per new batch shape (its slots and their token counts), and
+// the time spent recording them: a shape run again records none.
+TEST(StepGraphs, OneIsRecordedForEachNewBatchShape) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = open_fixture("qwen2-tiny");
+  Model model(test::device(), files, {.context = 64, .slots = 2});
+  const Model::GraphsRecorded before = model.graphs_recorded();
+  model.forward(random_tokens(5, 1), false, 0);
+  EXPECT_EQ(model.graphs_recorded().count, before.count + 1);
+  EXPECT_GT(model.graphs_recorded().seconds, before.seconds);
+  model.forward(random_tokens(5, 2), false, 0);  // the same shape
+  EXPECT_EQ(model.graphs_recorded().count, before.count + 1);
+  model.forward(random_tokens(5, 3), false, 1);  // another slot
+  model.forward(random_tokens(4, 4), false, 0);  // another length
+  EXPECT_EQ(model.graphs_recorded().count, before.count + 3);
+}
+
 // With pipelines created at load, a throwaway prompt and decode step run too (Model::warm_up); they leave the
 // cache empty and every block free, so the first request's logits are those of a model loaded without them.
 TEST(KvBlocks, TheWarmUpAtLoadLeavesNoTrace) {

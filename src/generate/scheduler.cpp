@@ -424,6 +424,9 @@ void Scheduler::record_blocks() {
   std::lock_guard lock(mutex_);
   stats_.kv_blocks_used = blocks.total - blocks.free;
   stats_.kv_blocks_total = blocks.total;
+  graph::Model::GraphsRecorded graphs = model_.graphs_recorded();
+  stats_.graphs_recorded = graphs.count;
+  stats_.graph_seconds = graphs.seconds;
 }
 
 // Whether a waiting request could join the running sequence (a slot is free beside it): then the solo loop

@@ -89,6 +89,9 @@ struct SchedulerStats {
   uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
   uint64_t host_draws = 0;  // ids drawn on the host from read-back logits (the others are picked on the GPU)
   uint32_t kv_blocks_used = 0, kv_blocks_total = 0;  // the KV-cache pool's blocks after the last step
+  // Step graphs the model recorded (each new batch shape) and the seconds spent recording them, after the last step.
+  uint64_t graphs_recorded = 0;
+  double graph_seconds = 0;
 };
 
 class Scheduler {

@@ -947,11 +947,14 @@ Model::Step& Model::step(const std::vector<std::pair<uint32_t, uint32_t>>& shape
   if (auto found = steps_.find(key); found != steps_.end()) return *found->second;
   // Prompts of many lengths and batches of many compositions: keep the cache of graphs small.
   if (steps_.size() >= max_kept_steps()) steps_.clear();
+  auto start = std::chrono::steady_clock::now();
   auto step = std::make_unique<Step>();
   step->segments = shape;
   step->row_kernels = row_kernels_ && shape.size() > 1;
   for (auto [slot, tokens] : shape) step->tokens += tokens;
   build(*step, output);
+  ++graphs_recorded_.count;
+  graphs_recorded_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return *steps_.emplace(std::move(key), std::move(step)).first->second;
 }
 

@@ -124,6 +124,13 @@ class Model {
   // throws, changing nothing, naming the slot.
   uint32_t kv_block_tokens() const { return kernels::kKvBlockTokens; }
   KvBlockCount kv_blocks() const { return {uint32_t(free_blocks_.size()), total_blocks_}; }
+  // The step graphs recorded so far (one per new batch shape: prompts of new lengths, new batch compositions) and
+  // the host's seconds spent recording them.
+  struct GraphsRecorded {
+    uint64_t count = 0;
+    double seconds = 0;
+  };
+  GraphsRecorded graphs_recorded() const { return graphs_recorded_; }
   uint32_t kv_blocks_held(uint32_t slot) const { return uint32_t(slot_blocks_.at(slot).size()); }
   // The blocks `slot` must still take to hold `tokens` tokens in all (0 when it holds them).
   uint32_t kv_blocks_needed(uint32_t slot, uint64_t tokens) const;
@@ -311,6 +318,7 @@ class Model {
   GpuWeights weights_;
   std::unique_ptr<Buffers> buffers_;
   std::map<StepKey, std::unique_ptr<Step>> steps_;
+  GraphsRecorded graphs_recorded_;
   // Each slot's settings for draws on the GPU (set_sampling()), which sampled steps' uniforms follow.
   std::vector<kernels::SampleParams> slot_sampling_;
   std::optional<Speculation> speculation_;

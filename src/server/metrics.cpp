@@ -64,10 +64,14 @@ std::string Metrics::text(const SchedulerStats& scheduler, bool ready) const {
   metric("gerbil_cached_prompt_tokens_total", "counter", "Prompt tokens taken from the KV cache");
   out += fmt::format("gerbil_cached_prompt_tokens_total {}\n", scheduler.cached_tokens);
   metric("gerbil_host_draws_total", "counter",
-         "Tokens drawn on the host from read-back logits (a prompt's first, those of steps that also take a prompt's "
-         "tokens, and where log-probabilities, logit_bias or penalties in a batch ask for it); the others are picked "
-         "on the GPU");
+         "Tokens drawn on the host from read-back logits (where log-probabilities or logit_bias ask for it); the "
+         "others are picked on the GPU");
   out += fmt::format("gerbil_host_draws_total {}\n", scheduler.host_draws);
+  metric("gerbil_step_graphs_recorded_total", "counter",
+         "Step graphs recorded (one for each new batch shape: a prompt's new length, a new batch composition)");
+  out += fmt::format("gerbil_step_graphs_recorded_total {}\n", scheduler.graphs_recorded);
+  metric("gerbil_step_graph_seconds_total", "counter", "Seconds the scheduler spent recording step graphs");
+  out += fmt::format("gerbil_step_graph_seconds_total {:.6f}\n", scheduler.graph_seconds);
   metric("gerbil_ready", "gauge", "1 once the model is loaded");
   out += fmt::format("gerbil_ready {}\n", ready ? 1 : 0);
   metric("gerbil_time_to_first_token_seconds", "histogram", "Seconds from submission to the first token");

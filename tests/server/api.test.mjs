@@ -422,4 +422,7 @@ test('GET /v1/models and /metrics', { skip: noClient }, async () => {
   for (const name of ['gerbil_requests_total{status="200"}', 'gerbil_prompt_tokens_total', 'gerbil_generation_tokens_total',
     'gerbil_queue_length', 'gerbil_active_sequences', 'gerbil_time_to_first_token_seconds_bucket', 'gerbil_time_per_output_token_seconds_count'])
     assert.ok(metrics.includes(name), name);
+  // The requests before this one recorded step graphs, and took time doing it.
+  assert.ok(await metric(server, 'gerbil_step_graphs_recorded_total') > 0);
+  assert.ok(await metric(server, 'gerbil_step_graph_seconds_total') > 0);
 });

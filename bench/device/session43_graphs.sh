@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Forty-third session, sixth call (its log in $OUT/session43_graphs.log): how much of the steady load's time goes
+# to recording step graphs. serve_load.py (64 clients for 20 s through `gerbil serve --parallel 64`, greedy) with
+# BINARY, which counts the graphs it records and the seconds spent (`gerbil_step_graphs_recorded_total`,
+# `gerbil_step_graph_seconds_total`), at the default mix (20-400 words, 16-256 tokens) and with short prompts and
+# answers (5-10 words, 16-256 tokens), the metrics read before and after the load.
+# Carry .device/{s43,lib,bin,debs,gpu-env.sh,tokenizers}.
+#   bench/device/session43_graphs.sh BINARY
+source "$(dirname "$0")/common.sh"
+exec > >(tee "${OUT:-/tmp}/session43_graphs.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
+"$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+graphs() { curl -s localhost:8091/metrics | grep -E "^gerbil_(step_graph|generation_tokens|prompt_tokens)"; }
+for mix in "20-400 16-256" "5-10 16-256"; do
+  section "$(basename "$1"): 64 clients, greedy, words and tokens $mix"
+  "$1" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
+  server=$!
+  for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
+  timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
+  graphs
+  timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 0 '{}' $mix
+  graphs
+  kill -INT $server
+  wait $server
+done
+section done
