@@ -93,6 +93,7 @@ struct Model::Step {
   bool row_kernels = false;
   uint32_t logit_rows = 0;
   std::deque<Entry> entries;  // a deque: entries stay put while the graph grows
+  kernels::UniformArena uniforms;  // the entries' uniform structs
   // The first entry of the step's token pick (its mask, argmax or draw; entries.size() where it picks none): a
   // masked decode step submits the entries before it and its pick apart (Model::decode_on_gpu).
   size_t pick = 0;
@@ -256,12 +257,12 @@ class StepBuilder {
                               [&](const Model::Step::Entry& e) { return e.dispatch && &*e.dispatch == &dispatch; });
     if (owner == step_.entries.rend()) fail("graph: at_position() for a dispatch not in this step");
     gpu::Device* device = &device_;
-    // Written only when the fields change (a batched step's sampler stages are a dozen a sequence).
-    owner->at_position = [device, buffer = &dispatch.params, params, update, written = false](uint32_t position) mutable {
+    // Written only when the fields change.
+    owner->at_position = [device, &dispatch, params, update, written = false](uint32_t position) mutable {
       Params before = params;
       update(params, position);
       if (written && std::memcmp(&before, &params, sizeof(Params)) == 0) return;
-      device->write(*buffer, bytes_of(params));
+      dispatch.write_params(*device, bytes_of(params));
       written = true;
     };
   }
@@ -755,13 +756,15 @@ void Model::allocate_within_memory() {
 }
 
 // Under a memory limit (gpu::DeviceOptions::memory_limit), what allocate() leaves must hold what steps create when
-// first built: a uniform buffer per dispatch (16 to 48 bytes; kDispatchesPerLayer bounds a layer's dispatches
-// generously) for each of the max_kept_steps() graphs kept at once. Else a model that loaded would fail its first
-// steps; this throws gpu::OutOfMemory instead, so that allocate_within_memory() asks for less.
+// first built: each graph's uniform structs, a range each at the adapter's uniform offset alignment in chunks of
+// 64 KiB (kernels::UniformArena; kDispatchesPerLayer bounds a layer's dispatches generously, and a chunk more
+// covers the last one's slack), for each of the max_kept_steps() graphs kept at once. Else a model that loaded
+// would fail its first steps; this throws gpu::OutOfMemory instead, so that allocate_within_memory() asks for less.
 void Model::keep_room_for_steps() const {
-  constexpr uint64_t kDispatchesPerLayer = 32, kUniformBytes = 48;
-  uint64_t dispatches = uint64_t(max_kept_steps()) * uint64_t(config_.num_layers + 1) * kDispatchesPerLayer;
-  uint64_t reserve = dispatches * kUniformBytes;
+  constexpr uint64_t kDispatchesPerLayer = 32, kChunkBytes = 64 << 10;
+  uint64_t range = std::max<uint64_t>(48, device_.limits().minUniformBufferOffsetAlignment);
+  uint64_t per_graph = uint64_t(config_.num_layers + 1) * kDispatchesPerLayer * range + kChunkBytes;
+  uint64_t reserve = uint64_t(max_kept_steps()) * per_graph;
   uint64_t limit = device_.memory_limit(), held = device_.buffer_bytes();
   if (limit && held + reserve > limit)
     throw gpu::OutOfMemory(fmt::format("the model's buffers hold {} bytes, which leaves less than the {} bytes its "
@@ -962,6 +965,7 @@ void Model::build(Step& step, Output output) {
   bool greedy = output == Output::GreedyToken || output == Output::MaskedGreedyToken;
   bool sampled = output == Output::SampledToken || output == Output::MaskedSampledToken;
   bool masked = output == Output::MaskedGreedyToken || output == Output::MaskedSampledToken;
+  kernels::UniformArena::Scope uniforms(step.uniforms);
   StepBuilder(device_, config_, weights_, *buffers_, context_, token_count_, options_, positions_, step)
       .build(output == Output::AllLogits, greedy, sampled ? &slot_sampling_ : nullptr, masked);
 }

@@ -49,6 +49,26 @@ const gpu::Pipeline& pipeline(gpu::Device& device, std::string_view name, const 
   return device.pipeline(std::string(name), wgsl_for(name, constants), constants);
 }
 
+namespace {
+thread_local UniformArena* open_arena = nullptr;  // the arena of the Scope open on this thread
+}  // namespace
+
+UniformArena::Scope::Scope(UniformArena& arena) : previous_(open_arena) { open_arena = &arena; }
+UniformArena::Scope::~Scope() { open_arena = previous_; }
+
+BufferBinding UniformArena::allocate(gpu::Device& device, std::span<const std::byte> bytes) {
+  const uint64_t alignment = std::max<uint64_t>(16, device.limits().minUniformBufferOffsetAlignment);
+  uint64_t offset = (used_ + alignment - 1) / alignment * alignment;
+  if (bytes.size() > kChunkBytes) fail("a uniform struct of {} bytes exceeds the arena's chunks", bytes.size());
+  if (offset + bytes.size() > kChunkBytes) {
+    chunks_.push_back(device.create_buffer("uniforms", kChunkBytes, gpu::BufferKind::Uniform));
+    offset = 0;
+  }
+  used_ = offset + bytes.size();
+  device.write(chunks_.back(), bytes, offset);
+  return {&chunks_.back(), offset, bytes.size()};
+}
+
 Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shapes, std::span<const Operand> operands,
                  std::span<const std::byte> params, Grid grid, const gpu::Constants& constants) {
   for (const Operand& operand : operands) {
@@ -76,9 +96,15 @@ Dispatch prepare(gpu::Device& device, std::string_view kernel, std::string shape
     // Uniform buffers are bound in 16-byte units.
     std::vector<std::byte> padded((params.size() + 15) / 16 * 16);
     std::copy(params.begin(), params.end(), padded.begin());
-    dispatch.params = device.create_buffer(std::string(kernel) + " params", padded.size(), gpu::BufferKind::Uniform);
-    device.write<std::byte>(dispatch.params, padded);
-    bindings.push_back({&dispatch.params});
+    if (open_arena) {
+      dispatch.params = open_arena->allocate(device, padded);
+    } else {
+      dispatch.own_params = std::make_shared<gpu::Buffer>(
+          device.create_buffer(std::string(kernel) + " params", padded.size(), gpu::BufferKind::Uniform));
+      device.write<std::byte>(*dispatch.own_params, padded);
+      dispatch.params = {dispatch.own_params.get(), 0, padded.size()};
+    }
+    bindings.push_back(dispatch.params);
   }
   dispatch.bind_group = device.bind(*dispatch.pipeline, bindings);
   return dispatch;

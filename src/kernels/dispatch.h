@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,9 +42,40 @@ struct Dispatch {
   const gpu::Pipeline* pipeline = nullptr;
   gpu::BindGroup bind_group;
   Grid grid;
-  gpu::Buffer params;  // the kernel's uniform struct
+  // Where the kernel's uniform struct lies (none for a kernel without one): a buffer of the dispatch's own, or a
+  // range of the UniformArena open when it was prepared.
+  BufferBinding params;
+  std::shared_ptr<gpu::Buffer> own_params;  // the buffer `params` lies in, where the dispatch owns it
 
   void record(gpu::Recorder& recorder) const { recorder.dispatch(*pipeline, bind_group, grid); }
+  // Rewrites the uniform struct (the same size) for the next time the dispatch runs.
+  void write_params(gpu::Device& device, std::span<const std::byte> bytes) const {
+    device.write(*params.buffer, bytes, params.offset);
+  }
+};
+
+// The uniform structs of many dispatches (a step graph's) as ranges of a few shared buffers: creating a buffer is
+// most of what preparing a dispatch costs, and a graph prepares hundreds. While a Scope is open on a thread,
+// prepare() takes every uniform from that arena, which must outlive the dispatches.
+class UniformArena {
+ public:
+  // The next range for BYTES, at the adapter's uniform offset alignment, holding them.
+  BufferBinding allocate(gpu::Device& device, std::span<const std::byte> bytes);
+  class Scope {
+   public:
+    explicit Scope(UniformArena& arena);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    UniformArena* previous_;
+  };
+
+ private:
+  static constexpr uint64_t kChunkBytes = 64 << 10;
+  std::deque<gpu::Buffer> chunks_;
+  uint64_t used_ = kChunkBytes;  // bytes of the last chunk taken
 };
 
 // One storage binding and the number of elements (of `element_bytes` each) the kernel will touch.

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Forty-third session, seventh call (its log in $OUT/session43_arena.log): step graphs whose uniform structs are
+# ranges of a few shared buffers (kernels::UniformArena) instead of a buffer each. GRAPHS is the sixth call's
+# binary (566995f, a buffer per dispatch), ARENA the new one. The steady load of session43_graphs.sh (64 clients for
+# 20 s, greedy, the default mix and short prompts), the binaries in turn, with the graphs recorded and the seconds
+# spent on them; then the 0.5B batched at 1 and 64 sequences and one sequence's tg128, each binary.
+# Carry .device/{s43,lib,bin,debs,gpu-env.sh,tokenizers}.
+#   bench/device/session43_arena.sh GRAPHS ARENA
+source "$(dirname "$0")/common.sh"
+exec > >(tee "${OUT:-/tmp}/session43_arena.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
+"$2" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+graphs() { curl -s localhost:8091/metrics | grep -E "^gerbil_step_graph"; }
+for mix in "20-400 16-256" "5-10 16-256"; do
+  for b in "$@"; do
+    section "$(basename "$b"): 64 clients, greedy, words and tokens $mix"
+    "$b" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
+    server=$!
+    for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
+    timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
+    graphs
+    timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 0 '{}' $mix
+    graphs
+    kill -INT $server
+    wait $server
+  done
+done
+binaries=("$1" "$2")
+rounds 1 "0.5B batched" bench model --model /tmp/qs -p 128 -g 64 --batch 1,64
+rounds 1 "one sequence" bench model --model /tmp/qs -p 16 -g 128 -r 3
+section done
