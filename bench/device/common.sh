@@ -1,7 +1,8 @@
 # Sourced by the H200 scripts of bench/device (from the project root, as they are run): Dawn and the Vulkan
 # loader staged as .device/gpu-env.sh expects, a kernel cache of the call's own, and the helpers that label
 # sections by the seconds since the start, keep the rows of `gerbil bench model` (of each binary in turn: each;
-# in several rounds: rounds), write random GGUF files (random_ggufs) and stream through `gerbil serve` (streams).
+# in several rounds: rounds), write random GGUF files (random_ggufs), stream through `gerbil serve` (streams) and
+# load it with many clients (under_load).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .device/gpu-env.sh
@@ -99,6 +100,21 @@ streams() {  # streams BINARY MODEL SCHEMA...: one sequence streamed through BIN
   for schema in "$@"; do
     timeout 60 python3 bench/device/serve_stream.py http://127.0.0.1:8090 128 5 "$schema" | tail -1
   done
+  kill -INT $server
+  wait $server
+}
+under_load() {  # under_load BINARY METRICS ARGS...: BINARY's `gerbil serve --parallel 64` of /tmp/qs, warmed up (one
+  # round of 64 clients, 8 tokens each), then bench/device/serve_load.py URL 64 ARGS...; the /metrics lines that
+  # match the pattern METRICS before and after
+  local binary=$1 metrics=$2 server
+  shift 2
+  "$binary" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
+  server=$!
+  for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
+  timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null
+  curl -s localhost:8091/metrics | grep -E "$metrics"
+  timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 "$@"
+  curl -s localhost:8091/metrics | grep -E "$metrics"
   kill -INT $server
   wait $server
 }

@@ -11,19 +11,10 @@ exec > >(tee "${OUT:-/tmp}/session43_arena.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
 "$2" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
-graphs() { curl -s localhost:8091/metrics | grep -E "^gerbil_step_graph"; }
 for mix in "20-400 16-256" "5-10 16-256"; do
   for b in "$@"; do
     section "$(basename "$b"): 64 clients, greedy, words and tokens $mix"
-    "$b" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
-    server=$!
-    for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
-    timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
-    graphs
-    timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 0 '{}' $mix
-    graphs
-    kill -INT $server
-    wait $server
+    under_load "$b" "^gerbil_step_graph" 20 0 '{}' $mix
   done
 done
 binaries=("$1" "$2")

@@ -11,17 +11,8 @@ exec > >(tee "${OUT:-/tmp}/session43_graphs.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
 "$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
-graphs() { curl -s localhost:8091/metrics | grep -E "^gerbil_(step_graph|generation_tokens|prompt_tokens)"; }
 for mix in "20-400 16-256" "5-10 16-256"; do
   section "$(basename "$1"): 64 clients, greedy, words and tokens $mix"
-  "$1" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
-  server=$!
-  for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
-  timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
-  graphs
-  timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 0 '{}' $mix
-  graphs
-  kill -INT $server
-  wait $server
+  under_load "$1" "^gerbil_(step_graph|generation_tokens|prompt_tokens)" 20 0 '{}' $mix
 done
 section done

@@ -18,14 +18,7 @@ for fields in '{}' '{"frequency_penalty": 0.3}'; do
     [ "$fields" != '{}' ] && [ "$temperature" = 0 ] && continue
     for b in "$@"; do
       section "$(basename "$b"): 64 clients, temperature $temperature, $fields"
-      "$b" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
-      server=$!
-      for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
-      timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
-      timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 "$temperature" "$fields"
-      curl -s localhost:8091/metrics | grep -E "^gerbil_(host_draws|generation_tokens)_total"
-      kill -INT $server
-      wait $server
+      under_load "$b" "^gerbil_(host_draws|generation_tokens)_total" 20 "$temperature" "$fields"
     done
   done
 done

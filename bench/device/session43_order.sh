@@ -15,13 +15,7 @@ for round in 1 2; do
   for temperature in 0 0.7; do
     for b in "$@"; do
       section "round $round, $(basename "$b"): 64 clients, temperature $temperature"
-      "$b" serve --model /tmp/qs --port 8091 --parallel 64 2>/tmp/serve.log &
-      server=$!
-      for i in $(seq 60); do curl -sf localhost:8091/health > /dev/null && break; sleep 1; done
-      timeout 60 python3 bench/device/serve_concurrent.py http://127.0.0.1:8091 64 8 > /dev/null  # warm-up
-      timeout 80 python3 bench/device/serve_load.py http://127.0.0.1:8091 64 20 "$temperature"
-      kill -INT $server
-      wait $server
+      under_load "$b" "^gerbil_host_draws_total" 20 "$temperature"
     done
   done
 done
