@@ -103,6 +103,11 @@ streams() {  # streams BINARY MODEL SCHEMA...: one sequence streamed through BIN
   kill -INT $server
   wait $server
 }
+qwen_with_tokenizer() {  # qwen_with_tokenizer GERBIL: random f16 weights of Qwen2.5-0.5B's shape with the qwen3
+  # tokenizer (carried in .device/tokenizers) in /tmp/qs, which `streams` and `under_load` serve
+  mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
+  "$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+}
 under_load() {  # under_load BINARY METRICS ARGS...: BINARY's `gerbil serve --parallel 64` of /tmp/qs, warmed up (one
   # round of 64 clients, 8 tokens each), then bench/device/serve_load.py URL 64 ARGS...; the /metrics lines that
   # match the pattern METRICS before and after

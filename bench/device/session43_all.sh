@@ -17,8 +17,7 @@
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session43_all.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
-"$2" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+qwen_with_tokenizer "$2"
 section "NEW against float64"
 timeout 120 "$2" selftest --kernel sample 2>&1 | tail -1
 binaries=("$1" "$2")

@@ -9,8 +9,7 @@
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session43_arena.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
-"$2" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+qwen_with_tokenizer "$2"
 for mix in "20-400 16-256" "5-10 16-256"; do
   for b in "$@"; do
     section "$(basename "$b"): 64 clients, greedy, words and tokens $mix"

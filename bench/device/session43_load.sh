@@ -11,8 +11,7 @@
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session43_load.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
-"$3" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+qwen_with_tokenizer "$3"
 for fields in '{}' '{"frequency_penalty": 0.3}'; do
   for temperature in 0 0.7; do
     [ "$fields" != '{}' ] && [ "$temperature" = 0 ] && continue

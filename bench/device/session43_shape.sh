@@ -8,8 +8,7 @@
 source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session43_shape.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/tokenizers && tar -C /tmp/tokenizers -xJf .device/tokenizers/qwen3.tar.xz
-"$1" synth --preset qwen2.5-0.5b --dtype f16 --seed 1 --tokenizer /tmp/tokenizers/qwen3 --out /tmp/qs > /dev/null
+qwen_with_tokenizer "$1"
 for mix in "20-400 16-256" "5-10 16-256" "20-400 256-256" "5-10 256-256"; do
   section "$(basename "$1"): 64 clients, greedy, words and tokens $mix"
   under_load "$1" "^gerbil_(prompt_tokens|generation_tokens)_total" 20 0 '{}' $mix
