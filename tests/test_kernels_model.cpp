@@ -626,8 +626,8 @@ TEST(SampleLevels, OnlySettingsWithACutNeedTheLevelsAfterTheFirst) {
   EXPECT_EQ(sample_levels(p), kSampleLevelsOneCut);
 }
 
-// Every sampling setting out of range is an error naming it (the model checks settings with the same function
-// before rewriting a built step's uniforms).
+// Every sampling setting out of range is an error naming it (write_sample_rows checks each row's settings with the
+// same function before a step runs with them).
 TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
   auto check = [](auto change) {
     SampleParams p{1000, 0, 20, 0, 0.9f, 0.f, 1.f};
@@ -649,6 +649,48 @@ TEST(SampleParamsCheck, NamesEachSettingOutOfRange) {
               ThrowsMessage<Error>(HasSubstr("repetition_penalty positive (got 0, 0, 0)")));
   EXPECT_THAT([&] { check([](SampleParams& p) { p.frequency_penalty = NAN; }); },
               ThrowsMessage<Error>(HasSubstr("penalties must be finite")));
+}
+
+// The sampler's chain and its rows' settings are checked against the buffers before anything runs, each error
+// naming what does not fit: a chain of no rows or of more rows than its scratch holds, a row with more logits than
+// the chain, logits or counts past their buffers, a slot past next_ids, rows past the settings buffer, a setting
+// out of range.
+TEST_F(ShapeErrors, TheSamplerRefusesRowsOutsideItsBuffers) {
+  constexpr uint32_t count = 3000;
+  auto logits = device().create_buffer("logits", 4 * 2 * count);
+  auto ids = device().create_buffer("ids", 4 * 2);
+  auto scratch = device().create_buffer("scratch", 4 * 2 * sample_candidates_words(count));
+  auto counts = device().create_buffer("counts", 4 * count);
+  auto settings = device().create_buffer("rows", 2 * sizeof(SampleParams));
+  const SampleBuffers b{{&logits}, {&ids}, {&ids}, {&scratch}, {&counts}, {&settings}};
+  EXPECT_THAT([&] { sample(device(), b, count, 0); }, ThrowsMessage<Error>(HasSubstr("rows must be 1..65535")));
+  EXPECT_THAT([&] { sample(device(), b, 0, 1); }, ThrowsMessage<Error>(HasSubstr("count must be 1..524288")));
+  EXPECT_THAT([&] { sample(device(), b, count, 3); },
+              ThrowsMessage<Error>(HasSubstr("operand 'candidates' needs")));
+
+  const SampleParams row{count, 0, 20, 0, 0.9f, 0.f, 1.f};
+  auto with = [&](auto change) {
+    SampleParams p = row;
+    change(p);
+    return p;
+  };
+  auto write = [&](std::vector<SampleParams> rows) { write_sample_rows(device(), b, count, rows); };
+  const SampleParams second = with([](SampleParams& p) { p.logits_offset = count, p.slot = 1; });
+  EXPECT_NO_THROW(write({row, second}));
+  EXPECT_THAT([&] { write({}); }, ThrowsMessage<Error>(HasSubstr("no rows to write")));
+  EXPECT_THAT([&] { write({row, second, row}); },
+              ThrowsMessage<Error>(HasSubstr("3 rows of 3000 logits do not fit its buffers (2 rows of settings")));
+  EXPECT_THAT([&] { write({row, with([](SampleParams& p) { p.count = count + 1; })}); },
+              ThrowsMessage<Error>(HasSubstr("row 1 (count=3001 slot=0 top_k=20 top_p=0.9 min_p=0 inv_temperature=1): "
+                                             "more logits than the chain's 3000")));
+  EXPECT_THAT([&] { write({with([](SampleParams& p) { p.logits_offset = count + 1; })}); },
+              ThrowsMessage<Error>(HasSubstr("its logits end past the 6000 in the buffer")));
+  EXPECT_THAT([&] { write({with([](SampleParams& p) { p.counts_offset = 1; })}); },
+              ThrowsMessage<Error>(HasSubstr("counts_offset 1 ends past the 3000 counts in the buffer")));
+  EXPECT_THAT([&] { write({with([](SampleParams& p) { p.slot = 2; })}); },
+              ThrowsMessage<Error>(HasSubstr("slot 2 lies past next_ids or history")));
+  EXPECT_THAT([&] { write({row, with([](SampleParams& p) { p.top_p = 0; })}); },
+              ThrowsMessage<Error>(HasSubstr("top_p must be in (0, 1], got 0")));
 }
 
 // Per-query attention takes the subgroup kernel where it can, the portable one for other head sizes.

@@ -756,14 +756,13 @@ void Model::allocate_within_memory() {
 }
 
 // Under a memory limit (gpu::DeviceOptions::memory_limit), what allocate() leaves must hold what steps create when
-// first built: each graph's uniform structs, a range each at the adapter's uniform offset alignment in chunks of
-// 64 KiB (kernels::UniformArena; kDispatchesPerLayer bounds a layer's dispatches generously, and a chunk more
-// covers the last one's slack), for each of the max_kept_steps() graphs kept at once. Else a model that loaded
-// would fail its first steps; this throws gpu::OutOfMemory instead, so that allocate_within_memory() asks for less.
+// first built: each graph's uniform structs (kernels::UniformArena; kDispatchesPerLayer bounds a layer's
+// dispatches generously) for each of the max_kept_steps() graphs kept at once. Else a model that loaded would fail
+// its first steps; this throws gpu::OutOfMemory instead, so that allocate_within_memory() asks for less.
 void Model::keep_room_for_steps() const {
-  constexpr uint64_t kDispatchesPerLayer = 32, kChunkBytes = 64 << 10;
-  uint64_t range = std::max<uint64_t>(48, device_.limits().minUniformBufferOffsetAlignment);
-  uint64_t per_graph = uint64_t(config_.num_layers + 1) * kDispatchesPerLayer * range + kChunkBytes;
+  constexpr uint64_t kDispatchesPerLayer = 32;
+  uint64_t per_graph =
+      kernels::UniformArena::bytes_for(device_, uint64_t(config_.num_layers + 1) * kDispatchesPerLayer);
   uint64_t reserve = uint64_t(max_kept_steps()) * per_graph;
   uint64_t limit = device_.memory_limit(), held = device_.buffer_bytes();
   if (limit && held + reserve > limit)

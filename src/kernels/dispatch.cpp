@@ -56,9 +56,18 @@ thread_local UniformArena* open_arena = nullptr;  // the arena of the Scope open
 UniformArena::Scope::Scope(UniformArena& arena) : previous_(open_arena) { open_arena = &arena; }
 UniformArena::Scope::~Scope() { open_arena = previous_; }
 
+uint64_t UniformArena::alignment(const gpu::Device& device) {
+  return std::max<uint64_t>(16, device.limits().minUniformBufferOffsetAlignment);
+}
+
+uint64_t UniformArena::bytes_for(const gpu::Device& device, uint64_t count) {
+  // Each a range of at least 48 bytes at the alignment, and the last chunk's slack.
+  return count * std::max<uint64_t>(48, alignment(device)) + kChunkBytes;
+}
+
 BufferBinding UniformArena::allocate(gpu::Device& device, std::span<const std::byte> bytes) {
-  const uint64_t alignment = std::max<uint64_t>(16, device.limits().minUniformBufferOffsetAlignment);
-  uint64_t offset = (used_ + alignment - 1) / alignment * alignment;
+  const uint64_t align = alignment(device);
+  uint64_t offset = (used_ + align - 1) / align * align;
   if (bytes.size() > kChunkBytes) fail("a uniform struct of {} bytes exceeds the arena's chunks", bytes.size());
   if (offset + bytes.size() > kChunkBytes) {
     chunks_.push_back(device.create_buffer("uniforms", kChunkBytes, gpu::BufferKind::Uniform));

@@ -61,6 +61,8 @@ class UniformArena {
  public:
   // The next range for BYTES, at the adapter's uniform offset alignment, holding them.
   BufferBinding allocate(gpu::Device& device, std::span<const std::byte> bytes);
+  // The most bytes an arena on DEVICE takes for COUNT uniform structs (of at most 48 bytes each, as the kernels' are).
+  static uint64_t bytes_for(const gpu::Device& device, uint64_t count);
   class Scope {
    public:
     explicit Scope(UniformArena& arena);
@@ -74,6 +76,7 @@ class UniformArena {
 
  private:
   static constexpr uint64_t kChunkBytes = 64 << 10;
+  static uint64_t alignment(const gpu::Device& device);
   std::deque<gpu::Buffer> chunks_;
   uint64_t used_ = kChunkBytes;  // bytes of the last chunk taken
 };
