@@ -205,6 +205,8 @@ TEST_P(Batching, SeededSamplesDoNotDependOnTheBatch) {
   EXPECT_EQ(together[3].tokens, greedy_alone);
   EXPECT_EQ(together[4].tokens, std::vector<int32_t>(greedy_alone.begin(), greedy_alone.begin() + 4));
   EXPECT_EQ(scheduler.stats().host_draws, 0u);
+  // The penalized rows' steps were queued ahead (their products: the picks waited for the host).
+  EXPECT_GT(scheduler.stats().steps_ahead_taken, 0u);
 }
 
 // qwen2 and llama batch in one step; so does gpt2, whose learned positions are gathered per segment (the batch
@@ -574,6 +576,9 @@ TEST_F(SchedulerTest, ConstrainedAnswersInABatchAreTheSameDrawnOnTheGpuOrOnTheHo
     EXPECT_EQ(picked_on_gpu[i].tokens.size(), 12u);
   }
   EXPECT_EQ(on_gpu.stats().host_draws, 0u);
+  // Each step's products were queued before the host had read the ids before them: only the picks wait for the
+  // masks.
+  EXPECT_GT(on_gpu.stats().steps_ahead_taken, 0u);
 }
 
 // A constraint left with no id to allow (a broken grammar) ends its sequence with an error naming how far it got,

@@ -427,6 +427,9 @@ void Scheduler::record_blocks() {
   graph::Model::GraphsRecorded graphs = model_.graphs_recorded();
   stats_.graphs_recorded = graphs.count;
   stats_.graph_seconds = graphs.seconds;
+  graph::Model::StepsAhead ahead = model_.steps_ahead();
+  stats_.steps_ahead_queued = ahead.queued;
+  stats_.steps_ahead_taken = ahead.taken;
 }
 
 // Whether a waiting request could join the running sequence (a slot is free beside it): then the solo loop

@@ -92,6 +92,8 @@ struct SchedulerStats {
   // Step graphs the model recorded (each new batch shape) and the seconds spent recording them, after the last step.
   uint64_t graphs_recorded = 0;
   double graph_seconds = 0;
+  // Batched decode steps queued ahead of the host, and those a next step took (graph::Model::steps_ahead).
+  uint64_t steps_ahead_queued = 0, steps_ahead_taken = 0;
 };
 
 class Scheduler {

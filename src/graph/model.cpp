@@ -991,6 +991,13 @@ std::vector<std::pair<uint32_t, uint64_t>> segment_needs(std::span<const Segment
   return needs;
 }
 
+// The shape of the step after SEGMENTS: one token for each of their slots (Model::speculate).
+std::vector<std::pair<uint32_t, uint32_t>> one_token_shape(std::span<const Segment> segments) {
+  std::vector<std::pair<uint32_t, uint32_t>> shape;
+  for (const Segment& segment : segments) shape.emplace_back(segment.slot, 1);
+  return shape;
+}
+
 }  // namespace
 
 std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logits, uint32_t slot) {
@@ -1030,30 +1037,35 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   const Output output = masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
                                : (argmax ? Output::GreedyToken : Output::SampledToken);
   gpu::Device::PendingRead read;
-  if (speculation_ && single && speculation_->slots == slots && speculation_->fed == fed &&
-      speculation_->output == output) {
-    read = std::move(speculation_->read);  // this step is already queued
+  const bool ahead = speculation_ && single && speculation_->slots == slots && speculation_->fed == fed &&
+                     speculation_->output == output;
+  if (ahead) ++steps_ahead_.taken;
+  if (ahead && speculation_->picks) {
+    read = std::move(speculation_->read);  // this step is already queued, picks and all
     speculation_.reset();
-  } else if (masked) {
-    // The products run while the host works out the masks; the picks wait for them.
-    discard_speculation();
-    Step& s = submit_step(segments, output, true);
-    write_masks(masks);
-    gpu::Recorder recorder(device_, "batch picks");
-    record(s, recorder, nullptr, s.pick);
-    read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   } else {
-    discard_speculation();
-    submit_step(segments, output);
+    // A step whose products are submitted (queued ahead, or here before the masks, which the host works out
+    // while they run) submits its picks after them.
+    const bool products_first = ahead || masked;
+    Step* s = nullptr;
+    if (ahead) {
+      speculation_.reset();
+      s = &step(one_token_shape(segments), output);
+    } else {
+      discard_speculation();
+      s = &submit_step(segments, output, products_first);
+    }
+    if (masked) write_masks(masks);
     gpu::Recorder recorder(device_, "batch picks");
+    if (products_first) record(*s, recorder, nullptr, s->pick);
     read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   }
   for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
   try {
-    // No step ahead where a mask depends on the ids before it, nor where a draw counts its id on the GPU for the
-    // penalties (a step ahead that is discarded could not take its count back), nor after a prompt's tokens (the
-    // next step is likely another).
-    if (single && !masked && !penalized) speculate(segments, output);
+    // Not after a prompt's tokens (the next step is likely another). Only the products where the picks wait for the
+    // host: a mask depends on this step's ids, and a draw with penalties counts its id on the GPU (a step ahead
+    // that is discarded could not take its count back).
+    if (single) speculate(segments, output, !masked && !penalized);
   } catch (...) {
     device_.finish_read(read);
     throw;
@@ -1073,34 +1085,36 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
   return device_.map_async(picks, 4ull * count);
 }
 
-void Model::speculate(std::span<const Segment> segments, Output output) {
+void Model::speculate(std::span<const Segment> segments, Output output, bool picks) {
   std::vector<std::pair<uint32_t, uint64_t>> needs;
+  std::vector<uint32_t> slots;
   for (const Segment& segment : segments) {
     if (positions_[segment.slot] + 1 > context_) return;
     needs.emplace_back(segment.slot, positions_[segment.slot] + 1);
+    slots.push_back(segment.slot);
   }
   if (!blocks_available(needs)) return;  // the real step will say so, if it comes
   reserve_blocks(needs);
-  std::vector<std::pair<uint32_t, uint32_t>> shape;
-  std::vector<uint32_t> slots;
-  for (const Segment& segment : segments) {
-    shape.emplace_back(segment.slot, 1);
-    slots.push_back(segment.slot);
-  }
-  Step& s = step(shape, output);
+  Step& s = step(one_token_shape(segments), output);
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "batch step ahead");
   // Row i is segment i's one token: the step before wrote its picks into ids, in order.
-  record(s, recorder);
-  speculation_ = Speculation{std::move(slots), {}, output,
-                             read_picks_async(recorder, uint32_t(segments.size()), picks_ring_)};
+  record(s, recorder, nullptr, 0, picks ? SIZE_MAX : s.pick);
+  speculation_ = Speculation{std::move(slots), {}, output, picks, {}};
+  if (picks)
+    speculation_->read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
+  else
+    recorder.submit();
+  ++steps_ahead_.queued;
 }
 
 void Model::discard_speculation() noexcept {
   if (!speculation_) return;
-  try {
-    device_.finish_read(speculation_->read);
-  } catch (...) {
+  if (speculation_->picks) {
+    try {
+      device_.finish_read(speculation_->read);
+    } catch (...) {
+    }
   }
   speculation_.reset();
 }
@@ -1229,7 +1243,7 @@ void Model::set_sampling(uint32_t slot, const GpuSampling& s) {
 void Model::write_token_counts(uint32_t slot, const SeenTokens& seen) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (!buffers_->token_counts) fail("the GPU sampler takes at most {} ids (the model has {})", kernels::kMaxSampleCount, config_.vocab_size);
-  discard_speculation();
+  if (speculation_ && speculation_->picks) discard_speculation();  // its picks read the old counts
   std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
   auto known = [&](int32_t id) { return id >= 0 && id < config_.vocab_size; };
   for (int32_t id : seen.prompt)

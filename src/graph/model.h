@@ -131,6 +131,13 @@ class Model {
     double seconds = 0;
   };
   GraphsRecorded graphs_recorded() const { return graphs_recorded_; }
+  // forward_batch_pick()'s steps queued ahead of the host, and how many of them the next call took (the rest were
+  // discarded: the batch changed, or an id ended a sequence).
+  struct StepsAhead {
+    uint64_t queued = 0;
+    uint64_t taken = 0;
+  };
+  StepsAhead steps_ahead() const { return steps_ahead_; }
   uint32_t kv_blocks_held(uint32_t slot) const { return uint32_t(slot_blocks_.at(slot).size()); }
   // The blocks `slot` must still take to hold `tokens` tokens in all (0 when it holds them).
   uint32_t kv_blocks_needed(uint32_t slot, uint64_t tokens) const;
@@ -162,14 +169,15 @@ class Model {
   // default), all rows in one chain of sampler dispatches, at the position of the segment's last token. A slot
   // with penalties counts its tokens on the GPU: write_token_counts() before its first draw there, and again
   // after any id drawn elsewhere (the host); each draw on the GPU counts its own. Only where can_pick_in_batch().
-  // Pipelined where every segment is one token and none has penalties: before waiting for this step's ids, the
-  // next step of the same slots is queued, fed those ids on the GPU; a next call with the same slots and the ids
-  // returned here takes its result instead of running a step, so the GPU never waits for the host between such
-  // calls. Any other call discards it (its cache rows lie past the slots' positions, rewritten by the next real
-  // step).
+  // Pipelined where every segment is one token: before waiting for this step's ids, the next step of the same
+  // slots is queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes it
+  // instead of running a step, so the GPU never waits for the host between such calls. Any other call discards
+  // it (its cache rows lie past the slots' positions, rewritten by the next real step). Only its products are
+  // queued where a row has penalties or a mask (a pick must not count an id that may be discarded, and a mask
+  // depends on this step's ids): the next call then submits just its picks.
   // With MASKS (one per segment; an empty one allows every id), each row picks only among the ids its mask allows
   // (filled as decode_greedy()'s below), called once the step's products are submitted, the rows' on several
-  // threads at once; such a step queues none ahead.
+  // threads at once.
   using TokenMask = std::function<void(std::span<uint32_t> allowed)>;
   std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {});
   // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
@@ -212,7 +220,8 @@ class Model {
   void set_sampling(uint32_t slot, const GpuSampling& sampling);
   // Sets the GPU's token counts of SLOT, which its penalties read, to the tokens in SEEN (the prompt's marked as
   // such, the generated ones counted); every draw on the GPU then adds its own. decode_sampled() writes them
-  // itself; forward_batch_pick() takes them as they are. Discards a step queued ahead (it read the old counts).
+  // itself; forward_batch_pick() takes them as they are. Discards a step queued ahead with its picks (they read the
+  // old counts).
   void write_token_counts(uint32_t slot, const SeenTokens& seen);
   // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
   // temperature whose inverse is finite. (decode_sampled() also
@@ -277,18 +286,19 @@ class Model {
   void check_batch(std::span<const Segment> segments) const;
   // Writes the row table of a step with Step::row_kernels for the slots' current positions.
   void write_row_table(const Step& s);
-  // forward_batch_pick()'s step queued ahead: its slots, the ids it was fed (the picks returned last), and the
-  // read-back of its own picks.
+  // forward_batch_pick()'s step queued ahead: its slots, the ids it was fed (the picks returned last), whether its
+  // picks were queued too and then their read-back.
   struct Speculation {
     std::vector<uint32_t> slots;
     std::vector<int32_t> fed;
     Output output;
+    bool picks = false;
     gpu::Device::PendingRead read;
   };
   // Queues a batched step with OUTPUT (a token pick) of SEGMENTS' slots whose ids are the last step's picks (ids,
   // on the GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those
-  // picks); nothing where a slot's context is full.
-  void speculate(std::span<const Segment> segments, Output output);
+  // picks): with PICKS the whole step, else its products only; nothing where a slot's context is full.
+  void speculate(std::span<const Segment> segments, Output output, bool picks);
   // Waits for the step queued ahead, if any, and forgets it.
   void discard_speculation() noexcept;
   // Records a copy of the batch's picks into the read-back buffer `ring` and submits it; returns the read.
@@ -319,6 +329,7 @@ class Model {
   std::unique_ptr<Buffers> buffers_;
   std::map<StepKey, std::unique_ptr<Step>> steps_;
   GraphsRecorded graphs_recorded_;
+  StepsAhead steps_ahead_;
   // Each slot's settings for draws on the GPU (set_sampling()), which sampled steps' uniforms follow.
   std::vector<kernels::SampleParams> slot_sampling_;
   std::optional<Speculation> speculation_;

@@ -72,6 +72,12 @@ std::string Metrics::text(const SchedulerStats& scheduler, bool ready) const {
   out += fmt::format("gerbil_step_graphs_recorded_total {}\n", scheduler.graphs_recorded);
   metric("gerbil_step_graph_seconds_total", "counter", "Seconds the scheduler spent recording step graphs");
   out += fmt::format("gerbil_step_graph_seconds_total {:.6f}\n", scheduler.graph_seconds);
+  metric("gerbil_steps_ahead_queued_total", "counter",
+         "Batched decode steps queued before the host had read the ids of the step before");
+  out += fmt::format("gerbil_steps_ahead_queued_total {}\n", scheduler.steps_ahead_queued);
+  metric("gerbil_steps_ahead_taken_total", "counter",
+         "Steps queued ahead that the next step took (the others were discarded: the batch changed)");
+  out += fmt::format("gerbil_steps_ahead_taken_total {}\n", scheduler.steps_ahead_taken);
   metric("gerbil_ready", "gauge", "1 once the model is loaded");
   out += fmt::format("gerbil_ready {}\n", ready ? 1 : 0);
   metric("gerbil_time_to_first_token_seconds", "histogram", "Seconds from submission to the first token");

@@ -28,6 +28,9 @@ test('16 concurrent greedy requests answer as each does alone', { skip: noClient
     assert.equal(r.choices[0].text, alone[i].text, `request ${i}`);
     assert.equal(r.choices[0].finish_reason, alone[i].finish_reason, `request ${i}`);
   });
+  // Decode steps of the same sequences were queued ahead of the host, and some of them taken.
+  const taken = await metric(server, 'gerbil_steps_ahead_taken_total');
+  assert.ok(taken > 0 && taken <= await metric(server, 'gerbil_steps_ahead_queued_total'), `${taken} taken`);
 });
 
 test('a stream abandoned mid-way is cancelled and frees its slot', { skip: noClient }, async () => {
