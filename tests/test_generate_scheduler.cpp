@@ -366,6 +366,49 @@ class Watched {
   std::optional<Generation> result_;
 };
 
+// Decode steps of the same rows are queued ahead of the host (graph::Model::forward_batch_pick). A prompt that
+// arrives meanwhile waits for the step queued ahead instead of discarding it, and the step that draws a sequence's
+// last id (its max_new_tokens) queues none: every step queued ahead is taken, and each answer is the one it gives
+// alone.
+TEST(StepsAhead, ArrivalsAndDeparturesDiscardNone) {
+  GERBIL_REQUIRE_FIXTURES();
+  ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
+  const std::vector<std::pair<std::vector<int32_t>, uint32_t>> asks = {
+      {{41, 42, 43, 44, 45}, 24}, {{51, 52, 53}, 24}, {{61, 62, 63, 64, 65, 66, 67}, 9}, {{71, 72, 73, 74}, 6}};
+  std::vector<Generation> alone;
+  {
+    graph::Model model(test::device(), files, {.context = 48});
+    Scheduler scheduler(model, nullptr);
+    for (const auto& [prompt, tokens] : asks) alone.push_back(scheduler.run(greedy_request(prompt, tokens)));
+  }
+  graph::Model model(test::device(), files, {.context = 48, .slots = 3});
+  Scheduler scheduler(model, nullptr, {.parallel = 3});
+  std::vector<Watched> watched(asks.size());
+  // The last request arrives once the first has 10 ids (the third, of 9, has ended by then), from the scheduler's
+  // own thread, while the step after is already queued.
+  auto first_watch = watched[0].callback();
+  bool arrived = false;
+  size_t first_ids = 0;
+  auto first = [&](const SequenceEvent& event) {
+    first_ids += event.ids.size();
+    if (!arrived && first_ids >= 10) {
+      arrived = true;
+      scheduler.submit(greedy_request(asks[3].first, asks[3].second), watched[3].callback());
+    }
+    return first_watch(event);
+  };
+  scheduler.submit(greedy_request(asks[0].first, asks[0].second), first);
+  for (size_t i = 1; i < 3; ++i) scheduler.submit(greedy_request(asks[i].first, asks[i].second), watched[i].callback());
+  for (size_t i = 0; i < asks.size(); ++i) {
+    EXPECT_EQ(watched[i].result().tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(watched[i].result().finish, FinishReason::MaxTokens) << "request " << i;
+  }
+  scheduler.shutdown(true);  // the stats of the last step are recorded after its ids are delivered
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_GT(stats.steps_ahead_queued, 10u);
+  EXPECT_EQ(stats.steps_ahead_taken, stats.steps_ahead_queued);
+}
+
 TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {
   Watched watched;  // outlives the scheduler, which holds its callback
   Scheduler scheduler(*model_, nullptr, {.parallel = 2});

@@ -312,6 +312,14 @@ void Scheduler::step() {
   std::vector<graph::Segment> segments;
   for (Slot* slot : owners) segments.push_back({slot->index, std::span(&*slot->sequence->next, 1)});
   uint32_t rows = uint32_t(segments.size());
+  // The next step of these rows alone may already be queued (graph::Model::forward_batch_pick): it is taken before
+  // the prompts join, which would discard it (its products have run). The prompts then join the step after.
+  const bool prompts_wait = !prefilling.empty() && model_.step_ahead_for(segments);
+  if (prompts_wait) prefilling.clear();
+  // A step is queued ahead only where the next one is likely the same rows: no prompt joins it, and no sequence
+  // ends for its length.
+  const bool queue_ahead = !prompts_wait && prefilling.empty() && !newcomer_can_take_a_slot() &&
+                           std::none_of(owners.begin(), owners.end(), [&](Slot* slot) { return ends_after_next(*slot); });
   // The oldest prompt first, so a long one is not starved by newer short ones; each chunk as long as the step's
   // rows and the free blocks (idle slots' caches given up for it) allow.
   std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->sequence->id < b->sequence->id; });
@@ -333,7 +341,7 @@ void Scheduler::step() {
   }
   if (segments.empty()) return unblock();
 
-  if (pick_on_gpu(owners, segments)) return record_blocks();
+  if (pick_on_gpu(owners, segments, queue_ahead)) return record_blocks();
   std::vector<float> logits;
   try {
     logits = model_.forward_batch(segments);
@@ -436,6 +444,19 @@ void Scheduler::record_blocks() {
 // stops so that the next step batches them.
 bool Scheduler::newcomer_can_join() const { return waiting_ > 0 && slots_.size() > 1; }
 
+// Whether a waiting request will be admitted before the next step: one waits and a slot is free.
+bool Scheduler::newcomer_can_take_a_slot() const {
+  return waiting_ > 0 && std::any_of(slots_.begin(), slots_.end(), [](auto& slot) { return !slot->sequence; });
+}
+
+// Whether SLOT's sequence, decoding, ends with the id its next step draws, whatever that id is: its max_new_tokens
+// or the context reached (accept()).
+bool Scheduler::ends_after_next(const Slot& slot) const {
+  const Sequence& s = *slot.sequence;
+  const size_t tokens = s.result.tokens.size() + 1;
+  return tokens >= s.options().max_new_tokens || s.prompt().size() + tokens > model_.context();
+}
+
 bool Scheduler::cancelling_all() const {
   std::lock_guard lock(mutex_);
   return stopping_ && !finish_on_stop_;
@@ -447,7 +468,8 @@ bool Scheduler::cancelling_all() const {
 // run), and only the ids come back, not the logits. A row with nothing to draw yet (a prompt's earlier chunk, a
 // preempted sequence fed again) picks an argmax that is dropped. Returns false, doing nothing, where that does not
 // apply.
-bool Scheduler::pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments) {
+bool Scheduler::pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments,
+                            bool queue_ahead) {
   if (!model_.can_pick_in_batch()) return false;
   std::vector<bool> drawing(owners.size());
   std::vector<graph::Model::GpuSampling> settings(owners.size(), graph::Model::GpuSampling{.top_k = 1});
@@ -487,7 +509,7 @@ bool Scheduler::pick_on_gpu(const std::vector<Slot*>& owners, std::span<const gr
         s.counts_on_gpu = true;
       }
     }
-    picked = model_.forward_batch_pick(segments, masks);
+    picked = model_.forward_batch_pick(segments, masks, queue_ahead);
   } catch (const std::exception& e) {
     for (Slot* slot : owners) finish(*slot, FinishReason::Cancelled, e.what());
     return true;

@@ -135,10 +135,12 @@ class Scheduler {
   void admit();
   void step();
   bool newcomer_can_join() const;
+  bool newcomer_can_take_a_slot() const;
+  bool ends_after_next(const Slot& slot) const;
   // Whether a shutdown has asked to cancel what runs.
   bool cancelling_all() const;
   bool decode_solo_on_gpu(Slot& slot);
-  bool pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments);
+  bool pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments, bool queue_ahead);
   bool took_step(Slot& slot, std::span<const int32_t> tokens);
   void fill_mask(Sequence& s, std::span<uint32_t> bits) const;
   void draw(Slot& slot, std::span<float> logits);

@@ -899,7 +899,9 @@ void Model::rewind(uint32_t position, uint32_t slot) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (position > positions_[slot])
     fail("cannot rewind the cache to {}: it holds {} tokens", position, positions_[slot]);
-  discard_speculation();  // it was queued for the positions before (and may hold blocks past them)
+  // A step queued ahead for this slot was queued for the positions before (and may hold blocks past them); one for
+  // other slots stays.
+  if (speculation_ && std::ranges::find(speculation_->slots, slot) != speculation_->slots.end()) discard_speculation();
   positions_[slot] = position;
   std::vector<uint32_t>& held = slot_blocks_[slot];
   while (held.size() > blocks_for(position)) {
@@ -1016,29 +1018,35 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
   return logits;
 }
 
-std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks) {
+bool Model::step_ahead_for(std::span<const Segment> segments) const {
+  if (!speculation_ || speculation_->slots.size() != segments.size() || speculation_->fed.size() != segments.size())
+    return false;
+  for (size_t i = 0; i < segments.size(); ++i)
+    if (segments[i].tokens.size() != 1 || segments[i].slot != speculation_->slots[i] ||
+        segments[i].tokens.front() != speculation_->fed[i])
+      return false;
+  return true;
+}
+
+std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks,
+                                                bool queue_ahead) {
   check_batch(segments);
   if (!batchable_) fail("forward_batch_pick: this model's steps cannot batch (can_batch())");
   if (!masks.empty() && masks.size() != segments.size())
     fail("forward_batch_pick: {} masks for {} segments (one each, or none)", masks.size(), segments.size());
-  std::vector<uint32_t> slots;
-  std::vector<int32_t> fed;
   bool argmax = true, penalized = false, single = true;
   for (const Segment& segment : segments) {
     single = single && segment.tokens.size() == 1;
     const kernels::SampleParams& settings = slot_sampling_[segment.slot];
     argmax = argmax && settings.top_k == 1 && !settings.penalized();
     penalized = penalized || settings.penalized();
-    slots.push_back(segment.slot);
-    fed.push_back(segment.tokens.front());
   }
   reserve_blocks(segment_needs(segments, positions_));
   const bool masked = !masks.empty();
   const Output output = masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
                                : (argmax ? Output::GreedyToken : Output::SampledToken);
   gpu::Device::PendingRead read;
-  const bool ahead = speculation_ && single && speculation_->slots == slots && speculation_->fed == fed &&
-                     speculation_->output == output;
+  const bool ahead = step_ahead_for(segments) && speculation_->output == output;
   if (ahead) ++steps_ahead_.taken;
   if (ahead && speculation_->picks) {
     read = std::move(speculation_->read);  // this step is already queued, picks and all
@@ -1065,7 +1073,7 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     // Not after a prompt's tokens (the next step is likely another). Only the products where the picks wait for the
     // host: a mask depends on this step's ids, and a draw with penalties counts its id on the GPU (a step ahead
     // that is discarded could not take its count back).
-    if (single) speculate(segments, output, !masked && !penalized);
+    if (single && queue_ahead) speculate(segments, output, !masked && !penalized);
   } catch (...) {
     device_.finish_read(read);
     throw;

@@ -178,8 +178,14 @@ class Model {
   // With MASKS (one per segment; an empty one allows every id), each row picks only among the ids its mask allows
   // (filled as decode_greedy()'s below), called once the step's products are submitted, the rows' on several
   // threads at once.
+  // QUEUE_AHEAD false: none is queued (the caller knows the next step will differ: a prompt joins, or a sequence
+  // ends with this id).
   using TokenMask = std::function<void(std::span<uint32_t> allowed)>;
-  std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {});
+  std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {},
+                                           bool queue_ahead = true);
+  // Whether forward_batch_pick() has queued the step of exactly SEGMENTS (their slots, each fed the id it returned
+  // for it): a call with them takes it, any other discards it.
+  bool step_ahead_for(std::span<const Segment> segments) const;
   // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
   bool can_pick_in_batch() const { return batchable_; }
 
