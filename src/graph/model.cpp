@@ -899,9 +899,16 @@ void Model::rewind(uint32_t position, uint32_t slot) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (position > positions_[slot])
     fail("cannot rewind the cache to {}: it holds {} tokens", position, positions_[slot]);
-  // A step queued ahead for this slot was queued for the positions before (and may hold blocks past them); one for
-  // other slots stays.
-  if (speculation_ && std::ranges::find(speculation_->slots, slot) != speculation_->slots.end()) discard_speculation();
+  // A step queued ahead with this slot's row was queued for the positions before: that row can no longer be taken
+  // (its sequence ended), the others can. Its writes past the position, and into blocks given back here, come
+  // before those of any later step, which the GPU runs in order.
+  if (speculation_) {
+    auto row = std::ranges::find(speculation_->slots, slot) - speculation_->slots.begin();
+    if (size_t(row) < speculation_->slots.size()) {
+      if (speculation_->counts || speculation_->fed.size() != speculation_->slots.size()) discard_speculation();
+      else speculation_->fed[size_t(row)] = kNoFed;
+    }
+  }
   positions_[slot] = position;
   std::vector<uint32_t>& held = slot_blocks_[slot];
   while (held.size() > blocks_for(position)) {
@@ -993,10 +1000,10 @@ std::vector<std::pair<uint32_t, uint64_t>> segment_needs(std::span<const Segment
   return needs;
 }
 
-// The shape of the step after SEGMENTS: one token for each of their slots (Model::speculate).
-std::vector<std::pair<uint32_t, uint32_t>> one_token_shape(std::span<const Segment> segments) {
+// The shape of a step queued ahead: one token for each of SLOTS (Model::speculate).
+std::vector<std::pair<uint32_t, uint32_t>> one_token_shape(std::span<const uint32_t> slots) {
   std::vector<std::pair<uint32_t, uint32_t>> shape;
-  for (const Segment& segment : segments) shape.emplace_back(segment.slot, 1);
+  for (uint32_t slot : slots) shape.emplace_back(slot, 1);
   return shape;
 }
 
@@ -1018,15 +1025,22 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
   return logits;
 }
 
-bool Model::step_ahead_for(std::span<const Segment> segments) const {
-  if (!speculation_ || speculation_->slots.size() != segments.size() || speculation_->fed.size() != segments.size())
-    return false;
-  for (size_t i = 0; i < segments.size(); ++i)
-    if (segments[i].tokens.size() != 1 || segments[i].slot != speculation_->slots[i] ||
-        segments[i].tokens.front() != speculation_->fed[i])
-      return false;
-  return true;
+std::optional<std::vector<size_t>> Model::rows_ahead(std::span<const Segment> segments) const {
+  if (!speculation_ || segments.empty() || speculation_->fed.size() != speculation_->slots.size()) return std::nullopt;
+  // Rows it holds beyond SEGMENTS' (sequences that ended) are dropped, unless its picks count their ids.
+  if (speculation_->counts && segments.size() != speculation_->slots.size()) return std::nullopt;
+  std::vector<size_t> rows;
+  for (const Segment& segment : segments) {
+    auto row = std::ranges::find(speculation_->slots, segment.slot) - speculation_->slots.begin();
+    if (segment.tokens.size() != 1 || size_t(row) == speculation_->slots.size() ||
+        speculation_->fed[size_t(row)] != segment.tokens.front())
+      return std::nullopt;
+    rows.push_back(size_t(row));
+  }
+  return rows;
 }
+
+bool Model::step_ahead_for(std::span<const Segment> segments) const { return rows_ahead(segments).has_value(); }
 
 std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks,
                                                 bool queue_ahead) {
@@ -1046,41 +1060,53 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   const Output output = masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
                                : (argmax ? Output::GreedyToken : Output::SampledToken);
   gpu::Device::PendingRead read;
-  const bool ahead = step_ahead_for(segments) && speculation_->output == output;
+  // Row i of the picks read back is segment rows[i]'s: a step queued ahead may hold more rows than SEGMENTS.
+  std::optional<std::vector<size_t>> rows = rows_ahead(segments);
+  const bool ahead = rows && speculation_->output == output;
   if (ahead) ++steps_ahead_.taken;
+  else rows.reset();
+  size_t picks = segments.size();
   if (ahead && speculation_->picks) {
     read = std::move(speculation_->read);  // this step is already queued, picks and all
+    picks = speculation_->slots.size();
     speculation_.reset();
   } else {
     // A step whose products are submitted (queued ahead, or here before the masks, which the host works out
     // while they run) submits its picks after them.
     const bool products_first = ahead || masked;
     Step* s = nullptr;
+    std::vector<TokenMask> row_masks(masks.begin(), masks.end());
     if (ahead) {
+      picks = speculation_->slots.size();
+      s = &step(one_token_shape(speculation_->slots), output);
+      if (masked) {  // a dropped row's mask allows every id
+        row_masks.assign(picks, TokenMask{});
+        for (size_t i = 0; i < segments.size(); ++i) row_masks[(*rows)[i]] = masks[i];
+      }
       speculation_.reset();
-      s = &step(one_token_shape(segments), output);
     } else {
       discard_speculation();
       s = &submit_step(segments, output, products_first);
     }
-    if (masked) write_masks(masks);
+    if (masked) write_masks(row_masks);
     gpu::Recorder recorder(device_, "batch picks");
     if (products_first) record(*s, recorder, nullptr, s->pick);
-    read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
+    read = read_picks_async(recorder, uint32_t(picks), picks_ring_);
   }
   for (const Segment& segment : segments) positions_[segment.slot] += uint32_t(segment.tokens.size());
   try {
     // Not after a prompt's tokens (the next step is likely another). Only the products where the picks wait for the
     // host: a mask depends on this step's ids, and a draw with penalties counts its id on the GPU (a step ahead
     // that is discarded could not take its count back).
-    if (single && queue_ahead) speculate(segments, output, !masked && !penalized);
+    if (single && queue_ahead) speculate(segments, output, !masked && !penalized, penalized);
   } catch (...) {
     device_.finish_read(read);
     throw;
   }
   auto bytes = device_.finish_read(read);
-  std::vector<uint32_t> picked(segments.size());
-  std::memcpy(picked.data(), bytes.data(), picked.size() * 4);
+  std::vector<uint32_t> all(picks), picked(segments.size());
+  std::memcpy(all.data(), bytes.data(), all.size() * 4);
+  for (size_t i = 0; i < picked.size(); ++i) picked[i] = all[rows ? (*rows)[i] : i];
   if (speculation_) speculation_->fed.assign(picked.begin(), picked.end());
   return picked;
 }
@@ -1093,7 +1119,7 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
   return device_.map_async(picks, 4ull * count);
 }
 
-void Model::speculate(std::span<const Segment> segments, Output output, bool picks) {
+void Model::speculate(std::span<const Segment> segments, Output output, bool picks, bool counts) {
   std::vector<std::pair<uint32_t, uint64_t>> needs;
   std::vector<uint32_t> slots;
   for (const Segment& segment : segments) {
@@ -1103,12 +1129,12 @@ void Model::speculate(std::span<const Segment> segments, Output output, bool pic
   }
   if (!blocks_available(needs)) return;  // the real step will say so, if it comes
   reserve_blocks(needs);
-  Step& s = step(one_token_shape(segments), output);
+  Step& s = step(one_token_shape(slots), output);
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "batch step ahead");
   // Row i is segment i's one token: the step before wrote its picks into ids, in order.
   record(s, recorder, nullptr, 0, picks ? SIZE_MAX : s.pick);
-  speculation_ = Speculation{std::move(slots), {}, output, picks, {}};
+  speculation_ = Speculation{std::move(slots), {}, output, picks, counts, {}};
   if (picks)
     speculation_->read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   else
