@@ -172,6 +172,13 @@ std::vector<std::vector<uint32_t>> draw_on_gpu(gpu::Device& device, const std::v
   EXPECT_EQ(device.read_as<uint32_t>(next), all) << "next_ids and history differ";
   std::vector<std::vector<uint32_t>> tokens;
   for (uint32_t r = 0; r < rows.size(); ++r) tokens.emplace_back(all.begin() + r * draws, all.begin() + (r + 1) * draws);
+  // The last draw counted its id in each row with penalties and left every other count alone (a row without reads
+  // none, and its draw may be one that is thrown away).
+  std::vector<uint32_t> counted = counts;
+  for (uint32_t r = 0; r < rows.size(); ++r)
+    if (rows[r].settings.penalized() && draws > 0 && tokens[r].back() < rows[r].logits.size())
+      ++counted[settings[r].counts_offset + tokens[r].back()];
+  EXPECT_EQ(device.read_as<uint32_t>(counts_buffer), counted) << "the counts after the last draw";
   return tokens;
 }
 std::vector<uint32_t> draw_on_gpu(gpu::Device& device, const std::vector<float>& logits,

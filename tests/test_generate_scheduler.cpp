@@ -412,57 +412,62 @@ TEST(StepsAhead, ArrivalsAndDeparturesDiscardNone) {
 // A sequence that ends at a stop id, which the scheduler cannot foresee, leaves the step queued ahead for its batch
 // to the others: it is taken without that sequence's row. A request that arrives at that moment takes the slot
 // (its cache rewound) and waits for that step. Every step queued ahead is taken, and each answer is the one it
-// gives alone.
+// gives alone: greedy, and greedy after a repetition penalty (whose steps queue only their products ahead, and
+// whose dropped row must not count an id in its slot's counts).
 TEST(StepsAhead, ASequenceEndingAtAStopIdDiscardsNone) {
   GERBIL_REQUIRE_FIXTURES();
   ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
-  std::vector<SequenceRequest> requests;
-  requests.push_back(greedy_request({41, 42, 43, 44, 45}, 24));
-  requests.push_back(greedy_request({51, 52, 53}, 24));
-  requests.push_back(greedy_request({61, 62, 63, 64, 65, 66, 67}, 24));
-  requests.push_back(greedy_request({71, 72, 73, 74}, 6));
-  std::vector<Generation> alone;
-  {
-    graph::Model model(test::device(), files, {.context = 48});
-    Scheduler scheduler(model, nullptr);
-    auto again = [](const SequenceRequest& r) {
-      SequenceRequest copy = greedy_request(r.prompt, r.options.max_new_tokens);
-      copy.options.ignore_eos = r.options.ignore_eos;
-      copy.options.stop_ids = r.options.stop_ids;
-      return copy;
+  for (float penalty : {1.0f, 1.3f}) {
+    SCOPED_TRACE(testing::Message() << "repetition penalty " << penalty);
+    auto request = [&](std::vector<int32_t> prompt, uint32_t tokens, std::vector<int32_t> stop_ids = {}) {
+      SequenceRequest r = greedy_request(std::move(prompt), tokens);
+      r.options.sampling.repetition_penalty = penalty;
+      r.options.ignore_eos = stop_ids.empty();
+      r.options.stop_ids = std::move(stop_ids);
+      return r;
     };
-    // The third ends at the first id of its answer, from the fifth on, that it has not drawn before.
-    std::vector<int32_t> free_run = scheduler.run(again(requests[2])).tokens;
-    size_t end = 4;
-    while (end < free_run.size() && std::ranges::count(free_run.begin(), free_run.begin() + std::ptrdiff_t(end),
-                                                       free_run[end]) > 0)
-      ++end;
-    ASSERT_LT(end, free_run.size()) << "no id of the third answer is new after its fourth";
-    requests[2].options.ignore_eos = false;
-    requests[2].options.stop_ids = {free_run[end]};
-    for (const SequenceRequest& r : requests) alone.push_back(scheduler.run(again(r)));
-    ASSERT_EQ(alone[2].finish, FinishReason::EndOfSequence);
-    ASSERT_EQ(alone[2].tokens.size(), end);
+    std::vector<std::pair<std::vector<int32_t>, uint32_t>> asks = {
+        {{41, 42, 43, 44, 45}, 24}, {{51, 52, 53}, 24}, {{61, 62, 63, 64, 65, 66, 67}, 24}, {{71, 72, 73, 74}, 6}};
+    std::vector<int32_t> stop_ids;  // the third's
+    std::vector<Generation> alone;
+    {
+      graph::Model model(test::device(), files, {.context = 48});
+      Scheduler scheduler(model, nullptr);
+      // The third ends at the first id of its answer, from the fifth on, that it has not drawn before.
+      std::vector<int32_t> free_run = scheduler.run(request(asks[2].first, asks[2].second)).tokens;
+      size_t end = 4;
+      while (end < free_run.size() &&
+             std::ranges::count(free_run.begin(), free_run.begin() + std::ptrdiff_t(end), free_run[end]) > 0)
+        ++end;
+      ASSERT_LT(end, free_run.size()) << "no id of the third answer is new after its fourth";
+      stop_ids = {free_run[end]};
+      for (size_t i = 0; i < asks.size(); ++i)
+        alone.push_back(scheduler.run(request(asks[i].first, asks[i].second, i == 2 ? stop_ids : std::vector<int32_t>{})));
+      ASSERT_EQ(alone[2].finish, FinishReason::EndOfSequence);
+      ASSERT_EQ(alone[2].tokens.size(), end);
+    }
+    graph::Model model(test::device(), files, {.context = 48, .slots = 3});
+    Scheduler scheduler(model, nullptr, {.parallel = 3});
+    std::vector<Watched> watched(asks.size());
+    // The last request arrives as the third ends, from the scheduler's own thread: it takes the third's slot.
+    auto third_watch = watched[2].callback();
+    auto third = [&](const SequenceEvent& event) {
+      if (event.done) scheduler.submit(request(asks[3].first, asks[3].second), watched[3].callback());
+      return third_watch(event);
+    };
+    scheduler.submit(request(asks[0].first, asks[0].second), watched[0].callback());
+    scheduler.submit(request(asks[1].first, asks[1].second), watched[1].callback());
+    scheduler.submit(request(asks[2].first, asks[2].second, stop_ids), third);
+    for (size_t i = 0; i < alone.size(); ++i) {
+      EXPECT_EQ(watched[i].result().tokens, alone[i].tokens) << "request " << i;
+      EXPECT_EQ(watched[i].result().finish, alone[i].finish) << "request " << i;
+    }
+    scheduler.shutdown(true);  // the stats of the last step are recorded after its ids are delivered
+    SchedulerStats stats = scheduler.stats();
+    EXPECT_GT(stats.steps_ahead_queued, 10u);
+    EXPECT_EQ(stats.steps_ahead_taken, stats.steps_ahead_queued);
+    EXPECT_EQ(stats.host_draws, 0u);
   }
-  graph::Model model(test::device(), files, {.context = 48, .slots = 3});
-  Scheduler scheduler(model, nullptr, {.parallel = 3});
-  std::vector<Watched> watched(requests.size());
-  // The last request arrives as the third ends, from the scheduler's own thread: it takes the third's slot.
-  auto third_watch = watched[2].callback();
-  auto third = [&](const SequenceEvent& event) {
-    if (event.done) scheduler.submit(std::move(requests[3]), watched[3].callback());
-    return third_watch(event);
-  };
-  for (size_t i = 0; i < 3; ++i)
-    scheduler.submit(std::move(requests[i]), i == 2 ? SequenceCallback(third) : watched[i].callback());
-  for (size_t i = 0; i < alone.size(); ++i) {
-    EXPECT_EQ(watched[i].result().tokens, alone[i].tokens) << "request " << i;
-    EXPECT_EQ(watched[i].result().finish, alone[i].finish) << "request " << i;
-  }
-  scheduler.shutdown(true);  // the stats of the last step are recorded after its ids are delivered
-  SchedulerStats stats = scheduler.stats();
-  EXPECT_GT(stats.steps_ahead_queued, 10u);
-  EXPECT_EQ(stats.steps_ahead_taken, stats.steps_ahead_queued);
 }
 
 TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {

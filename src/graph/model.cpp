@@ -661,7 +661,7 @@ Model::Model(gpu::Device& device, const ModelFiles& files, const ModelOptions& o
   slot_blocks_.resize(options_.slots);
   uint32_t vocab_size = uint32_t(config_.vocab_size);
   token_count_ = options_.token_count ? std::min(options_.token_count, vocab_size) : vocab_size;
-  slot_sampling_.assign(options_.slots, kernels::SampleParams{.count = token_count_, .slot = 0, .top_k = 1, .position = 0});
+  slot_sampling_.assign(options_.slots, argmax_sampling());
   if (config_.arch->positions == PositionKind::Learned && options_.context > max_positions)
     fail("context {} exceeds the {} positions this model has learned (config.json n_positions)", options_.context,
          max_positions);
@@ -905,7 +905,7 @@ void Model::rewind(uint32_t position, uint32_t slot) {
   if (speculation_) {
     auto row = std::ranges::find(speculation_->slots, slot) - speculation_->slots.begin();
     if (size_t(row) < speculation_->slots.size()) {
-      if (speculation_->counts || speculation_->fed.size() != speculation_->slots.size()) discard_speculation();
+      if (speculation_->fed.size() != speculation_->slots.size()) discard_speculation();
       else speculation_->fed[size_t(row)] = kNoFed;
     }
   }
@@ -1027,8 +1027,6 @@ std::vector<float> Model::forward(std::span<const int32_t> tokens, bool all_logi
 
 std::optional<std::vector<size_t>> Model::rows_ahead(std::span<const Segment> segments) const {
   if (!speculation_ || segments.empty() || speculation_->fed.size() != speculation_->slots.size()) return std::nullopt;
-  // Rows it holds beyond SEGMENTS' (sequences that ended) are dropped, unless its picks count their ids.
-  if (speculation_->counts && segments.size() != speculation_->slots.size()) return std::nullopt;
   std::vector<size_t> rows;
   for (const Segment& segment : segments) {
     auto row = std::ranges::find(speculation_->slots, segment.slot) - speculation_->slots.begin();
@@ -1079,7 +1077,13 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     if (ahead) {
       picks = speculation_->slots.size();
       s = &step(one_token_shape(speculation_->slots), output);
-      if (masked) {  // a dropped row's mask allows every id
+      // A dropped row (its sequence ended, or waits) draws the argmax, which counts no id for penalties, under a
+      // mask that allows every id.
+      std::vector<bool> dropped(picks, true);
+      for (size_t row : *rows) dropped[row] = false;
+      for (size_t row = 0; row < picks; ++row)
+        if (dropped[row]) slot_sampling_[speculation_->slots[row]] = argmax_sampling();
+      if (masked) {
         row_masks.assign(picks, TokenMask{});
         for (size_t i = 0; i < segments.size(); ++i) row_masks[(*rows)[i]] = masks[i];
       }
@@ -1098,7 +1102,7 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     // Not after a prompt's tokens (the next step is likely another). Only the products where the picks wait for the
     // host: a mask depends on this step's ids, and a draw with penalties counts its id on the GPU (a step ahead
     // that is discarded could not take its count back).
-    if (single && queue_ahead) speculate(segments, output, !masked && !penalized, penalized);
+    if (single && queue_ahead) speculate(segments, output, !masked && !penalized);
   } catch (...) {
     device_.finish_read(read);
     throw;
@@ -1119,7 +1123,7 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
   return device_.map_async(picks, 4ull * count);
 }
 
-void Model::speculate(std::span<const Segment> segments, Output output, bool picks, bool counts) {
+void Model::speculate(std::span<const Segment> segments, Output output, bool picks) {
   std::vector<std::pair<uint32_t, uint64_t>> needs;
   std::vector<uint32_t> slots;
   for (const Segment& segment : segments) {
@@ -1134,7 +1138,7 @@ void Model::speculate(std::span<const Segment> segments, Output output, bool pic
   gpu::Recorder recorder(device_, "batch step ahead");
   // Row i is segment i's one token: the step before wrote its picks into ids, in order.
   record(s, recorder, nullptr, 0, picks ? SIZE_MAX : s.pick);
-  speculation_ = Speculation{std::move(slots), {}, output, picks, counts, {}};
+  speculation_ = Speculation{std::move(slots), {}, output, picks, {}};
   if (picks)
     speculation_->read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   else
@@ -1260,7 +1264,7 @@ void Model::set_sampling(uint32_t slot, const GpuSampling& s) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   // The steps' graphs may already exist: their uniforms follow slot_sampling_ without the kernel seeing it again.
   if (s.argmax()) {  // whatever the vocabulary
-    slot_sampling_[slot] = kernels::SampleParams{.count = token_count_, .slot = 0, .top_k = 1, .position = 0};
+    slot_sampling_[slot] = argmax_sampling();
     return;
   }
   if (!sampling_on_gpu(s))

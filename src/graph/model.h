@@ -168,13 +168,13 @@ class Model {
   // its slot's settings (set_sampling(); argmax for all when every one is top-k 1 without penalties, the
   // default), all rows in one chain of sampler dispatches, at the position of the segment's last token. A slot
   // with penalties counts its tokens on the GPU: write_token_counts() before its first draw there, and again
-  // after any id drawn elsewhere (the host); each draw on the GPU counts its own. Only where can_pick_in_batch().
+  // after any id drawn elsewhere (the host); each draw with penalties on the GPU counts its own. Only where can_pick_in_batch().
   // Pipelined where every segment is one token: before waiting for this step's ids, the next step of the same
   // slots is queued, fed those ids on the GPU; a next call with the same slots and the ids returned here takes it
   // instead of running a step, so the GPU never waits for the host between such calls. A call for some of those
-  // slots (the others' sequences ended) takes it too, dropping the others' picks, unless its draws count ids for
-  // penalties. Any other call discards it (its cache rows lie past the slots' positions, rewritten by the next
-  // real step). Only its products are
+  // slots (the others' sequences ended or wait) takes it too, dropping the others' picks (such a row draws the
+  // argmax, which counts no id, where its picks were not queued yet). Any other call discards it (its cache rows
+  // lie past the slots' positions, rewritten by the next real step). Only its products are
   // queued where a row has penalties or a mask (a pick must not count an id that may be discarded, and a mask
   // depends on this step's ids): the next call then submits just its picks.
   // With MASKS (one per segment; an empty one allows every id), each row picks only among the ids its mask allows
@@ -186,8 +186,8 @@ class Model {
   std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {},
                                            bool queue_ahead = true);
   // Whether forward_batch_pick() has queued the step of SEGMENTS (their slots, each fed the id it returned for it;
-  // it may also hold rows of sequences that ended since, whose picks are dropped, unless its draws count ids for
-  // penalties): a call with them takes it, any other discards it.
+  // it may also hold rows of sequences that ended or wait since, whose picks are dropped): a call with them takes
+  // it, any other discards it.
   bool step_ahead_for(std::span<const Segment> segments) const;
   // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
   bool can_pick_in_batch() const { return batchable_; }
@@ -296,22 +296,24 @@ class Model {
   // Writes the row table of a step with Step::row_kernels for the slots' current positions.
   void write_row_table(const Step& s);
   // forward_batch_pick()'s step queued ahead: its slots, the ids it was fed (the picks returned last; kNoFed for a
-  // slot rewound since), whether its picks were queued too and then their read-back, and whether its draws count
-  // their ids for penalties.
+  // slot rewound since), whether its picks were queued too (only where none counts an id for penalties) and then
+  // their read-back.
   static constexpr int32_t kNoFed = -1;
   struct Speculation {
     std::vector<uint32_t> slots;
     std::vector<int32_t> fed;
     Output output;
     bool picks = false;
-    bool counts = false;
     gpu::Device::PendingRead read;
   };
+  // The settings of a slot that draws the argmax: top-k 1, no penalties.
+  kernels::SampleParams argmax_sampling() const {
+    return {.count = token_count_, .slot = 0, .top_k = 1, .position = 0};
+  }
   // Queues a batched step with OUTPUT (a token pick) of SEGMENTS' slots whose ids are the last step's picks (ids,
   // on the GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those
-  // picks): with PICKS the whole step, else its products only (COUNTS: its picks will count ids); nothing where a
-  // slot's context is full.
-  void speculate(std::span<const Segment> segments, Output output, bool picks, bool counts);
+  // picks): with PICKS the whole step, else its products only; nothing where a slot's context is full.
+  void speculate(std::span<const Segment> segments, Output output, bool picks);
   // For each of SEGMENTS, the row of the step queued ahead that is its step (step_ahead_for()); none where there is
   // no such step.
   std::optional<std::vector<size_t>> rows_ahead(std::span<const Segment> segments) const;

@@ -16,7 +16,9 @@
 // Penalties first, as the host sampler's: the row's counts[i] is how often token i was generated, with bit 31 set where the
 // prompt holds it (kernels::kSeenInPrompt). A token seen at all has its logit divided (if positive) or multiplied
 // by repetition_penalty; one generated n > 0 times is then lowered by presence_penalty + frequency_penalty * n. The
-// drawn token's count goes up by one. Every logit NaN: NONE = 0xFFFFFFFF instead of a token.
+// drawn token's count goes up by one where the row has penalties (a row without reads no counts, so a draw that is
+// thrown away, such as a finished sequence's row in a step queued ahead, leaves them alone). Every logit NaN:
+// NONE = 0xFFFFFFFF instead of a token.
 //
 // The cut is found in a window of tokens, contiguous in sampling order, narrowed down until it holds at most
 // CAPACITY tokens, which one workgroup then sorts. Every step but that sort and the draw within one chunk runs on
@@ -972,7 +974,7 @@ fn finish(s: Settings, lid: u32) {
   if (lid == 0u) {
     next_ids[s.slot] = token;
     history[s.slot] = token;
-    if (token < s.count) {
+    if (token < s.count && penalized(s)) {
       counts[s.counts_offset + token] += 1u;
     }
   }
