@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Forty-fourth session, fifth call (its log in $OUT/session44_stops.log). OLD is 9c5b06f (steps queued ahead taken
-# before arrivals; none queued ahead of a known end), NEW also takes a step queued ahead when a sequence of its
-# batch has ended at a stop id or string since (the others' rows are taken, the ended one's dropped). Random
+# before arrivals; none queued ahead of a known end), NEW (89565a7) also takes a step queued ahead when a sequence
+# of its batch has ended at a stop id or string since (the others' rows are taken, the ended one's dropped). Random
 # weights never draw an end-of-sequence id, so the answers here end at a stop string ("q": a few percent of
 # Qwen's tokens hold one), at steps the scheduler cannot foresee. A steady load (`under_load`: serve_load.py, 64
 # clients, 20 s, prompts of 20-400 words, answers of at most 16-256 tokens), greedy and at temperature 0.7, two
