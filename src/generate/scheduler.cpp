@@ -466,8 +466,9 @@ bool Scheduler::cancelling_all() const {
 // draws after it (decoding, or at its prompt's end) is picked on the GPU (the argmax, or drawn with its settings and
 // penalties; a constrained one's among the ids its mask allows, which the host works out while the step's products
 // run), and only the ids come back, not the logits. A row with nothing to draw yet (a prompt's earlier chunk, a
-// preempted sequence fed again) picks an argmax that is dropped. Returns false, doing nothing, where that does not
-// apply.
+// preempted sequence fed again) picks an argmax that is dropped. QUEUE_AHEAD: the next step of the same rows may be
+// queued before this one's ids are read (graph::Model::forward_batch_pick). Returns false, doing nothing, where that
+// does not apply.
 bool Scheduler::pick_on_gpu(const std::vector<Slot*>& owners, std::span<const graph::Segment> segments,
                             bool queue_ahead) {
   if (!model_.can_pick_in_batch()) return false;
