@@ -1073,7 +1073,8 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     // while they run) submits its picks after them.
     const bool products_first = ahead || masked;
     Step* s = nullptr;
-    std::vector<TokenMask> row_masks(masks.begin(), masks.end());
+    std::span<const TokenMask> row_masks = masks;
+    std::vector<TokenMask> ahead_masks;
     if (ahead) {
       picks = speculation_->slots.size();
       s = &step(one_token_shape(speculation_->slots), output);
@@ -1084,8 +1085,9 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
       for (size_t row = 0; row < picks; ++row)
         if (dropped[row]) slot_sampling_[speculation_->slots[row]] = argmax_sampling();
       if (masked) {
-        row_masks.assign(picks, TokenMask{});
-        for (size_t i = 0; i < segments.size(); ++i) row_masks[(*rows)[i]] = masks[i];
+        ahead_masks.resize(picks);
+        for (size_t i = 0; i < segments.size(); ++i) ahead_masks[(*rows)[i]] = masks[i];
+        row_masks = ahead_masks;
       }
       speculation_.reset();
     } else {
@@ -1281,7 +1283,6 @@ void Model::set_sampling(uint32_t slot, const GpuSampling& s) {
 void Model::write_token_counts(uint32_t slot, const SeenTokens& seen) {
   if (slot >= slots()) fail("no KV-cache slot {}: the model has {}", slot, slots());
   if (!buffers_->token_counts) fail("the GPU sampler takes at most {} ids (the model has {})", kernels::kMaxSampleCount, config_.vocab_size);
-  if (speculation_ && speculation_->picks) discard_speculation();  // its picks read the old counts
   std::vector<uint32_t> counts(size_t(config_.vocab_size), 0);
   auto known = [&](int32_t id) { return id >= 0 && id < config_.vocab_size; };
   for (int32_t id : seen.prompt)

@@ -229,8 +229,8 @@ class Model {
   void set_sampling(uint32_t slot, const GpuSampling& sampling);
   // Sets the GPU's token counts of SLOT, which its penalties read, to the tokens in SEEN (the prompt's marked as
   // such, the generated ones counted); every draw on the GPU then adds its own. decode_sampled() writes them
-  // itself; forward_batch_pick() takes them as they are. Discards a step queued ahead with its picks (they read the
-  // old counts).
+  // itself; forward_batch_pick() takes them as they are. A step queued ahead stays: its picks were queued only where
+  // none reads or counts ids (no penalties), else they are recorded after this write.
   void write_token_counts(uint32_t slot, const SeenTokens& seen);
   // Whether the GPU can sample with these settings: a vocabulary of at most kMaxSampleCount, a positive
   // temperature whose inverse is finite. (decode_sampled() also
