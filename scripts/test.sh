@@ -21,9 +21,11 @@ fuzz_seconds=${FUZZ_SECONDS:-$([ "$ci" = true ] && echo 20 || echo 10)}
 # lavapipe, their WGSL runs inside the (uninstrumented) Vulkan driver, and the host code that records their
 # dispatches and drives the engine is the scheduler's, which runs here. Built at -O1 -g1 (fast to compile, still
 # symbolised).
-sanitized_tests=(test_model_config test_model_safetensors test_model_weights test_tokenizer
-                 test_tokenizer_errors test_tokenizer_stream test_tokenizer_units test_template
-                 test_template_jinja test_generate_sampler test_graph_decode_errors test_generate_scheduler)
+sanitized_tests=(test_model_config test_model_safetensors test_model_weights test_model_gguf test_model_gguf_llamacpp
+                 test_model_quant test_model_awq test_model_synth test_json test_server_request
+                 test_generate_output_parser test_tokenizer test_tokenizer_errors test_tokenizer_stream
+                 test_tokenizer_units test_template test_template_jinja test_generate_sampler
+                 test_graph_decode_errors test_generate_scheduler)
 # Mesa and Dawn are not instrumented; their leaks at exit are suppressed (file says which and why).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$root/tests/support/lsan_suppressions.txt:print_suppressions=0"

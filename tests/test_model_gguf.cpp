@@ -25,7 +25,9 @@ using test::ScratchDir;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
+// A Gguf views the bytes it was parsed from, so they must outlive it: a temporary is refused at compile time.
 Gguf parse(const std::string& bytes) { return Gguf::parse(std::as_bytes(std::span(bytes)), "test.gguf"); }
+Gguf parse(std::string&&) = delete;
 
 std::string parse_error(const std::string& bytes) {
   return error_of([&] { parse(bytes); });
@@ -110,7 +112,8 @@ TEST(Gguf, MetadataOfEveryType) {
   w.add_raw("nested", test::kArray,
             GgufBytes().u32(test::kArray).u64(2).u32(test::kU8).u64(2).u8(1).u8(2).u32(test::kU8).u64(1).u8(3).data);
   w.add_raw("empty", test::kArray, GgufBytes().u32(test::kString).u64(0).data);
-  Gguf g = parse(w.bytes());
+  std::string bytes = w.bytes();
+  Gguf g = parse(bytes);
   EXPECT_EQ(g.get_int("u8"), 250);
   EXPECT_EQ(g.get_int("i8"), -128);
   EXPECT_EQ(g.get_int("u16"), 0x1234);
@@ -141,7 +144,8 @@ TEST(Gguf, MetadataOfEveryType) {
 }
 
 TEST(Gguf, SmallFileReadsBack) {
-  Gguf g = parse(small_writer().bytes());
+  std::string bytes = small_writer().bytes();
+  Gguf g = parse(bytes);
   EXPECT_EQ(g.get_int("llama.block_count"), 2);
   EXPECT_EQ(g.get_float("llama.rope.freq_base"), 500000.0);
   ASSERT_EQ(g.tensors().size(), 2u);
@@ -173,7 +177,8 @@ TEST(Gguf, BadMagicAndVersions) {
   EXPECT_THAT(parse_error(header(0, 0, 1).data), HasSubstr("GGUF version 1 is not supported"));
   EXPECT_THAT(parse_error(header(0, 0, 4).data), HasSubstr("GGUF version 4 is not supported"));
   EXPECT_THAT(parse_error(header(0, 0, 0x03000000).data), HasSubstr("big-endian"));
-  EXPECT_EQ(parse(header(0, 0, 2).data).version(), 2u);
+  std::string version2 = header(0, 0, 2).data;
+  EXPECT_EQ(parse(version2).version(), 2u);
 }
 
 TEST(Gguf, LyingCounts) {
@@ -259,7 +264,8 @@ TEST(Gguf, Alignment) {
   big.add_tensor("y", uint32_t(GgmlType::F32), {8}, std::string(32, '\2'));
   EXPECT_THAT(parse_error(big.bytes()), HasSubstr("is not a multiple of the alignment 256"));
   big.alignment = 256;
-  Gguf g = parse(big.bytes());
+  std::string bytes = big.bytes();
+  Gguf g = parse(bytes);
   EXPECT_EQ(g.alignment(), 256u);
   EXPECT_EQ(g.data_offset() % 256, 0u);
   EXPECT_EQ(g.find_tensor("y")->offset, 256u);
@@ -275,7 +281,8 @@ TEST(GgufModel, Summary) {
   w.add_u32("llama.context_length", 4096);
   w.add_string("general.name", "tiny");
   w.add_tensor("q", uint32_t(GgmlType::Q8_0), {32, 2}, std::string(68, '\0'));
-  nlohmann::json s = gguf_summary(parse(w.bytes()));
+  std::string bytes = w.bytes();
+  nlohmann::json s = gguf_summary(parse(bytes));
   EXPECT_EQ(s["architecture"], "llama");
   EXPECT_EQ(s["name"], "tiny");
   EXPECT_EQ(s["parameters"], 64 + 32 + 64);
@@ -288,7 +295,8 @@ TEST(GgufModel, Summary) {
   EXPECT_TRUE(s["tokenizer"].is_null());
   EXPECT_EQ(s["rope_scaling"], "none");
   w.add_string("llama.rope.scaling.type", "yarn");
-  EXPECT_EQ(gguf_summary(parse(w.bytes()))["rope_scaling"], "yarn");
+  bytes = w.bytes();
+  EXPECT_EQ(gguf_summary(parse(bytes))["rope_scaling"], "yarn");
 }
 
 // Llama 3.1's rope scaling reaches GGUF as per-frequency factors (rope_freqs.weight); the config recovered
@@ -317,7 +325,8 @@ TEST(GgufModel, Llama3RopeScalingFromFrequencyFactors) {
   w.add_f32("llama.rope.freq_base", 500000.0f);
   w.add_tensor("token_embd.weight", uint32_t(GgmlType::F32), {1024, 32}, std::string(1024 * 32 * 4, '\0'));
   w.add_tensor("rope_freqs.weight", uint32_t(GgmlType::F32), {64}, bytes_of(factors));
-  Gguf gguf = parse(w.bytes());
+  std::string bytes = w.bytes();
+  Gguf gguf = parse(bytes);
   ModelConfig recovered = parse_config(gguf_config_json(gguf), "model.gguf");
   EXPECT_EQ(recovered.rope_full.type, RopeType::Llama3);
   EXPECT_EQ(recovered.rope_full.factor, 8.0);
