@@ -409,13 +409,14 @@ TEST(StepsAhead, ArrivalsAndDeparturesDiscardNone) {
   EXPECT_EQ(stats.steps_ahead_taken, stats.steps_ahead_queued);
 }
 
-// A sequence that ends at a stop id, which the scheduler cannot foresee, leaves the step queued ahead for its batch
-// to the others: it is taken without that sequence's row. A request that arrives at that moment takes the slot
-// (its cache rewound) and waits for that step. Every step queued ahead is taken, and each answer is the one it
-// gives alone: greedy, and greedy after a repetition penalty (whose steps queue only their products ahead, and
-// whose dropped row must not count an id in its slot's counts).
-TEST(StepsAhead, ASequenceEndingAtAStopIdDiscardsNone) {
-  GERBIL_REQUIRE_FIXTURES();
+// Three requests answered together in three slots, one of them (ENDING: its slot) ending at a stop id, which the
+// scheduler cannot foresee: the step queued ahead for the batch is taken without that sequence's row, and the next
+// one is queued over the remaining rows, whose inputs are the picks of rows they no longer sit in (where the ending
+// slot came first). With WITH_NEWCOMER a fourth request arrives as that sequence ends, from the scheduler's own
+// thread: it takes the slot (its cache rewound) and waits for that step. Every step queued ahead is taken, and each
+// answer is the one it gives alone: greedy, and greedy after a repetition penalty (whose steps queue only their
+// products ahead, and whose dropped row must not count an id in its slot's counts).
+void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer) {
   ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
   for (float penalty : {1.0f, 1.3f}) {
     SCOPED_TRACE(testing::Message() << "repetition penalty " << penalty);
@@ -428,36 +429,36 @@ TEST(StepsAhead, ASequenceEndingAtAStopIdDiscardsNone) {
     };
     std::vector<std::pair<std::vector<int32_t>, uint32_t>> asks = {
         {{41, 42, 43, 44, 45}, 24}, {{51, 52, 53}, 24}, {{61, 62, 63, 64, 65, 66, 67}, 24}, {{71, 72, 73, 74}, 6}};
-    std::vector<int32_t> stop_ids;  // the third's
+    if (!with_newcomer) asks.pop_back();
+    std::vector<int32_t> stop_ids;  // the ending one's
     std::vector<Generation> alone;
     {
       graph::Model model(test::device(), files, {.context = 48});
       Scheduler scheduler(model, nullptr);
-      // The third ends at the first id of its answer, from the fifth on, that it has not drawn before.
-      std::vector<int32_t> free_run = scheduler.run(request(asks[2].first, asks[2].second)).tokens;
+      // It ends at the first id of its answer, from the fifth on, that it has not drawn before.
+      std::vector<int32_t> free_run = scheduler.run(request(asks[ending].first, asks[ending].second)).tokens;
       size_t end = 4;
       while (end < free_run.size() &&
              std::ranges::count(free_run.begin(), free_run.begin() + std::ptrdiff_t(end), free_run[end]) > 0)
         ++end;
-      ASSERT_LT(end, free_run.size()) << "no id of the third answer is new after its fourth";
+      ASSERT_LT(end, free_run.size()) << "no id of the ending answer is new after its fourth";
       stop_ids = {free_run[end]};
       for (size_t i = 0; i < asks.size(); ++i)
-        alone.push_back(scheduler.run(request(asks[i].first, asks[i].second, i == 2 ? stop_ids : std::vector<int32_t>{})));
-      ASSERT_EQ(alone[2].finish, FinishReason::EndOfSequence);
-      ASSERT_EQ(alone[2].tokens.size(), end);
+        alone.push_back(scheduler.run(request(asks[i].first, asks[i].second, i == ending ? stop_ids : std::vector<int32_t>{})));
+      ASSERT_EQ(alone[ending].finish, FinishReason::EndOfSequence);
+      ASSERT_EQ(alone[ending].tokens.size(), end);
     }
     graph::Model model(test::device(), files, {.context = 48, .slots = 3});
     Scheduler scheduler(model, nullptr, {.parallel = 3});
     std::vector<Watched> watched(asks.size());
-    // The last request arrives as the third ends, from the scheduler's own thread: it takes the third's slot.
-    auto third_watch = watched[2].callback();
-    auto third = [&](const SequenceEvent& event) {
-      if (event.done) scheduler.submit(request(asks[3].first, asks[3].second), watched[3].callback());
-      return third_watch(event);
+    auto ending_watch = watched[ending].callback();
+    auto ending_callback = [&](const SequenceEvent& event) {
+      if (event.done && with_newcomer) scheduler.submit(request(asks[3].first, asks[3].second), watched[3].callback());
+      return ending_watch(event);
     };
-    scheduler.submit(request(asks[0].first, asks[0].second), watched[0].callback());
-    scheduler.submit(request(asks[1].first, asks[1].second), watched[1].callback());
-    scheduler.submit(request(asks[2].first, asks[2].second, stop_ids), third);
+    for (size_t i = 0; i < 3; ++i)  // in slot order: request i takes slot i
+      scheduler.submit(request(asks[i].first, asks[i].second, i == ending ? stop_ids : std::vector<int32_t>{}),
+                       i == ending ? SequenceCallback(ending_callback) : watched[i].callback());
     for (size_t i = 0; i < alone.size(); ++i) {
       EXPECT_EQ(watched[i].result().tokens, alone[i].tokens) << "request " << i;
       EXPECT_EQ(watched[i].result().finish, alone[i].finish) << "request " << i;
@@ -468,6 +469,17 @@ TEST(StepsAhead, ASequenceEndingAtAStopIdDiscardsNone) {
     EXPECT_EQ(stats.steps_ahead_taken, stats.steps_ahead_queued);
     EXPECT_EQ(stats.host_draws, 0u);
   }
+}
+
+TEST(StepsAhead, ASequenceEndingAtAStopIdDiscardsNone) {
+  GERBIL_REQUIRE_FIXTURES();
+  expect_a_stop_discards_no_step(2, true);
+}
+
+// The first slot's sequence ends and nobody takes its slot: the two others decode on, each from its own id.
+TEST(StepsAhead, TheFirstSlotEndingLeavesTheOthersTheirOwnIds) {
+  GERBIL_REQUIRE_FIXTURES();
+  expect_a_stop_discards_no_step(0, false);
 }
 
 TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSlot) {

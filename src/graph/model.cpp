@@ -1104,7 +1104,8 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     // Not after a prompt's tokens (the next step is likely another). Only the products where the picks wait for the
     // host: a mask depends on this step's ids, and a draw with penalties counts its id on the GPU (a step ahead
     // that is discarded could not take its count back).
-    if (single && queue_ahead) speculate(segments, output, !masked && !penalized);
+    if (single && queue_ahead)
+      speculate(segments, output, !masked && !penalized, rows ? std::span<const size_t>(*rows) : std::span<const size_t>());
   } catch (...) {
     device_.finish_read(read);
     throw;
@@ -1125,7 +1126,7 @@ gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32
   return device_.map_async(picks, 4ull * count);
 }
 
-void Model::speculate(std::span<const Segment> segments, Output output, bool picks) {
+void Model::speculate(std::span<const Segment> segments, Output output, bool picks, std::span<const size_t> pick_rows) {
   std::vector<std::pair<uint32_t, uint64_t>> needs;
   std::vector<uint32_t> slots;
   for (const Segment& segment : segments) {
@@ -1138,13 +1139,18 @@ void Model::speculate(std::span<const Segment> segments, Output output, bool pic
   Step& s = step(one_token_shape(slots), output);
   if (s.row_kernels) write_row_table(s);
   gpu::Recorder recorder(device_, "batch step ahead");
-  // Row i is segment i's one token: the step before wrote its picks into ids, in order.
+  // Row i is segment i's one token: the step before wrote its picks into ids, in order of its rows. Where it held more
+  // rows (queued ahead, taken without some), row i's pick is moved down from that step's row pick_rows[i] (rows keep
+  // their order: pick_rows[i] >= i) out of batch_tokens, which holds every row's pick too.
+  for (size_t i = 0; i < pick_rows.size(); ++i)
+    if (pick_rows[i] != i) recorder.copy(buffers_->batch_tokens, 4 * pick_rows[i], buffers_->ids, 4 * i, 4);
   record(s, recorder, nullptr, 0, picks ? SIZE_MAX : s.pick);
-  speculation_ = Speculation{std::move(slots), {}, output, picks, {}};
+  gpu::Device::PendingRead read;  // held by speculation_ only once it exists: a failed submit leaves none
   if (picks)
-    speculation_->read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
+    read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   else
     recorder.submit();
+  speculation_ = Speculation{std::move(slots), {}, output, picks, std::move(read)};
   ++steps_ahead_.queued;
 }
 

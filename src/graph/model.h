@@ -312,8 +312,9 @@ class Model {
   }
   // Queues a batched step with OUTPUT (a token pick) of SEGMENTS' slots whose ids are the last step's picks (ids,
   // on the GPU), at the slots' current positions, into speculation_ (its `fed` set once the host has read those
-  // picks): with PICKS the whole step, else its products only; nothing where a slot's context is full.
-  void speculate(std::span<const Segment> segments, Output output, bool picks);
+  // picks): with PICKS the whole step, else its products only; nothing where a slot's context is full. Segment i's
+  // id is the last step's row i, or PICK_ROWS[i] where given (that step was queued ahead with more rows).
+  void speculate(std::span<const Segment> segments, Output output, bool picks, std::span<const size_t> pick_rows);
   // For each of SEGMENTS, the row of the step queued ahead that is its step (step_ahead_for()); none where there is
   // no such step.
   std::optional<std::vector<size_t>> rows_ahead(std::span<const Segment> segments) const;
