@@ -188,11 +188,12 @@ bool validate(const json& value, const json& schema, const json& root) {
   if (schema.contains("enum") &&
       std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end())
     return false;
-  for (const char* keyword : {"anyOf", "oneOf"})
-    if (schema.contains(keyword) &&
-        std::none_of(schema[keyword].begin(), schema[keyword].end(),
-                     [&](const json& branch) { return validate(value, branch, root); }))
-      return false;
+  auto valid_branches = [&](const char* keyword) {
+    return std::count_if(schema[keyword].begin(), schema[keyword].end(),
+                         [&](const json& branch) { return validate(value, branch, root); });
+  };
+  if (schema.contains("anyOf") && valid_branches("anyOf") == 0) return false;
+  if (schema.contains("oneOf") && valid_branches("oneOf") != 1) return false;
   if (schema.contains("type")) {
     const json& type = schema["type"];
     bool any = type.is_string() ? has_type(value, type.get<std::string>())
@@ -347,6 +348,48 @@ TEST(JsonMatcher, RecursiveReferencesAndChoices) {
   EXPECT_TRUE(matches(tree, R"({"value":1,"children":[{"value":"a"},{"value":2,"children":[]}]})"));
   EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{"value":true}]})"));
   EXPECT_FALSE(matches(tree, R"({"value":1,"children":[{}]})"));
+}
+
+// Branches that begin alike are followed side by side until the text rules all but one out: objects told apart by
+// their keys (anyOf), a discriminated oneOf (Pydantic's tagged union), a literal beside a string, integers beside
+// numbers, and such choices as array items.
+TEST(JsonMatcher, ChoicesThatBeginAlikeFollowEachBranch) {
+  json person_or_address = json::parse(R"({"anyOf":[
+    {"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]},
+    {"type":"object","properties":{"name":{"type":"string"},"city":{"type":"string"}},"required":["name","city"]}]})");
+  EXPECT_TRUE(matches(person_or_address, R"({"name":"a","age":3})"));
+  EXPECT_TRUE(matches(person_or_address, R"({"city":"b","name":"a"})"));
+  EXPECT_FALSE(prefix_ok(person_or_address, R"({"name":"a","age":3,"city")"));
+  EXPECT_FALSE(prefix_ok(person_or_address, R"({"age":1.5)"));
+  EXPECT_TRUE(prefix_ok(person_or_address, R"({"name":"a")"));
+  EXPECT_FALSE(matches(person_or_address, R"({"name":"a"})"));
+  json items = {{"type", "array"}, {"items", person_or_address}};
+  EXPECT_TRUE(matches(items, R"([{"name":"a","age":3},{"name":"b","city":"c"},{"age":4,"name":"d"}])"));
+  EXPECT_FALSE(prefix_ok(items, R"([{"name":"a","age":3},{"name":"b","age":"c")"));
+
+  json pets = json::parse(R"({"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],
+    "discriminator":{"propertyName":"pet_type"},
+    "$defs":{"Cat":{"type":"object","properties":{"pet_type":{"const":"cat","title":"Pet Type","type":"string"},
+                                                  "meows":{"type":"integer"}},"required":["pet_type","meows"]},
+             "Dog":{"type":"object","properties":{"pet_type":{"const":"dog","title":"Pet Type","type":"string"},
+                                                  "barks":{"type":"number"}},"required":["pet_type","barks"]}}})");
+  EXPECT_TRUE(matches(pets, R"({"pet_type":"cat","meows":2})"));
+  EXPECT_TRUE(matches(pets, R"({"barks":1.5,"pet_type":"dog"})"));
+  EXPECT_FALSE(prefix_ok(pets, R"({"pet_type":"cat","barks")"));
+  EXPECT_FALSE(matches(pets, R"({"barks":1.5})"));
+
+  json mode = json::parse(R"({"anyOf":[{"const":"auto"},{"type":"string","maxLength":2}]})");
+  EXPECT_TRUE(matches(mode, R"("auto")"));
+  EXPECT_TRUE(matches(mode, R"("au")"));
+  EXPECT_FALSE(prefix_ok(mode, R"("aut")"));
+  EXPECT_FALSE(prefix_ok(mode, R"("autos)"));
+
+  json size = json::parse(R"({"type":["integer","number"],"minimum":0,"maximum":10})");
+  EXPECT_TRUE(matches(size, "3"));
+  EXPECT_TRUE(matches(size, "2.5"));
+  EXPECT_TRUE(matches(size, "10"));
+  EXPECT_FALSE(matches(size, "11"));
+  EXPECT_FALSE(prefix_ok(size, "-1"));
 }
 
 // allOf: Pydantic's wrapper of a described reference (here in a recursive model, which must stay a reference), and
@@ -1166,6 +1209,21 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
         "required":["mail","ip","id","host","day"]})",
       R"({"prefixItems":[{"type":"null"},{"type":"array","prefixItems":[{"type":"boolean"}],"items":false}],
           "items":{"type":"string","maxLength":2}})",
+      // choices whose branches begin alike
+      R"({"type":"array","items":{"anyOf":[
+          {"type":"object","properties":{"a":{"type":"integer","maximum":9},"b":{"type":"string","maxLength":2}},
+           "required":["a"]},
+          {"type":"object","properties":{"a":{"type":"number","minimum":5},"c":{"type":"null"}},"required":["c"]},
+          {"type":"array","items":{"type":"integer"},"maxItems":2},{"type":"array","items":{"type":"boolean"}}]}})",
+      R"({"type":["integer","number"],"minimum":-3,"maximum":3.5})",
+      R"({"anyOf":[{"enum":["ab","abc",12]},{"type":"string","pattern":"^a[bc]*$","maxLength":4},
+          {"type":"integer","minimum":10,"maximum":19}]})",
+      R"({"oneOf":[{"type":"object","properties":{"t":{"enum":["x","y"]},"v":{"type":"integer"}},"required":["t"]},
+          {"type":"object","properties":{"t":{"const":"z"},"v":{"type":"string"}},"required":["t","v"]},
+          {"type":"string"}]})",
+      R"({"$defs":{"e":{"anyOf":[{"type":"object","properties":{"l":{"$ref":"#/$defs/e"}},"required":["l"]},
+          {"type":"object","properties":{"l":{"type":"integer"},"r":{"$ref":"#/$defs/e"}}},{"type":"integer"}]}},
+          "$ref":"#/$defs/e"})",
   };
   std::mt19937 random(42);
   for (const char* text : schemas) {
@@ -1217,9 +1275,21 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
             "not supported in structured output");
   EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{}},"required":["b"]})"),
             "response_format.json_schema.schema.required[0]: \"b\" is not one of the declared properties");
-  EXPECT_EQ(error_of(R"({"anyOf":[{"type":"object"},{"properties":{"a":{}}}]})"),
-            "response_format.json_schema.schema: anyOf / oneOf / a list of types whose branches may both begin "
-            "with '{' is not supported (the branches must be of different kinds, e.g. a string and null)");
+  // oneOf's branches that one value may match both of: no discriminator tells them apart.
+  EXPECT_EQ(error_of(R"({"oneOf":[{"type":"object"},{"properties":{"a":{}}}]})"),
+            "response_format.json_schema.schema.oneOf: branches 0 and 1 may both match one value (both may begin "
+            "with '{', and no property both require has const or enum values that tell them apart); anyOf allows a "
+            "value that both match");
+  EXPECT_EQ(error_of(R"({"oneOf":[{"type":"number"},{"type":"integer"}]})"),
+            "response_format.json_schema.schema.oneOf: branches 0 and 1 may both match one value (both may begin "
+            "with '-', and no property both require has const or enum values that tell them apart); anyOf allows a "
+            "value that both match");
+  EXPECT_THAT(error_of(R"({"oneOf":[{"properties":{"k":{"enum":["a","b"]}},"required":["k"]},
+                                     {"properties":{"k":{"enum":["b","c"]}},"required":["k"]}]})"),
+              ::testing::HasSubstr("schema.oneOf: branches 0 and 1 may both match one value"));
+  EXPECT_THAT(error_of(R"({"oneOf":[{"properties":{"k":{"const":"a"}},"required":["k"]},
+                                     {"properties":{"k":{"const":"b"}}}]})"),
+              ::testing::HasSubstr("schema.oneOf: branches 0 and 1 may both match one value"));
   EXPECT_EQ(error_of(R"({"items":{"$ref":"#/nowhere"}})"),
             "response_format.json_schema.schema.items.$ref: \"#/nowhere\" names nothing in the schema");
   EXPECT_EQ(error_of(R"({"type":"array","prefixItems":[]})"),
@@ -1398,6 +1468,30 @@ const json kFormatted = json::parse(R"({
   "required": ["when", "day", "ip", "id", "mail", "host"]
 })");
 
+// Choices whose branches begin alike: objects told apart only by their keys (OpenAI's example of anyOf), a
+// discriminated oneOf as Pydantic writes it, a literal beside a string, and integers beside numbers.
+const json kUnions = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "item": {"type": "array", "maxItems": 3, "items": {"anyOf": [
+      {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"}},
+       "required": ["name", "age"]},
+      {"type": "object", "properties": {"name": {"type": "string"}, "street": {"type": "string", "maxLength": 4}},
+       "required": ["name"]}]}},
+    "pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}], "discriminator": {"propertyName": "kind"}},
+    "mode": {"anyOf": [{"const": "auto"}, {"type": "string", "maxLength": 3}]},
+    "size": {"type": ["integer", "number"], "minimum": -2, "maximum": 40}
+  },
+  "required": ["item", "pet", "mode", "size"],
+  "$defs": {
+    "Cat": {"type": "object", "properties": {"kind": {"const": "cat", "type": "string"}, "lives": {"type": "integer"}},
+            "required": ["kind", "lives"]},
+    "Dog": {"type": "object", "properties": {"kind": {"const": "dog", "type": "string"}, "lives": {"type": "number"},
+                                             "good": {"type": "boolean"}},
+            "required": ["kind"]}
+  }
+})");
+
 class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -1508,7 +1602,7 @@ class JsonConstraintWalk : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
-  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples, &kPatterned, &kFormatted}) {
+  for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples, &kPatterned, &kFormatted, &kUnions}) {
     auto grammar = JsonGrammar::from_schema(*schema, "schema");
     for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
   }
@@ -1520,6 +1614,7 @@ TEST_P(JsonConstraintWalk, MasksAllowExactlyTheIdsThatContinue) {
   walk(JsonGrammar::from_schema(kTuples, "schema"), 10, 3);
   walk(JsonGrammar::from_schema(kPatterned, "schema"), 11, 2);
   walk(JsonGrammar::from_schema(kFormatted, "schema"), 12, 2);
+  walk(JsonGrammar::from_schema(kUnions, "schema"), 13, 2);
   walk(JsonGrammar::any_object(), 8, 9);
 }
 

@@ -299,10 +299,14 @@ struct JsonGrammar::Impl {
     NumberBound minimum, maximum;                      // Integer, Number
     uint32_t fraction_digits = 0;  // Number: the fewest fraction digits a value within its bounds is written with
     std::vector<uint32_t> alternatives;  // Choice
-    std::array<uint32_t, 256> by_first_byte{};  // Choice: the alternative a first byte selects (kNone)
+    // Choice: per first byte, the values (no choices among them) that may begin with it, as an index into
+    // Impl::value_lists (kNone: none). More than one where branches begin alike: the automaton follows each.
+    std::array<uint32_t, 256> by_first_byte{};
+    std::string one_of;  // Choice of a oneOf: its schema path (its branches must rule one another out)
     std::array<bool, 256> first_bytes{};      // the bytes a value of this node may begin with
   };
   std::vector<Node> nodes;
+  std::vector<std::vector<uint32_t>> value_lists;  // Node::by_first_byte's
   std::vector<LiteralNode> literal_nodes;
   std::vector<StringPattern> patterns;
   uint32_t root = kNone;
@@ -355,6 +359,17 @@ struct JsonGrammar::Impl {
   }
   // Fills first_bytes (a fixpoint: $ref may make choices refer to one another) and the choices' tables.
   void finish(const std::string& path);
+
+ private:
+  // Adds the values (nodes other than choices) that NODE may be, beginning with byte B, to VALUES, in the order of
+  // the alternatives; STAMP marks the nodes visited (a choice may reach itself through $ref).
+  void values_beginning(uint32_t node, uint8_t b, std::vector<uint32_t>& stamp, uint32_t mark,
+                        std::vector<uint32_t>& values) const;
+  std::vector<uint32_t> values_beginning(uint32_t node, uint8_t b) const;
+  std::vector<uint32_t> values_of(uint32_t node) const;  // beginning with any byte
+  std::set<std::string> literal_texts(uint32_t trie) const;
+  bool told_apart(uint32_t a, uint32_t b) const;
+  void check_one_of(const Node& choice) const;
 };
 
 void JsonGrammar::Impl::finish(const std::string& path) {
@@ -387,19 +402,118 @@ void JsonGrammar::Impl::finish(const std::string& path) {
   for (const Node& node : nodes)
     if (std::none_of(node.first_bytes.begin(), node.first_bytes.end(), [](bool b) { return b; }))
       fail("{}: a $ref leads back to itself before any value (references in a cycle with nothing to match)", path);
-  for (Node& node : nodes) {
-    if (node.kind != Kind::Choice) continue;
-    node.by_first_byte.fill(kNone);
-    for (uint32_t alternative : node.alternatives)
-      for (int b = 0; b < 256; ++b) {
-        if (!nodes[alternative].first_bytes[b]) continue;
-        if (node.by_first_byte[b] != kNone && node.by_first_byte[b] != alternative)
-          fail("{}: anyOf / oneOf / a list of types whose branches may both begin with '{}' is not supported "
-               "(the branches must be of different kinds, e.g. a string and null)",
-               path, static_cast<char>(b));
-        node.by_first_byte[b] = alternative;
+  std::map<std::vector<uint32_t>, uint32_t> list_index;
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].kind != Kind::Choice) continue;
+    for (int b = 0; b < 256; ++b) {
+      std::vector<uint32_t> values = values_beginning(n, static_cast<uint8_t>(b));
+      uint32_t list = kNone;
+      if (!values.empty()) {
+        auto [it, added] = list_index.try_emplace(values, static_cast<uint32_t>(value_lists.size()));
+        if (added) value_lists.push_back(std::move(values));
+        list = it->second;
       }
+      nodes[n].by_first_byte[b] = list;
+    }
+    if (!nodes[n].one_of.empty()) check_one_of(nodes[n]);
   }
+}
+
+void JsonGrammar::Impl::values_beginning(uint32_t node, uint8_t b, std::vector<uint32_t>& stamp, uint32_t mark,
+                                         std::vector<uint32_t>& values) const {
+  if (!nodes[node].first_bytes[b] || stamp[node] == mark) return;
+  stamp[node] = mark;
+  if (nodes[node].kind != Kind::Choice) {
+    values.push_back(node);
+    return;
+  }
+  for (uint32_t alternative : nodes[node].alternatives) values_beginning(alternative, b, stamp, mark, values);
+}
+
+std::vector<uint32_t> JsonGrammar::Impl::values_beginning(uint32_t node, uint8_t b) const {
+  std::vector<uint32_t> stamp(nodes.size(), 0), values;
+  values_beginning(node, b, stamp, 1, values);
+  return values;
+}
+
+std::vector<uint32_t> JsonGrammar::Impl::values_of(uint32_t node) const {
+  std::vector<uint32_t> stamp(nodes.size(), 0), values;
+  for (int b = 0; b < 256; ++b) values_beginning(node, static_cast<uint8_t>(b), stamp, static_cast<uint32_t>(b + 1), values);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+// The texts of the literal trie at TRIE (an object's keys with their quotes, or enum / const values as JSON).
+std::set<std::string> JsonGrammar::Impl::literal_texts(uint32_t trie) const {
+  std::set<std::string> texts;
+  std::vector<std::pair<uint32_t, std::string>> open = {{trie, ""}};
+  while (!open.empty()) {
+    auto [at, text] = std::move(open.back());
+    open.pop_back();
+    if (literal_nodes[at].terminal >= 0) texts.insert(text);
+    for (const auto& [byte, child] : literal_nodes[at].children) open.emplace_back(child, text + static_cast<char>(byte));
+  }
+  return texts;
+}
+
+// Whether no value is valid against both value nodes A and B by a property both objects require whose values are
+// fixed (const or enum) and have none in common: a discriminator, as Pydantic writes tagged unions.
+bool JsonGrammar::Impl::told_apart(uint32_t a, uint32_t b) const {
+  if (nodes[a].kind != Kind::Object || nodes[b].kind != Kind::Object) return false;
+  // The fixed values of property INDEX of object NODE, if each of its values is a literal.
+  auto fixed_values = [&](uint32_t node, size_t index) -> std::optional<std::set<std::string>> {
+    std::set<std::string> texts;
+    for (uint32_t value : values_of(nodes[node].properties[index].value)) {
+      if (nodes[value].kind != Kind::Literals) return std::nullopt;
+      texts.merge(literal_texts(nodes[value].literals));
+    }
+    return texts;
+  };
+  // Property names with their quotes, by index: the key trie's terminals.
+  auto names = [&](uint32_t node) {
+    std::map<int32_t, std::string> by_index;
+    std::vector<std::pair<uint32_t, std::string>> open = {{nodes[node].literals, ""}};
+    while (!open.empty()) {
+      auto [at, text] = std::move(open.back());
+      open.pop_back();
+      if (literal_nodes[at].terminal >= 0) by_index[literal_nodes[at].terminal] = text;
+      for (const auto& [byte, child] : literal_nodes[at].children)
+        open.emplace_back(child, text + static_cast<char>(byte));
+    }
+    return by_index;
+  };
+  std::map<int32_t, std::string> a_names = names(a), b_names = names(b);
+  for (size_t i = 0; i < nodes[a].properties.size(); ++i) {
+    if (!nodes[a].properties[i].required) continue;
+    for (size_t j = 0; j < nodes[b].properties.size(); ++j) {
+      if (!nodes[b].properties[j].required || a_names[static_cast<int32_t>(i)] != b_names[static_cast<int32_t>(j)])
+        continue;
+      auto a_values = fixed_values(a, i), b_values = fixed_values(b, j);
+      if (a_values && b_values &&
+          std::none_of(a_values->begin(), a_values->end(), [&](const std::string& v) { return b_values->contains(v); }))
+        return true;
+    }
+  }
+  return false;
+}
+
+// A oneOf's value must be valid against exactly one of its branches. Branches that begin with different bytes
+// never both match; where two may begin alike, they must be told apart by a discriminator (told_apart): the
+// automaton follows both, and could not otherwise keep a value that both match from being written.
+void JsonGrammar::Impl::check_one_of(const Node& choice) const {
+  for (size_t i = 0; i < choice.alternatives.size(); ++i)
+    for (size_t j = i + 1; j < choice.alternatives.size(); ++j)
+      for (int b = 0; b < 256; ++b) {
+        uint8_t byte = static_cast<uint8_t>(b);
+        if (!nodes[choice.alternatives[i]].first_bytes[b] || !nodes[choice.alternatives[j]].first_bytes[b]) continue;
+        for (uint32_t x : values_beginning(choice.alternatives[i], byte))
+          for (uint32_t y : values_beginning(choice.alternatives[j], byte))
+            if (x == y || !told_apart(x, y))
+              fail("{}: branches {} and {} may both match one value (both may begin with '{}', and no property both "
+                   "require has const or enum values that tell them apart); anyOf allows a value that both match",
+                   choice.one_of, i, j, static_cast<char>(byte));
+      }
 }
 
 namespace {
@@ -483,7 +597,8 @@ class SchemaCompiler {
     if (schema.contains("const")) return g_.literals({schema["const"].dump()});
     if (schema.contains("enum")) return enumeration(schema["enum"], path + ".enum");
     for (const char* keyword : {"anyOf", "oneOf"})
-      if (schema.contains(keyword)) return choice(schema[keyword], path + "." + keyword);
+      if (schema.contains(keyword))
+        return choice(schema[keyword], path + "." + keyword, std::string_view(keyword) == "oneOf");
     if (!schema.contains("type")) {
       if (schema.contains("properties")) return object(schema, path);
       if (schema.contains("items") || schema.contains("prefixItems")) return array(schema, path);
@@ -815,13 +930,15 @@ class SchemaCompiler {
     return g_.literals(texts);
   }
 
-  uint32_t choice(const json& branches, const std::string& path) {
+  // anyOf, or oneOf (EXCLUSIVE: Impl::check_one_of checks that its branches rule one another out).
+  uint32_t choice(const json& branches, const std::string& path, bool exclusive) {
     if (!branches.is_array() || branches.empty()) fail("{}: expected a non-empty list of schemas", path);
     uint32_t node = g_.add(Kind::Choice);
     std::vector<uint32_t> alternatives;
     for (size_t i = 0; i < branches.size(); ++i)
       alternatives.push_back(compile(branches[i], fmt::format("{}[{}]", path, i)));
     g_.nodes[node].alternatives = alternatives;
+    if (exclusive) g_.nodes[node].one_of = path;
     return node;
   }
 
@@ -1062,16 +1179,42 @@ struct Frame {
 };
 static_assert(sizeof(Frame) == 24);
 
-}  // namespace
-
-struct JsonMatcher::State {
+// One reading of the text so far: its open values, the document first.
+struct Stack {
   uint32_t depth = 0;
   std::vector<Frame> frames;  // frames[0..depth)
 
-  void copy_from(const State& other) {
+  void copy_from(const Stack& other) {
     depth = other.depth;
     if (frames.size() < other.frames.size()) frames.resize(other.frames.size());
     std::memcpy(frames.data(), other.frames.data(), depth * sizeof(Frame));
+  }
+  bool operator==(const Stack& other) const {
+    return depth == other.depth && std::memcmp(frames.data(), other.frames.data(), depth * sizeof(Frame)) == 0;
+  }
+};
+
+// The most readings followed at once. Past it a reading is dropped: each one kept is a valid prefix with a way to a
+// complete value, so the text stays valid and only its continuations are narrower.
+constexpr size_t kMaxReadings = 32;
+
+}  // namespace
+
+// Every reading of the text so far: one, except where branches of an anyOf (or a list of types) may begin alike,
+// which are followed side by side until the text rules all but one out. stacks[size..) are kept for reuse.
+struct JsonMatcher::State {
+  std::vector<Stack> stacks;
+  size_t size = 0;
+
+  std::span<const Stack> readings() const { return {stacks.data(), size}; }
+  Stack& append(const Stack& stack) {
+    if (size == stacks.size()) stacks.emplace_back();
+    stacks[size].copy_from(stack);
+    return stacks[size++];
+  }
+  void copy_from(const State& other) {
+    size = 0;
+    for (const Stack& stack : other.readings()) append(stack);
   }
 };
 
@@ -1267,24 +1410,35 @@ class Automaton {
         max_depth_(options.max_depth + 1) {}
 
   void start(State& state) const {
-    state.frames.assign(max_depth_ + 1, Frame{});
-    state.depth = 1;
-    state.frames[0].phase = kDocBefore;
+    Stack document;
+    document.frames.assign(max_depth_ + 1, Frame{});
+    document.depth = 1;
+    document.frames[0].phase = kDocBefore;
+    state.size = 0;
+    state.append(document);
   }
 
-  bool step(State& state, uint8_t b) const {
-    for (;;) {
-      switch (feed(state, b)) {
-        case Result::Accept: return true;
-        case Result::Reject: return false;
-        case Result::EndRetry: close(state); break;  // the value ended before b: its parent takes b
+  // TO: the readings of FROM that take byte B (a reading may become several, one per branch of a choice that B may
+  // begin). False if none does.
+  bool step(const State& from, uint8_t b, State& to) const {
+    to.size = 0;
+    for (const Stack& stack : from.readings()) {
+      fork_ = {};
+      follow(stack, b, to);
+      const std::vector<uint32_t>* branches = fork_.branches;
+      for (size_t k = 1; branches && k < branches->size(); ++k) {
+        fork_ = {(*branches)[k], nullptr};
+        follow(stack, b, to);
       }
     }
+    return to.size > 0;
   }
 
   bool complete(const State& state) const {
-    if (state.depth == 1) return state.frames[0].phase == kDocAfter;
-    return state.depth == 2 && may_end(state.frames[1]);
+    return std::ranges::any_of(state.readings(), [&](const Stack& stack) {
+      if (stack.depth == 1) return stack.frames[0].phase == kDocAfter;
+      return stack.depth == 2 && may_end(stack.frames[1]);
+    });
   }
 
   // STATE as the key of the mask of tokens that add at most LOOKAHEAD.characters characters to a string and
@@ -1295,6 +1449,54 @@ class Automaton {
     size_t characters, items;
   };
   std::string mask_key(const State& state, Lookahead lookahead) const {
+    if (state.size == 1) return std::string(1, '\1') + stack_key(state.stacks[0], lookahead);
+    // Several readings: their keys in order, each after its length, so that the key is the set's.
+    std::vector<std::string> keys;
+    for (const Stack& stack : state.readings()) keys.push_back(stack_key(stack, lookahead));
+    std::sort(keys.begin(), keys.end());
+    std::string key(1, static_cast<char>(state.size));
+    for (const std::string& part : keys) key += fmt::format("{}:", part.size()) + part;
+    return key;
+  }
+
+  // Whether some reading is in a string's body at a character boundary, with room for BYTES more characters (a byte
+  // starts one at most): every plain string text is allowed there.
+  bool in_plain_string(const State& state, size_t bytes) const {
+    return std::ranges::any_of(state.readings(), [&](const Stack& stack) { return in_plain_string(stack, bytes); });
+  }
+
+ private:
+  enum class Result { Accept, Reject, EndRetry };
+
+  // How step() follows a choice whose branches may begin with the same byte: push() takes the branch `forced` where
+  // one is set (and clears it), else the first, noting them all in `branches` so that step() follows the others.
+  // A byte begins one value at most, so one such choice at most is met in a byte's step.
+  struct Fork {
+    uint32_t forced = kNone;
+    const std::vector<uint32_t>* branches = nullptr;
+  };
+  mutable Fork fork_;
+
+  // Adds STACK after byte B to TO, unless it refuses B, TO has that reading already, or holds kMaxReadings.
+  void follow(const Stack& stack, uint8_t b, State& to) const {
+    if (to.size == kMaxReadings) return;
+    Stack& next = to.append(stack);
+    bool kept = step(next, b) && std::none_of(to.stacks.begin(), to.stacks.begin() + static_cast<std::ptrdiff_t>(to.size - 1),
+                                              [&](const Stack& other) { return other == next; });
+    if (!kept) --to.size;
+  }
+
+  bool step(Stack& state, uint8_t b) const {
+    for (;;) {
+      switch (feed(state, b)) {
+        case Result::Accept: return true;
+        case Result::Reject: return false;
+        case Result::EndRetry: close(state); break;  // the value ended before b: its parent takes b
+      }
+    }
+  }
+
+  std::string stack_key(const Stack& state, Lookahead lookahead) const {
     std::vector<Frame> frames(state.frames.begin(), state.frames.begin() + state.depth);
     std::string passed(frames.size(), '\0');
     for (size_t d = 0; d < frames.size(); ++d) {
@@ -1310,18 +1512,13 @@ class Automaton {
     return std::string(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(Frame)) + passed;
   }
 
-  // Whether the top frame is in a string's body at a character boundary, with room for BYTES more characters
-  // (a byte starts one at most).
-  bool in_plain_string(const State& state, size_t bytes) const {
+  bool in_plain_string(const Stack& state, size_t bytes) const {
     const Frame& top = state.frames[state.depth - 1];
     const Node& node = g_.nodes[top.node];
     return state.depth > 1 && node.kind == Kind::String && top.phase == kStringBody &&
            node.max_count - top.count >= bytes &&
            (node.pattern == kNone || g_.patterns[node.pattern].automaton().universal(pattern_state(top)));
   }
-
- private:
-  enum class Result { Accept, Reject, EndRetry };
 
   bool may_end(const Frame& frame) const {
     switch (g_.nodes[frame.node].kind) {
@@ -1335,7 +1532,7 @@ class Automaton {
     }
   }
 
-  Result feed(State& state, uint8_t b) const {
+  Result feed(Stack& state, uint8_t b) const {
     Frame& frame = state.frames[state.depth - 1];
     if (state.depth == 1) return document(state, frame, b);
     const Node& node = g_.nodes[frame.node];
@@ -1360,10 +1557,19 @@ class Automaton {
   }
 
   // Opens a value of NODE with its first byte B.
-  Result push(State& state, uint32_t node, uint8_t b) const {
-    while (g_.nodes[node].kind == Kind::Choice) {
-      node = g_.nodes[node].by_first_byte[b];
-      if (node == kNone) return Result::Reject;
+  Result push(Stack& state, uint32_t node, uint8_t b) const {
+    if (g_.nodes[node].kind == Kind::Choice) {
+      uint32_t list = g_.nodes[node].by_first_byte[b];
+      if (list == kNone) return Result::Reject;
+      const std::vector<uint32_t>& values = g_.value_lists[list];
+      if (values.size() == 1) {
+        node = values.front();
+      } else if (fork_.forced != kNone) {
+        node = std::exchange(fork_.forced, kNone);
+      } else {
+        fork_.branches = &values;
+        node = values.front();
+      }
     }
     if (state.depth >= max_depth_ &&
         (g_.nodes[node].kind == Kind::Object || g_.nodes[node].kind == Kind::Map || g_.nodes[node].kind == Kind::Array))
@@ -1376,7 +1582,7 @@ class Automaton {
   }
 
   // Ends the top value and moves its parent past it.
-  void close(State& state) const {
+  void close(Stack& state) const {
     --state.depth;
     Frame& parent = state.frames[state.depth - 1];
     if (state.depth == 1) {
@@ -1396,12 +1602,12 @@ class Automaton {
   }
 
   // A value that ends at its last byte (a string's quote, a bracket): closes it at once.
-  Result finish(State& state) const {
+  Result finish(Stack& state) const {
     close(state);
     return Result::Accept;
   }
 
-  Result document(State& state, Frame& frame, uint8_t b) const {
+  Result document(Stack& state, Frame& frame, uint8_t b) const {
     if (is_whitespace(b)) return frame.phase == kDocValue ? Result::Reject : whitespace(frame);
     if (frame.phase != kDocBefore) return Result::Reject;
     frame.whitespace = 0;
@@ -1415,7 +1621,7 @@ class Automaton {
     return Result::Accept;
   }
 
-  Result object(State& state, Frame& frame, const Node& node, uint8_t b) const {
+  Result object(Stack& state, Frame& frame, const Node& node, uint8_t b) const {
     if (frame.phase == kKey) return key(frame, b);
     if (frame.phase == kOpen) return open(frame, '{', b);
     if (is_whitespace(b)) return whitespace(frame);
@@ -1463,7 +1669,7 @@ class Automaton {
     return Result::Reject;
   }
 
-  Result map(State& state, Frame& frame, const Node& node, uint8_t b) const {
+  Result map(Stack& state, Frame& frame, const Node& node, uint8_t b) const {
     if (frame.phase == kOpen) return open(frame, '{', b);
     if (is_whitespace(b)) return whitespace(frame);
     frame.whitespace = 0;
@@ -1491,7 +1697,7 @@ class Automaton {
     }
   }
 
-  Result array(State& state, Frame& frame, const Node& node, uint8_t b) const {
+  Result array(Stack& state, Frame& frame, const Node& node, uint8_t b) const {
     if (frame.phase == kOpen) return open(frame, '[', b);
     if (is_whitespace(b)) return whitespace(frame);
     frame.whitespace = 0;
@@ -1513,7 +1719,7 @@ class Automaton {
     }
   }
 
-  Result string(State& state, Frame& frame, const Node& node, uint8_t b) const {
+  Result string(Stack& state, Frame& frame, const Node& node, uint8_t b) const {
     bool patterned = node.pattern != kNone;
     switch (frame.phase) {
       case kStringOpen:
@@ -1631,7 +1837,7 @@ class Automaton {
     return Result::Accept;
   }
 
-  Result literal(State& state, Frame& frame, uint8_t b) const {
+  Result literal(Stack& state, Frame& frame, uint8_t b) const {
     const LiteralNode& at = g_.literal_nodes[frame.pos];
     for (const auto& [byte, child] : at.children) {
       if (byte != b) continue;
@@ -1663,7 +1869,12 @@ JsonMatcher::JsonMatcher(const JsonMatcher& other)
 
 bool JsonMatcher::feed(std::string_view bytes) {
   Automaton automaton(grammar_->impl(), options_);
-  for (char c : bytes) dead_ = dead_ || !automaton.step(*state_, static_cast<uint8_t>(c));
+  State next;
+  for (char c : bytes) {
+    if (dead_) break;
+    dead_ = !automaton.step(*state_, static_cast<uint8_t>(c), next);
+    std::swap(*state_, next);
+  }
   return !dead_;
 }
 
@@ -1729,7 +1940,6 @@ class JsonConstraint final : public TokenConstraint {
     automaton_.start(state_);
     scratch_.resize((trie_->vocab_size() + 63) / 64);
     walk_states_.resize(trie_->max_token_length() + 1);
-    for (State& state : walk_states_) state.frames.resize(state_.frames.size());
   }
 
   void mask(std::span<uint8_t> allowed) override {
@@ -1766,9 +1976,13 @@ class JsonConstraint final : public TokenConstraint {
     }
     std::string_view bytes = trie_->bytes(id);
     if (bytes.empty()) fail("JSON constraint: id {} cannot appear in JSON text (an added or unknown token)", id);
-    for (char c : bytes)
-      if (!automaton_.step(state_, static_cast<uint8_t>(c)))
+    next_.copy_from(state_);
+    for (char c : bytes) {
+      if (!automaton_.step(next_, static_cast<uint8_t>(c), after_))
         fail("JSON constraint: id {} ('{}') does not continue the JSON text", id, bytes);
+      std::swap(next_, after_);
+    }
+    std::swap(state_, next_);  // only a whole id moves the text on
   }
 
   bool complete() const override { return ended_ || automaton_.complete(state_); }
@@ -1825,9 +2039,7 @@ class JsonConstraint final : public TokenConstraint {
     mark(node.tokens_begin, node.tokens_end_here);
     for (uint32_t e = node.edges_begin; e < node.edges_end; ++e) {
       const TokenTrie::Edge& edge = trie_->edges()[e];
-      State& next = walk_states_[depth + 1];
-      next.copy_from(walk_states_[depth]);
-      if (automaton_.step(next, edge.byte)) walk(edge.child, depth + 1);
+      if (automaton_.step(walk_states_[depth], edge.byte, walk_states_[depth + 1])) walk(edge.child, depth + 1);
     }
   }
 
@@ -1858,6 +2070,7 @@ class JsonConstraint final : public TokenConstraint {
   std::vector<int32_t> eos_ids_;
   Automaton automaton_;
   State state_;
+  State next_, after_;  // accept()'s, as an id's bytes are fed
   bool ended_ = false;
   JsonMaskCounts* counts_;
   std::shared_ptr<JsonMaskTable> masks_;

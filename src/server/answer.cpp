@@ -20,14 +20,15 @@ std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
     case ToolChoice::Kind::Named:
       return parameters(request.tool_choice.name);
     case ToolChoice::Kind::Required: {
-      // One tool: its call exactly. Several: one of their names, with arguments any object (the constraint's
-      // alternatives must start with different bytes, and every call starts with '{').
-      json names = json::array();
-      for (const auto& tool : request.tools) names.push_back(tool["function"]["name"].get<std::string>());
-      json arguments = names.size() == 1 ? parameters(names[0]) : json{{"type", "object"}};
-      return json{{"type", "object"},
-                  {"properties", {{"name", {{"enum", names}}}, {"arguments", embeddable_schema(arguments)}}},
-                  {"required", {"name", "arguments"}}};
+      // A call of one of the tools with that tool's arguments: a branch per tool, told apart by its name.
+      json calls = json::array();
+      for (const auto& tool : request.tools) {
+        const std::string name = tool["function"]["name"].get<std::string>();
+        calls.push_back({{"type", "object"},
+                         {"properties", {{"name", {{"const", name}}}, {"arguments", embeddable_schema(parameters(name))}}},
+                         {"required", {"name", "arguments"}}});
+      }
+      return calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
     }
     default:
       break;

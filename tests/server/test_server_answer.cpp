@@ -3,6 +3,7 @@
 // coming, and the deltas joined give the whole answer.
 #include <gtest/gtest.h>
 
+#include "generate/json_constraint.h"
 #include "server/answer.h"
 #include "server/openai.h"
 #include "server/request.h"
@@ -147,6 +148,29 @@ TEST(AnswerStream, ARequiredCallStreamsFromItsNameOn) {
   ASSERT_EQ(whole.tool_calls.size(), 1u);
   EXPECT_EQ(whole.tool_calls[0]["function"]["arguments"], s.tool_calls[0]["function"]["arguments"]);
   EXPECT_EQ(whole.content, "");
+}
+
+// tool_choice required among several tools: the call's arguments follow the schema of the tool it names.
+TEST(AnswerSchema, ARequiredCallTakesTheArgumentsOfTheToolItNames) {
+  CompletionRequest request = parse_completion_request(R"({"messages": [{"role": "user", "content": "hi"}],
+    "tool_choice": "required", "tools": [
+      {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}]})",
+                                                       Endpoint::Chat);
+  auto grammar = JsonGrammar::from_schema(*answer_schema(request), answer_schema_field(request));
+  auto matches = [&](std::string_view text) {
+    JsonMatcher matcher(grammar);
+    return matcher.feed(text) && matcher.complete();
+  };
+  EXPECT_TRUE(matches(R"({"name": "get_weather", "arguments": {"city": "Oslo"}})"));
+  EXPECT_TRUE(matches(R"({"name": "add", "arguments": {"a": 1, "b": 2}})"));
+  EXPECT_TRUE(matches(R"({"arguments": {"b": 2, "a": 1}, "name": "add"})"));
+  EXPECT_FALSE(matches(R"({"name": "add", "arguments": {"city": "Oslo"}})"));
+  EXPECT_FALSE(matches(R"({"name": "get_weather", "arguments": {"a": 1, "b": 2}})"));
+  EXPECT_FALSE(matches(R"({"arguments": {"a": 1, "b": 2}, "name": "get_weather"})"));
+  EXPECT_FALSE(matches(R"({"name": "subtract", "arguments": {}})"));
 }
 
 // Mistral's templates (this one holds Mistral-7B-Instruct-v0.3's id checks) refuse ids that are not 9 characters
