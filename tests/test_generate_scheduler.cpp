@@ -415,13 +415,17 @@ TEST(StepsAhead, ArrivalsAndDeparturesDiscardNone) {
 // slot came first). With WITH_NEWCOMER a fourth request arrives as that sequence ends, from the scheduler's own
 // thread: it takes the slot (its cache rewound) and waits for that step. Every step queued ahead is taken, and each
 // answer is the one it gives alone: greedy, and greedy after a repetition penalty (whose steps queue only their
-// products ahead, and whose dropped row must not count an id in its slot's counts).
-void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer) {
+// products ahead, and whose dropped row must not count an id in its slot's counts). With ENDING_SAMPLES the ending
+// request samples (seeded) where the others are greedy: once it has ended, the newcomer waits only for a step whose
+// picks are the greedy batch's.
+void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer, bool ending_samples = false) {
   ModelFiles files = ModelFiles::open(test::fixtures_dir() / "qwen2-tiny");
   for (float penalty : {1.0f, 1.3f}) {
     SCOPED_TRACE(testing::Message() << "repetition penalty " << penalty);
-    auto request = [&](std::vector<int32_t> prompt, uint32_t tokens, std::vector<int32_t> stop_ids = {}) {
+    auto request = [&](std::vector<int32_t> prompt, uint32_t tokens, std::vector<int32_t> stop_ids = {},
+                       bool samples = false) {
       SequenceRequest r = greedy_request(std::move(prompt), tokens);
+      if (samples) r.options.sampling.temperature = 0.8f, r.options.sampling.seed = 11;
       r.options.sampling.repetition_penalty = penalty;
       r.options.ignore_eos = stop_ids.empty();
       r.options.stop_ids = std::move(stop_ids);
@@ -436,7 +440,8 @@ void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer) {
       graph::Model model(test::device(), files, {.context = 48});
       Scheduler scheduler(model, nullptr);
       // It ends at the first id of its answer, from the fifth on, that it has not drawn before.
-      std::vector<int32_t> free_run = scheduler.run(request(asks[ending].first, asks[ending].second)).tokens;
+      std::vector<int32_t> free_run =
+          scheduler.run(request(asks[ending].first, asks[ending].second, {}, ending_samples)).tokens;
       size_t end = 4;
       while (end < free_run.size() &&
              std::ranges::count(free_run.begin(), free_run.begin() + std::ptrdiff_t(end), free_run[end]) > 0)
@@ -444,7 +449,8 @@ void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer) {
       ASSERT_LT(end, free_run.size()) << "no id of the ending answer is new after its fourth";
       stop_ids = {free_run[end]};
       for (size_t i = 0; i < asks.size(); ++i)
-        alone.push_back(scheduler.run(request(asks[i].first, asks[i].second, i == ending ? stop_ids : std::vector<int32_t>{})));
+        alone.push_back(scheduler.run(request(asks[i].first, asks[i].second,
+                                              i == ending ? stop_ids : std::vector<int32_t>{}, i == ending && ending_samples)));
       ASSERT_EQ(alone[ending].finish, FinishReason::EndOfSequence);
       ASSERT_EQ(alone[ending].tokens.size(), end);
     }
@@ -457,7 +463,8 @@ void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer) {
       return ending_watch(event);
     };
     for (size_t i = 0; i < 3; ++i)  // in slot order: request i takes slot i
-      scheduler.submit(request(asks[i].first, asks[i].second, i == ending ? stop_ids : std::vector<int32_t>{}),
+      scheduler.submit(request(asks[i].first, asks[i].second, i == ending ? stop_ids : std::vector<int32_t>{},
+                               i == ending && ending_samples),
                        i == ending ? SequenceCallback(ending_callback) : watched[i].callback());
     for (size_t i = 0; i < alone.size(); ++i) {
       EXPECT_EQ(watched[i].result().tokens, alone[i].tokens) << "request " << i;
@@ -474,6 +481,12 @@ void expect_a_stop_discards_no_step(size_t ending, bool with_newcomer) {
 TEST(StepsAhead, ASequenceEndingAtAStopIdDiscardsNone) {
   GERBIL_REQUIRE_FIXTURES();
   expect_a_stop_discards_no_step(2, true);
+}
+
+// A sampled sequence ends amid greedy ones as a request arrives.
+TEST(StepsAhead, ASampledSequenceEndingAmidGreedyOnesDiscardsNone) {
+  GERBIL_REQUIRE_FIXTURES();
+  expect_a_stop_discards_no_step(2, true, true);
 }
 
 // The first slot's sequence ends and nobody takes its slot: the two others decode on, each from its own id.

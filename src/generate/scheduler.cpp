@@ -314,7 +314,8 @@ void Scheduler::step() {
   uint32_t rows = uint32_t(segments.size());
   // The next step of these rows alone may already be queued (graph::Model::forward_batch_pick): it is taken before
   // the prompts join, which would discard it (its products have run). The prompts then join the step after.
-  const bool prompts_wait = !prefilling.empty() && model_.step_ahead_for(segments);
+  const bool masked = std::ranges::any_of(owners, [](Slot* slot) { return bool(slot->sequence->request.constraint); });
+  const bool prompts_wait = !prefilling.empty() && model_.step_ahead_for(segments, masked);
   if (prompts_wait) prefilling.clear();
   // A step is queued ahead only where the next one is likely the same rows: no prompt joins it, and no sequence
   // ends for its length.

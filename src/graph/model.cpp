@@ -1038,7 +1038,23 @@ std::optional<std::vector<size_t>> Model::rows_ahead(std::span<const Segment> se
   return rows;
 }
 
-bool Model::step_ahead_for(std::span<const Segment> segments) const { return rows_ahead(segments).has_value(); }
+bool Model::picks_serve(Output ahead, Output wanted) {
+  return ahead == wanted || (ahead == Output::SampledToken && wanted == Output::GreedyToken) ||
+         (ahead == Output::MaskedSampledToken && wanted == Output::MaskedGreedyToken);
+}
+
+bool Model::step_ahead_for(std::span<const Segment> segments, bool masked) const {
+  return rows_ahead(segments) && picks_serve(speculation_->output, pick_output(segments, masked));
+}
+
+Model::Output Model::pick_output(std::span<const Segment> segments, bool masked) const {
+  bool argmax = std::ranges::all_of(segments, [&](const Segment& segment) {
+    const kernels::SampleParams& settings = slot_sampling_[segment.slot];
+    return settings.top_k == 1 && !settings.penalized();
+  });
+  return masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
+                : (argmax ? Output::GreedyToken : Output::SampledToken);
+}
 
 std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks,
                                                 bool queue_ahead) {
@@ -1046,21 +1062,18 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   if (!batchable_) fail("forward_batch_pick: this model's steps cannot batch (can_batch())");
   if (!masks.empty() && masks.size() != segments.size())
     fail("forward_batch_pick: {} masks for {} segments (one each, or none)", masks.size(), segments.size());
-  bool argmax = true, penalized = false, single = true;
+  bool penalized = false, single = true;
   for (const Segment& segment : segments) {
     single = single && segment.tokens.size() == 1;
-    const kernels::SampleParams& settings = slot_sampling_[segment.slot];
-    argmax = argmax && settings.top_k == 1 && !settings.penalized();
-    penalized = penalized || settings.penalized();
+    penalized = penalized || slot_sampling_[segment.slot].penalized();
   }
   reserve_blocks(segment_needs(segments, positions_));
   const bool masked = !masks.empty();
-  const Output output = masked ? (argmax ? Output::MaskedGreedyToken : Output::MaskedSampledToken)
-                               : (argmax ? Output::GreedyToken : Output::SampledToken);
+  const Output output = pick_output(segments, masked);
   gpu::Device::PendingRead read;
   // Row i of the picks read back is segment rows[i]'s: a step queued ahead may hold more rows than SEGMENTS.
   std::optional<std::vector<size_t>> rows = rows_ahead(segments);
-  const bool ahead = rows && speculation_->output == output;
+  const bool ahead = rows && picks_serve(speculation_->output, output);
   if (ahead) ++steps_ahead_.taken;
   else rows.reset();
   size_t picks = segments.size();
@@ -1077,7 +1090,7 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
     std::vector<TokenMask> ahead_masks;
     if (ahead) {
       picks = speculation_->slots.size();
-      s = &step(one_token_shape(speculation_->slots), output);
+      s = &step(one_token_shape(speculation_->slots), speculation_->output);
       // A dropped row (its sequence ended, or waits) draws the argmax, which counts no id for penalties, under a
       // mask that allows every id.
       std::vector<bool> dropped(picks, true);

@@ -186,9 +186,10 @@ class Model {
   std::vector<uint32_t> forward_batch_pick(std::span<const Segment> segments, std::span<const TokenMask> masks = {},
                                            bool queue_ahead = true);
   // Whether forward_batch_pick() has queued the step of SEGMENTS (their slots, each fed the id it returned for it;
-  // it may also hold rows of sequences that ended or wait since, whose picks are dropped): a call with them takes
-  // it, any other discards it.
-  bool step_ahead_for(std::span<const Segment> segments) const;
+  // it may also hold rows of sequences that ended or wait since, whose picks are dropped) with the picks a call
+  // with them, with masks where MASKED, makes (the slots' sampling settings as they are): such a call takes it, any
+  // other discards it.
+  bool step_ahead_for(std::span<const Segment> segments, bool masked) const;
   // Every model that batches: one argmax reads all rows' logits through one binding, whatever the vocabulary.
   bool can_pick_in_batch() const { return batchable_; }
 
@@ -315,6 +316,11 @@ class Model {
   // picks): with PICKS the whole step, else its products only; nothing where a slot's context is full. Segment i's
   // id is the last step's row i, or PICK_ROWS[i] where given (that step was queued ahead with more rows).
   void speculate(std::span<const Segment> segments, Output output, bool picks, std::span<const size_t> pick_rows);
+  // How forward_batch_pick() picks the ids of SEGMENTS, with masks where MASKED, at their slots' sampling settings.
+  Output pick_output(std::span<const Segment> segments, bool masked) const;
+  // Whether a step whose picks are AHEAD gives the ids of one whose picks are WANTED: the same, or sampled where the
+  // argmax is wanted (the sampler draws each row by its own settings, and a row of argmax settings draws the argmax).
+  static bool picks_serve(Output ahead, Output wanted);
   // For each of SEGMENTS, the row of the step queued ahead that is its step (step_ahead_for()); none where there is
   // no such step.
   std::optional<std::vector<size_t>> rows_ahead(std::span<const Segment> segments) const;
