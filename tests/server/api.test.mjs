@@ -216,6 +216,22 @@ test('json_schema answers parse and validate', { skip: noClient }, async () => {
   assert.ok(Array.isArray(value.tags) && value.tags.length <= 3 && value.tags.every((tag) => tag === 'a' || tag === 'b'));
 });
 
+test('json_schema with anyOf of objects: the answer is one branch whole; an ambiguous oneOf is a 400', { skip: noClient }, async () => {
+  const branch = (kind, field, values) => ({ type: 'object', properties: { kind: { const: kind }, [field]: { enum: values } }, required: ['kind', field] });
+  const schema = { type: 'object', properties: { item: { anyOf: [branch('a', 'n', [1, 2]), branch('b', 's', ['x', 'y'])] } }, required: ['item'] };
+  const r = await openai.chat.completions.create({ ...greedy, messages: hello, max_tokens: 80, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const { item } = JSON.parse(r.choices[0].message.content);
+  const [field, values] = item.kind === 'a' ? ['n', [1, 2]] : ['s', ['x', 'y']];
+  assert.ok(['a', 'b'].includes(item.kind), JSON.stringify(item));
+  assert.deepEqual(Object.keys(item).sort(), ['kind', field].sort());
+  assert.ok(values.includes(item[field]), JSON.stringify(item));
+  const overlapping = { oneOf: [{ type: 'object' }, { type: 'object', properties: { a: {} } }] };
+  await assert.rejects(
+    openai.chat.completions.create({ ...greedy, messages: hello, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: overlapping } } }),
+    (e) => e.status === 400 && /branches 0 and 1 may both match one value/.test(e.message) && e.param === 'response_format.json_schema.schema');
+});
+
 test('errors: status, OpenAI error body, and the field named', { skip: noClient }, async () => {
   const expectError = async (body, status, param, pattern, endpoint = '/v1/chat/completions') => {
     const r = await post(server, endpoint, body);
