@@ -188,12 +188,27 @@ bool validate(const json& value, const json& schema, const json& root) {
   if (schema.contains("enum") &&
       std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end())
     return false;
-  auto valid_branches = [&](const char* keyword) {
-    return std::count_if(schema[keyword].begin(), schema[keyword].end(),
-                         [&](const json& branch) { return validate(value, branch, root); });
-  };
-  if (schema.contains("anyOf") && valid_branches("anyOf") == 0) return false;
-  if (schema.contains("oneOf") && valid_branches("oneOf") != 1) return false;
+  // A choice's branches, each with the keywords beside the choice (properties and required names together): an
+  // object that declares properties is closed to others, so the branch and its siblings describe one object.
+  for (const char* keyword : {"anyOf", "oneOf"}) {
+    if (!schema.contains(keyword)) continue;
+    json siblings = schema;
+    for (const char* left_out : {"anyOf", "oneOf", "$defs", "discriminator", "title", "description"}) siblings.erase(left_out);
+    auto valid = std::count_if(schema[keyword].begin(), schema[keyword].end(), [&](const json& branch) {
+      if (siblings.empty()) return validate(value, branch, root);
+      json merged = siblings;
+      const json& own = branch.contains("$ref")
+                            ? root.at(json::json_pointer(branch["$ref"].get<std::string>().substr(1)))
+                            : branch;
+      for (const auto& [name, part] : own.items()) {
+        if (name == "properties") merged["properties"].update(part);
+        else if (name == "required") for (const json& n : part) merged["required"].push_back(n);
+        else merged[name] = part;
+      }
+      return validate(value, merged, root);
+    });
+    return std::string_view(keyword) == "anyOf" ? valid > 0 : valid == 1;
+  }
   if (schema.contains("type")) {
     const json& type = schema["type"];
     bool any = type.is_string() ? has_type(value, type.get<std::string>())
@@ -251,6 +266,9 @@ TEST(JsonSchemaValidator, RejectsWhatTheSchemaForbids) {  // the validator the w
 }
 
 // ---- the automaton over bytes -------------------------------------------------------------------------
+
+// The error compiling SCHEMA gives, its schema path starting at PATH ("no error" when it compiles).
+std::string schema_error(const char* schema, const std::string& path = "schema");
 
 bool matches(const json& schema, std::string_view text) {
   JsonMatcher matcher(JsonGrammar::from_schema(schema, "schema"));
@@ -378,6 +396,28 @@ TEST(JsonMatcher, ChoicesThatBeginAlikeFollowEachBranch) {
   EXPECT_FALSE(prefix_ok(pets, R"({"pet_type":"cat","barks")"));
   EXPECT_FALSE(matches(pets, R"({"barks":1.5})"));
 
+  // A tagged union of many branches (each told apart from every other by its tag).
+  json many = {{"oneOf", json::array()}};
+  for (int i = 0; i < 256; ++i)
+    many["oneOf"].push_back({{"type", "object"},
+                             {"properties", {{"tag", {{"const", i}}}, {fmt::format("f{}", i), {{"type", "integer"}}}}},
+                             {"required", {"tag"}}});
+  EXPECT_TRUE(matches(many, R"({"f255":5,"tag":255})"));
+  EXPECT_TRUE(matches(many, R"({"tag":0,"f0":-1})"));
+  EXPECT_FALSE(matches(many, R"({"f254":5,"tag":255})"));
+  many["oneOf"].push_back(many["oneOf"][0]);  // one more than the readings followed at once: refused, not cut
+  EXPECT_THAT(schema_error(many.dump().c_str(), "tools"),
+              ::testing::HasSubstr("tools.oneOf: 257 of its branches may begin with '{'; at most 256 may"));
+
+  // Keywords beside a choice hold in each branch: a base object and its variants, as OpenAPI writes them.
+  json variants = json::parse(R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],
+    "oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]},
+             {"properties":{"kind":{"const":"b"},"size":{"type":"number"}},"required":["kind"]}]})");
+  EXPECT_TRUE(matches(variants, R"({"id":1,"kind":"a"})"));
+  EXPECT_TRUE(matches(variants, R"({"kind":"b","size":2.5,"id":-4})"));
+  EXPECT_FALSE(matches(variants, R"({"kind":"a"})"));
+  EXPECT_FALSE(prefix_ok(variants, R"({"kind":"a","size")"));
+
   json mode = json::parse(R"({"anyOf":[{"const":"auto"},{"type":"string","maxLength":2}]})");
   EXPECT_TRUE(matches(mode, R"("auto")"));
   EXPECT_TRUE(matches(mode, R"("au")"));
@@ -461,9 +501,6 @@ TEST(JsonMatcher, PrefixItemsAreTuples) {
 }
 
 // ---- pattern
-
-// The error compiling SCHEMA gives, its schema path starting at PATH ("no error" when it compiles).
-std::string schema_error(const char* schema, const std::string& path = "schema");
 
 json pattern_schema(const std::string& pattern, json lengths = json::object()) {
   lengths["type"] = "string";
@@ -1221,6 +1258,8 @@ TEST(JsonMatcher, RandomByteWalksEndValid) {
       R"({"oneOf":[{"type":"object","properties":{"t":{"enum":["x","y"]},"v":{"type":"integer"}},"required":["t"]},
           {"type":"object","properties":{"t":{"const":"z"},"v":{"type":"string"}},"required":["t","v"]},
           {"type":"string"}]})",
+      R"({"type":"object","properties":{"id":{"type":"integer","minimum":0}},"required":["id"],"anyOf":[
+          {"properties":{"k":{"enum":["a",1]}},"required":["k"]},{"properties":{"k":{"type":"boolean"},"v":{"type":["null","array"],"items":{"type":"boolean"}}}}]})",
       R"({"$defs":{"e":{"anyOf":[{"type":"object","properties":{"l":{"$ref":"#/$defs/e"}},"required":["l"]},
           {"type":"object","properties":{"l":{"type":"integer"},"r":{"$ref":"#/$defs/e"}}},{"type":"integer"}]}},
           "$ref":"#/$defs/e"})",
@@ -1289,6 +1328,13 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
               ::testing::HasSubstr("schema.oneOf: branches 0 and 1 may both match one value"));
   EXPECT_THAT(error_of(R"({"oneOf":[{"properties":{"k":{"const":"a"}},"required":["k"]},
                                      {"properties":{"k":{"const":"b"}}}]})"),
+              ::testing::HasSubstr("schema.oneOf: branches 0 and 1 may both match one value"));
+  EXPECT_EQ(error_of(R"({"oneOf":[{"const":0},{"enum":[1,-0.0]}]})"),
+            "response_format.json_schema.schema.oneOf: branches 0 and 1 may both match one value (their const / enum "
+            "values share one); anyOf allows a value that both match");
+  // 1 and 1.0 are one number: no discriminator.
+  EXPECT_THAT(error_of(R"({"oneOf":[{"properties":{"k":{"const":1}},"required":["k"]},
+                                     {"properties":{"k":{"enum":[2, 1.0]}},"required":["k"]}]})"),
               ::testing::HasSubstr("schema.oneOf: branches 0 and 1 may both match one value"));
   EXPECT_EQ(error_of(R"({"items":{"$ref":"#/nowhere"}})"),
             "response_format.json_schema.schema.items.$ref: \"#/nowhere\" names nothing in the schema");

@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -138,6 +139,11 @@ enum class Kind : uint8_t { Object, Map, Array, String, Number, Integer, Literal
 
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr size_t kMaxProperties = 64;  // an object's seen properties are one 64-bit mask
+// The most readings of the text followed at once (JsonMatcher::State), and so the most branches of a choice that may
+// begin with one byte (the grammar refuses more). Past it, where nested choices multiply their readings, a reading
+// is dropped: each one kept is a valid prefix with a way to a complete value, so the text stays valid and only its
+// continuations are narrower.
+constexpr size_t kMaxReadings = 256;
 constexpr uint32_t kMaxNumberLength = 40;  // bytes: a model cannot write digits for ever
 
 // A trie of the exact texts a node may be: enum / const values, true / false / null, an object's "keys".
@@ -302,7 +308,8 @@ struct JsonGrammar::Impl {
     // Choice: per first byte, the values (no choices among them) that may begin with it, as an index into
     // Impl::value_lists (kNone: none). More than one where branches begin alike: the automaton follows each.
     std::array<uint32_t, 256> by_first_byte{};
-    std::string one_of;  // Choice of a oneOf: its schema path (its branches must rule one another out)
+    std::string path;  // Choice: its schema path, for errors (empty: the document's)
+    bool exclusive = false;  // Choice of a oneOf: its branches must rule one another out
     std::array<bool, 256> first_bytes{};      // the bytes a value of this node may begin with
   };
   std::vector<Node> nodes;
@@ -361,15 +368,24 @@ struct JsonGrammar::Impl {
   void finish(const std::string& path);
 
  private:
-  // Adds the values (nodes other than choices) that NODE may be, beginning with byte B, to VALUES, in the order of
-  // the alternatives; STAMP marks the nodes visited (a choice may reach itself through $ref).
-  void values_beginning(uint32_t node, uint8_t b, std::vector<uint32_t>& stamp, uint32_t mark,
-                        std::vector<uint32_t>& values) const;
-  std::vector<uint32_t> values_beginning(uint32_t node, uint8_t b) const;
-  std::vector<uint32_t> values_of(uint32_t node) const;  // beginning with any byte
-  std::set<std::string> literal_texts(uint32_t trie) const;
-  bool told_apart(uint32_t a, uint32_t b) const;
-  void check_one_of(const Node& choice) const;
+  // A depth-first walk for the values (nodes other than choices) a node may be: the nodes it has seen carry its mark
+  // (a choice may reach itself through $ref). One stamp vector serves every walk of finish().
+  struct Visits {
+    std::vector<uint32_t> stamp;
+    uint32_t mark = 0;
+  };
+  // Adds to VALUES the values NODE may be that begin with byte B (with any byte where B is negative), in the order
+  // of the alternatives, each once in the walk.
+  void collect_values(uint32_t node, int b, Visits& visits, std::vector<uint32_t>& values) const;
+  std::vector<uint32_t> values_of(uint32_t node, int b, Visits& visits) const;  // one new walk
+  // The required properties of object node OBJECT whose values are all fixed (const or enum), by name (with its
+  // quotes), with those values.
+  std::map<std::string, std::vector<nlohmann::json>> fixed_properties(uint32_t object, Visits& visits) const;
+  // Every text of the literal trie at TRIE (an object's keys, or values as JSON text), with its terminal.
+  std::vector<std::pair<int32_t, std::string>> literal_texts(uint32_t trie) const;
+  // The values of Literals node NODE as JSON values, which compare as JSON Schema does (1 and 1.0 are one number).
+  std::vector<nlohmann::json> literal_values(uint32_t node) const;
+  void check_one_of(const Node& choice, Visits& visits) const;
 };
 
 void JsonGrammar::Impl::finish(const std::string& path) {
@@ -403,10 +419,14 @@ void JsonGrammar::Impl::finish(const std::string& path) {
     if (std::none_of(node.first_bytes.begin(), node.first_bytes.end(), [](bool b) { return b; }))
       fail("{}: a $ref leads back to itself before any value (references in a cycle with nothing to match)", path);
   std::map<std::vector<uint32_t>, uint32_t> list_index;
+  Visits visits{std::vector<uint32_t>(nodes.size(), 0)};
   for (uint32_t n = 0; n < nodes.size(); ++n) {
     if (nodes[n].kind != Kind::Choice) continue;
     for (int b = 0; b < 256; ++b) {
-      std::vector<uint32_t> values = values_beginning(n, static_cast<uint8_t>(b));
+      std::vector<uint32_t> values = values_of(n, b, visits);
+      if (values.size() > kMaxReadings)
+        fail("{}: {} of its branches may begin with '{}'; at most {} may", nodes[n].path.empty() ? path : nodes[n].path,
+             values.size(), static_cast<char>(b), kMaxReadings);
       uint32_t list = kNone;
       if (!values.empty()) {
         auto [it, added] = list_index.try_emplace(values, static_cast<uint32_t>(value_lists.size()));
@@ -415,105 +435,106 @@ void JsonGrammar::Impl::finish(const std::string& path) {
       }
       nodes[n].by_first_byte[b] = list;
     }
-    if (!nodes[n].one_of.empty()) check_one_of(nodes[n]);
+    if (nodes[n].exclusive) check_one_of(nodes[n], visits);
   }
 }
 
-void JsonGrammar::Impl::values_beginning(uint32_t node, uint8_t b, std::vector<uint32_t>& stamp, uint32_t mark,
-                                         std::vector<uint32_t>& values) const {
-  if (!nodes[node].first_bytes[b] || stamp[node] == mark) return;
-  stamp[node] = mark;
+void JsonGrammar::Impl::collect_values(uint32_t node, int b, Visits& visits, std::vector<uint32_t>& values) const {
+  if ((b >= 0 && !nodes[node].first_bytes[b]) || visits.stamp[node] == visits.mark) return;
+  visits.stamp[node] = visits.mark;
   if (nodes[node].kind != Kind::Choice) {
     values.push_back(node);
     return;
   }
-  for (uint32_t alternative : nodes[node].alternatives) values_beginning(alternative, b, stamp, mark, values);
+  for (uint32_t alternative : nodes[node].alternatives) collect_values(alternative, b, visits, values);
 }
 
-std::vector<uint32_t> JsonGrammar::Impl::values_beginning(uint32_t node, uint8_t b) const {
-  std::vector<uint32_t> stamp(nodes.size(), 0), values;
-  values_beginning(node, b, stamp, 1, values);
+std::vector<uint32_t> JsonGrammar::Impl::values_of(uint32_t node, int b, Visits& visits) const {
+  std::vector<uint32_t> values;
+  ++visits.mark;
+  collect_values(node, b, visits, values);
   return values;
 }
 
-std::vector<uint32_t> JsonGrammar::Impl::values_of(uint32_t node) const {
-  std::vector<uint32_t> stamp(nodes.size(), 0), values;
-  for (int b = 0; b < 256; ++b) values_beginning(node, static_cast<uint8_t>(b), stamp, static_cast<uint32_t>(b + 1), values);
-  std::sort(values.begin(), values.end());
-  values.erase(std::unique(values.begin(), values.end()), values.end());
-  return values;
+std::map<std::string, std::vector<nlohmann::json>> JsonGrammar::Impl::fixed_properties(uint32_t object,
+                                                                                         Visits& visits) const {
+  const Node& node = nodes[object];
+  std::map<std::string, std::vector<nlohmann::json>> fixed;
+  for (const auto& [index, name] : literal_texts(node.literals)) {
+    const Property& property = node.properties[static_cast<size_t>(index)];
+    if (!property.required) continue;
+    std::vector<nlohmann::json> values;
+    bool all_fixed = true;
+    for (uint32_t value : values_of(property.value, -1, visits)) {
+      all_fixed = all_fixed && nodes[value].kind == Kind::Literals;
+      if (!all_fixed) break;
+      std::ranges::move(literal_values(value), std::back_inserter(values));
+    }
+    if (all_fixed) fixed.emplace(name, std::move(values));
+  }
+  return fixed;
 }
 
-// The texts of the literal trie at TRIE (an object's keys with their quotes, or enum / const values as JSON).
-std::set<std::string> JsonGrammar::Impl::literal_texts(uint32_t trie) const {
-  std::set<std::string> texts;
+std::vector<std::pair<int32_t, std::string>> JsonGrammar::Impl::literal_texts(uint32_t trie) const {
+  std::vector<std::pair<int32_t, std::string>> found;
   std::vector<std::pair<uint32_t, std::string>> open = {{trie, ""}};
   while (!open.empty()) {
     auto [at, text] = std::move(open.back());
     open.pop_back();
-    if (literal_nodes[at].terminal >= 0) texts.insert(text);
+    if (literal_nodes[at].terminal >= 0) found.emplace_back(literal_nodes[at].terminal, text);
     for (const auto& [byte, child] : literal_nodes[at].children) open.emplace_back(child, text + static_cast<char>(byte));
   }
-  return texts;
+  return found;
 }
 
-// Whether no value is valid against both value nodes A and B by a property both objects require whose values are
-// fixed (const or enum) and have none in common: a discriminator, as Pydantic writes tagged unions.
-bool JsonGrammar::Impl::told_apart(uint32_t a, uint32_t b) const {
-  if (nodes[a].kind != Kind::Object || nodes[b].kind != Kind::Object) return false;
-  // The fixed values of property INDEX of object NODE, if each of its values is a literal.
-  auto fixed_values = [&](uint32_t node, size_t index) -> std::optional<std::set<std::string>> {
-    std::set<std::string> texts;
-    for (uint32_t value : values_of(nodes[node].properties[index].value)) {
-      if (nodes[value].kind != Kind::Literals) return std::nullopt;
-      texts.merge(literal_texts(nodes[value].literals));
-    }
-    return texts;
-  };
-  // Property names with their quotes, by index: the key trie's terminals.
-  auto names = [&](uint32_t node) {
-    std::map<int32_t, std::string> by_index;
-    std::vector<std::pair<uint32_t, std::string>> open = {{nodes[node].literals, ""}};
-    while (!open.empty()) {
-      auto [at, text] = std::move(open.back());
-      open.pop_back();
-      if (literal_nodes[at].terminal >= 0) by_index[literal_nodes[at].terminal] = text;
-      for (const auto& [byte, child] : literal_nodes[at].children)
-        open.emplace_back(child, text + static_cast<char>(byte));
-    }
-    return by_index;
-  };
-  std::map<int32_t, std::string> a_names = names(a), b_names = names(b);
-  for (size_t i = 0; i < nodes[a].properties.size(); ++i) {
-    if (!nodes[a].properties[i].required) continue;
-    for (size_t j = 0; j < nodes[b].properties.size(); ++j) {
-      if (!nodes[b].properties[j].required || a_names[static_cast<int32_t>(i)] != b_names[static_cast<int32_t>(j)])
-        continue;
-      auto a_values = fixed_values(a, i), b_values = fixed_values(b, j);
-      if (a_values && b_values &&
-          std::none_of(a_values->begin(), a_values->end(), [&](const std::string& v) { return b_values->contains(v); }))
-        return true;
-    }
-  }
-  return false;
+std::vector<nlohmann::json> JsonGrammar::Impl::literal_values(uint32_t node) const {
+  std::vector<nlohmann::json> values;
+  for (const auto& [_, text] : literal_texts(nodes[node].literals)) values.push_back(nlohmann::json::parse(text));
+  return values;
 }
 
-// A oneOf's value must be valid against exactly one of its branches. Branches that begin with different bytes
-// never both match; where two may begin alike, they must be told apart by a discriminator (told_apart): the
-// automaton follows both, and could not otherwise keep a value that both match from being written.
-void JsonGrammar::Impl::check_one_of(const Node& choice) const {
-  for (size_t i = 0; i < choice.alternatives.size(); ++i)
-    for (size_t j = i + 1; j < choice.alternatives.size(); ++j)
-      for (int b = 0; b < 256; ++b) {
-        uint8_t byte = static_cast<uint8_t>(b);
-        if (!nodes[choice.alternatives[i]].first_bytes[b] || !nodes[choice.alternatives[j]].first_bytes[b]) continue;
-        for (uint32_t x : values_beginning(choice.alternatives[i], byte))
-          for (uint32_t y : values_beginning(choice.alternatives[j], byte))
-            if (x == y || !told_apart(x, y))
-              fail("{}: branches {} and {} may both match one value (both may begin with '{}', and no property both "
-                   "require has const or enum values that tell them apart); anyOf allows a value that both match",
-                   choice.one_of, i, j, static_cast<char>(byte));
-      }
+// A oneOf's value must be valid against exactly one of its branches. Branches that begin with different bytes never
+// both match; where two may begin alike, their objects must be told apart by a discriminator (a property both
+// require whose fixed values have none in common, as Pydantic writes tagged unions): the automaton follows both, and
+// could not otherwise keep a value that both match from being written.
+void JsonGrammar::Impl::check_one_of(const Node& choice, Visits& visits) const {
+  const size_t count = choice.alternatives.size();
+  std::vector<std::vector<uint32_t>> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = values_of(choice.alternatives[i], -1, visits);
+  std::map<uint32_t, std::map<std::string, std::vector<nlohmann::json>>> fixed;  // by object node, as needed
+  auto fixed_of = [&](uint32_t object) -> const std::map<std::string, std::vector<nlohmann::json>>& {
+    auto it = fixed.find(object);
+    if (it == fixed.end()) it = fixed.emplace(object, fixed_properties(object, visits)).first;
+    return it->second;
+  };
+  auto disjoint = [](const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b) {
+    return std::ranges::none_of(a, [&](const nlohmann::json& v) { return std::ranges::find(b, v) != b.end(); });
+  };
+  auto told_apart = [&](uint32_t x, uint32_t y) {
+    if (x == y || nodes[x].kind != Kind::Object || nodes[y].kind != Kind::Object) return false;
+    const auto& y_fixed = fixed_of(y);
+    for (const auto& [name, x_values] : fixed_of(x)) {
+      auto it = y_fixed.find(name);
+      if (it != y_fixed.end() && disjoint(x_values, it->second)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < count; ++i)
+    for (size_t j = i + 1; j < count; ++j)
+      for (uint32_t x : values[i])
+        for (uint32_t y : values[j]) {
+          int shared = 0;
+          while (shared < 256 && !(nodes[x].first_bytes[shared] && nodes[y].first_bytes[shared])) ++shared;
+          // Literals written differently may be one value (0 and -0.0).
+          if (shared == 256 && nodes[x].kind == Kind::Literals && nodes[y].kind == Kind::Literals &&
+              !disjoint(literal_values(x), literal_values(y)))
+            fail("{}: branches {} and {} may both match one value (their const / enum values share one); anyOf "
+                 "allows a value that both match", choice.path, i, j);
+          if (shared < 256 && !told_apart(x, y))
+            fail("{}: branches {} and {} may both match one value (both may begin with '{}', and no property both "
+                 "require has const or enum values that tell them apart); anyOf allows a value that both match",
+                 choice.path, i, j, static_cast<char>(shared));
+        }
 }
 
 namespace {
@@ -598,7 +619,7 @@ class SchemaCompiler {
     if (schema.contains("enum")) return enumeration(schema["enum"], path + ".enum");
     for (const char* keyword : {"anyOf", "oneOf"})
       if (schema.contains(keyword))
-        return choice(schema[keyword], path + "." + keyword, std::string_view(keyword) == "oneOf");
+        return choice(branches_with_siblings(schema, keyword), path + "." + keyword, std::string_view(keyword) == "oneOf");
     if (!schema.contains("type")) {
       if (schema.contains("properties")) return object(schema, path);
       if (schema.contains("items") || schema.contains("prefixItems")) return array(schema, path);
@@ -609,6 +630,7 @@ class SchemaCompiler {
     if (!type.is_array() || type.empty())
       fail("{}.type: expected a type name or a non-empty list of them, not {}", path, type.dump());
     uint32_t node = g_.add(Kind::Choice);
+    g_.nodes[node].path = path + ".type";
     std::vector<uint32_t> alternatives;
     for (size_t i = 0; i < type.size(); ++i) {
       if (!type[i].is_string()) fail("{}.type[{}]: expected a type name, not {}", path, i, type[i].dump());
@@ -930,6 +952,21 @@ class SchemaCompiler {
     return g_.literals(texts);
   }
 
+  // SCHEMA's KEYWORD (anyOf or oneOf) branches, each merged with the keywords beside it that narrow values (a value
+  // must be valid against them and a branch: {"properties": ..., "oneOf": [...]} as OpenAPI writes a base object and
+  // its variants), as allOf merges them.
+  static json branches_with_siblings(const json& schema, const char* keyword) {
+    json siblings = json::object();
+    for (const auto& [name, value] : schema.items())
+      if (name != keyword && name != "discriminator" && !is_annotation(name) && !is_definition(name)) siblings[name] = value;
+    const json& branches = schema[keyword];
+    if (siblings.empty() || !branches.is_array()) return branches;
+    json merged = json::array();
+    for (const json& branch : branches)
+      merged.push_back(branch == json(true) ? siblings : json{{"allOf", json::array({siblings, branch})}});
+    return merged;
+  }
+
   // anyOf, or oneOf (EXCLUSIVE: Impl::check_one_of checks that its branches rule one another out).
   uint32_t choice(const json& branches, const std::string& path, bool exclusive) {
     if (!branches.is_array() || branches.empty()) fail("{}: expected a non-empty list of schemas", path);
@@ -938,7 +975,8 @@ class SchemaCompiler {
     for (size_t i = 0; i < branches.size(); ++i)
       alternatives.push_back(compile(branches[i], fmt::format("{}[{}]", path, i)));
     g_.nodes[node].alternatives = alternatives;
-    if (exclusive) g_.nodes[node].one_of = path;
+    g_.nodes[node].path = path;
+    g_.nodes[node].exclusive = exclusive;
     return node;
   }
 
@@ -1182,21 +1220,16 @@ static_assert(sizeof(Frame) == 24);
 // One reading of the text so far: its open values, the document first.
 struct Stack {
   uint32_t depth = 0;
-  std::vector<Frame> frames;  // frames[0..depth)
+  std::vector<Frame> frames;  // frames[0..depth), and room for more (push() makes it)
 
   void copy_from(const Stack& other) {
     depth = other.depth;
-    if (frames.size() < other.frames.size()) frames.resize(other.frames.size());
+    if (frames.size() < depth + size_t{1}) frames.resize(depth + size_t{1});
     std::memcpy(frames.data(), other.frames.data(), depth * sizeof(Frame));
   }
-  bool operator==(const Stack& other) const {
-    return depth == other.depth && std::memcmp(frames.data(), other.frames.data(), depth * sizeof(Frame)) == 0;
-  }
+  std::string_view bytes() const { return {reinterpret_cast<const char*>(frames.data()), depth * sizeof(Frame)}; }
+  bool operator==(const Stack& other) const { return bytes() == other.bytes(); }
 };
-
-// The most readings followed at once. Past it a reading is dropped: each one kept is a valid prefix with a way to a
-// complete value, so the text stays valid and only its continuations are narrower.
-constexpr size_t kMaxReadings = 32;
 
 }  // namespace
 
@@ -1204,17 +1237,46 @@ constexpr size_t kMaxReadings = 32;
 // which are followed side by side until the text rules all but one out. stacks[size..) are kept for reuse.
 struct JsonMatcher::State {
   std::vector<Stack> stacks;
+  std::vector<size_t> hashes;  // of stacks[i].bytes(), for finding a reading twice where there are several
   size_t size = 0;
 
   std::span<const Stack> readings() const { return {stacks.data(), size}; }
   Stack& append(const Stack& stack) {
-    if (size == stacks.size()) stacks.emplace_back();
+    if (size == stacks.size()) stacks.emplace_back(), hashes.emplace_back();
     stacks[size].copy_from(stack);
     return stacks[size++];
+  }
+  // Keeps the last reading appended unless an earlier one is the same.
+  void keep_last_if_new() {
+    if (size == 1) return;  // hashes[0] is made when a second reading comes
+    auto hash_of = [](const Stack& stack) { return std::hash<std::string_view>()(stack.bytes()); };
+    if (size == 2) hashes[0] = hash_of(stacks[0]);
+    Stack& last = stacks[size - 1];
+    size_t hash = hash_of(last);
+    for (size_t i = 0; i + 1 < size; ++i)
+      if (hashes[i] == hash && stacks[i] == last) {
+        --size;
+        return;
+      }
+    hashes[size - 1] = hash;
   }
   void copy_from(const State& other) {
     size = 0;
     for (const Stack& stack : other.readings()) append(stack);
+    hashes = other.hashes;
+  }
+  // Puts the readings in the order of their bytes. Which readings kMaxReadings drops depends on their order: in this
+  // one, a state's readings decide its steps (and so the mask cached for them) whatever order they came in.
+  void sort() {
+    if (size < 2) return;
+    std::vector<size_t> order(size);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stacks[a].bytes() < stacks[b].bytes(); });
+    std::vector<Stack> sorted;
+    std::vector<size_t> sorted_hashes;
+    for (size_t i : order) sorted.push_back(std::move(stacks[i])), sorted_hashes.push_back(hashes[i]);
+    std::move(sorted.begin(), sorted.end(), stacks.begin());
+    std::copy(sorted_hashes.begin(), sorted_hashes.end(), hashes.begin());
   }
 };
 
@@ -1480,10 +1542,10 @@ class Automaton {
   // Adds STACK after byte B to TO, unless it refuses B, TO has that reading already, or holds kMaxReadings.
   void follow(const Stack& stack, uint8_t b, State& to) const {
     if (to.size == kMaxReadings) return;
-    Stack& next = to.append(stack);
-    bool kept = step(next, b) && std::none_of(to.stacks.begin(), to.stacks.begin() + static_cast<std::ptrdiff_t>(to.size - 1),
-                                              [&](const Stack& other) { return other == next; });
-    if (!kept) --to.size;
+    if (step(to.append(stack), b))
+      to.keep_last_if_new();
+    else
+      --to.size;
   }
 
   bool step(Stack& state, uint8_t b) const {
@@ -1574,6 +1636,7 @@ class Automaton {
     if (state.depth >= max_depth_ &&
         (g_.nodes[node].kind == Kind::Object || g_.nodes[node].kind == Kind::Map || g_.nodes[node].kind == Kind::Array))
       return Result::Reject;
+    if (state.frames.size() <= state.depth + size_t{1}) state.frames.resize(state.depth + size_t{2});
     Frame& frame = state.frames[state.depth++];
     frame = Frame{};
     frame.node = node;
@@ -1874,6 +1937,7 @@ bool JsonMatcher::feed(std::string_view bytes) {
     if (dead_) break;
     dead_ = !automaton.step(*state_, static_cast<uint8_t>(c), next);
     std::swap(*state_, next);
+    state_->sort();
   }
   return !dead_;
 }
@@ -1983,6 +2047,7 @@ class JsonConstraint final : public TokenConstraint {
       std::swap(next_, after_);
     }
     std::swap(state_, next_);  // only a whole id moves the text on
+    state_.sort();
   }
 
   bool complete() const override { return ended_ || automaton_.complete(state_); }

@@ -11,8 +11,9 @@ std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
   auto parameters = [&](const std::string& name) {
     for (const auto& tool : request.tools)
       if (tool["function"]["name"] == name) {
+        // Arguments are an object: a tool without parameters, or with the empty schema, takes any object.
         auto it = tool["function"].find("parameters");
-        return it == tool["function"].end() ? json{{"type", "object"}} : json::parse(it->dump());
+        return it == tool["function"].end() || it->empty() ? json{{"type", "object"}} : json::parse(it->dump());
       }
     return json{{"type", "object"}};
   };

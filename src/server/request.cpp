@@ -184,9 +184,14 @@ ordered_json parse_tools(const ordered_json& body) {
     auto function = tool.find("function");
     if (function == tool.end()) bad(path + ".function", fmt::format("`{}.function` is missing", path));
     typed(*function, path + ".function", ordered_json::value_t::object, "an object");
-    string_at(*function, path + ".function", "name");
+    const std::string name = string_at(*function, path + ".function", "name").get<std::string>();
     if (auto parameters = function->find("parameters"); parameters != function->end())
       typed(*parameters, path + ".function.parameters", ordered_json::value_t::object, "an object");
+    // A call names its tool: two of one name could not be told apart.
+    for (size_t j = 0; j < i; ++j)
+      if ((*tools)[j]["function"]["name"] == name)
+        bad(path + ".function.name", fmt::format("`{}.function.name` \"{}\" is also tools[{}]'s: tool names must differ",
+                                                path, name, j));
   }
   return tools->empty() ? ordered_json() : *tools;
 }

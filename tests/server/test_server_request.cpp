@@ -120,6 +120,9 @@ TEST(ServerRequest, BadInputNamesTheField) {
       {R"({"prompt": "x", "suffix": "y"})", Endpoint::Completion, "suffix", "not supported"},
       {R"({"prompt": "x", "best_of": 3})", Endpoint::Completion, "best_of", "must be 1"},
       {R"({"messages": [{"role": "user", "content": "x"}], "functions": []})", Endpoint::Chat, "functions", "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}},
+          {"type": "function", "function": {"name": "g"}}, {"type": "function", "function": {"name": "f"}}]})",
+       Endpoint::Chat, "tools[2].function.name", "\"f\" is also tools[0]'s: tool names must differ"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})",
        Endpoint::Chat, "stream_options", "`stream` is true"},
   };
