@@ -101,6 +101,47 @@ void answer(benchmark::State& state) {
 }
 BENCHMARK(answer)->Unit(benchmark::kMillisecond);
 
+// tool_choice required among N tools: an anyOf of N call objects told apart by their names, whose readings are all
+// followed until the name is written (src/server/answer.cpp builds it so). Per token of one call, its masks cold: each
+// round compiles the schema afresh (under another path: a grammar compiled before would bring its cached masks), and
+// the compilation is not timed.
+void required_call(benchmark::State& state) {
+  const auto tools = static_cast<int>(state.range(0));
+  nlohmann::json calls = nlohmann::json::array();
+  for (int i = 0; i < tools; ++i)
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", "tool_" + std::to_string(i)}}},
+                                     {"arguments", {{"type", "object"},
+                                                    {"properties", {{"city", {{"type", "string"}}},
+                                                                    {"days", {{"type", "integer"}}}}},
+                                                    {"required", {"city", "days"}}}}}},
+                     {"required", {"name", "arguments"}}});
+  const nlohmann::json schema = tools == 1 ? calls[0] : nlohmann::json{{"anyOf", calls}};
+  std::vector<int32_t> ids = qwen3().encode(R"({"name": "tool_)" + std::to_string(tools - 1) +
+                                            R"(", "arguments": {"city": "Oslo", "days": 3}})");
+  ids.push_back(eos());
+  std::vector<uint8_t> allowed(151936);
+  int round = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto constraint = gerbil::make_json_constraint(
+        gerbil::JsonGrammar::from_schema(schema, "tools." + std::to_string(round++)), gerbil::TokenTrie::of(qwen3()),
+        {eos()});
+    state.ResumeTiming();
+    for (int32_t id : ids) {
+      std::fill(allowed.begin(), allowed.end(), 1);
+      constraint->mask(allowed);
+      if (!allowed[id]) state.SkipWithError("the call's token was refused");
+      constraint->accept(id);
+    }
+  }
+  state.counters["s_per_token"] =
+      benchmark::Counter(static_cast<double>(ids.size()), benchmark::Counter::kIsIterationInvariantRate |
+                                                              benchmark::Counter::kInvert);
+  state.counters["tokens"] = static_cast<double>(ids.size());
+}
+BENCHMARK(required_call)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();
