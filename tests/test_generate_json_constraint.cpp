@@ -417,6 +417,21 @@ TEST(JsonMatcher, ChoicesThatBeginAlikeFollowEachBranch) {
   EXPECT_TRUE(matches(variants, R"({"kind":"b","size":2.5,"id":-4})"));
   EXPECT_FALSE(matches(variants, R"({"kind":"a"})"));
   EXPECT_FALSE(prefix_ok(variants, R"({"kind":"a","size")"));
+  // The base declares the discriminator the variants narrow, and allows null beside the object.
+  json narrowed = json::parse(R"({"type":["object","null"],"properties":{"kind":{"type":"string"},"id":{"type":"integer"}},
+    "required":["id","kind"],"oneOf":[{"type":"object","properties":{"kind":{"const":"cat"}}},
+                                      {"type":"object","properties":{"kind":{"const":"dog"},"barks":{"type":"boolean"}}},
+                                      {"type":"null"}]})");
+  EXPECT_TRUE(matches(narrowed, R"({"kind":"dog","id":2,"barks":true})"));
+  EXPECT_TRUE(matches(narrowed, R"({"id":2,"kind":"cat"})"));
+  EXPECT_TRUE(matches(narrowed, "null"));
+  EXPECT_FALSE(prefix_ok(narrowed, R"({"kind":"cow")"));
+  EXPECT_FALSE(prefix_ok(narrowed, R"({"kind":"cat","barks")"));
+  // Constants of one kind, as an enum is documented branch by branch.
+  json documented = json::parse(R"({"oneOf":[{"const":"a","description":"first"},{"const":"b"},{"const":10},{"const":11}]})");
+  EXPECT_TRUE(matches(documented, R"("b")"));
+  EXPECT_TRUE(matches(documented, "11"));
+  EXPECT_FALSE(matches(documented, "1"));
 
   json mode = json::parse(R"({"anyOf":[{"const":"auto"},{"type":"string","maxLength":2}]})");
   EXPECT_TRUE(matches(mode, R"("auto")"));
@@ -1354,11 +1369,15 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
   EXPECT_EQ(error_of("[1]"), "response_format.json_schema.schema: a schema must be an object, not array");
   // allOf's schemas that cannot be one.
   EXPECT_EQ(error_of(R"({"allOf":[{"type":"string"},{"type":"integer"}]})"),
-            "response_format.json_schema.schema.allOf[1].type: allOf's schemas give 'type' two different values "
+            "response_format.json_schema.schema.allOf[1].type: allOf's schemas give types no value has together "
             "(\"string\" and \"integer\")");
+  EXPECT_EQ(error_of(R"({"allOf":[{"type":["string","number"]},{"type":["integer","null"]}],"minimum":3})"), "no error");
   EXPECT_EQ(error_of(R"({"allOf":[{"properties":{"a":{"type":"string"}}},{"properties":{"a":{"type":"null"}}}]})"),
-            "response_format.json_schema.schema.allOf[1].properties.a: allOf's schemas give property 'a' two "
-            "different schemas");
+            "response_format.json_schema.schema.properties.a.allOf[1].type: allOf's schemas give types no value has "
+            "together (\"string\" and \"null\")");
+  EXPECT_EQ(error_of(R"({"anyOf":[{"$id":"x","type":"object"}],"required":[]})"),
+            "response_format.json_schema.schema.anyOf: a branch with its own \"$id\" beside keywords of its choice "
+            "is not supported (move them into the branch)");
   EXPECT_EQ(error_of(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})"),
             "response_format.json_schema.schema.allOf: one schema closes its object (additionalProperties false) "
             "to property 'b', which another adds");
@@ -1366,14 +1385,14 @@ TEST(JsonGrammar, SchemaErrorsNameTheirPath) {
             "response_format.json_schema.schema.allOf: expected a non-empty list of schemas, not []");
   EXPECT_EQ(error_of(R"({"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"},{"type":"object"}]}},"$ref":"#/$defs/a"})"),
             "#/$defs/a: allOf and $ref nest more than 32 deep (a reference cycle?)");
-  // Twelve levels that each merge the next one twice: 2^12 merges, refused after 256.
+  // Twelve levels that each merge the next one twice: 2^13 - 1 merges, refused after 4096.
   json branching = {{"$ref", "#/$defs/d0"}};
   for (int i = 0; i < 12; ++i) {
     json next = {{"$ref", fmt::format("#/$defs/d{}", i + 1)}};
     branching["$defs"][fmt::format("d{}", i)] = {{"allOf", {next, next}}};
   }
   branching["$defs"]["d12"] = {{"type", "object"}};
-  EXPECT_THAT(schema_error(branching.dump().c_str()), ::testing::HasSubstr("more than 256 allOf merges"));
+  EXPECT_THAT(schema_error(branching.dump().c_str()), ::testing::HasSubstr("more than 4096 allOf merges"));
 }
 
 TEST(JsonGrammar, LengthAndBoundErrorsNameTheirPath) {
@@ -1651,6 +1670,26 @@ TEST_P(JsonConstraintWalk, WalksParseAndValidate) {
   for (const json* schema : {&kPerson, &kItems, &kDeep, &kNarrowed, &kTuples, &kPatterned, &kFormatted, &kUnions}) {
     auto grammar = JsonGrammar::from_schema(*schema, "schema");
     for (uint32_t seed = 1; seed <= 4; ++seed) expect_valid(*schema, walk(grammar, seed, 1000));
+  }
+}
+
+// Several readings (an integer or a number) carried from id to id, digits one id each as these vocabularies write
+// them: each id is allowed by the mask before it, and the text ends complete. (Under the sanitized build's
+// library assertions this also checks the readings' bookkeeping as they are copied from id to id.)
+TEST_P(JsonConstraintWalk, ReadingsCarryFromIdToId) {
+  json numbers = json::parse(R"({"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"number"}]}})");
+  for (const char* text : {"[1.5,23,4,0.25,7]", "[12,3.5e2,-4]"}) {
+    auto constraint = make_json_constraint(JsonGrammar::from_schema(numbers, "schema"), trie_, {eos()});
+    std::vector<int32_t> ids = tokenizer_->encode(text);
+    ids.push_back(eos());
+    std::vector<uint8_t> allowed(tokenizer_->vocab_size());
+    for (int32_t id : ids) {
+      std::fill(allowed.begin(), allowed.end(), 1);
+      constraint->mask(allowed);
+      ASSERT_EQ(allowed[id], 1) << "id " << id << " of " << text;
+      constraint->accept(id);
+    }
+    EXPECT_TRUE(constraint->complete()) << text;
   }
 }
 

@@ -523,13 +523,15 @@ void JsonGrammar::Impl::check_one_of(const Node& choice, Visits& visits) const {
     for (size_t j = i + 1; j < count; ++j)
       for (uint32_t x : values[i])
         for (uint32_t y : values[j]) {
+          // Literals, whatever bytes they begin with, by their values (0 and -0.0 are one; "a" and "b" two).
+          if (nodes[x].kind == Kind::Literals && nodes[y].kind == Kind::Literals) {
+            if (!disjoint(literal_values(x), literal_values(y)))
+              fail("{}: branches {} and {} may both match one value (their const / enum values share one); anyOf "
+                   "allows a value that both match", choice.path, i, j);
+            continue;
+          }
           int shared = 0;
           while (shared < 256 && !(nodes[x].first_bytes[shared] && nodes[y].first_bytes[shared])) ++shared;
-          // Literals written differently may be one value (0 and -0.0).
-          if (shared == 256 && nodes[x].kind == Kind::Literals && nodes[y].kind == Kind::Literals &&
-              !disjoint(literal_values(x), literal_values(y)))
-            fail("{}: branches {} and {} may both match one value (their const / enum values share one); anyOf "
-                 "allows a value that both match", choice.path, i, j);
           if (shared < 256 && !told_apart(x, y))
             fail("{}: branches {} and {} may both match one value (both may begin with '{}', and no property both "
                  "require has const or enum values that tell them apart); anyOf allows a value that both match",
@@ -619,7 +621,8 @@ class SchemaCompiler {
     if (schema.contains("enum")) return enumeration(schema["enum"], path + ".enum");
     for (const char* keyword : {"anyOf", "oneOf"})
       if (schema.contains(keyword))
-        return choice(branches_with_siblings(schema, keyword), path + "." + keyword, std::string_view(keyword) == "oneOf");
+        return choice(branches_with_siblings(schema, keyword, path + "." + keyword), path + "." + keyword,
+                      std::string_view(keyword) == "oneOf");
     if (!schema.contains("type")) {
       if (schema.contains("properties")) return object(schema, path);
       if (schema.contains("items") || schema.contains("prefixItems")) return array(schema, path);
@@ -955,15 +958,19 @@ class SchemaCompiler {
   // SCHEMA's KEYWORD (anyOf or oneOf) branches, each merged with the keywords beside it that narrow values (a value
   // must be valid against them and a branch: {"properties": ..., "oneOf": [...]} as OpenAPI writes a base object and
   // its variants), as allOf merges them.
-  static json branches_with_siblings(const json& schema, const char* keyword) {
+  static json branches_with_siblings(const json& schema, const char* keyword, const std::string& path) {
     json siblings = json::object();
     for (const auto& [name, value] : schema.items())
       if (name != keyword && name != "discriminator" && !is_annotation(name) && !is_definition(name)) siblings[name] = value;
     const json& branches = schema[keyword];
     if (siblings.empty() || !branches.is_array()) return branches;
     json merged = json::array();
-    for (const json& branch : branches)
+    for (const json& branch : branches) {
+      if (branch.is_object() && branch.contains("$id"))
+        fail("{}: a branch with its own \"$id\" beside keywords of its choice is not supported (move them into the "
+             "branch)", path);
       merged.push_back(branch == json(true) ? siblings : json{{"allOf", json::array({siblings, branch})}});
+    }
     return merged;
   }
 
@@ -1018,7 +1025,7 @@ class SchemaCompiler {
   // their properties and required names together, every other keyword as each gives it (a keyword two of them give
   // differently is refused, as is an object one of them closes to properties another adds). Pydantic writes
   // {"allOf": [{"$ref": ...}], "description": ...} for a field whose model or enum it describes.
-  static constexpr int kMaxMergeDepth = 32, kMaxMerges = 256;
+  static constexpr int kMaxMergeDepth = 32, kMaxMerges = 4096;
   // Keywords that say nothing of the value; the merge keeps the first of each (and drops the definitions, which
   // references reach in the document itself).
   static bool is_annotation(const std::string& keyword) {
@@ -1100,6 +1107,32 @@ class SchemaCompiler {
     return json{{"allOf", json::array({target, rest})}};
   }
 
+  // The types a value of both "type" A and B may have (an integer is a number too).
+  static json common_types(const json& a, const json& b, const std::string& path) {
+    auto names = [&](const json& type) {
+      if (type.is_string()) return std::vector<std::string>{type.get<std::string>()};
+      if (!type.is_array()) fail("{}.type: expected a type name or a list of them, not {}", path, type.dump());
+      std::vector<std::string> list;
+      for (const json& name : type) {
+        if (!name.is_string()) fail("{}.type: expected a type name, not {}", path, name.dump());
+        list.push_back(name.get<std::string>());
+      }
+      return list;
+    };
+    std::vector<std::string> a_names = names(a), b_names = names(b), common;
+    auto has = [](const std::vector<std::string>& list, const char* name) { return std::ranges::count(list, name) > 0; };
+    for (const std::string& name : a_names) {
+      std::string kept = has(b_names, name.c_str()) ? name
+                         : (name == "integer" && has(b_names, "number")) || (name == "number" && has(b_names, "integer"))
+                             ? "integer"
+                             : "";
+      if (!kept.empty() && !std::ranges::count(common, kept)) common.push_back(kept);
+    }
+    if (common.empty())
+      fail("{}.type: allOf's schemas give types no value has together ({} and {})", path, a.dump(), b.dump());
+    return common.size() == 1 ? json(common[0]) : json(common);
+  }
+
   static void merge_into(json& merged, const json& part, const std::string& path) {
     for (const auto& [keyword, value] : part.items()) {
       if (is_definition(keyword)) continue;
@@ -1108,17 +1141,18 @@ class SchemaCompiler {
       } else if (keyword == "properties") {
         if (!value.is_object()) fail("{}.properties: expected an object, not {}", path, value.dump());
         json& properties = merged["properties"];
-        for (const auto& [name, property] : value.items()) {
-          if (properties.contains(name) && properties[name] != property)
-            fail("{}.properties.{}: allOf's schemas give property '{}' two different schemas", path, name, name);
-          properties[name] = property;
-        }
+        for (const auto& [name, property] : value.items())  // a property two of them give: valid against both
+          properties[name] = properties.contains(name) && properties[name] != property
+                                 ? json{{"allOf", json::array({properties[name], property})}}
+                                 : property;
       } else if (keyword == "required") {
         if (!value.is_array()) fail("{}.required: expected a list of names, not {}", path, value.dump());
         json& required = merged["required"];
         if (required.is_null()) required = json::array();
         for (const json& name : value)
           if (std::find(required.begin(), required.end(), name) == required.end()) required.push_back(name);
+      } else if (keyword == "type" && merged.contains("type")) {
+        merged["type"] = common_types(merged["type"], value, path);
       } else if (merged.contains(keyword) && merged[keyword] != value) {
         fail("{}.{}: allOf's schemas give '{}' two different values ({} and {})", path, keyword, keyword,
              merged[keyword].dump(), value.dump());
@@ -1262,8 +1296,8 @@ struct JsonMatcher::State {
   }
   void copy_from(const State& other) {
     size = 0;
-    for (const Stack& stack : other.readings()) append(stack);
-    hashes = other.hashes;
+    for (const Stack& stack : other.readings()) append(stack);  // grows hashes with stacks
+    if (size > 1) std::copy_n(other.hashes.begin(), size, hashes.begin());
   }
   // Puts the readings in the order of their bytes. Which readings kMaxReadings drops depends on their order: in this
   // one, a state's readings decide its steps (and so the mask cached for them) whatever order they came in.

@@ -23,10 +23,12 @@
 // maximum / exclusiveMinimum / exclusiveMaximum on integers (within 64 bits) and numbers (then written without an
 // exponent), enum, const, anyOf and lists of types (branches that begin alike, such as two objects, are followed
 // side by side until the text rules all but one out; at most 256 may begin with one byte), oneOf whose branches
-// cannot match one value (they begin with different bytes, or are objects told apart by a required property's const
-// or enum values: a discriminator, as Pydantic writes tagged unions), keywords beside anyOf / oneOf (merged into each
-// branch, as allOf merges), $ref into the same document (recursion included), allOf whose schemas merge into one (properties and required names together; a $ref with
-// annotations stays a reference), and the annotations (title, description, default, examples, ...).
+// cannot match one value (constants that differ as JSON values, branches that begin with different bytes, or objects
+// told apart by a required property's const or enum values: a discriminator, as Pydantic writes tagged unions),
+// keywords beside anyOf / oneOf (merged into each branch, as allOf merges), $ref into the same document (recursion
+// included), allOf whose schemas merge into one (properties and required names together, a property both give valid
+// against both, types intersected; a $ref with annotations stays a reference), and the annotations (title,
+// description, default, examples, ...).
 // Keywords that would change validity and are not supported (multipleOf, not, ...), and lengths, patterns or bounds
 // where no "type" says which values they narrow, are errors naming their schema path. Strings must be valid UTF-8,
 // \u escapes other than surrogates; runs of whitespace between tokens are limited so a model cannot loop on them.

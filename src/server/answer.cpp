@@ -11,9 +11,16 @@ std::optional<nlohmann::json> answer_schema(const CompletionRequest& request) {
   auto parameters = [&](const std::string& name) {
     for (const auto& tool : request.tools)
       if (tool["function"]["name"] == name) {
-        // Arguments are an object: a tool without parameters, or with the empty schema, takes any object.
+        // Arguments are an object: a tool without parameters, or with a schema that does not say what its value is
+        // (empty, or annotations only), takes any object.
         auto it = tool["function"].find("parameters");
-        return it == tool["function"].end() || it->empty() ? json{{"type", "object"}} : json::parse(it->dump());
+        if (it == tool["function"].end()) return json{{"type", "object"}};
+        json schema = json::parse(it->dump());
+        bool says = false;
+        for (const char* keyword : {"type", "properties", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"})
+          says = says || schema.contains(keyword);
+        if (!says) schema["type"] = "object";
+        return schema;
       }
     return json{{"type", "object"}};
   };

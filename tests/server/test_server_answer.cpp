@@ -171,12 +171,16 @@ TEST(AnswerSchema, ARequiredCallTakesTheArgumentsOfTheToolItNames) {
   EXPECT_FALSE(matches(R"({"name": "get_weather", "arguments": {"a": 1, "b": 2}})"));
   EXPECT_FALSE(matches(R"({"arguments": {"a": 1, "b": 2}, "name": "get_weather"})"));
   EXPECT_FALSE(matches(R"({"name": "subtract", "arguments": {}})"));
-  // A tool with the empty schema for parameters takes an object, not any value.
-  CompletionRequest empty = parse_completion_request(R"({"messages": [{"role": "user", "content": "hi"}],
-    "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "now", "parameters": {}}}]})",
-                                                     Endpoint::Chat);
-  JsonMatcher any_object(JsonGrammar::from_schema(*answer_schema(empty), answer_schema_field(empty)));
-  EXPECT_FALSE(any_object.feed(R"({"name": "now", "arguments": 3)"));
+  // A tool whose parameters do not say what they are (empty, annotations only) takes an object, not any value.
+  for (const char* parameters : {"{}", R"({"$schema": "https://json-schema.org/draft/2020-12/schema"})"}) {
+    CompletionRequest empty = parse_completion_request(
+        std::string(R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required", "tools": [)") +
+            R"({"type": "function", "function": {"name": "now", "parameters": )" + parameters + "}}]}",
+        Endpoint::Chat);
+    JsonMatcher any_object(JsonGrammar::from_schema(*answer_schema(empty), answer_schema_field(empty)));
+    EXPECT_TRUE(JsonMatcher(any_object).feed(R"({"name": "now", "arguments": {"x": 1}})")) << parameters;
+    EXPECT_FALSE(any_object.feed(R"({"name": "now", "arguments": 3)")) << parameters;
+  }
 }
 
 // Mistral's templates (this one holds Mistral-7B-Instruct-v0.3's id checks) refuse ids that are not 9 characters
