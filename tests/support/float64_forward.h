@@ -54,7 +54,10 @@ inline void rotate(std::vector<double>& x, size_t T, size_t heads, const ModelCo
 // Columns [first, first + count) of the [T, stride] matrix M.
 inline std::vector<double> columns(const std::vector<double>& m, size_t T, size_t stride, size_t first, size_t count) {
   std::vector<double> out;
-  for (size_t t = 0; t < T; ++t) out.insert(out.end(), &m[t * stride + first], &m[t * stride + first + count]);
+  for (size_t t = 0; t < T; ++t) {
+    auto row = m.begin() + std::ptrdiff_t(t * stride + first);
+    out.insert(out.end(), row, row + std::ptrdiff_t(count));
+  }
   return out;
 }
 
