@@ -288,7 +288,8 @@ class GgufParser {
         fail("{}: tensor \"{}\": data bytes [{}, {}) of the data section run past the end of the file (the data "
              "section, from byte {}, holds {} bytes)",
              file(), tensor.name, tensor.offset, tensor.offset + size, start, data_size);
-      tensor.bytes = bytes_.subspan(start + tensor.offset, size);
+      // An empty tensor views nothing: its start may lie past the file's end (the data section's start rounded up).
+      tensor.bytes = size == 0 ? std::span<const std::byte>() : bytes_.subspan(start + tensor.offset, size);
       if (size > 0) by_offset.push_back(&tensor);
     }
     std::sort(by_offset.begin(), by_offset.end(),
