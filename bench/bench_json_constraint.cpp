@@ -80,6 +80,24 @@ void warm_string(benchmark::State& state) {
 }
 BENCHMARK(warm_string)->Unit(benchmark::kMicrosecond);
 
+// mask() (into ALLOWED, Qwen3's logits) and accept() over IDS, as decoding takes them one by one; each must be allowed.
+void feed(benchmark::State& state, gerbil::TokenConstraint& constraint, const std::vector<int32_t>& ids,
+          std::vector<uint8_t>& allowed) {
+  for (int32_t id : ids) {
+    std::fill(allowed.begin(), allowed.end(), 1);
+    constraint.mask(allowed);
+    if (!allowed[id]) state.SkipWithError("a token of the text was refused");
+    constraint.accept(id);
+  }
+}
+
+// Counters per token of a text of TOKENS tokens fed every iteration.
+void count_tokens(benchmark::State& state, size_t tokens) {
+  state.counters["s_per_token"] = benchmark::Counter(
+      static_cast<double>(tokens), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["tokens"] = static_cast<double>(tokens);
+}
+
 void answer(benchmark::State& state) {
   std::vector<int32_t> ids = qwen3().encode(kAnswer);
   ids.push_back(eos());
@@ -87,17 +105,9 @@ void answer(benchmark::State& state) {
   auto grammar = gerbil::JsonGrammar::from_schema(kSchema, "schema");
   for (auto _ : state) {
     auto constraint = gerbil::make_json_constraint(grammar, gerbil::TokenTrie::of(qwen3()), {eos()});
-    for (int32_t id : ids) {
-      std::fill(allowed.begin(), allowed.end(), 1);
-      constraint->mask(allowed);
-      if (!allowed[id]) state.SkipWithError("the answer's token was refused");
-      constraint->accept(id);
-    }
+    feed(state, *constraint, ids, allowed);
   }
-  state.counters["s_per_token"] =
-      benchmark::Counter(static_cast<double>(ids.size()), benchmark::Counter::kIsIterationInvariantRate |
-                                                              benchmark::Counter::kInvert);
-  state.counters["tokens"] = static_cast<double>(ids.size());
+  count_tokens(state, ids.size());
 }
 BENCHMARK(answer)->Unit(benchmark::kMillisecond);
 
@@ -128,17 +138,9 @@ void required_call(benchmark::State& state) {
         gerbil::JsonGrammar::from_schema(schema, "tools." + std::to_string(round++)), gerbil::TokenTrie::of(qwen3()),
         {eos()});
     state.ResumeTiming();
-    for (int32_t id : ids) {
-      std::fill(allowed.begin(), allowed.end(), 1);
-      constraint->mask(allowed);
-      if (!allowed[id]) state.SkipWithError("the call's token was refused");
-      constraint->accept(id);
-    }
+    feed(state, *constraint, ids, allowed);
   }
-  state.counters["s_per_token"] =
-      benchmark::Counter(static_cast<double>(ids.size()), benchmark::Counter::kIsIterationInvariantRate |
-                                                              benchmark::Counter::kInvert);
-  state.counters["tokens"] = static_cast<double>(ids.size());
+  count_tokens(state, ids.size());
 }
 BENCHMARK(required_call)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond);
 
