@@ -12,6 +12,7 @@
 #include "gerbil/error.h"
 #include "checks/check_support.h"
 #include "kernels/model.h"
+#include "kernels/tuning.h"
 #include "reference/model.h"
 #include "support/kernel_checks.h"
 #include "support/paths.h"
@@ -93,8 +94,11 @@ TEST(ModelKernels, FlashBlockTilesFitTheStageInCacheWords) {
 TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
   gpu::Device plain({.allow_shader_f16 = false});
   ASSERT_FALSE(plain.features().shader_f16);
+  gpu::Tuning one_tile = tuning(plain);  // the shapes below take the same kernels on any adapter
+  one_tile.resident_tiles = 1;
+  plain.set_tuning(one_tile);
   check::Buffers b{plain};
-  auto& buffer = b.input("any", std::vector<float>(64 * 64, 0.5f));
+  auto& buffer = b.input("any", std::vector<float>(64 * 512, 0.5f));
   auto prompt = [&](uint32_t M, uint32_t K) {
     LinearParams p{M, K, 8, 8, 0, 0, 0};
     return linear_split_k(plain, {&buffer}, {&buffer}, {&buffer}, {&buffer}, {&buffer}, p, WeightType::F32,
@@ -104,6 +108,8 @@ TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
               ThrowsMessage<Error>(AllOf(HasSubstr("linear_tiled_f16"), HasSubstr("shader-f16"))));
   EXPECT_EQ(prompt(16, 60).front().kernel, "linear");                      // K % 8 != 0: linear.wgsl, f32
   EXPECT_EQ(prompt(kLinearRowsMax, 64).front().kernel, "linear_rows");     // a batched decode step: f32
+  // ... also of 17 to 32 rows in their own tiles (one tile of 64 slabs: two waves of shares on one resident tile)
+  EXPECT_EQ(prompt(kLinearRowsMax + 4, 512).front().kernel, "linear_tiled_rows");
   EXPECT_THAT(prompt(4, 64).front().kernel, Not(HasSubstr("f16")));  // decoding: f32
 }
 
@@ -604,6 +610,27 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
   auto blocks = linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::Q8_0, {&scratch});
   ASSERT_EQ(blocks.size(), 1u);
   EXPECT_EQ(blocks.front().kernel, "linear_rows");
+}
+
+// Products of 17 to 32 rows take linear_tiled_rows.wgsl's 32 x 256 tiles where their iterations make three
+// quarters of a wave of shares of 32 slabs (an H200's 264 resident tiles: 6,336 iterations), 64-row tiles where
+// they make fewer and from 33 rows, and linear_rows.wgsl up to 16 rows.
+TEST(LinearSplit, StepsOf17To32RowsTakeTilesOf32Rows) {
+  device().set_tuning(kH200);
+  auto kernel = [](uint32_t M, uint32_t K, uint32_t N) {
+    LinearParams p{M, K, N, N, 0, 0, 0};
+    auto x = device().create_buffer("x", 4ull * M * K);
+    auto W = device().create_buffer("W", 2ull * N * K);
+    auto out = device().create_buffer("out", 4ull * M * N);
+    auto scratch = device().create_buffer("scratch", 4 * std::max<uint64_t>(1, linear_split_scratch_floats(device(), p)));
+    return linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}).front().kernel;
+  };
+  EXPECT_EQ(kernel(kBatchTileRows, 3168, 4096), "linear_tiled_rows");  // 16 tiles of 396 slabs: 6,336 iterations
+  EXPECT_EQ(kernel(kLinearRowsMax + 1, 3168, 4096), "linear_tiled_rows");
+  EXPECT_EQ(kernel(kBatchTileRows, 3160, 4096), "linear_tiled");      // 6,320
+  EXPECT_EQ(kernel(kBatchTileRows, 896, 9728), "linear_tiled");       // Qwen2.5-0.5B's gate|up: 38 tiles of 112 slabs
+  EXPECT_EQ(kernel(kBatchTileRows + 1, 3168, 4096), "linear_tiled");
+  EXPECT_EQ(kernel(kLinearRowsMax, 3168, 4096), "linear_rows");
 }
 
 // Only a top-k below the count or a top-p below 1 is a cut for the levels after the first to narrow down; one

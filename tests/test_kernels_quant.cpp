@@ -292,6 +292,16 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   check_product(c, {kLinearRowsMax, 38, 2, false, true, false, 0, {}, "linear_rows", 1}, rng);
   check_product(c, {6, 22, 3, true, false, false, 0, {4, 8, 1}, "linear_rows", 2}, rng);
   check_product(c, {kLinearRowsMax, 34, 2, false, true, false, 0, {2, 8, 1, 8}, "linear_rows", 1}, rng);
+  // Steps of 17 to 32 rows: linear_tiled_rows.wgsl's 32 x 256 tiles, whose iterations here (2 tiles of 32 slabs:
+  // 256 k) make two waves of shares under a tuning of one resident tile, on any adapter; N ending inside the
+  // second tile's second column group, and 3 shares asked for (cut tiles summed after).
+  gpu::Tuning measured = tuning(device()), one_tile = measured;
+  one_tile.resident_tiles = 1;
+  device().set_tuning(one_tile);
+  uint32_t slab_blocks = std::max<uint32_t>(1, 256 / block_layout(c.type).elements);
+  check_product(c, {kBatchTileRows, 300, slab_blocks, true, true, true, 0, {}, "linear_tiled_rows"}, rng);
+  check_product(c, {kLinearRowsMax + 3, 257, slab_blocks, false, false, true, 3, {}, "linear_tiled_rows"}, rng);
+  device().set_tuning(measured);
   if (block_layout(c.type).elements < 256) return;  // 32-element blocks keep linear_q_matvec up to kMatvecRows
   uint32_t blocks = 2;
   uint64_t row_bytes = weight_row_bytes(c.type, uint64_t(blocks) * block_layout(c.type).elements);
@@ -315,7 +325,8 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantKernel, ::testing::ValuesIn(kTypes), type_l
 // WebGPU's guaranteed 16 KiB with their own arrays, and Dawn counts a workgroup variable even where no branch left
 // by the overrides touches it.
 TEST(QuantKernels, OnlyLevelTypePipelinesHoldTheLevelTableInWorkgroupMemory) {
-  for (std::string_view kernel : {"embed_vec4", "linear_q_matvec", "linear_rows", "linear_tiled", "linear_tiled_f16"})
+  for (std::string_view kernel :
+       {"embed_vec4", "linear_q_matvec", "linear_rows", "linear_tiled", "linear_tiled_f16", "linear_tiled_rows"})
     for (WeightType type : {WeightType::F16, WeightType::Q4_0, WeightType::Q2_K, WeightType::IQ4_NL, WeightType::IQ4_XS,
                             WeightType::IQ3_XXS, WeightType::IQ3_S}) {
       bool levels = type >= WeightType::IQ4_NL;

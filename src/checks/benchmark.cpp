@@ -697,15 +697,14 @@ std::vector<Shape> decode_projection_shapes() {
 }
 
 // Batched decode steps: Llama's projections at 4, 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
-// once), and at kLinearRowsMax + 1, 32 and 64 rows, the tiled prompt kernel's, in 64-row tiles: the tiled path's
-// time for such a step (the crossover, 16 to 32 rows on an H200; for block types, which took the tiled kernel from
-// 5 rows before linear_rows.wgsl decoded them, kLinearRowsMax + 1 is also the old path's time at kLinearRowsMax);
-// Qwen's, whose narrow products leave SMs idle.
+// once), at kLinearRowsMax + 1 and kBatchTileRows rows (linear_tiled_rows.wgsl's 32-row tiles where the adapter
+// holds them) and at 64 rows (the tiled prompt kernel's 64-row tiles); Qwen's, whose narrow products leave SMs
+// idle, at the same counts but kLinearRowsMax + 1.
 std::vector<Shape> batch_projection_shapes() {
   std::vector<Shape> shapes;
-  for (uint32_t T : {4u, 8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 64u})
+  for (uint32_t T : {4u, 8u, kLinearRowsMax, kLinearRowsMax + 1, kBatchTileRows, 64u})
     for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, T, false));
-  for (uint32_t T : {4u, 8u, kLinearRowsMax, 64u})  // Qwen's narrow products (N = 896) at M = 4, 8 and 16
+  for (uint32_t T : {4u, 8u, kLinearRowsMax, kBatchTileRows, 64u})
     for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, T, false));
   return shapes;
 }

@@ -494,8 +494,11 @@ namespace {
 // which also makes 16-bit weight rows whole 16-byte pieces); other K fall back to linear.wgsl's 64 x 64 tiles.
 bool use_linear_tiled(const LinearParams& p) { return !use_matvec(p.M) && p.K % 8 == 0; }
 
+// A tile of linear_tiled.wgsl (group_rows 64: groups of 64 x 64) or linear_tiled_rows.wgsl (group_rows 32:
+// groups of 32 x 128).
 struct LinearTile {
-  uint32_t rows, cols;
+  uint32_t rows, cols, group_rows = 64;
+  uint32_t group_cols() const { return 4096 / group_rows; }
 };
 
 // Whole tiles where they fill their waves: a GPU runs `resident` (tuning().resident_tiles) workgroups of linear_tiled.wgsl at once
@@ -508,6 +511,29 @@ struct LinearTile {
 // differ in SMs and in workgroups per SM: the count is measured per adapter (kernels/tuning.h).
 constexpr double kWaveSlack = 1.1;
 constexpr uint64_t kMinShareSlabs = 32;
+
+// linear_tiled_rows.wgsl's tile (groups of 32 x 128, two column groups) and its workgroup memory: two slabs of
+// 8 k of x (8 vec4 slots) and of W (64 slots), and a level type's table of 16 floats (blocks.wgsl).
+constexpr uint32_t kBatchTileCols = 256;
+constexpr uint32_t kBatchTileBytes = (2 * 8 * 8 + 2 * 8 * 64) * 16 + 16 * 4;
+
+// Whether a batched decode step of kLinearRowsMax + 1 to kBatchTileRows rows (17 to 32 sequences) runs its
+// product in linear_tiled_rows.wgsl's 32 x 256 tiles rather than 64-row tiles, half of whose rows would be
+// padding: where the adapter holds their workgroup arrays, and where their (tile, slab) iterations make at least
+// three quarters of a wave of shares of kMinShareSlabs. On an H100 (2026-12-06, bench/device/session46_tiles.sh),
+// Llama-3-8B's products at M = 32 (0.97 to 6.8 such waves) took a third less time (f16 gate_up 0.475 -> 0.301
+// ms, down 0.254 -> 0.169, q|k|v 0.129 -> 0.094, o 0.111 -> 0.078; o is the 0.97) and its 32 sequences decoded
+// 948 -> 1,440 tok/s; Qwen2.5-0.5B's with all of its products in them (0.07 to 0.50 of a wave, its LM head aside)
+// decoded 6,478 -> 5,582 tok/s. The three quarters lie between the two. Tiles of 16 x 256 (GROUP_ROWS 16) for 5
+// to 16 rows were slower than linear_rows.wgsl there but for the 8B's f16 gate_up (0.239 -> 0.227 ms; Q4_0
+// 0.210 -> 0.293).
+bool use_batch_tiles(const gpu::Device& device, const LinearParams& p) {
+  if (!use_linear_tiled(p) || p.M <= kLinearRowsMax || p.M > kBatchTileRows ||
+      device.limits().maxComputeWorkgroupStorageSize < kBatchTileBytes)
+    return false;
+  uint64_t iterations = ceil_div(p.N, kBatchTileCols) * (p.K / 8);
+  return 4 * iterations >= 3 * uint64_t(tuning(device).resident_tiles) * kMinShareSlabs;
+}
 
 // linear_tiled.wgsl's tile: the largest of 128 x 128 (8x8 outputs per thread, the fewest workgroup-memory
 // reads per FMA), 128 x 64, 64 x 128 that still yields tiled_fill() workgroups, else 64 x 64, so that a short
@@ -523,8 +549,11 @@ uint64_t tile_count(const LinearParams& p, LinearTile tile) {
   return ceil_div(p.M, tile.rows) * ceil_div(p.N, tile.cols);
 }
 
-LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident) {
+LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident, bool batch_tiles) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
+  // linear_tiled_rows.wgsl's arrays hold 8 vec4 slots of x and 64 of W a k: the tile's rows and columns / 4.
+  static_assert(kBatchTileRows / 4 <= 8 && kBatchTileCols / 4 <= 64);
+  if (batch_tiles) return {kBatchTileRows, kBatchTileCols, kBatchTileRows};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
     // Never taller than the rows rounded up to 64: a batched decode step of 17 to 64 rows computed half padding
     // in 128-row tiles (H200, 2026-12-02: Llama-3-8B's gate_up took 0.74 ms at M = 64 and at M = 32 alike).
@@ -543,10 +572,12 @@ std::string linear_shapes(const LinearParams& p, WeightType type) {
                      p.out_col);
 }
 
-// linear_shares.wgsl's override constants, which both passes of a prompt product take: the tile (64-row /
-// -column groups) and, when shared out, the count of shares.
+// linear_shares.wgsl's override constants, which both passes of a prompt product take: the tile (its groups'
+// rows, and the groups a tile has down and across) and, when shared out, the count of shares.
 gpu::Constants shares_constants(LinearTile tile, uint32_t workers) {
-  gpu::Constants constants = {{"ROW_GROUPS", tile.rows / 64.0}, {"COL_GROUPS", tile.cols / 64.0}};
+  gpu::Constants constants = {{"GROUP_ROWS", double(tile.group_rows)},
+                              {"ROW_GROUPS", double(tile.rows / tile.group_rows)},
+                              {"COL_GROUPS", double(tile.cols / tile.group_cols())}};
   if (workers > 0) constants.push_back({"WORKERS", double(workers)});
   return constants;
 }
@@ -573,12 +604,15 @@ struct TiledBindings {
 // linear_tiled.wgsl (or its f16 twin) over the shape's tiles (workers 0) or shared out over `workers` workgroups.
 Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const TiledBindings& b, const LinearParams& p,
                       WeightType type, uint32_t workers, Arithmetic arithmetic) {
-  const char* kernel = arithmetic == Arithmetic::F16 ? "linear_tiled_f16" : "linear_tiled";
-  if (arithmetic == Arithmetic::F16 && !device.features().shader_f16)
+  // A batched step's tiles are f32 whatever the arithmetic, as its other products are.
+  bool batch_tiles = use_batch_tiles(device, p);
+  bool f16 = arithmetic == Arithmetic::F16 && !batch_tiles;
+  const char* kernel = batch_tiles ? "linear_tiled_rows" : f16 ? "linear_tiled_f16" : "linear_tiled";
+  if (f16 && !device.features().shader_f16)
     fail("kernel '{}' ({}): f16 arithmetic needs the adapter's shader-f16 feature, which {} does not offer", kernel,
          shapes, device.adapter().summary());
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p, workers > 0, tuning(device).resident_tiles);
+  LinearTile tile = linear_tile(p, workers > 0, tuning(device).resident_tiles, batch_tiles);
   gpu::Constants constants = shares_constants(tile, workers);
   constants.push_back({"WEIGHT_TYPE", double(type)});
   return prepare(device, kernel, shapes,
@@ -588,14 +622,14 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
                   {"partials", b.partials, workers ? partial_floats(tile, workers) : 1}},
-                 p, workers ? fold(workers) : linear_grid(p, tuning(device).resident_tiles), constants);
+                 p, workers ? fold(workers) : linear_grid(p, tuning(device).resident_tiles, batch_tiles), constants);
 }
 
 }  // namespace
 
 uint32_t linear_split_workers(const gpu::Device& device, const LinearParams& p, uint32_t requested) {
   uint32_t resident = tuning(device).resident_tiles;
-  LinearTile tile = linear_tile(p, true, resident);
+  LinearTile tile = linear_tile(p, true, resident, use_batch_tiles(device, p));
   uint64_t tiles = use_linear_tiled(p) ? tile_count(p, tile) : 0;
   if (requested != 0) {
     if (!use_linear_tiled(p) || requested > tiles * (p.K / 8) || requested > kMaxSplitWorkers ||
@@ -614,7 +648,8 @@ uint32_t linear_split_workers(const gpu::Device& device, const LinearParams& p, 
 }
 
 uint64_t linear_split_scratch_floats(const gpu::Device& device, const LinearParams& p, uint32_t workers) {
-  return partial_floats(linear_tile(p, true, tuning(device).resident_tiles), linear_split_workers(device, p, workers));
+  return partial_floats(linear_tile(p, true, tuning(device).resident_tiles, use_batch_tiles(device, p)),
+                        linear_split_workers(device, p, workers));
 }
 
 uint64_t linear_split_scratch_bound(const gpu::Device& device) {
@@ -692,9 +727,9 @@ Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightTy
   return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes * b.teams));
 }
 
-Grid linear_grid(const LinearParams& p, uint32_t resident_tiles) {
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles, bool batch_tiles) {
   if (use_matvec(p.M)) return fold(ceil_div(p.N, kLinearMatvecColumns));
-  return fold(tile_count(p, linear_tile(p, false, resident_tiles)));
+  return fold(tile_count(p, linear_tile(p, false, resident_tiles, batch_tiles)));
 }
 
 namespace {
@@ -1015,7 +1050,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   check_block_rows("linear", shapes, type, p.K);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p, true, tuning(device).resident_tiles);
+  LinearTile tile = linear_tile(p, true, tuning(device).resident_tiles, use_batch_tiles(device, p));
   dispatches.push_back(
       linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers, arithmetic));
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,

@@ -60,6 +60,10 @@ constexpr uint32_t kMatvecRows = 4;
 // it between 16 and 32 rows (bench kernels' batch_projection_shapes).
 constexpr uint32_t kLinearRowsMin = 2;
 constexpr uint32_t kLinearRowsMax = 16;
+// From kLinearRowsMax + 1 to kBatchTileRows rows (a batched decode step of 17 to 32 sequences, or a short prompt
+// chunk) a product with K % 8 == 0 whose tiles make enough work runs linear_tiled_rows.wgsl's 32 x 256 tiles, where
+// the adapter's workgroup memory holds them (linear_split_k; the rule is model.cpp's use_batch_tiles).
+constexpr uint32_t kBatchTileRows = 32;
 
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
 bool is_block_type(WeightType type);
@@ -155,7 +159,8 @@ Dispatch embed(gpu::Device& device, BufferBinding ids, BufferBinding table, Buff
 // (same bindings and params; linear_rows_blocking()), which fuses a gate activation (gate_act, below) and no
 // norm; other prompts with K % 8 == 0 run linear_tiled.wgsl (same
 // bindings and params; 64/128-square tiles chosen by linear_grid()'s shape rule; linear_split_k() may take larger
-// ones to share out), other K linear.wgsl's 64 x 64 tiles.
+// ones to share out) or, of up to kBatchTileRows rows, linear_tiled_rows.wgsl; other K linear.wgsl's 64 x 64
+// tiles.
 // Block-quantized weights (is_block_type) decode in linear_q_matvec.wgsl (no fusions; linear_q_matvec_blocking)
 // where linear_rows.wgsl does not take the product, and prompts run linear_tiled.wgsl decoding each slab's weights
 // as it loads them.
@@ -191,8 +196,9 @@ struct MatvecBlocking {
   uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
 // The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
-// (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid().
-Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
+// (tuning().resident_tiles: the tiles' shape rule, tiled_fill()), `batch_tiles` those of
+// linear_tiled_rows.wgsl; linear_rows.wgsl's is linear_rows_grid().
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles, bool batch_tiles = false);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (any weight type,
 // block types with rows of whole blocks): all products of kMatvecRows + 1 to kLinearRowsMax rows, and from
 // kLinearRowsMin rows those whose weights (in their own bytes: a block type's packed rows) give each of the

@@ -46,4 +46,7 @@
 alias Product = f32;
 const SLAB_SUMS = false;
 
+const X_SLOTS: u32 = 32u;  // tiles of up to 128 rows and 128 columns
+const W_SLOTS: u32 = 32u;
+
 //!include linear_tiled_body.wgsl

@@ -16,4 +16,7 @@ enable f16;
 alias Product = f16;
 const SLAB_SUMS = true;
 
+const X_SLOTS: u32 = 32u;  // tiles of up to 128 rows and 128 columns
+const W_SLOTS: u32 = 32u;
+
 //!include linear_tiled_body.wgsl

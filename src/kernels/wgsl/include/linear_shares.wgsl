@@ -8,8 +8,11 @@
 // the override constants below, and number the iterations by tiling() and tile_corner(), so they agree.
 // The including kernel declares params (linear's Params: M, K, N).
 
-override ROW_GROUPS: u32 = 2u;  // TILE_M = 64 * ROW_GROUPS
-override COL_GROUPS: u32 = 2u;  // TILE_N = 64 * COL_GROUPS
+override GROUP_ROWS: u32 = 64u;  // rows of a group: 64 (linear_tiled.wgsl) or 32 (linear_tiled_rows.wgsl); its
+                                 // columns GROUP_COLS = 4096 / GROUP_ROWS (256 threads' 4 x 4 outputs each)
+override GROUP_COLS: u32 = 4096u / GROUP_ROWS;
+override ROW_GROUPS: u32 = 2u;  // TILE_M = GROUP_ROWS * ROW_GROUPS
+override COL_GROUPS: u32 = 2u;  // TILE_N = GROUP_COLS * COL_GROUPS
 override WORKERS: u32 = 0u;     // 0: one tile per workgroup (linear_tiled.wgsl); else the count of shares
 const TILE_K: u32 = 8u;         // k per slab
 
@@ -24,8 +27,8 @@ struct Tiling {
 }
 
 fn tiling() -> Tiling {
-  let tile_m = 64u * ROW_GROUPS;
-  let tile_n = 64u * COL_GROUPS;
+  let tile_m = GROUP_ROWS * ROW_GROUPS;
+  let tile_n = GROUP_COLS * COL_GROUPS;
   let tiles_n = (params.N + tile_n - 1u) / tile_n;
   let tiles = tiles_n * ((params.M + tile_m - 1u) / tile_m);
   let slabs = params.K / TILE_K;

@@ -1,8 +1,12 @@
-// The body of linear_tiled.wgsl and linear_tiled_f16.wgsl (see their headers), which differ only in the type
-// the products are computed in. The including kernel declares, before this:
+// The body of linear_tiled.wgsl, linear_tiled_f16.wgsl and linear_tiled_rows.wgsl (see their headers), which
+// differ in the type the products are computed in and in the largest tile their arrays hold. The including
+// kernel declares, before this:
 //   alias Product = f32 or f16;  the type of the workgroup tiles, the multiplications and the per-slab sums;
 //   const SLAB_SUMS: bool;       true: each slab's TILE_K products per output are summed in Product, then added
 //                                to f32 sums (f16); false: Product sums the whole of K (f32).
+//   const X_SLOTS, W_SLOTS: u32; vec4 slots of a slab's k row of x and of W: the tallest and widest tile / 4
+//                                (GROUP_ROWS * ROW_GROUPS / 4, GROUP_COLS * COL_GROUPS / 4) the kernel serves;
+//                                they size the workgroup arrays, so a kernel of wider tiles needs more memory.
 
 //!include linear_params.wgsl
 //!include weights.wgsl
@@ -32,20 +36,25 @@ fn is_block_weight() -> bool {
 }
 @group(0) @binding(6) var<uniform> params: Params;
 
-// ROW_GROUPS, COL_GROUPS, WORKERS and TILE_K: linear_shares.wgsl.
+// GROUP_ROWS, GROUP_COLS, ROW_GROUPS, COL_GROUPS, WORKERS and TILE_K: linear_shares.wgsl.
 const WORKGROUP_SIZE: u32 = 256u;
 const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply_k per k
-const SLOTS: u32 = 32u;  // vec4 slots per k row: 128 rows or columns at most
+// A group's threads: THREAD_ROWS rows of THREAD_COLS threads, each owning 4 x 4 of its outputs.
+override THREAD_ROWS: u32 = GROUP_ROWS / 4u;
+override THREAD_COLS: u32 = WORKGROUP_SIZE / THREAD_ROWS;
+// The rows of W a pass of the 256 threads stages (two threads a row, 4 k each); a tile of TILE_N columns takes
+// TILE_N / STAGE_ROWS passes: one, or two (linear_tiled_rows.wgsl's 256 columns).
+const STAGE_ROWS: u32 = WORKGROUP_SIZE / 2u;
 // x_s[buffer][k][m / 4][m % 4], w_s likewise for n, in the Product type (f16 halves their size). Three indices
 // rather than one flat one because the bounds checks WebGPU adds clamp every index that is not a constant: k
 // is one once multiply_k is inlined and the slot is the same in every slab, so a slab takes 5 clamps (the
 // buffer and 4 slots) instead of 32.
-alias Slab = array<array<vec4<Product>, SLOTS>, TILE_K>;
-var<workgroup> x_s: array<Slab, 2>;
-var<workgroup> w_s: array<Slab, 2>;
+var<workgroup> x_s: array<array<array<vec4<Product>, X_SLOTS>, TILE_K>, 2>;
+var<workgroup> w_s: array<array<array<vec4<Product>, W_SLOTS>, TILE_K>, 2>;
 
 // One thread's share of a slab, held in registers between its load and its store.
-// Every thread stages 4 k of one row of x and of one row of W: row = lid / 2, k = 4 * (lid % 2) .. + 3.
+// Every thread stages 4 k of one row of x and of one row of W: row = lid / 2, k = 4 * (lid % 2) .. + 3; of a
+// tile wider than 128 columns also of W's row 128 + lid / 2 (w2, header2).
 struct Staged {
   x: vec4<f32>,  // x[row, k .. k + 3]
   w: vec4<u32>,  // f32: W[row, k .. k + 3] as f32 bits;
@@ -55,6 +64,8 @@ struct Staged {
                  // took f16 products ~15 % longer than f32 ones on an H200, run 80);
                  // block types: the words of the thread's quad (blocks.wgsl's quad_words) in x, y
   header: vec4<u32>,  // block types: its chunk's header words (chunk_header)
+  w2: vec4<u32>,
+  header2: vec4<u32>,
 }
 
 // Block types: this thread's quad of a row in slab s, 2 s + lid % 2 (8 quads to a 32-element chunk).
@@ -68,41 +79,75 @@ fn slab_quad(s: u32, lid: u32) -> u32 {
 struct RowStarts {
   x: u32,
   w: u32,
+  w2: u32,  // W's row STAGE_ROWS + lid / 2 (tiles wider than STAGE_ROWS)
+}
+
+// Whether a slab of W takes a second pass (a tile wider than STAGE_ROWS): a function of the overrides alone, so
+// that the narrower kernels' pipelines drop the second pass's loads and stores.
+fn two_passes() -> bool {
+  return GROUP_COLS * COL_GROUPS > STAGE_ROWS;
+}
+
+// Where one thread's piece of W's row n starts (slab 0).
+fn w_row_start(n: u32, lid: u32) -> u32 {
+  let row = min(n, params.N - 1u);
+  if (WEIGHT_TYPE == 0u) {
+    return row * (params.K / 4u) + lid % 2u;
+  }
+  if (is_block_weight()) {
+    return row * block_row_words(params.K);  // the row's first word (block_row_at)
+  }
+  return row * (params.K / 8u);
 }
 
 fn row_starts(m0: u32, n0: u32, lid: u32) -> RowStarts {
-  let K4 = params.K / 4u;
   let row = lid / 2u;
   var starts: RowStarts;
-  starts.x = min(m0 + row, params.M - 1u) * K4 + lid % 2u;
-  if (WEIGHT_TYPE == 0u) {
-    starts.w = min(n0 + row, params.N - 1u) * K4 + lid % 2u;
-  } else if (is_block_weight()) {
-    starts.w = min(n0 + row, params.N - 1u) * block_row_words(params.K);  // the row's first word (block_row_at)
-  } else {
-    starts.w = min(n0 + row, params.N - 1u) * (params.K / 8u);
-  }
+  starts.x = min(m0 + row, params.M - 1u) * (params.K / 4u) + lid % 2u;
+  starts.w = w_row_start(n0 + row, lid);
+  starts.w2 = w_row_start(n0 + STAGE_ROWS + row, lid);
   return starts;
+}
+
+// The words of this thread's 4 k of slab s of the W row starting at `start`; block types also its chunk's
+// header words.
+struct WeightPiece {
+  w: vec4<u32>,
+  header: vec4<u32>,
+}
+
+fn load_w(start: u32, s: u32, lid: u32) -> WeightPiece {
+  var piece: WeightPiece;
+  if (is_block_weight()) {
+    // Only the words are loaded here; stage() decodes them after the slab's products, so that no thread
+    // waits on these loads before its FMAs, as with 16-bit weights. Decoded here instead, Q4_K's q|k|v at
+    // M = 512 took 0.905 ms against Q4_0's 0.727 and f16's 0.673 (H200, 2026-12-02).
+    let quad = slab_quad(s, lid);
+    let row = block_row_at(start, params.K);
+    piece.w = vec4<u32>(quad_words(row, quad / 8u, quad % 8u), 0u, 0u);
+    piece.header = chunk_header(row, quad / 8u);
+  } else {
+    piece.w = W[start + select(s, 2u * s, WEIGHT_TYPE == 0u)];
+  }
+  return piece;
 }
 
 // Loads slab s of the tile whose rows start at `starts`.
 fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
   var staged: Staged;
-  if (lid / 2u < 64u * ROW_GROUPS) {
+  let row = lid / 2u;
+  if (row < GROUP_ROWS * ROW_GROUPS) {
     staged.x = x[starts.x + 2u * s];
   }
-  if (lid / 2u < 64u * COL_GROUPS) {
-    if (is_block_weight()) {
-      // Only the words are loaded here; stage() decodes them after the slab's products, so that no thread
-      // waits on these loads before its FMAs, as with 16-bit weights. Decoded here instead, Q4_K's q|k|v at
-      // M = 512 took 0.905 ms against Q4_0's 0.727 and f16's 0.673 (H200, 2026-12-02).
-      let quad = slab_quad(s, lid);
-      let row = block_row_at(starts.w, params.K);
-      staged.w = vec4<u32>(quad_words(row, quad / 8u, quad % 8u), 0u, 0u);
-      staged.header = chunk_header(row, quad / 8u);
-    } else {
-      staged.w = W[starts.w + select(s, 2u * s, WEIGHT_TYPE == 0u)];
-    }
+  if (row < GROUP_COLS * COL_GROUPS) {
+    let piece = load_w(starts.w, s, lid);
+    staged.w = piece.w;
+    staged.header = piece.header;
+  }
+  if (two_passes() && STAGE_ROWS + row < GROUP_COLS * COL_GROUPS) {
+    let piece = load_w(starts.w2, s, lid);
+    staged.w2 = piece.w;
+    staged.header2 = piece.header;
   }
   return staged;
 }
@@ -115,28 +160,39 @@ fn put_w(buffer: u32, k: u32, n: u32, value: f32) {
   w_s[buffer][k][n / 4u][n % 4u] = Product(value);
 }
 
+// This thread's 4 weights of a staged piece (load_w's w and header), decoded.
+fn piece_values(w: vec4<u32>, header: vec4<u32>, s: u32, lid: u32) -> vec4<f32> {
+  if (WEIGHT_TYPE == 1u || WEIGHT_TYPE == 2u) {
+    // Words x, y hold k 0..3, words z, w k 4..7; selects, not a branch, keep the warp's lanes together.
+    let first = lid % 2u == 0u;
+    return vec4<f32>(halves(select(w.z, w.x, first)), halves(select(w.w, w.y, first)));
+  }
+  if (is_block_weight()) {
+    let quad = slab_quad(s, lid);
+    return quad_values(header, w.xy, quad / 8u, quad % 8u);
+  }
+  return bitcast<vec4<f32>>(w);
+}
+
 // Stores staged slab s, transposed, into `buffer`.
 fn stage(staged: Staged, s: u32, buffer: u32, lid: u32) {
   let row = lid / 2u;
   let k = 4u * (lid % 2u);
-  if (row < 64u * ROW_GROUPS) {
+  if (row < GROUP_ROWS * ROW_GROUPS) {
     for (var j: u32 = 0u; j < 4u; j++) {
       put_x(buffer, k + j, row, staged.x[j]);
     }
   }
-  if (row < 64u * COL_GROUPS) {
-    var w = bitcast<vec4<f32>>(staged.w);
-    if (WEIGHT_TYPE == 1u || WEIGHT_TYPE == 2u) {
-      // Words x, y hold k 0..3, words z, w k 4..7; selects, not a branch, keep the warp's lanes together.
-      let first = lid % 2u == 0u;
-      w = vec4<f32>(halves(select(staged.w.z, staged.w.x, first)), halves(select(staged.w.w, staged.w.y, first)));
-    }
-    if (is_block_weight()) {
-      let quad = slab_quad(s, lid);
-      w = quad_values(staged.header, staged.w.xy, quad / 8u, quad % 8u);
-    }
+  if (row < GROUP_COLS * COL_GROUPS) {
+    let w = piece_values(staged.w, staged.header, s, lid);
     for (var j: u32 = 0u; j < 4u; j++) {
       put_w(buffer, k + j, row, w[j]);
+    }
+  }
+  if (two_passes() && STAGE_ROWS + row < GROUP_COLS * COL_GROUPS) {
+    let w = piece_values(staged.w2, staged.header2, s, lid);
+    for (var j: u32 = 0u; j < 4u; j++) {
+      put_w(buffer, k + j, STAGE_ROWS + row, w[j]);
     }
   }
 }
@@ -147,7 +203,8 @@ fn outer(a: vec4<Product>, b: vec4<Product>, c: mat4x4<Product>) -> mat4x4<Produ
                          fma(vec4<Product>(a.z), b, c[2]), fma(vec4<Product>(a.w), b, c[3]));
 }
 
-// acc_ij: rows m0 + 64i + 4ty + r (column r of the matrix), columns n0 + 64j + 4tx + 0..3 of the tile (main).
+// acc_ij: rows m0 + GROUP_ROWS i + 4ty + r (column r of the matrix), columns n0 + GROUP_COLS j + 4tx + 0..3 of
+// the tile (main).
 // Module-scope so that multiply_k can update them; each invocation has its own, starting at zero. With
 // SLAB_SUMS they hold one slab's sums, which add_slab() moves into sum_ij after every slab; otherwise they
 // hold the whole sums and sum_ij go unused (and are compiled out).
@@ -181,12 +238,12 @@ fn block_sums(acc: mat4x4<Product>, sum: mat4x4<f32>) -> mat4x4<f32> {
 }
 
 // Row k of the slab in `buffer` times the thread's accumulators: 4 vec4 reads, up to 64 FMAs. a1 and b1 are
-// unused, and so not read, in a tile of one row or column group.
+// unused, and so not read, in a tile of one row or column group (where their index may lie past the arrays).
 fn multiply_k(buffer: u32, k: u32, tx: u32, ty: u32) {
   let a0 = x_s[buffer][k][ty];
-  let a1 = x_s[buffer][k][16u + ty];
+  let a1 = x_s[buffer][k][THREAD_ROWS + ty];
   let b0 = w_s[buffer][k][tx];
-  let b1 = w_s[buffer][k][16u + tx];
+  let b1 = w_s[buffer][k][THREAD_COLS + tx];
   acc00 = outer(a0, b0, acc00);
   if (COL_GROUPS == 2u) {
     acc01 = outer(a0, b1, acc01);
@@ -206,7 +263,7 @@ const FINAL: u32 = 0xffffffffu;
 
 // Writes a thread's 4x4 block at rows r .. r + 3, columns c .. c + 3 of the tile at (m0, n0) (row i in acc[i]).
 fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
-  let tile_n = 64u * COL_GROUPS;
+  let tile_n = GROUP_COLS * COL_GROUPS;
   for (var i: u32 = 0u; i < 4u; i++) {
     if (m0 + r + i < params.M) {
       for (var j: u32 = 0u; j < 4u; j++) {
@@ -214,7 +271,7 @@ fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
           if (slot == FINAL) {
             store(m0 + r + i, n0 + c + j, acc[i][j]);
           } else {
-            partials[(slot * 64u * ROW_GROUPS + r + i) * tile_n + c + j] = acc[i][j];
+            partials[(slot * GROUP_ROWS * ROW_GROUPS + r + i) * tile_n + c + j] = acc[i][j];
           }
         }
       }
@@ -226,8 +283,8 @@ fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
 // into the other buffer (the last slab loads and stages itself again, unconditionally, which keeps the loop free
 // of branches around its loads: no one reads that buffer before the barrier that follows).
 fn slab_step(starts: RowStarts, s: u32, end_slab: u32, buffer: u32, lid: u32) {
-  let tx = lid % 16u;
-  let ty = lid / 16u;
+  let tx = lid % THREAD_COLS;
+  let ty = lid / THREAD_COLS;
   let next_slab = min(s + 1u, end_slab - 1u);
   let next = load(starts, next_slab, lid);
   // Written out, so that each read sits at a constant offset: see the header.
@@ -295,8 +352,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     begin = share_start(worker, t.iterations);
     end = share_start(worker + 1u, t.iterations);
   }
-  let r = 4u * (lid / 16u);
-  let c = 4u * (lid % 16u);
+  let r = 4u * (lid / THREAD_COLS);
+  let c = 4u * (lid % THREAD_COLS);
   for (var i = begin; i < end;) {
     let tile = i / slabs;
     let first_slab = i % slabs;
@@ -311,12 +368,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     store_block(slot, m0, n0, r, c, block_sums(acc00, sum00));
     if (COL_GROUPS == 2u) {
-      store_block(slot, m0, n0, r, c + 64u, block_sums(acc01, sum01));
+      store_block(slot, m0, n0, r, c + GROUP_COLS, block_sums(acc01, sum01));
     }
     if (ROW_GROUPS == 2u) {
-      store_block(slot, m0, n0, r + 64u, c, block_sums(acc10, sum10));
+      store_block(slot, m0, n0, r + GROUP_ROWS, c, block_sums(acc10, sum10));
       if (COL_GROUPS == 2u) {
-        store_block(slot, m0, n0, r + 64u, c + 64u, block_sums(acc11, sum11));
+        store_block(slot, m0, n0, r + GROUP_ROWS, c + GROUP_COLS, block_sums(acc11, sum11));
       }
     }
     i += end_slab - first_slab;
