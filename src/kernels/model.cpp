@@ -567,6 +567,11 @@ LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident, bo
   return {64, 64};
 }
 
+// linear_tile() on `device`: its resident tiles, and linear_tiled_rows.wgsl's tiles where use_batch_tiles says.
+LinearTile device_tile(const gpu::Device& device, const LinearParams& p, bool shared) {
+  return linear_tile(p, shared, tuning(device).resident_tiles, use_batch_tiles(device, p));
+}
+
 std::string linear_shapes(const LinearParams& p, WeightType type) {
   return fmt::format("M={} K={} N={} type={} out_stride={} out_col={}", p.M, p.K, p.N, name_of(type), p.out_stride,
                      p.out_col);
@@ -612,7 +617,7 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
     fail("kernel '{}' ({}): f16 arithmetic needs the adapter's shader-f16 feature, which {} does not offer", kernel,
          shapes, device.adapter().summary());
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p, workers > 0, tuning(device).resident_tiles, batch_tiles);
+  LinearTile tile = device_tile(device, p, workers > 0);
   gpu::Constants constants = shares_constants(tile, workers);
   constants.push_back({"WEIGHT_TYPE", double(type)});
   return prepare(device, kernel, shapes,
@@ -622,14 +627,14 @@ Dispatch linear_tiled(gpu::Device& device, const std::string& shapes, const Tile
                   {"residual", b.residual, used(p.has_residual, out_count)},
                   {"out", b.out, out_count},
                   {"partials", b.partials, workers ? partial_floats(tile, workers) : 1}},
-                 p, workers ? fold(workers) : linear_grid(p, tuning(device).resident_tiles, batch_tiles), constants);
+                 p, workers ? fold(workers) : fold(tile_count(p, tile)), constants);
 }
 
 }  // namespace
 
 uint32_t linear_split_workers(const gpu::Device& device, const LinearParams& p, uint32_t requested) {
   uint32_t resident = tuning(device).resident_tiles;
-  LinearTile tile = linear_tile(p, true, resident, use_batch_tiles(device, p));
+  LinearTile tile = device_tile(device, p, true);
   uint64_t tiles = use_linear_tiled(p) ? tile_count(p, tile) : 0;
   if (requested != 0) {
     if (!use_linear_tiled(p) || requested > tiles * (p.K / 8) || requested > kMaxSplitWorkers ||
@@ -648,8 +653,7 @@ uint32_t linear_split_workers(const gpu::Device& device, const LinearParams& p, 
 }
 
 uint64_t linear_split_scratch_floats(const gpu::Device& device, const LinearParams& p, uint32_t workers) {
-  return partial_floats(linear_tile(p, true, tuning(device).resident_tiles, use_batch_tiles(device, p)),
-                        linear_split_workers(device, p, workers));
+  return partial_floats(device_tile(device, p, true), linear_split_workers(device, p, workers));
 }
 
 uint64_t linear_split_scratch_bound(const gpu::Device& device) {
@@ -727,9 +731,9 @@ Grid linear_rows_grid(const gpu::Device& device, const LinearParams& p, WeightTy
   return fold(ceil_div(p.N, uint64_t(b.columns) * b.lanes * b.teams));
 }
 
-Grid linear_grid(const LinearParams& p, uint32_t resident_tiles, bool batch_tiles) {
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles) {
   if (use_matvec(p.M)) return fold(ceil_div(p.N, kLinearMatvecColumns));
-  return fold(tile_count(p, linear_tile(p, false, resident_tiles, batch_tiles)));
+  return fold(tile_count(p, linear_tile(p, false, resident_tiles, false)));
 }
 
 namespace {
@@ -1050,7 +1054,7 @@ std::vector<Dispatch> linear_split_k(gpu::Device& device, BufferBinding x, Buffe
   check_block_rows("linear", shapes, type, p.K);
   check_linear("linear", shapes, p.M, p.K, p.N, p.out_stride, p.out_col);
   uint64_t out_count = count_of(p.M, p.out_stride);
-  LinearTile tile = linear_tile(p, true, tuning(device).resident_tiles, use_batch_tiles(device, p));
+  LinearTile tile = device_tile(device, p, true);
   dispatches.push_back(
       linear_tiled(device, shapes, {x, weight, bias, residual, out, scratch}, p, type, workers, arithmetic));
   dispatches.push_back(prepare(device, "linear_split_sum", shapes,

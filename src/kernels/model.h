@@ -196,9 +196,9 @@ struct MatvecBlocking {
   uint32_t columns = 0, split = 0, unroll = 0, workgroups = 0;
 };
 // The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
-// (tuning().resident_tiles: the tiles' shape rule, tiled_fill()), `batch_tiles` those of
-// linear_tiled_rows.wgsl; linear_rows.wgsl's is linear_rows_grid().
-Grid linear_grid(const LinearParams& p, uint32_t resident_tiles, bool batch_tiles = false);
+// (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid(), and
+// linear_tiled_rows.wgsl's, for the products of up to kBatchTileRows rows it takes, one per 32 x 256 tile.
+Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (any weight type,
 // block types with rows of whole blocks): all products of kMatvecRows + 1 to kLinearRowsMax rows, and from
 // kLinearRowsMin rows those whose weights (in their own bytes: a block type's packed rows) give each of the

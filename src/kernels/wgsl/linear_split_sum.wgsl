@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = tiling();
   let slabs = t.slabs;
   let iterations = t.iterations;
-  let tile_outputs = t.tile_m * t.tile_n;
+  let tile_outputs = TILE_M * TILE_N;
   let index = wid.x + wid.y * nwg.x;
   let per_tile = tile_outputs / WORKGROUP_SIZE;
   let boundary = 1u + index / per_tile;
@@ -46,8 +46,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let e = (index % per_tile) * WORKGROUP_SIZE + lid;  // the output within the tile, row-major
   let corner = tile_corner(t, tile);
-  let m = corner.x + e / t.tile_n;
-  let n = corner.y + e % t.tile_n;
+  let m = corner.x + e / TILE_N;
+  let n = corner.y + e % TILE_N;
   if (m >= params.M || n >= params.N) {
     return;
   }

@@ -11,15 +11,15 @@
 override GROUP_ROWS: u32 = 64u;  // rows of a group: 64 (linear_tiled.wgsl) or 32 (linear_tiled_rows.wgsl); its
                                  // columns GROUP_COLS = 4096 / GROUP_ROWS (256 threads' 4 x 4 outputs each)
 override GROUP_COLS: u32 = 4096u / GROUP_ROWS;
-override ROW_GROUPS: u32 = 2u;  // TILE_M = GROUP_ROWS * ROW_GROUPS
-override COL_GROUPS: u32 = 2u;  // TILE_N = GROUP_COLS * COL_GROUPS
+override ROW_GROUPS: u32 = 2u;  // groups down a tile
+override COL_GROUPS: u32 = 2u;  // groups across a tile
+override TILE_M: u32 = GROUP_ROWS * ROW_GROUPS;
+override TILE_N: u32 = GROUP_COLS * COL_GROUPS;
 override WORKERS: u32 = 0u;     // 0: one tile per workgroup (linear_tiled.wgsl); else the count of shares
 const TILE_K: u32 = 8u;         // k per slab
 
 // The product's tiles, column tiles fastest, then row tiles, each K / TILE_K slabs long.
 struct Tiling {
-  tile_m: u32,
-  tile_n: u32,
   tiles_n: u32,     // tiles per row of tiles
   tiles: u32,
   slabs: u32,       // per tile
@@ -27,17 +27,15 @@ struct Tiling {
 }
 
 fn tiling() -> Tiling {
-  let tile_m = GROUP_ROWS * ROW_GROUPS;
-  let tile_n = GROUP_COLS * COL_GROUPS;
-  let tiles_n = (params.N + tile_n - 1u) / tile_n;
-  let tiles = tiles_n * ((params.M + tile_m - 1u) / tile_m);
+  let tiles_n = (params.N + TILE_N - 1u) / TILE_N;
+  let tiles = tiles_n * ((params.M + TILE_M - 1u) / TILE_M);
   let slabs = params.K / TILE_K;
-  return Tiling(tile_m, tile_n, tiles_n, tiles, slabs, tiles * slabs);
+  return Tiling(tiles_n, tiles, slabs, tiles * slabs);
 }
 
 // The first row and column of tile `tile`.
 fn tile_corner(t: Tiling, tile: u32) -> vec2<u32> {
-  return vec2<u32>((tile / t.tiles_n) * t.tile_m, (tile % t.tiles_n) * t.tile_n);
+  return vec2<u32>((tile / t.tiles_n) * TILE_M, (tile % t.tiles_n) * TILE_N);
 }
 
 // The first iteration of worker w's share, floor(w * iterations / WORKERS), without overflowing u32: the

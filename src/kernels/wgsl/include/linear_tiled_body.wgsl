@@ -5,7 +5,7 @@
 //   const SLAB_SUMS: bool;       true: each slab's TILE_K products per output are summed in Product, then added
 //                                to f32 sums (f16); false: Product sums the whole of K (f32).
 //   const X_SLOTS, W_SLOTS: u32; vec4 slots of a slab's k row of x and of W: the tallest and widest tile / 4
-//                                (GROUP_ROWS * ROW_GROUPS / 4, GROUP_COLS * COL_GROUPS / 4) the kernel serves;
+//                                (TILE_M / 4, TILE_N / 4) the kernel serves;
 //                                they size the workgroup arrays, so a kernel of wider tiles needs more memory.
 
 //!include linear_params.wgsl
@@ -36,7 +36,7 @@ fn is_block_weight() -> bool {
 }
 @group(0) @binding(6) var<uniform> params: Params;
 
-// GROUP_ROWS, GROUP_COLS, ROW_GROUPS, COL_GROUPS, WORKERS and TILE_K: linear_shares.wgsl.
+// GROUP_ROWS, GROUP_COLS, ROW_GROUPS, COL_GROUPS, TILE_M, TILE_N, WORKERS and TILE_K: linear_shares.wgsl.
 const WORKGROUP_SIZE: u32 = 256u;
 const_assert TILE_K == 8u;  // main writes a whole tile's slab out, one multiply_k per k
 // A group's threads: THREAD_ROWS rows of THREAD_COLS threads, each owning 4 x 4 of its outputs.
@@ -85,7 +85,7 @@ struct RowStarts {
 // Whether a slab of W takes a second pass (a tile wider than STAGE_ROWS): a function of the overrides alone, so
 // that the narrower kernels' pipelines drop the second pass's loads and stores.
 fn two_passes() -> bool {
-  return GROUP_COLS * COL_GROUPS > STAGE_ROWS;
+  return TILE_N > STAGE_ROWS;
 }
 
 // Where one thread's piece of W's row n starts (slab 0).
@@ -136,15 +136,15 @@ fn load_w(start: u32, s: u32, lid: u32) -> WeightPiece {
 fn load(starts: RowStarts, s: u32, lid: u32) -> Staged {
   var staged: Staged;
   let row = lid / 2u;
-  if (row < GROUP_ROWS * ROW_GROUPS) {
+  if (row < TILE_M) {
     staged.x = x[starts.x + 2u * s];
   }
-  if (row < GROUP_COLS * COL_GROUPS) {
+  if (row < TILE_N) {
     let piece = load_w(starts.w, s, lid);
     staged.w = piece.w;
     staged.header = piece.header;
   }
-  if (two_passes() && STAGE_ROWS + row < GROUP_COLS * COL_GROUPS) {
+  if (two_passes() && STAGE_ROWS + row < TILE_N) {
     let piece = load_w(starts.w2, s, lid);
     staged.w2 = piece.w;
     staged.header2 = piece.header;
@@ -178,18 +178,18 @@ fn piece_values(w: vec4<u32>, header: vec4<u32>, s: u32, lid: u32) -> vec4<f32> 
 fn stage(staged: Staged, s: u32, buffer: u32, lid: u32) {
   let row = lid / 2u;
   let k = 4u * (lid % 2u);
-  if (row < GROUP_ROWS * ROW_GROUPS) {
+  if (row < TILE_M) {
     for (var j: u32 = 0u; j < 4u; j++) {
       put_x(buffer, k + j, row, staged.x[j]);
     }
   }
-  if (row < GROUP_COLS * COL_GROUPS) {
+  if (row < TILE_N) {
     let w = piece_values(staged.w, staged.header, s, lid);
     for (var j: u32 = 0u; j < 4u; j++) {
       put_w(buffer, k + j, row, w[j]);
     }
   }
-  if (two_passes() && STAGE_ROWS + row < GROUP_COLS * COL_GROUPS) {
+  if (two_passes() && STAGE_ROWS + row < TILE_N) {
     let w = piece_values(staged.w2, staged.header2, s, lid);
     for (var j: u32 = 0u; j < 4u; j++) {
       put_w(buffer, k + j, STAGE_ROWS + row, w[j]);
@@ -263,7 +263,6 @@ const FINAL: u32 = 0xffffffffu;
 
 // Writes a thread's 4x4 block at rows r .. r + 3, columns c .. c + 3 of the tile at (m0, n0) (row i in acc[i]).
 fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
-  let tile_n = GROUP_COLS * COL_GROUPS;
   for (var i: u32 = 0u; i < 4u; i++) {
     if (m0 + r + i < params.M) {
       for (var j: u32 = 0u; j < 4u; j++) {
@@ -271,7 +270,7 @@ fn store_block(slot: u32, m0: u32, n0: u32, r: u32, c: u32, acc: mat4x4<f32>) {
           if (slot == FINAL) {
             store(m0 + r + i, n0 + c + j, acc[i][j]);
           } else {
-            partials[(slot * GROUP_ROWS * ROW_GROUPS + r + i) * tile_n + c + j] = acc[i][j];
+            partials[(slot * TILE_M + r + i) * TILE_N + c + j] = acc[i][j];
           }
         }
       }
