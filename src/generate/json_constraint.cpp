@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -1545,13 +1546,16 @@ class Automaton {
     size_t characters, items;
   };
   std::string mask_key(const State& state, Lookahead lookahead) const {
-    if (state.size == 1) return std::string(1, '\1') + stack_key(state.stacks[0], lookahead);
+    std::string key(1, static_cast<char>(state.size));
+    if (state.size == 1) {
+      key += stack_key(state.stacks[0], lookahead);
+      return key;
+    }
     // Several readings: their keys in order, each after its length, so that the key is the set's.
     std::vector<std::string> keys;
     for (const Stack& stack : state.readings()) keys.push_back(stack_key(stack, lookahead));
     std::sort(keys.begin(), keys.end());
-    std::string key(1, static_cast<char>(state.size));
-    for (const std::string& part : keys) key += fmt::format("{}:", part.size()) + part;
+    for (const std::string& part : keys) fmt::format_to(std::back_inserter(key), "{}:{}", part.size(), part);
     return key;
   }
 
