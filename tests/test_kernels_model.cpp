@@ -612,10 +612,11 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
   EXPECT_EQ(blocks.front().kernel, "linear_rows");
 }
 
-// Products of 17 to 32 rows take linear_tiled_rows.wgsl's 32 x 256 tiles where their iterations make three
-// quarters of a wave of shares of 32 slabs (an H200's 264 resident tiles: 6,336 iterations), 64-row tiles where
-// they make fewer and from 33 rows, and linear_rows.wgsl up to 16 rows.
-TEST(LinearSplit, StepsOf17To32RowsTakeTilesOf32Rows) {
+// Products of 17 to 64 rows take linear_tiled_rows.wgsl's tiles, of 32 x 256 up to 32 rows and 64 x 256 above,
+// where their iterations make three quarters of a wave of shares of 32 slabs (an H200's 264 resident tiles: 6,336
+// iterations), 64-row tiles where they make fewer and from 65 rows, and linear_rows.wgsl up to 16 rows. The
+// scratch of the shares (two tile-sized slots each) shows the tile's rows.
+TEST(LinearSplit, StepsOf17To64RowsTakeBatchTiles) {
   device().set_tuning(kH200);
   auto kernel = [](uint32_t M, uint32_t K, uint32_t N) {
     LinearParams p{M, K, N, N, 0, 0, 0};
@@ -625,12 +626,24 @@ TEST(LinearSplit, StepsOf17To32RowsTakeTilesOf32Rows) {
     auto scratch = device().create_buffer("scratch", 4 * std::max<uint64_t>(1, linear_split_scratch_floats(device(), p)));
     return linear_split_k(device(), {&x}, {&W}, {&x}, {&x}, {&out}, p, WeightType::F16, {&scratch}).front().kernel;
   };
-  EXPECT_EQ(kernel(kBatchTileRows, 3168, 4096), "linear_tiled_rows");  // 16 tiles of 396 slabs: 6,336 iterations
+  EXPECT_EQ(kernel(32, 3168, 4096), "linear_tiled_rows");  // 16 tiles of 396 slabs: 6,336 iterations
   EXPECT_EQ(kernel(kLinearRowsMax + 1, 3168, 4096), "linear_tiled_rows");
-  EXPECT_EQ(kernel(kBatchTileRows, 3160, 4096), "linear_tiled");      // 6,320
-  EXPECT_EQ(kernel(kBatchTileRows, 896, 9728), "linear_tiled");       // Qwen2.5-0.5B's gate|up: 38 tiles of 112 slabs
+  EXPECT_EQ(kernel(33, 3168, 4096), "linear_tiled_rows");
+  EXPECT_EQ(kernel(kBatchTileRows, 3168, 4096), "linear_tiled_rows");
+  EXPECT_EQ(kernel(32, 3160, 4096), "linear_tiled");              // 6,320
+  EXPECT_EQ(kernel(kBatchTileRows, 3160, 4096), "linear_tiled");
+  EXPECT_EQ(kernel(kBatchTileRows, 896, 9728), "linear_tiled");   // Qwen2.5-0.5B's gate|up: 38 tiles of 112 slabs
   EXPECT_EQ(kernel(kBatchTileRows + 1, 3168, 4096), "linear_tiled");
   EXPECT_EQ(kernel(kLinearRowsMax, 3168, 4096), "linear_rows");
+  auto tile_floats = [](uint32_t M) {
+    LinearParams p{M, 3168, 4096, 4096, 0, 0, 0};
+    return linear_split_scratch_floats(device(), p) / (2 * linear_split_workers(device(), p));
+  };
+  EXPECT_EQ(tile_floats(kLinearRowsMax + 1), 32u * 256);
+  EXPECT_EQ(tile_floats(32), 32u * 256);
+  EXPECT_EQ(tile_floats(33), 64u * 256);
+  EXPECT_EQ(tile_floats(kBatchTileRows), 64u * 256);
+  EXPECT_EQ(tile_floats(kBatchTileRows + 1), 128u * 64);  // linear_tiled.wgsl's
 }
 
 // Only a top-k below the count or a top-p below 1 is a cut for the levels after the first to narrow down; one

@@ -292,15 +292,18 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   check_product(c, {kLinearRowsMax, 38, 2, false, true, false, 0, {}, "linear_rows", 1}, rng);
   check_product(c, {6, 22, 3, true, false, false, 0, {4, 8, 1}, "linear_rows", 2}, rng);
   check_product(c, {kLinearRowsMax, 34, 2, false, true, false, 0, {2, 8, 1, 8}, "linear_rows", 1}, rng);
-  // Steps of 17 to 32 rows: linear_tiled_rows.wgsl's 32 x 256 tiles, whose iterations here (2 tiles of 32 slabs:
-  // 256 k) make two waves of shares under a tuning of one resident tile, on any adapter; N ending inside the
-  // second tile's second column group, and 3 shares asked for (cut tiles summed after).
+  // Steps of 17 to 64 rows: linear_tiled_rows.wgsl's 32 x 256 and 64 x 256 tiles, whose iterations here (2
+  // tiles of 32 slabs: 256 k) make two waves of shares under a tuning of one resident tile, on any adapter; N
+  // ending inside the second tile's second column group, M inside the second row group, and 3 shares asked for
+  // (cut tiles summed after).
   gpu::Tuning measured = tuning(device()), one_tile = measured;
   one_tile.resident_tiles = 1;
   device().set_tuning(one_tile);
   uint32_t slab_blocks = std::max<uint32_t>(1, 256 / block_layout(c.type).elements);
-  check_product(c, {kBatchTileRows, 300, slab_blocks, true, true, true, 0, {}, "linear_tiled_rows"}, rng);
+  check_product(c, {32, 300, slab_blocks, true, true, true, 0, {}, "linear_tiled_rows"}, rng);
   check_product(c, {kLinearRowsMax + 3, 257, slab_blocks, false, false, true, 3, {}, "linear_tiled_rows"}, rng);
+  check_product(c, {kBatchTileRows, 300, slab_blocks, false, true, false, 0, {}, "linear_tiled_rows"}, rng);
+  check_product(c, {37, 257, slab_blocks, true, false, true, 3, {}, "linear_tiled_rows"}, rng);
   device().set_tuning(measured);
   if (block_layout(c.type).elements < 256) return;  // 32-element blocks keep linear_q_matvec up to kMatvecRows
   uint32_t blocks = 2;

@@ -697,14 +697,14 @@ std::vector<Shape> decode_projection_shapes() {
 }
 
 // Batched decode steps: Llama's projections at 4, 8 and kLinearRowsMax rows (linear_rows.wgsl, to read the weights
-// once), at kLinearRowsMax + 1 and kBatchTileRows rows (linear_tiled_rows.wgsl's 32-row tiles where the adapter
-// holds them) and at 64 rows (the tiled prompt kernel's 64-row tiles); Qwen's, whose narrow products leave SMs
-// idle, at the same counts but kLinearRowsMax + 1.
+// once), at kLinearRowsMax + 1, 32, 48 and kBatchTileRows rows (linear_tiled_rows.wgsl's 32- and 64-row tiles where
+// the adapter holds them); Qwen's, whose narrow products leave SMs idle (64-row tiles of the tiled prompt kernel
+// from 17 rows), at 4, 8, kLinearRowsMax, 32 and kBatchTileRows.
 std::vector<Shape> batch_projection_shapes() {
   std::vector<Shape> shapes;
-  for (uint32_t T : {4u, 8u, kLinearRowsMax, kLinearRowsMax + 1, kBatchTileRows, 64u})
+  for (uint32_t T : {4u, 8u, kLinearRowsMax, kLinearRowsMax + 1, 32u, 48u, kBatchTileRows})
     for (const Projection& p : kLlamaProjections) shapes.push_back(projection_shape(p, T, false));
-  for (uint32_t T : {4u, 8u, kLinearRowsMax, kBatchTileRows, 64u})
+  for (uint32_t T : {4u, 8u, kLinearRowsMax, 32u, kBatchTileRows})
     for (const Projection& p : kQwenProjections) shapes.push_back(projection_shape(p, T, false));
   return shapes;
 }

@@ -362,12 +362,14 @@ std::vector<LinearShape> linear_shapes(bool quick) {
       {37, 136, 133, F32, true, true, 140, 5},
       {37, 136, 133, F16, false, true},
       {kLinearRowsMax + 2, 128, 20, BF16, true, true, 30, 10, 2},
-      // ... and batched decode steps of 17 to 32 rows in linear_tiled_rows.wgsl's 32 x 256 tiles, where their
-      // iterations make three quarters of a wave of shares of 32 slabs (on lavapipe's one or two resident tiles,
-      // from 24 or 48 iterations): odd M, N past a tile and ending inside a column group, a strided output,
-      // requested shares
+      // ... and batched decode steps of 17 to 64 rows in linear_tiled_rows.wgsl's 32 x 256 and 64 x 256 tiles,
+      // where their iterations make three quarters of a wave of shares of 32 slabs (on lavapipe's one or two
+      // resident tiles, from 24 or 48 iterations): odd M, N past a tile and ending inside a column group, a
+      // strided output, requested shares
       {25, 256, 301, BF16, true, true, 310, 7, 2},
+      {32, 264, 513, F16, false, true},
       {kBatchTileRows, 264, 513, F16, false, true},
+      {45, 300, 257, F32, true, true, 310, 7, 2},
       {19, 1024, 40, F32, true, false},
       {kLinearRowsMax + 1, 520, 130, F16, true, true, 0, 0, 0, {}, 5},
       // ... and its larger tiles, chosen once they give 128 workgroups: 128 x 128, 128 x 64, 64 x 128
@@ -391,9 +393,10 @@ std::vector<LinearShape> linear_shapes(bool quick) {
     // 4.4 GFLOP, too slow for lavapipe's quick lists.
     shapes.push_back({256, 33792, 256, F16, true, true});
     shapes.push_back({64, 896, 257, BF16, true, true});
-    // linear_tiled_rows.wgsl's 32 x 256 tiles under an H200's tuning (3 tiles of 2,112 slabs, the last of 8
-    // columns: three quarters of a wave of shares of 32 slabs over 264 resident tiles; the quick list's batched
-    // steps take them only on adapters of a few resident tiles)
+    // linear_tiled_rows.wgsl's 32 x 256 and 64 x 256 tiles under an H200's tuning (3 tiles of 2,112 slabs, the
+    // last of 8 columns: three quarters of a wave of shares of 32 slabs over 264 resident tiles; the quick list's
+    // batched steps take them only on adapters of a few resident tiles)
+    shapes.push_back({32, 16896, 520, F16, true, true});
     shapes.push_back({kBatchTileRows, 16896, 520, F16, true, true});
     shapes.push_back({1, 4, 600000, F32, true, false});  // 75000 workgroups: a folded grid
   }

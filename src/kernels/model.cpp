@@ -512,21 +512,26 @@ struct LinearTile {
 constexpr double kWaveSlack = 1.1;
 constexpr uint64_t kMinShareSlabs = 32;
 
-// linear_tiled_rows.wgsl's tile (groups of 32 x 128, two column groups) and its workgroup memory: two slabs of
-// 8 k of x (8 vec4 slots) and of W (64 slots), and a level type's table of 16 floats (blocks.wgsl).
+// linear_tiled_rows.wgsl's tiles: groups of 32 x 128, one or two down (32 or 64 rows) and two across; and its
+// workgroup memory: two slabs of 8 k of x (16 vec4 slots) and of W (64 slots), and a level type's table of 16
+// floats (blocks.wgsl).
+constexpr uint32_t kBatchGroupRows = 32;
 constexpr uint32_t kBatchTileCols = 256;
-constexpr uint32_t kBatchTileBytes = (2 * 8 * 8 + 2 * 8 * 64) * 16 + 16 * 4;
+constexpr uint32_t kBatchTileBytes = (2 * 8 * 16 + 2 * 8 * 64) * 16 + 16 * 4;
 
-// Whether a batched decode step of kLinearRowsMax + 1 to kBatchTileRows rows (17 to 32 sequences) runs its
-// product in linear_tiled_rows.wgsl's 32 x 256 tiles rather than 64-row tiles, half of whose rows would be
-// padding: where the adapter holds their workgroup arrays, and where their (tile, slab) iterations make at least
-// three quarters of a wave of shares of kMinShareSlabs. On an H100 (2026-12-06, bench/device/session46_tiles.sh),
-// Llama-3-8B's products at M = 32 (0.97 to 6.8 such waves) took a third less time (f16 gate_up 0.475 -> 0.301
-// ms, down 0.254 -> 0.169, q|k|v 0.129 -> 0.094, o 0.111 -> 0.078; o is the 0.97) and its 32 sequences decoded
-// 948 -> 1,440 tok/s; Qwen2.5-0.5B's with all of its products in them (0.07 to 0.50 of a wave, its LM head aside)
-// decoded 6,478 -> 5,582 tok/s. The three quarters lie between the two. Tiles of 16 x 256 (GROUP_ROWS 16) for 5
-// to 16 rows were slower than linear_rows.wgsl there but for the 8B's f16 gate_up (0.239 -> 0.227 ms; Q4_0
-// 0.210 -> 0.293).
+// Whether a batched decode step of kLinearRowsMax + 1 to kBatchTileRows rows (17 to 64 sequences) runs its
+// product in linear_tiled_rows.wgsl's tiles, 32 x 256 up to 32 rows and 64 x 256 above, rather than 64-row tiles
+// (half of whose rows would be padding at 32, and whose threads own 4 x 8 outputs, not 8 x 8, at 64): where the
+// adapter holds their workgroup arrays, and where their (tile, slab) iterations make at least three quarters of
+// a wave of shares of kMinShareSlabs. On an H100 (2026-12-06, bench/device/session46_tiles.sh), Llama-3-8B's
+// products at M = 32 (0.97 to 6.8 such waves) took a third less time (f16 gate_up 0.475 -> 0.301 ms, down 0.254
+// -> 0.169, q|k|v 0.129 -> 0.094, o 0.111 -> 0.078; o is the 0.97) and its 32 sequences decoded 948 -> 1,440
+// tok/s; Qwen2.5-0.5B's with all of its products in them (0.07 to 0.50 of a wave, its LM head aside) decoded
+// 6,478 -> 5,582 tok/s. The three quarters lie between the two. At M = 64 (another H100, the same day,
+// bench/device/session47_short.sh) the 64 x 256 tiles took the 8B's f16 gate_up 0.501 -> 0.428 ms, down 0.268 ->
+// 0.239, and its 48 and 64 sequences from 1,367 and 1,758 to 1,555 and 1,976 tok/s. Tiles of 16 x 256
+// (GROUP_ROWS 16) for 5 to 16 rows were slower than linear_rows.wgsl but for the 8B's f16 gate_up (0.239 -> 0.227
+// ms; Q4_0 0.210 -> 0.293).
 bool use_batch_tiles(const gpu::Device& device, const LinearParams& p) {
   if (!use_linear_tiled(p) || p.M <= kLinearRowsMax || p.M > kBatchTileRows ||
       device.limits().maxComputeWorkgroupStorageSize < kBatchTileBytes)
@@ -551,9 +556,9 @@ uint64_t tile_count(const LinearParams& p, LinearTile tile) {
 
 LinearTile linear_tile(const LinearParams& p, bool shared, uint32_t resident, bool batch_tiles) {
   if (!use_linear_tiled(p)) return {kTile, kTile};
-  // linear_tiled_rows.wgsl's arrays hold 8 vec4 slots of x and 64 of W a k: the tile's rows and columns / 4.
-  static_assert(kBatchTileRows / 4 <= 8 && kBatchTileCols / 4 <= 64);
-  if (batch_tiles) return {kBatchTileRows, kBatchTileCols, kBatchTileRows};
+  // linear_tiled_rows.wgsl's arrays hold 16 vec4 slots of x and 64 of W a k: the tile's rows and columns / 4.
+  static_assert(kBatchTileRows / 4 <= 16 && kBatchTileCols / 4 <= 64);
+  if (batch_tiles) return {p.M <= kBatchGroupRows ? kBatchGroupRows : kBatchTileRows, kBatchTileCols, kBatchGroupRows};
   for (LinearTile tile : {LinearTile{128, 128}, LinearTile{128, 64}, LinearTile{64, 128}}) {
     // Never taller than the rows rounded up to 64: a batched decode step of 17 to 64 rows computed half padding
     // in 128-row tiles (H200, 2026-12-02: Llama-3-8B's gate_up took 0.74 ms at M = 64 and at M = 32 alike).

@@ -60,10 +60,11 @@ constexpr uint32_t kMatvecRows = 4;
 // it between 16 and 32 rows (bench kernels' batch_projection_shapes).
 constexpr uint32_t kLinearRowsMin = 2;
 constexpr uint32_t kLinearRowsMax = 16;
-// From kLinearRowsMax + 1 to kBatchTileRows rows (a batched decode step of 17 to 32 sequences, or a short prompt
-// chunk) a product with K % 8 == 0 whose tiles make enough work runs linear_tiled_rows.wgsl's 32 x 256 tiles, where
-// the adapter's workgroup memory holds them (linear_split_k; the rule is model.cpp's use_batch_tiles).
-constexpr uint32_t kBatchTileRows = 32;
+// From kLinearRowsMax + 1 to kBatchTileRows rows (a batched decode step of 17 to 64 sequences, or a short prompt
+// chunk) a product with K % 8 == 0 whose tiles make enough work runs linear_tiled_rows.wgsl's tiles of 32 x 256
+// (up to 32 rows) or 64 x 256, where the adapter's workgroup memory holds them (linear_split_k; the rule is
+// model.cpp's use_batch_tiles).
+constexpr uint32_t kBatchTileRows = 64;
 
 uint32_t weight_bytes(WeightType type);  // 4, 2, 2 (element types only; throws for block types)
 bool is_block_type(WeightType type);
@@ -197,7 +198,7 @@ struct MatvecBlocking {
 };
 // The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
 // (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid(), and
-// linear_tiled_rows.wgsl's, for the products of up to kBatchTileRows rows it takes, one per 32 x 256 tile.
+// linear_tiled_rows.wgsl's, for the products of up to kBatchTileRows rows it takes, one per 32 or 64 x 256 tile.
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (any weight type,
 // block types with rows of whole blocks): all products of kMatvecRows + 1 to kLinearRowsMax rows, and from
