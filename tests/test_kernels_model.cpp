@@ -108,7 +108,7 @@ TEST(ModelKernels, F16ArithmeticNeedsShaderF16) {
               ThrowsMessage<Error>(AllOf(HasSubstr("linear_tiled_f16"), HasSubstr("shader-f16"))));
   EXPECT_EQ(prompt(16, 60).front().kernel, "linear");                      // K % 8 != 0: linear.wgsl, f32
   EXPECT_EQ(prompt(kLinearRowsMax, 64).front().kernel, "linear_rows");     // a batched decode step: f32
-  // ... also of 17 to 32 rows in their own tiles (one tile of 64 slabs: two waves of shares on one resident tile)
+  // ... also of 17 to 64 rows in their own tiles (one tile of 64 slabs: two waves of shares on one resident tile)
   EXPECT_EQ(prompt(kLinearRowsMax + 4, 512).front().kernel, "linear_tiled_rows");
   EXPECT_THAT(prompt(4, 64).front().kernel, Not(HasSubstr("f16")));  // decoding: f32
 }
@@ -614,7 +614,7 @@ TEST(LinearSplit, BatchedDecodeStepsShareNothingOut) {
 
 // Products of 17 to 64 rows take linear_tiled_rows.wgsl's tiles, of 32 x 256 up to 32 rows and 64 x 256 above,
 // where their iterations make three quarters of a wave of shares of 32 slabs (an H200's 264 resident tiles: 6,336
-// iterations), 64-row tiles where they make fewer and from 65 rows, and linear_rows.wgsl up to 16 rows. The
+// iterations), linear_tiled.wgsl's tiles where they make fewer and from 65 rows, and linear_rows.wgsl up to 16 rows. The
 // scratch of the shares (two tile-sized slots each) shows the tile's rows.
 TEST(LinearSplit, StepsOf17To64RowsTakeBatchTiles) {
   device().set_tuning(kH200);

@@ -294,7 +294,7 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   check_product(c, {kLinearRowsMax, 34, 2, false, true, false, 0, {2, 8, 1, 8}, "linear_rows", 1}, rng);
   // Steps of 17 to 64 rows: linear_tiled_rows.wgsl's 32 x 256 and 64 x 256 tiles, whose iterations here (2
   // tiles of 32 slabs: 256 k) make two waves of shares under a tuning of one resident tile, on any adapter; N
-  // ending inside the second tile's second column group, M inside the second row group, and 3 shares asked for
+  // ending inside the second tile's first column group, M inside the second row group, and 3 shares asked for
   // (cut tiles summed after).
   gpu::Tuning measured = tuning(device()), one_tile = measured;
   one_tile.resident_tiles = 1;

@@ -198,7 +198,7 @@ struct MatvecBlocking {
 };
 // The grid of the matrix-vector (M <= kMatvecRows) or tiled kernels on an adapter of `resident_tiles`
 // (tuning().resident_tiles: the tiles' shape rule, tiled_fill()); linear_rows.wgsl's is linear_rows_grid(), and
-// linear_tiled_rows.wgsl's, for the products of up to kBatchTileRows rows it takes, one per 32 or 64 x 256 tile.
+// linear_tiled_rows.wgsl's (one workgroup per 32 or 64 x 256 tile, or per share) is counted where it is prepared.
 Grid linear_grid(const LinearParams& p, uint32_t resident_tiles);
 // Whether linear() and linear_split_k() run linear_rows.wgsl for this shape when it fuses nothing (any weight type,
 // block types with rows of whole blocks): all products of kMatvecRows + 1 to kLinearRowsMax rows, and from
