@@ -9,6 +9,11 @@ source .device/gpu-env.sh
 export GERBIL_CACHE_DIR=/tmp/gerbil-cache PYTHONUNBUFFERED=1
 t0=$(date +%s)
 section() { echo; echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
+room() {  # room SECONDS: whether SECONDS more fit before LIMIT (default 580) seconds since the start; says so if not
+  (( $(date +%s) - t0 + $1 <= ${LIMIT:-580} )) && return 0
+  echo "--- skipped: $1 s do not fit in LIMIT=${LIMIT:-580} s"
+  return 1
+}
 rows() { grep -E "^(pp|tg|load|model:|time to|warm|[0-9]+ )"; }
 each() {  # each LABEL ARGS...: every binary of the array `binaries` in turn, one run each, its rows kept
   local label=$1; shift
@@ -22,6 +27,14 @@ rounds() {  # rounds N LABEL ARGS...: `each` N times over, the binaries taking t
   local n=$1 label=$2 round
   shift 2
   for ((round = 1; round <= n; round++)); do each "$label (round $round)" "$@"; done
+}
+missing_ggufs() {  # missing_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each not yet on this machine, in turn
+  # (written under another name first, so that a call cut short leaves no partial file behind for the next)
+  local f out
+  for f in "$@"; do
+    out="/tmp/${f/:/-}.gguf"
+    [ -f "$out" ] || { python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "$out.part" && mv "$out.part" "$out"; }
+  done
 }
 random_ggufs() {  # random_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each (random_gguf.py), in the background
   (for f in "$@"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf"; done) &
@@ -78,7 +91,8 @@ linear_products() {  # linear_products PATTERN SHAPE...: `bench kernels --kernel
 }
 start_llama_cpp_build() {  # llama.cpp's source from .device/llama.cpp.tar.xz, built into /tmp/llama-build on all cores
   # but two, niced, in the background (bench/peers/build_llama_cpp.sh; its log /tmp/llama-build.log); `builder` is
-  # its job's pid, for `wait "$builder"`
+  # its job's pid, for `wait "$builder"`. An earlier call's build on this machine is taken up where it stopped (the
+  # archive keeps its files' times, so what was built stays built).
   tar -C /tmp -xJf .device/llama.cpp.tar.xz
   (JOBS=$(( $(nproc) - 2 )) nice -n 10 bench/peers/build_llama_cpp.sh /tmp/llama.cpp /tmp/llama-build \
      >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
