@@ -36,8 +36,8 @@ missing_ggufs() {  # missing_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each 
     [ -f "$out" ] || { python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "$out.part" && mv "$out.part" "$out"; }
   done
 }
-random_ggufs() {  # random_ggufs SHAPE:TYPE ...: /tmp/SHAPE-TYPE.gguf of each (random_gguf.py), in the background
-  (for f in "$@"; do python3 bench/device/random_gguf.py "${f%%:*}" "${f#*:}" "/tmp/${f/:/-}.gguf"; done) &
+random_ggufs() {  # random_ggufs SHAPE:TYPE ...: missing_ggufs in the background
+  missing_ggufs "$@" &
 }
 f16_models() {  # f16_models GERBIL qwen|llama ...: random f16 weights (gerbil synth, seed 1) of Qwen2.5-0.5B's shape
   # in /tmp/q, of Llama-3-8B's in /tmp/l8

@@ -37,6 +37,7 @@ run_section() {  # run_section NAME SECONDS FILE COMMAND...: COMMAND's compariso
   # FILE.gguf and llama.cpp are ready, unless NAME's report is there already or SECONDS would not fit
   local name=$1 seconds=$2 file=$3
   shift 3
+  sections=$((sections + 1))
   [ -s "$reports/$name" ] && return 0
   room "$seconds" && ready "$file" && llama_ready || return 0
   section "$name"
@@ -44,6 +45,7 @@ run_section() {  # run_section NAME SECONDS FILE COMMAND...: COMMAND's compariso
     mv "$reports/$name.part" "$reports/$name"
   cat "$reports/$name.part" "$reports/$name" 2>/dev/null
 }
+sections=0
 for f in $q-F16 $q-Q8_0 $q-Q4_K_M $l-Q4_0 $l-Q4_K_M $l-F16; do
   run_section "pp512 tg128 $f" 120 $f bench/peers/llama_bench.sh /tmp/llama-build /tmp/$f.gguf -r 3
 done
@@ -61,6 +63,5 @@ for name in "pp512 tg128" batched "depths to 8192" "depth 32768"; do
     [ -s "$report" ] && { echo "--- $(basename "$report")"; cat "$report"; }
   done
 done
-expected=12
 done_count=$(ls $reports | grep -vc '\.part$')
-echo "$done_count of $expected sections done$([ "$done_count" -lt $expected ] && echo "; run again for the rest")"
+echo "$done_count of $sections sections done$([ "$done_count" -lt $sections ] && echo "; run again for the rest")"
