@@ -17,7 +17,8 @@ fuzz_seconds=${FUZZ_SECONDS:-$([ "$ci" = true ] && echo 20 || echo 10)}
 # The tests run under ASan + UBSan (and libstdc++'s assertions): those of the parsers (every byte they read is
 # untrusted: model files, tokenizers, templates, requests, JSON schemas and the constraints they compile), the sampler
 # and the generation path from files to tokens (the scheduler's threads, batched steps, cancellation and GPU
-# read-backs on five fixture architectures, and the decode loop when its consumer throws). The kernel, fixture
+# read-backs on five fixture architectures, and the decode loop when its consumer throws), and the staging ring that
+# carries weights to the GPU (windows that end inside a word, raw pointers into mapped memory). The kernel, fixture
 # and engine suites are left out to keep CI inside its time on 2 cores: they are the bulk of the time on
 # lavapipe, their WGSL runs inside the (uninstrumented) Vulkan driver, and the host code that records their
 # dispatches and drives the engine is the scheduler's, which runs here. Built at -O1 -g1 (fast to compile, still
@@ -26,7 +27,7 @@ sanitized_tests=(test_model_config test_model_safetensors test_model_weights tes
                  test_model_quant test_model_awq test_model_synth test_json test_server_request
                  test_generate_output_parser test_generate_json_constraint test_tokenizer test_tokenizer_errors
                  test_tokenizer_stream test_tokenizer_units test_template test_template_jinja test_generate_sampler
-                 test_graph_decode_errors test_generate_scheduler)
+                 test_graph_decode_errors test_generate_scheduler test_gpu_staging)
 # Mesa and Dawn are not instrumented; their leaks at exit are suppressed (file says which and why).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$root/tests/support/lsan_suppressions.txt:print_suppressions=0"

@@ -343,8 +343,8 @@ Buffer Device::create_buffer(std::string label, uint64_t size, BufferKind kind) 
   return make_buffer(std::move(label), size, kind, false);
 }
 
-Buffer Device::create_mapped(std::string label, uint64_t size) {
-  return make_buffer(std::move(label), size, BufferKind::Storage, true);
+Buffer Device::create_mapped(std::string label, uint64_t size, BufferKind kind) {
+  return make_buffer(std::move(label), size, kind, true);
 }
 
 Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bool mapped) {
@@ -359,6 +359,7 @@ Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bo
     case BufferKind::Uniform: usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst; break;
     case BufferKind::Readback: usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst; break;
     case BufferKind::QueryResolve: usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc; break;
+    case BufferKind::Upload: usage = WGPUBufferUsage_MapWrite | WGPUBufferUsage_CopySrc; break;
   }
   WGPUBufferDescriptor descriptor{};
   descriptor.label = view(label);
@@ -370,7 +371,8 @@ Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bo
   buffer.label_ = label;
   buffer.kind_ = kind;
   if (collecting_) return buffer;  // nothing will run on it
-  uint64_t counted = kind == BufferKind::Readback ? 0 : padded;  // read-back staging lives in host memory
+  // Read-back and upload staging live in host memory.
+  uint64_t counted = kind == BufferKind::Readback || kind == BufferKind::Upload ? 0 : padded;
   uint64_t held = buffer_bytes_->fetch_add(counted) + counted;
   MemoryCharge charge(buffer_bytes_, counted);  // given back if the buffer is refused
   if (memory_limit_ && held > memory_limit_)
@@ -420,14 +422,15 @@ std::vector<std::byte> Device::read(const Buffer& buffer, uint64_t offset, std::
   recorder.copy(buffer, offset, staging, 0, padded);
   recorder.submit();
 
-  PendingRead pending = map_async(staging, bytes);
+  PendingMap pending = map_async(staging, bytes);
   return finish_read(pending);
 }
 
-Device::PendingRead Device::map_async(const Buffer& readback, uint64_t size) {
-  if (readback.kind() != BufferKind::Readback) fail("buffer '{}' is not a read-back buffer", readback.label());
+Device::PendingMap Device::map_async(const Buffer& buffer, uint64_t size) {
+  if (buffer.kind() != BufferKind::Readback && buffer.kind() != BufferKind::Upload)
+    fail("buffer '{}' is neither a read-back nor an upload buffer", buffer.label());
   uint64_t padded = (size + 3) / 4 * 4;
-  PendingRead pending{&readback, size, {}, std::make_unique<std::pair<WGPUMapAsyncStatus, std::string>>()};
+  PendingMap pending{&buffer, size, {}, std::make_unique<std::pair<WGPUMapAsyncStatus, std::string>>()};
   pending.status->first = WGPUMapAsyncStatus_Error;
   WGPUBufferMapCallbackInfo callback{};
   callback.mode = WGPUCallbackMode_WaitAnyOnly;
@@ -437,22 +440,29 @@ Device::PendingRead Device::map_async(const Buffer& readback, uint64_t size) {
     result->second = to_string(message);
   };
   callback.userdata1 = pending.status.get();
-  pending.future = wgpuBufferMapAsync(readback.get(), WGPUMapMode_Read, 0, padded, callback);
+  WGPUFlags mode = buffer.kind() == BufferKind::Readback ? WGPUMapMode_Read : WGPUMapMode_Write;
+  pending.future = wgpuBufferMapAsync(buffer.get(), mode, 0, padded, callback);
   return pending;
 }
 
-std::vector<std::byte> Device::finish_read(PendingRead& pending) {
+std::span<std::byte> Device::finish_map(PendingMap& pending) {
   wait(pending.future);
   check_errors();
   const Buffer& buffer = *pending.buffer;
   if (pending.status->first != WGPUMapAsyncStatus_Success)
-    fail("reading buffer '{}': mapping failed: {}", buffer.label(), pending.status->second);
+    fail("mapping buffer '{}' failed: {}", buffer.label(), pending.status->second);
   uint64_t padded = (pending.size + 3) / 4 * 4;
-  const void* data = wgpuBufferGetConstMappedRange(buffer.get(), 0, padded);
-  if (!data) fail("reading buffer '{}': no mapped range", buffer.label());
-  std::vector<std::byte> out(pending.size);
-  std::memcpy(out.data(), data, pending.size);
-  wgpuBufferUnmap(buffer.get());
+  void* data = buffer.kind() == BufferKind::Readback
+                   ? const_cast<void*>(wgpuBufferGetConstMappedRange(buffer.get(), 0, padded))
+                   : wgpuBufferGetMappedRange(buffer.get(), 0, padded);
+  if (!data) fail("buffer '{}': no mapped range", buffer.label());
+  return {static_cast<std::byte*>(data), pending.size};
+}
+
+std::vector<std::byte> Device::finish_read(PendingMap& pending) {
+  std::span<std::byte> mapped = finish_map(pending);
+  std::vector<std::byte> out(mapped.begin(), mapped.end());
+  wgpuBufferUnmap(pending.buffer->get());
   return out;
 }
 
@@ -623,11 +633,6 @@ BindGroup Device::bind(const Pipeline& pipeline, std::span<const BufferBinding> 
 
 void Device::submit(WGPUCommandBuffer commands) {
   wgpuQueueSubmit(queue_.get(), 1, &commands);
-  check_errors();
-}
-
-void Device::submit_recorded() {
-  wgpuQueueSubmit(queue_.get(), 0, nullptr);
   check_errors();
 }
 

@@ -86,7 +86,8 @@ struct DeviceOptions {
 // Lists every adapter Dawn offers (one line each), for error messages and `gerbil info --all`.
 std::vector<AdapterInfo> list_adapters();
 
-enum class BufferKind { Storage, Uniform, Readback, QueryResolve };
+// Upload: host memory the GPU copies from (StagingRing), like Readback not counted in the device's memory.
+enum class BufferKind { Storage, Uniform, Readback, QueryResolve, Upload };
 
 class Device;
 
@@ -208,14 +209,15 @@ class Device {
 
   Buffer create_buffer(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
   // The bytes the device's live buffers hold in GPU memory (padded sizes; read-back buffers, in host memory, are not
-  // counted), held to DeviceOptions::memory_limit. Dawn's own staging and pipelines come on top.
+  // counted, nor upload staging), held to DeviceOptions::memory_limit. Dawn's own staging and pipelines come on top.
   uint64_t buffer_bytes() const { return buffer_bytes_->load(); }
   uint64_t memory_limit() const { return memory_limit_; }
-  // A storage buffer mapped at creation, for filling without a queue copy: mapped_range() is its bytes (size()
-  // padded to 4), which any thread may write until unmap() (of Buffer::get(), which stays while the Buffer
-  // moves), which the device's thread calls once. Dawn stages the bytes where the GPU's memory is not
-  // host-visible and copies them over at unmap().
-  Buffer create_mapped(std::string label, uint64_t size);
+  // A buffer mapped at creation, for filling without a queue copy: mapped_range() is its bytes (size() padded to
+  // 4), which any thread may write until unmap() (of Buffer::get(), which stays while the Buffer moves), which the
+  // device's thread calls once. Dawn stages a storage buffer's bytes where the GPU's memory is not host-visible
+  // (host memory of its own for each buffer, which a driver may take long to allocate: see StagingRing) and
+  // copies them over at unmap().
+  Buffer create_mapped(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
   std::span<std::byte> mapped_range(const Buffer& buffer);
   void unmap(WGPUBuffer buffer);
   // A small storage range for a writable binding the dispatch leaves unused: WebGPU forbids a read-only
@@ -246,17 +248,19 @@ class Device {
     return out;
   }
 
-  // Asynchronous read-back, for reading results without stalling the queue: record a copy into a Readback
-  // buffer, submit, start mapping it with map_async(), and later finish_read() waits for the map and returns
-  // the bytes (unmapping the buffer for reuse). read() is this, done at once.
-  struct PendingRead {
+  // Asynchronous mapping. Read-back without stalling the queue: record a copy into a Readback buffer, submit,
+  // start mapping it with map_async(), and later finish_read() waits for the map and returns the bytes (unmapping
+  // the buffer for reuse); read() is this, done at once. An Upload buffer maps for writing once the GPU's copies
+  // out of it are done: finish_map() waits and gives its bytes, writable until unmap().
+  struct PendingMap {
     const Buffer* buffer = nullptr;
     uint64_t size = 0;
     WGPUFuture future{};
     std::unique_ptr<std::pair<WGPUMapAsyncStatus, std::string>> status;
   };
-  PendingRead map_async(const Buffer& readback, uint64_t size);
-  std::vector<std::byte> finish_read(PendingRead& pending);
+  PendingMap map_async(const Buffer& buffer, uint64_t size);
+  std::span<std::byte> finish_map(PendingMap& pending);
+  std::vector<std::byte> finish_read(PendingMap& pending);
 
   // Compiles (once per name and constants) a compute pipeline from WGSL with entry point `main`. While a
   // PipelineCollection is open, only notes the pipeline (see there).
@@ -300,10 +304,6 @@ class Device {
   BindGroup bind(const Pipeline& pipeline, std::span<const BufferBinding> bindings);
 
   void submit(WGPUCommandBuffer commands);
-  // Submits no commands of its own: what Dawn recorded itself goes to the GPU now. Unmapping a buffer mapped at
-  // creation records a copy from its staging memory (host memory on a discrete GPU), which would otherwise wait
-  // for the next submission, the first request's.
-  void submit_recorded();
   void wait_idle();  // waits for every submitted command buffer to finish
   // Throws the first WebGPU error reported since the last check (validation, out-of-memory, device loss).
   void check_errors();

@@ -160,6 +160,7 @@ constexpr WGPUFlags WGPUBufferUsage_Uniform = 1 << 6;
 constexpr WGPUFlags WGPUBufferUsage_Storage = 1 << 7;
 constexpr WGPUFlags WGPUBufferUsage_QueryResolve = 1 << 9;
 constexpr WGPUFlags WGPUMapMode_Read = 1 << 0;
+constexpr WGPUFlags WGPUMapMode_Write = 1 << 1;
 
 constexpr size_t WGPU_STRLEN = SIZE_MAX;
 constexpr uint64_t WGPU_WHOLE_SIZE = UINT64_MAX;

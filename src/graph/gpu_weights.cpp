@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 
 #include "gerbil/error.h"
+#include "gpu/staging.h"
 #include "graph/parallel.h"
 #include "model/dtype.h"
 
@@ -178,31 +178,41 @@ struct Part {
   RowFill fill;
 };
 
-// Creates each weight buffer mapped and notes its parts; flush() makes the noted parts on every core straight
-// into the mapped bytes (one pass over the checkpoint: no host copies in between, no queue writes) and unmaps
-// the buffers, which hands them to the GPU.
+// Creates each weight buffer and hands its parts to a staging ring, which makes them on every core into its
+// windows as they fill, and the GPU copies each window into the buffers while the host makes the next (one pass over
+// the checkpoint; the only host memory written is the ring's, allocated once).
 class Uploader {
  public:
   Uploader(gpu::Device& device, const ModelFiles& files, WeightPolicy policy)
-      : device_(device), files_(files), policy_(policy) {}
+      : device_(device), files_(files), policy_(policy),
+        ring_(device, std::clamp<uint64_t>((files.weight_bytes() + 3) / 4 * 4, 2 * kPieceBytes, kWindowBytes), 3,
+              [](size_t count, const std::function<void(size_t)>& body) { parallel_for(count, body); }) {}
 
   uint64_t bytes() const { return bytes_; }
 
+  // A buffer of `size` bytes made of `parts` (zeros wherever no part writes), in pieces of about kPieceBytes.
   gpu::Buffer upload(const std::string& label, uint64_t size, std::vector<Part> parts) {
-    gpu::Buffer buffer = device_.create_mapped(label, size);
-    std::span<std::byte> mapped = device_.mapped_range(buffer);
-    // Zeros wherever no part writes (alignment gaps, padding), since mapped bytes start undefined.
+    gpu::Buffer buffer = device_.create_buffer(label, size);
     std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.offset < b.offset; });
+    std::vector<gpu::StagingRing::Piece> pieces;
+    auto zeros = [&](uint64_t from, uint64_t to) {
+      for (; from < to; from += kPieceBytes) pieces.push_back({std::min(kPieceBytes, to - from), {}});
+    };
     uint64_t end = 0;
-    for (const Part& part : parts) {
-      std::fill(mapped.begin() + std::ptrdiff_t(end), mapped.begin() + std::ptrdiff_t(part.offset), std::byte{0});
+    for (Part& part : parts) {
+      if (part.offset < end) fail("weight '{}': a part at byte {} overlaps the one before", label, part.offset);
+      zeros(end, part.offset);
+      auto fill = std::make_shared<RowFill>(std::move(part.fill));
+      uint64_t step = std::max<uint64_t>(1, kPieceBytes / std::max<uint64_t>(1, part.row_bytes));
+      for (uint64_t first = 0; first < part.rows; first += step) {
+        uint64_t count = std::min(step, part.rows - first);
+        pieces.push_back({count * part.row_bytes, [fill, first, count](std::byte* out) { (*fill)(first, count, out); }});
+      }
       end = part.offset + part.rows * part.row_bytes;
-      if (end > mapped.size()) fail("weight '{}': a part ends at byte {} of {}", label, end, mapped.size());
     }
-    std::fill(mapped.begin() + std::ptrdiff_t(end), mapped.end(), std::byte{0});
-    for (Part& part : parts) jobs_.push_back({mapped.data() + part.offset, std::move(part)});
+    zeros(end, (size + 3) / 4 * 4);
+    ring_.write(buffer, std::move(pieces));
     bytes_ += size;
-    mapped_.push_back(buffer.get());
     return buffer;
   }
   gpu::Buffer upload_f32(const std::string& label, std::vector<float> values) {
@@ -213,26 +223,8 @@ class Uploader {
                                  }}});
   }
 
-  // Makes every noted part, in pieces of about kPieceBytes spread over the cores, then unmaps their buffers.
-  void flush() {
-    struct Piece {
-      const Job* job;
-      uint64_t first, count;
-    };
-    std::vector<Piece> pieces;
-    for (const Job& job : jobs_) {
-      uint64_t step = std::max<uint64_t>(1, kPieceBytes / std::max<uint64_t>(1, job.part.row_bytes));
-      for (uint64_t first = 0; first < job.part.rows; first += step)
-        pieces.push_back({&job, first, std::min(step, job.part.rows - first)});
-    }
-    parallel_for(pieces.size(), [&](size_t i) {
-      const Piece& piece = pieces[i];
-      piece.job->part.fill(piece.first, piece.count, piece.job->out + piece.first * piece.job->part.row_bytes);
-    });
-    jobs_.clear();
-    for (WGPUBuffer buffer : std::exchange(mapped_, {})) device_.unmap(buffer);
-    device_.submit_recorded();  // their copies to GPU memory run while the next ones are made
-  }
+  // Makes and sends what the ring holds: the buffers uploaded so far are then on their way to the GPU.
+  void flush() { ring_.flush(); }
 
   GpuNorm norm(const RoleTensors& tensors, const std::string& label) {
     std::vector<float> weight = to_f32(*tensors.weight);
@@ -267,6 +259,9 @@ class Uploader {
 
  private:
   static constexpr uint64_t kPieceBytes = uint64_t(1) << 20;
+  // A staging window: small enough that the ring's host memory stays small and the first copy starts early, large
+  // enough for each copy's fixed costs to vanish (the ring holds three; small models' are their weights' size).
+  static constexpr uint64_t kWindowBytes = uint64_t(32) << 20;
 
   // One buffer holding the runs of rows one after the other, each starting at a binding-offset boundary and
   // cut into row blocks of its own type.
@@ -312,18 +307,11 @@ class Uploader {
     return upload_f32(label + ".bias", std::move(all));
   }
 
-  // A part to make, and where its first row goes.
-  struct Job {
-    std::byte* out;
-    Part part;
-  };
-
   gpu::Device& device_;
   const ModelFiles& files_;
   WeightPolicy policy_;
   uint64_t bytes_ = 0;
-  std::deque<Job> jobs_;  // a deque: flush()'s pieces point into it
-  std::vector<WGPUBuffer> mapped_;  // buffers whose parts are noted, unmapped by flush()
+  gpu::StagingRing ring_;
 };
 
 }  // namespace
@@ -383,7 +371,7 @@ GpuWeights upload_weights(gpu::Device& device, const ModelFiles& files, WeightPo
   const ModelWeights& w = files.weights();
   Uploader up(device, files, policy);
   GpuWeights gpu;
-  // The noted parts are made at each report, so the host stages at most one layer (or the globals) at once.
+  // Each report sends what the staging ring holds, so the progress counts bytes on their way to the GPU.
   uint64_t done = 0;
   auto report = [&](uint64_t bytes) {
     up.flush();

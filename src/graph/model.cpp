@@ -1070,7 +1070,7 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   reserve_blocks(segment_needs(segments, positions_));
   const bool masked = !masks.empty();
   const Output output = pick_output(segments, masked);
-  gpu::Device::PendingRead read;
+  gpu::Device::PendingMap read;
   // Row i of the picks read back is segment rows[i]'s: a step queued ahead may hold more rows than SEGMENTS.
   std::optional<std::vector<size_t>> rows = rows_ahead(segments);
   const bool ahead = rows && picks_serve(speculation_->output, output);
@@ -1131,7 +1131,7 @@ std::vector<uint32_t> Model::forward_batch_pick(std::span<const Segment> segment
   return picked;
 }
 
-gpu::Device::PendingRead Model::read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring) {
+gpu::Device::PendingMap Model::read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring) {
   const gpu::Buffer& picks = buffers_->batch_picks[ring];
   recorder.copy(buffers_->batch_tokens, 0, picks, 0, 4ull * count);
   recorder.submit();
@@ -1158,7 +1158,7 @@ void Model::speculate(std::span<const Segment> segments, Output output, bool pic
   for (size_t i = 0; i < pick_rows.size(); ++i)
     if (pick_rows[i] != i) recorder.copy(buffers_->batch_tokens, 4 * pick_rows[i], buffers_->ids, 4 * i, 4);
   record(s, recorder, nullptr, 0, picks ? SIZE_MAX : s.pick);
-  gpu::Device::PendingRead read;  // held by speculation_ only once it exists: a failed submit leaves none
+  gpu::Device::PendingMap read;  // held by speculation_ only once it exists: a failed submit leaves none
   if (picks)
     read = read_picks_async(recorder, uint32_t(segments.size()), picks_ring_);
   else
@@ -1333,7 +1333,7 @@ class ReadsInFlight {
   ReadsInFlight(const ReadsInFlight&) = delete;
   ReadsInFlight& operator=(const ReadsInFlight&) = delete;
 
-  void push(gpu::Device::PendingRead read) { reads_.push_back(std::move(read)); }
+  void push(gpu::Device::PendingMap read) { reads_.push_back(std::move(read)); }
   size_t size() const { return reads_.size(); }
   bool empty() const { return reads_.empty(); }
   // Waits for the oldest read and returns its bytes.
@@ -1354,11 +1354,11 @@ class ReadsInFlight {
  private:
   // Removes the front read once finish_read() returns or throws: either way it is no longer pending.
   struct Finished {
-    std::deque<gpu::Device::PendingRead>& reads;
+    std::deque<gpu::Device::PendingMap>& reads;
     ~Finished() { reads.pop_front(); }
   };
   gpu::Device& device_;
-  std::deque<gpu::Device::PendingRead> reads_;
+  std::deque<gpu::Device::PendingMap> reads_;
 };
 
 }  // namespace

@@ -305,7 +305,7 @@ class Model {
     std::vector<int32_t> fed;
     Output output;
     bool picks = false;
-    gpu::Device::PendingRead read;
+    gpu::Device::PendingMap read;
   };
   // The settings of a slot that draws the argmax: top-k 1, no penalties.
   kernels::SampleParams argmax_sampling() const {
@@ -327,7 +327,7 @@ class Model {
   // Waits for the step queued ahead, if any, and forgets it.
   void discard_speculation() noexcept;
   // Records a copy of the batch's picks into the read-back buffer `ring` and submits it; returns the read.
-  gpu::Device::PendingRead read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
+  gpu::Device::PendingMap read_picks_async(gpu::Recorder& recorder, uint32_t count, uint32_t ring);
   // Sets the step's position uniforms and records it; with a timer, every dispatch in its own timed pass.
   // Entries [begin, end) only: a masked decode step's products and its pick (Step::pick on) go in separate
   // submissions.
