@@ -2,6 +2,8 @@
 // windows so small that most buffers cross several and most windows end inside a word, read back byte for byte
 // from poisoned buffers; and each misuse named.
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <random>
 #include <thread>
 
@@ -21,13 +23,26 @@ Device& device() {
   return shared;
 }
 
-// Pieces made on two threads, the odd ones first, so that nothing depends on the order they are made in.
+// Pieces made on two threads at once, the odd ones on the second, so that nothing depends on the order they are
+// made in.
+// Rethrows what either thread threw, as graph::parallel_for does.
 void two_threads(size_t count, const std::function<void(size_t)>& body) {
+  std::exception_ptr odd_error;
   std::thread odd([&] {
-    for (size_t i = 1; i < count; i += 2) body(i);
+    try {
+      for (size_t i = 1; i < count; i += 2) body(i);
+    } catch (...) {
+      odd_error = std::current_exception();
+    }
   });
-  for (size_t i = 0; i < count; i += 2) body(i);
+  try {
+    for (size_t i = 0; i < count; i += 2) body(i);
+  } catch (...) {
+    odd.join();
+    throw;
+  }
   odd.join();
+  if (odd_error) std::rethrow_exception(odd_error);
 }
 
 // A buffer's expected bytes and the pieces that make them: random sizes of 0 to `largest` bytes, a third of them
@@ -56,8 +71,8 @@ Planned plan(std::mt19937& random, size_t count, uint64_t largest) {
 }
 
 TEST(StagingRing, BuffersCrossingWindowsArriveWhole) {
-  std::random_device seed_source;
-  uint32_t seed = seed_source();
+  uint32_t seed = std::random_device()();
+  std::printf("seed %u\n", seed);  // printed whatever the failure, an exception's too
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 random(seed);
   for (auto [window_bytes, windows] : {std::pair<uint64_t, size_t>{8, 2}, {20, 3}, {64, 2}, {4096, 3}}) {
@@ -67,8 +82,10 @@ TEST(StagingRing, BuffersCrossingWindowsArriveWhole) {
     std::vector<Buffer> buffers;
     for (int b = 0; b < 12; ++b) {
       planned.push_back(plan(random, random() % 40, window_bytes - 4));
-      // One spare byte past the pieces on some: a buffer's last word may hold bytes of no piece.
-      uint64_t size = std::max<size_t>(1, planned.back().bytes.size() - (b % 3 == 0 ? 1 : 0));
+      // Some buffers a byte smaller than their pieces: the pieces' last byte lies in the padding of the buffer's
+      // last word.
+      uint64_t pieces_bytes = planned.back().bytes.size();
+      uint64_t size = std::max<uint64_t>(1, pieces_bytes - (b % 3 == 0 && pieces_bytes > 0 ? 1 : 0));
       buffers.push_back(device().create_buffer("staged " + std::to_string(b), size));
       device().write<std::byte>(buffers.back(), std::vector<std::byte>(size, std::byte{0xee}));
       ring.write(buffers.back(), planned.back().pieces);
@@ -113,6 +130,18 @@ TEST(StagingRing, MisuseIsNamed) {
               ::testing::ThrowsMessage<Error>(HasSubstr("add up to 6 bytes")));
   EXPECT_THAT([&] { ring.write(small, {{13, {}}}); },
               ::testing::ThrowsMessage<Error>(HasSubstr("'small': a piece of 13 bytes does not fit a 16-byte")));
+}
+
+TEST(StagingRing, AnErrorPastTheChecksLeavesTheRingRefusingMore) {
+  StagingRing ring(device(), 16, 2, two_threads);
+  Buffer first = device().create_buffer("first", 24), second = device().create_buffer("second", 4);
+  // The second piece does not fit the first window: making the first one, at that window's end, throws.
+  std::vector<StagingRing::Piece> pieces{{10, [](std::byte*) { fail("piece 1 is bad"); }}, {10, {}}, {4, {}}};
+  EXPECT_THAT([&] { ring.write(first, pieces); }, ::testing::ThrowsMessage<Error>(HasSubstr("piece 1 is bad")));
+  EXPECT_THAT([&] { ring.write(second, {{4, {}}}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("the ring is unusable after an earlier error")));
+  EXPECT_THAT([&] { ring.flush(); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("the ring is unusable after an earlier error")));
 }
 
 }  // namespace

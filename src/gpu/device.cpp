@@ -348,6 +348,8 @@ Buffer Device::create_mapped(std::string label, uint64_t size, BufferKind kind) 
 }
 
 Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bool mapped) {
+  if (size > limits_.maxBufferSize)  // checked before padding, which a size near 2^64 would wrap
+    fail("buffer '{}': {} bytes exceeds the adapter's maxBufferSize of {} bytes", label, size, limits_.maxBufferSize);
   uint64_t padded = std::max<uint64_t>(4, (size + 3) / 4 * 4);
   if (padded > limits_.maxBufferSize)
     fail("buffer '{}': {} bytes exceeds the adapter's maxBufferSize of {} bytes", label, size, limits_.maxBufferSize);
@@ -709,13 +711,12 @@ void Recorder::submit() {
   descriptor.label = view(label_);
   WGPUCommandBuffer commands = wgpuCommandEncoderFinish(encoder_, &descriptor);
   wgpuCommandEncoderRelease(encoder_);
-  encoder_ = nullptr;
-  device_.submit(commands);
-  wgpuCommandBufferRelease(commands);
-  // Ready for more work: a recorder can be reused after submit.
+  // Ready for more work: a recorder can be reused after submit, even one that failed.
   WGPUCommandEncoderDescriptor next{};
   next.label = view(label_);
   encoder_ = wgpuDeviceCreateCommandEncoder(device_.get(), &next);
+  Handle<WGPUCommandBuffer, wgpuCommandBufferRelease> owned(commands);
+  device_.submit(commands);
 }
 
 }  // namespace gerbil::gpu

@@ -213,10 +213,10 @@ class Device {
   uint64_t buffer_bytes() const { return buffer_bytes_->load(); }
   uint64_t memory_limit() const { return memory_limit_; }
   // A buffer mapped at creation, for filling without a queue copy: mapped_range() is its bytes (size() padded to
-  // 4), which any thread may write until unmap() (of Buffer::get(), which stays while the Buffer moves), which the
-  // device's thread calls once. Dawn stages a storage buffer's bytes where the GPU's memory is not host-visible
-  // (host memory of its own for each buffer, which a driver may take long to allocate: see StagingRing) and
-  // copies them over at unmap().
+  // 4), which any thread may write until unmap() (of Buffer::get(), which stays while the Buffer moves), called on
+  // the device's thread. Dawn stages a storage buffer's bytes where the GPU's memory is not host-visible (host
+  // memory of its own for each buffer, which a driver may take long to allocate: see StagingRing) and copies them
+  // over at unmap(); an Upload buffer is host memory itself, mapped again with map_async().
   Buffer create_mapped(std::string label, uint64_t size, BufferKind kind = BufferKind::Storage);
   std::span<std::byte> mapped_range(const Buffer& buffer);
   void unmap(WGPUBuffer buffer);

@@ -25,47 +25,62 @@ StagingRing::~StagingRing() {
       }
 }
 
+template <typename Fn>
+void StagingRing::guarded(Fn&& change) {
+  if (broken_) fail("staging: the ring is unusable after an earlier error (see that one)");
+  try {
+    change();
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
 void StagingRing::write(const Buffer& destination, std::vector<Piece> pieces) {
   uint64_t total = 0;
   for (const Piece& piece : pieces) {
     if (piece.bytes + 4 > window_bytes_)
-      fail("staging buffer '{}': a piece of {} bytes does not fit a {}-byte staging window", destination.label(),
+      fail("uploading buffer '{}': a piece of {} bytes does not fit a {}-byte staging window", destination.label(),
            piece.bytes, window_bytes_);
     total += piece.bytes;
   }
   uint64_t padded = std::max<uint64_t>(4, (destination.size() + 3) / 4 * 4);
   if (total % 4 != 0 || total > padded)
-    fail("staging buffer '{}': its pieces add up to {} bytes, not whole words within its {}", destination.label(),
+    fail("uploading buffer '{}': its pieces add up to {} bytes, not whole words within its {}", destination.label(),
          total, padded);
-  if (!current_) acquire();
-  uint64_t copied = 0, copy_at = used_;  // the buffer's bytes copied from earlier windows; where the rest begins
-  for (Piece& piece : pieces) {
-    if (used_ + piece.bytes > window_bytes_) {
-      // This window ends inside the buffer: it copies out the buffer's whole words, and the 0 to 3 bytes after
-      // them begin the next window.
-      make_pieces();
-      uint64_t end = copied + (used_ - copy_at), whole = end / 4 * 4;
-      std::array<std::byte, 3> carry{};
-      std::byte* window = current_->bytes.data();
-      std::copy(window + copy_at + (whole - copied), window + used_, carry.begin());
-      if (whole > copied) recorder_.copy(current_->buffer, copy_at, destination, copied, whole - copied);
-      send();
-      acquire();
-      std::copy(carry.begin(), carry.begin() + std::ptrdiff_t(end - whole), current_->bytes.data());
-      copied = whole, copy_at = 0, used_ = end - whole;
+  guarded([&] {
+    if (!current_) acquire();
+    uint64_t copied = 0, copy_at = used_;  // the buffer's bytes copied from earlier windows; where the rest begins
+    for (Piece& piece : pieces) {
+      if (used_ + piece.bytes > window_bytes_) {
+        // This window ends inside the buffer: it copies out the buffer's whole words, and the 0 to 3 bytes after
+        // them begin the next window.
+        make_pieces();
+        uint64_t end = copied + (used_ - copy_at), whole = end / 4 * 4;
+        std::array<std::byte, 3> carry{};
+        std::byte* window = current_->bytes.data();
+        std::copy(window + copy_at + (whole - copied), window + used_, carry.begin());
+        if (whole > copied) recorder_.copy(current_->buffer, copy_at, destination, copied, whole - copied);
+        send();
+        acquire();
+        std::copy(carry.begin(), carry.begin() + std::ptrdiff_t(end - whole), current_->bytes.data());
+        copied = whole, copy_at = 0, used_ = end - whole;
+      }
+      uint64_t bytes = piece.bytes;
+      placed_.push_back({std::move(piece), used_});
+      used_ += bytes;
     }
-    uint64_t bytes = piece.bytes;
-    placed_.push_back({std::move(piece), used_});
-    used_ += bytes;
-  }
-  if (used_ > copy_at) recorder_.copy(current_->buffer, copy_at, destination, copied, used_ - copy_at);
+    if (used_ > copy_at) recorder_.copy(current_->buffer, copy_at, destination, copied, used_ - copy_at);
+  });
 }
 
 void StagingRing::flush() {
-  if (current_) send();
+  guarded([&] {
+    if (current_) send();
+  });
 }
 
-std::span<std::byte> StagingRing::acquire() {
+void StagingRing::acquire() {
   Window& window = windows_[next_];
   if (!window.buffer) {
     window.buffer = device_.create_mapped(fmt::format("staging window {}", next_), window_bytes_, BufferKind::Upload);
@@ -79,7 +94,6 @@ std::span<std::byte> StagingRing::acquire() {
   }
   current_ = &window;
   used_ = 0;
-  return window.bytes;
 }
 
 void StagingRing::make_pieces() {

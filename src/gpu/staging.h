@@ -34,16 +34,17 @@ class StagingRing {
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;
 
-  uint64_t window_bytes() const { return window_bytes_; }
-
   // Notes `pieces` as the bytes of `destination` from its first one on, in order: whole words in all (their sizes
-  // add up to a multiple of 4, at most its size padded to 4), each piece at most window_bytes() - 4 bytes. The
-  // copies are recorded here (the buffer may move or go after); the pieces are made, window by window, as windows
-  // fill and at flush(), so what they read must stay until then.
+  // add up to a multiple of 4, at most its size padded to 4), each piece at most the window's size - 4 bytes. The
+  // copies are recorded here (the Buffer may move or be released after, but not destroy()ed before the flush that
+  // sends them); the pieces are made, window by window, as windows fill and at flush(), so what they read must
+  // stay until then.
   void write(const Buffer& destination, std::vector<Piece> pieces);
   // Makes what the current window holds and sends it: every write so far is then on its way to the GPU, whose
   // queue orders the copies before later work.
   void flush();
+  // After an error in write() past its checks, or in flush() (a piece's make() threw, a submission or a mapping
+  // failed), the ring's windows and copies are half done: later calls fail, naming that.
 
  private:
   struct Window {
@@ -55,9 +56,11 @@ class StagingRing {
     Piece piece;
     uint64_t at;
   };
-  std::span<std::byte> acquire();  // the next window, once the GPU has copied out what it held last
+  void acquire();                  // the next window, once the GPU has copied out what it held last
   void make_pieces();              // the current window's noted pieces, on every core
   void send();                     // the current window's copies, submitted; its mapping started again
+  template <typename Fn>
+  void guarded(Fn&& change);        // runs a change of the ring's state, marking the ring broken if it throws
 
   Device& device_;
   uint64_t window_bytes_;
@@ -67,6 +70,7 @@ class StagingRing {
   Window* current_ = nullptr;
   std::vector<Placed> placed_;
   uint64_t used_ = 0;  // bytes of the current window taken
+  bool broken_ = false;
   Recorder recorder_;
 };
 

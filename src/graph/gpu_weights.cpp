@@ -217,10 +217,10 @@ class Uploader {
   }
   gpu::Buffer upload_f32(const std::string& label, std::vector<float> values) {
     auto owned = std::make_shared<std::vector<float>>(std::move(values));
-    uint64_t size = owned->size() * 4;
-    return upload(label, size, {{0, 1, size, [owned, size](uint64_t, uint64_t, std::byte* out) {
-                                   std::memcpy(out, owned->data(), size);
-                                 }}});
+    uint64_t count = owned->size();
+    return upload(label, count * 4, {{0, count, 4, [owned](uint64_t first, uint64_t rows, std::byte* out) {
+                                        std::memcpy(out, owned->data() + first, rows * 4);
+                                      }}});
   }
 
   // Makes and sends what the ring holds: the buffers uploaded so far are then on their way to the GPU.

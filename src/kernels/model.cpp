@@ -364,8 +364,8 @@ void pack_rows_of(std::span<const std::byte> ggml, uint64_t rows, uint64_t K, st
   constexpr BlockLayout layout = layout_of(kType);
   uint64_t blocks = K / layout.elements, chunks = K / 32, row_bytes = weight_row_bytes(kType, K);
   // Each row is made in host memory and then copied out whole: the high bits are or-ed in, and `packed` may be
-  // a buffer mapped at creation, which the driver may give write-combined memory that is slow to read back
-  // (on the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).
+  // mapped GPU memory (a staging window), which the driver may make write-combined and slow to read back (on
+  // the H200 that made an 8B Q4_K_M file, whose Q6_K rows have high bits, load in minutes).
   std::vector<std::byte> row(row_bytes);
   for (uint64_t r = 0; r < rows; ++r) {
     std::fill(row.begin(), row.end(), std::byte{0});
