@@ -98,6 +98,15 @@ start_llama_cpp_build() {  # llama.cpp's source from .device/llama.cpp.tar.xz, b
      >/tmp/llama-build.log 2>&1; echo "build exit $?" >>/tmp/llama-build.log) &
   builder=$!
 }
+llama_cpp_ready() {  # waits for llama.cpp's build in /tmp/llama-build: this call's, one an earlier call on this
+  # machine left running, or one it starts if there is none; prints how the build ended, fails if it did
+  [ -x /tmp/llama-build/bin/llama-bench ] && return 0
+  pgrep -f build_llama_cpp.sh > /dev/null || start_llama_cpp_build
+  section "waiting for llama.cpp's build"
+  while pgrep -f build_llama_cpp.sh > /dev/null; do sleep 5; done
+  tail -2 /tmp/llama-build.log
+  [ -x /tmp/llama-build/bin/llama-bench ]
+}
 peer_tables() {  # the comparison tables of bench/peers' scripts (test or sequence count, both rates, the ratio),
   # without the raw reports printed before them
   grep -E '^(test |sequences|pp[0-9]|tg[0-9]| +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$|.* missing from )'

@@ -11,12 +11,7 @@ source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session49_peers.log") 2>&1
 export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-if ! [ -x /tmp/llama-build/bin/llama-bench ]; then
-  section "no llama.cpp build here (a fresh machine): building it"
-  start_llama_cpp_build
-  wait "$builder"
-  tail -2 /tmp/llama-build.log
-fi
+llama_cpp_ready
 l=/tmp/llama3-8b q=/tmp/qwen2.5-0.5b
 for f in $l-Q4_0 $l-Q4_K_M $q-Q8_0 $q-Q4_K_M $l-F16 $q-F16; do
   [ -f $f.gguf ] || continue

@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 exec > >(tee "${OUT:-/tmp}/session49_quant.log") 2>&1
 export PATH=/usr/local/cuda/bin:$PATH GERBIL=$(realpath "$1")
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-[ -x /tmp/llama-build/bin/llama-bench ] || { start_llama_cpp_build; wait "$builder"; tail -2 /tmp/llama-build.log; }
+llama_cpp_ready
 files=(qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_K_M llama3-8b:Q4_K_M)
 for f in "${files[@]}"; do
   missing_ggufs "$f"

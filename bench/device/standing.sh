@@ -26,20 +26,13 @@ ready() {  # ready FILE: waits until FILE.gguf is written (the writer runs in or
   while ! [ -f "/tmp/$1.gguf" ] && kill -0 $files 2>/dev/null; do sleep 2; done
   [ -f "/tmp/$1.gguf" ]
 }
-llama_ready() {  # waits for llama.cpp's build, this call's or one an earlier call left running
-  [ -x /tmp/llama-build/bin/llama-bench ] && return 0
-  section "waiting for llama.cpp's build"
-  while pgrep -f build_llama_cpp.sh > /dev/null; do sleep 5; done
-  tail -2 /tmp/llama-build.log
-  [ -x /tmp/llama-build/bin/llama-bench ]
-}
 run_section() {  # run_section NAME SECONDS FILE COMMAND...: COMMAND's comparison table into $reports/NAME, once
   # FILE.gguf and llama.cpp are ready, unless NAME's report is there already or SECONDS would not fit
   local name=$1 seconds=$2 file=$3
   shift 3
   sections=$((sections + 1))
   [ -s "$reports/$name" ] && return 0
-  room "$seconds" && ready "$file" && llama_ready || return 0
+  room "$seconds" && ready "$file" && llama_cpp_ready || return 0
   section "$name"
   timeout "$seconds" "$@" | peer_tables > "$reports/$name.part" && [ -s "$reports/$name.part" ] &&
     mv "$reports/$name.part" "$reports/$name"
