@@ -28,6 +28,11 @@ sanitized_tests=(test_model_config test_model_safetensors test_model_weights tes
                  test_generate_output_parser test_generate_json_constraint test_tokenizer test_tokenizer_errors
                  test_tokenizer_stream test_tokenizer_units test_template test_template_jinja test_generate_sampler
                  test_graph_decode_errors test_generate_scheduler test_gpu_staging)
+# On a fresh machine most of the tests' time is lavapipe compiling shaders (LLVM, 75 % of a cold run's samples; its
+# shader cache then serves later runs): GALLIVM_PERF=nopt skips LLVM's optimisation passes. On 2 cores (2026-12-07)
+# a cold test_kernels_quant_prompt_k took 5 min 3 s of CPU with it against 8 min 12 s without, and a warm
+# test_graph_awq 4.6 s against 4.1 s; a GPU ignores it. Set GALLIVM_PERF to keep another value.
+export GALLIVM_PERF=${GALLIVM_PERF-nopt}
 # Mesa and Dawn are not instrumented; their leaks at exit are suppressed (file says which and why).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$root/tests/support/lsan_suppressions.txt:print_suppressions=0"
