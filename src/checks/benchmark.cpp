@@ -212,7 +212,7 @@ class Workspace {
     if (auto found = made_.find(key); found != made_.end()) return *found->second;
     gpu::Buffer buffer = device_.create_buffer(std::move(label), source.size());
     gpu::Recorder recorder(device_, "copy");
-    recorder.copy(source, 0, buffer, 0, (source.size() + 3) / 4 * 4);
+    recorder.copy(source, 0, buffer, 0, source.padded_size());
     recorder.submit();
     buffers_.push_back(std::move(buffer));
     return *(made_[key] = &buffers_.back());

@@ -350,7 +350,7 @@ Buffer Device::create_mapped(std::string label, uint64_t size, BufferKind kind) 
 Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bool mapped) {
   if (size > limits_.maxBufferSize)  // checked before padding, which a size near 2^64 would wrap
     fail("buffer '{}': {} bytes exceeds the adapter's maxBufferSize of {} bytes", label, size, limits_.maxBufferSize);
-  uint64_t padded = std::max<uint64_t>(4, (size + 3) / 4 * 4);
+  uint64_t padded = padded_bytes(size);
   if (padded > limits_.maxBufferSize)
     fail("buffer '{}': {} bytes exceeds the adapter's maxBufferSize of {} bytes", label, size, limits_.maxBufferSize);
   WGPUFlags usage = 0;
@@ -387,7 +387,7 @@ Buffer Device::make_buffer(std::string label, uint64_t size, BufferKind kind, bo
 }
 
 std::span<std::byte> Device::mapped_range(const Buffer& buffer) {
-  uint64_t padded = std::max<uint64_t>(4, (buffer.size() + 3) / 4 * 4);
+  uint64_t padded = buffer.padded_size();
   void* data = buffer ? wgpuBufferGetMappedRange(buffer.get(), 0, padded) : nullptr;
   if (!data) fail("buffer '{}' is not mapped", buffer.label());
   return {static_cast<std::byte*>(data), padded};
@@ -418,7 +418,7 @@ std::vector<std::byte> Device::read(const Buffer& buffer, uint64_t offset, std::
   if (offset + bytes > buffer.size())
     fail("reading {} bytes at offset {} from buffer '{}' of {} bytes", bytes, offset, buffer.label(), buffer.size());
   if (bytes == 0) return {};
-  uint64_t padded = (bytes + 3) / 4 * 4;
+  uint64_t padded = padded_bytes(bytes);
   Buffer staging = create_buffer(buffer.label() + " (read-back)", padded, BufferKind::Readback);
   Recorder recorder(*this, "read-back");
   recorder.copy(buffer, offset, staging, 0, padded);
@@ -431,7 +431,7 @@ std::vector<std::byte> Device::read(const Buffer& buffer, uint64_t offset, std::
 Device::PendingMap Device::map_async(const Buffer& buffer, uint64_t size) {
   if (buffer.kind() != BufferKind::Readback && buffer.kind() != BufferKind::Upload)
     fail("buffer '{}' is neither a read-back nor an upload buffer", buffer.label());
-  uint64_t padded = (size + 3) / 4 * 4;
+  uint64_t padded = padded_bytes(size);
   PendingMap pending{&buffer, size, {}, std::make_unique<std::pair<WGPUMapAsyncStatus, std::string>>()};
   pending.status->first = WGPUMapAsyncStatus_Error;
   WGPUBufferMapCallbackInfo callback{};
@@ -453,7 +453,7 @@ std::span<std::byte> Device::finish_map(PendingMap& pending) {
   const Buffer& buffer = *pending.buffer;
   if (pending.status->first != WGPUMapAsyncStatus_Success)
     fail("mapping buffer '{}' failed: {}", buffer.label(), pending.status->second);
-  uint64_t padded = (pending.size + 3) / 4 * 4;
+  uint64_t padded = padded_bytes(pending.size);
   void* data = buffer.kind() == BufferKind::Readback
                    ? const_cast<void*>(wgpuBufferGetConstMappedRange(buffer.get(), 0, padded))
                    : wgpuBufferGetMappedRange(buffer.get(), 0, padded);

@@ -125,13 +125,18 @@ class MemoryCharge {
   uint64_t bytes_ = 0;
 };
 
-// A GPU buffer. Sizes are padded to a multiple of 4 bytes (WebGPU copy granularity); size() is the
-// requested size. Owned by the caller; the device must outlive it.
+// The bytes a buffer of `size` bytes holds: WebGPU copies and maps whole 4-byte words, and a buffer has at least one.
+// (A size near 2^64 wraps: Device checks sizes against the adapter's limit first.)
+constexpr uint64_t padded_bytes(uint64_t size) { return std::max<uint64_t>(4, (size + 3) / 4 * 4); }
+
+// A GPU buffer. Sizes are padded to whole words (padded_bytes); size() is the requested size. Owned by the caller;
+// the device must outlive it.
 class Buffer {
  public:
   Buffer() = default;
   WGPUBuffer get() const { return handle_.get(); }
   uint64_t size() const { return size_; }
+  uint64_t padded_size() const { return padded_bytes(size_); }
   const std::string& label() const { return label_; }
   BufferKind kind() const { return kind_; }
   bool destroyed() const { return destroyed_; }

@@ -44,7 +44,7 @@ void StagingRing::write(const Buffer& destination, std::vector<Piece> pieces) {
            piece.bytes, window_bytes_);
     total += piece.bytes;
   }
-  uint64_t padded = std::max<uint64_t>(4, (destination.size() + 3) / 4 * 4);
+  uint64_t padded = destination.padded_size();
   if (total % 4 != 0 || total > padded)
     fail("uploading buffer '{}': its pieces add up to {} bytes, not whole words within its {}", destination.label(),
          total, padded);

@@ -185,7 +185,7 @@ class Uploader {
  public:
   Uploader(gpu::Device& device, const ModelFiles& files, WeightPolicy policy)
       : device_(device), files_(files), policy_(policy),
-        ring_(device, std::clamp<uint64_t>((files.weight_bytes() + 3) / 4 * 4, 2 * kPieceBytes, kWindowBytes), 3,
+        ring_(device, std::clamp<uint64_t>(gpu::padded_bytes(files.weight_bytes()), 2 * kPieceBytes, kWindowBytes), 3,
               [](size_t count, const std::function<void(size_t)>& body) { parallel_for(count, body); }) {}
 
   uint64_t bytes() const { return bytes_; }
@@ -210,7 +210,7 @@ class Uploader {
       }
       end = part.offset + part.rows * part.row_bytes;
     }
-    zeros(end, (size + 3) / 4 * 4);
+    zeros(end, buffer.padded_size());
     ring_.write(buffer, std::move(pieces));
     bytes_ += size;
     return buffer;
