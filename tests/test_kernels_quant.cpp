@@ -125,15 +125,15 @@ gpu::Buffer nan_buffer(std::string label, uint64_t floats) {
 class QuantKernel : public ::testing::TestWithParam<TypeCase> {};
 
 // The types the products' sweeps of shapes and blockings run on: one for each way a kernel walks a row, 32-element
-// blocks whose nibbles are decoded in place (Q4_0) or as bytes with high bits and an offset (Q5_1), 128-element
-// groups (Q4_G128), 256-element blocks of nibbles with 6-bit scales (Q4_K) or of two high-bit words (Q6_K), and the
-// level types' lookups (IQ3_S). The other types take a few cases of each kernel (odd N, extreme scales, rows long
-// enough for several passes): what sets them apart is how a chunk decodes, which every case covers whole. On
-// lavapipe each case compiles pipelines of its own (an IQ type's decode products took 225 s of a cold 2-core machine
-// at 15 cases), and compiling is nearly all of these tests' time.
+// blocks whose nibbles are decoded in place (Q4_0), as bytes with high bits and an offset (Q5_1) or as 8 words of
+// bytes, two 16-byte loads a chunk and two pieces of linear_rows (Q8_0), 128-element groups (Q4_G128), 256-element
+// blocks of nibbles with 6-bit scales (Q4_K) or of two high-bit words (Q6_K), and the level types' lookups (IQ3_S).
+// The other types take each kernel at a few shapes with extreme scales and odd N, where what sets them apart, how a
+// chunk decodes, is covered whole. On lavapipe each case compiles pipelines of its own (an IQ type's decode products
+// took 225 s of a cold 2-core machine at 15 cases), and compiling is nearly all of these tests' time.
 bool sweeps(WeightType type) {
-  for (WeightType swept : {WeightType::Q4_0, WeightType::Q5_1, WeightType::Q4_G128, WeightType::Q4_K,
-                           WeightType::Q6_K, WeightType::IQ3_S})
+  for (WeightType swept : {WeightType::Q4_0, WeightType::Q5_1, WeightType::Q8_0, WeightType::Q4_G128,
+                           WeightType::Q4_K, WeightType::Q6_K, WeightType::IQ3_S})
     if (type == swept) return true;
   return false;
 }
@@ -270,9 +270,9 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
     check_product(c, {M, 37, 3, false, true, M % 2 == 0}, rng);
     check_product(c, {M, 5, 2, true, false, false}, rng);
   }
-  // Rows long enough for several passes of two chunks a lane and a tail chunk (70 blocks: 70 chunks of a
-  // 32-element type, 2 passes and a tail for a team of 32 lanes; 560 of a K-quant).
-  check_product(c, {3, 5, 70, true, true, true}, rng);
+  // x staged in several segments (1,344 elements for 3 rows: 70 blocks make 2 of a 32-element type, 14 of a
+  // K-quant), each taking a team of 16 lanes several passes of two chunks a lane and a tail chunk.
+  check_product(c, {3, 5, 70, true, true, true, 0, MatvecBlocking{2, 16, 2}}, rng);
   if (!sweeps(c.type)) {
     device().set_tuning(measured);
     return;
@@ -283,8 +283,8 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
   for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 2}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
                                   MatvecBlocking{1, 256, 1}})
     check_product(c, {2, 37, 5, false, true, true, 0, blocking}, rng);
-  // x staged in several segments (of 4,096 elements for 1 row, 1,344 for 3: 140 blocks of a 32-element type, 70 of
-  // a K-quant), at the dispatcher's blocking and at one chunk a lane in flight.
+  // One row's x staged in segments of 4,096 elements (140 blocks of a 32-element type, 70 of a K-quant), at the
+  // dispatcher's blocking and at one chunk a lane in flight.
   check_product(c, {1, 9, 70, false, false, false}, rng);
   check_product(c, {1, 9, 140, false, false, false, 0, MatvecBlocking{1, 32, 1}}, rng);
   device().set_tuning(measured);
@@ -302,8 +302,9 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
   std::mt19937 rng(seed);
   const TypeCase& c = GetParam();
   const bool sweep = sweeps(c.type);
-  check_product(c, {kMatvecRows + 1, 37, 3, false, true, true, 0, {}, "linear_rows"}, rng);
-  // gate|up projections (the activation applied in the store): 1 output a thread at 16 rows, 2 at 6, odd pairs
+  check_product(c, {kMatvecRows + 1, 37, 3, true, true, true, 0, {}, "linear_rows"}, rng);
+  // gate|up projections (the activation applied in the store): 1 output a thread at 16 rows (for the sweep types
+  // 2 at 6 too), odd pairs
   check_product(c, {kLinearRowsMax, 38, 2, false, true, false, 0, {}, "linear_rows", 1}, rng);
   if (sweep) {
     check_product(c, {6, 22, 3, true, false, false, 0, {4, 8, 1}, "linear_rows", 2}, rng);
@@ -316,10 +317,10 @@ TEST_P(QuantKernel, BatchedDecodeProductsMatchFloat64) {
     // teams of a workgroup, each its own columns: 4 teams of 8-column slices with N past the second team's
     check_product(c, {kLinearRowsMax, 21, 3, true, true, true, 0, {2, 8, 1, 4}, "linear_rows"}, rng);
   }
-  // Steps of 17 to 64 rows: linear_tiled_rows.wgsl's 32 x 256 and 64 x 256 tiles, whose iterations here (2
-  // tiles of 32 slabs: 256 k) make two waves of shares under a tuning of one resident tile, on any adapter; N
-  // ending inside the second tile's first column group, M inside the second row group, and 3 shares asked for
-  // (cut tiles summed after).
+  // Steps of 17 to 64 rows: linear_tiled_rows.wgsl's 64 x 256 tiles (the sweep types' 32 x 256 as well), whose
+  // iterations here (2 tiles of 32 slabs: 256 k) make two waves of shares under a tuning of one resident tile, on any
+  // adapter; N ending inside the second tile's first column group, M inside the second row group, and 3 shares asked
+  // for (cut tiles summed after).
   gpu::Tuning measured = tuning(device()), one_tile = measured;
   one_tile.resident_tiles = 1;
   device().set_tuning(one_tile);
@@ -345,7 +346,7 @@ TEST_P(QuantKernel, PromptProductsMatchFloat64) {
   std::mt19937 rng(seed);
   const TypeCase& c = GetParam();
   check_product(c, {37, 70, 3, false, true, true}, rng);
-  check_product(c, {70, 33, 2, false, false, true, 3}, rng);  // shared out, cut tiles summed after
+  check_product(c, {70, 33, 2, true, false, true, 3}, rng);  // shared out, cut tiles summed after
   if (sweeps(c.type)) check_product(c, {kLinearRowsMax + 1, 9, 2, true, false, false}, rng);
 }
 

@@ -616,7 +616,7 @@ BindGroup Device::bind(const Pipeline& pipeline, std::span<const BufferBinding> 
       fail("kernel '{}': binding {} uses buffer '{}', which was destroyed", pipeline.name(), slot,
            binding.buffer->label());
     uint64_t size = binding.size;
-    if (size == WGPU_WHOLE_SIZE) size = (binding.buffer->size() - binding.offset + 3) / 4 * 4;
+    if (size == WGPU_WHOLE_SIZE) size = binding.buffer->padded_size() - binding.offset;
     if (binding.buffer->kind() == BufferKind::Storage && size > limits_.maxStorageBufferBindingSize)
       fail("kernel '{}': binding {} ('{}') is {} bytes, over the adapter's maxStorageBufferBindingSize of {}",
            pipeline.name(), slot, binding.buffer->label(), size, limits_.maxStorageBufferBindingSize);
