@@ -29,10 +29,15 @@ sanitized_tests=(test_model_config test_model_safetensors test_model_weights tes
                  test_tokenizer_stream test_tokenizer_units test_template test_template_jinja test_generate_sampler
                  test_graph_decode_errors test_generate_scheduler test_gpu_staging)
 # On a fresh machine most of the tests' time is lavapipe compiling shaders (LLVM, 75 % of a cold run's samples; its
-# shader cache then serves later runs): GALLIVM_PERF=nopt skips LLVM's optimisation passes. On 2 cores (2026-12-07)
-# a cold test_kernels_quant_prompt_k took 5 min 3 s of CPU with it against 8 min 12 s without, and a warm
-# test_graph_awq 4.6 s against 4.1 s; a GPU ignores it. Set GALLIVM_PERF to keep another value.
+# shader cache then serves later runs), and most of that is LLVM building the coroutines that stand for the kernels'
+# barriers. GALLIVM_PERF=nopt skips LLVM's optimisation passes: on 2 cores (2026-12-07) a cold
+# test_kernels_quant_prompt_k took 5 min 3 s of CPU with it against 8 min 12 s without, an IQ4_NL type's decode
+# products 232 s against 324 s. LP_NATIVE_VECTOR_WIDTH=128 makes lavapipe's shaders 4 lanes wide instead of AVX2's 8
+# (subgroups of 4, which the kernels' subgroup paths must handle as they do 32 or 64): cold, with nopt, an IQ4_NL
+# type's products took 78 s of CPU against 196 s and test_graph_awq 69 s against 145 s (the two run side by side).
+# A GPU ignores both; set either to keep another value.
 export GALLIVM_PERF=${GALLIVM_PERF-nopt}
+export LP_NATIVE_VECTOR_WIDTH=${LP_NATIVE_VECTOR_WIDTH-128}
 # Mesa and Dawn are not instrumented; their leaks at exit are suppressed (file says which and why).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$root/tests/support/lsan_suppressions.txt:print_suppressions=0"
