@@ -273,20 +273,18 @@ TEST_P(QuantKernel, DecodeProductsMatchFloat64) {
   // x staged in several segments (1,344 elements for 3 rows: 70 blocks make 2 of a 32-element type, 14 of a
   // K-quant), each taking a team of 16 lanes several passes of two chunks a lane and a tail chunk.
   check_product(c, {3, 5, 70, true, true, true, 0, MatvecBlocking{2, 16, 2}}, rng);
-  if (!sweeps(c.type)) {
-    device().set_tuning(measured);
-    return;
+  if (sweeps(c.type)) {
+    // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 3 chunks a lane;
+    // of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N, and 1 or 2
+    // chunks a lane in flight.
+    for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 2}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
+                                    MatvecBlocking{1, 256, 1}})
+      check_product(c, {2, 37, 5, false, true, true, 0, blocking}, rng);
+    // One row's x staged in segments of 4,096 elements (140 blocks of a 32-element type, 70 of a K-quant), at the
+    // dispatcher's blocking and at one chunk a lane in flight.
+    check_product(c, {1, 9, 70, false, false, false}, rng);
+    check_product(c, {1, 9, 140, false, false, false, 0, MatvecBlocking{1, 32, 1}}, rng);
   }
-  // Teams of every size and column count the rule may pick on some adapter (teams of 16 lanes: 3 chunks a lane;
-  // of 256: the whole workgroup, lanes past the row's chunks idle), with a last team's columns past N, and 1 or 2
-  // chunks a lane in flight.
-  for (MatvecBlocking blocking : {MatvecBlocking{2, 16, 2}, MatvecBlocking{4, 32, 1}, MatvecBlocking{3, 64, 2},
-                                  MatvecBlocking{1, 256, 1}})
-    check_product(c, {2, 37, 5, false, true, true, 0, blocking}, rng);
-  // One row's x staged in segments of 4,096 elements (140 blocks of a 32-element type, 70 of a K-quant), at the
-  // dispatcher's blocking and at one chunk a lane in flight.
-  check_product(c, {1, 9, 70, false, false, false}, rng);
-  check_product(c, {1, 9, 140, false, false, false, 0, MatvecBlocking{1, 32, 1}}, rng);
   device().set_tuning(measured);
 }
 
