@@ -8,6 +8,8 @@
 # (bench/peers/llama_bench.sh); batched decoding of the F16 files at 1 to 64 sequences (llama_batched_bench.sh);
 # long contexts of the F16 files (llama_depth_bench.sh: pp8192 and tg128 at depths 0, 2,048 and 8,192; then
 # tg128 at 32,768 after a 512-token prompt).
+# ONLY, an extended regular expression, keeps the sections whose names match it (and makes only their files), e.g.
+# ONLY='batched llama3-8b-F16|tg128 llama3-8b-Q4' for a call short of device time.
 # Carry .device/{BINARY'S FOLDER,lib,debs,gpu-env.sh,llama.cpp.tar.xz}.
 #   LIMIT=560 bench/device/standing.sh GERBIL
 source "$(dirname "$0")/common.sh"
@@ -20,7 +22,14 @@ if ! [ -x /tmp/llama-build/bin/llama-bench ] && ! pgrep -f build_llama_cpp.sh > 
   start_llama_cpp_build
 fi
 q=qwen2.5-0.5b l=llama3-8b
-missing_ggufs $q:F16 $q:Q8_0 $q:Q4_K_M $l:Q4_0 $l:Q4_K_M $l:F16 &
+selected() { [[ -z ${ONLY-} || $1 =~ $ONLY ]]; }  # selected NAME: whether section NAME is to run
+wanted=()
+for f in $q:F16 $q:Q8_0 $q:Q4_K_M $l:Q4_0 $l:Q4_K_M $l:F16; do
+  for kind in "pp512 tg128" batched "depths to 8192" "depth 32768"; do
+    selected "$kind ${f/:/-}" && { wanted+=("$f"); break; }
+  done
+done
+missing_ggufs "${wanted[@]}" &
 files=$!
 ready() {  # ready FILE: waits until FILE.gguf is written (the writer runs in order, in the background)
   while ! [ -f "/tmp/$1.gguf" ] && kill -0 $files 2>/dev/null; do sleep 2; done
@@ -30,6 +39,7 @@ run_section() {  # run_section NAME SECONDS FILE COMMAND...: COMMAND's compariso
   # FILE.gguf and llama.cpp are ready, unless NAME's report is there already or SECONDS would not fit
   local name=$1 seconds=$2 file=$3
   shift 3
+  selected "$name" || return 0
   sections=$((sections + 1))
   [ -s "$reports/$name" ] && return 0
   room "$seconds" && ready "$file" && llama_cpp_ready || return 0
@@ -56,5 +66,5 @@ for name in "pp512 tg128" batched "depths to 8192" "depth 32768"; do
     [ -s "$report" ] && { echo "--- $(basename "$report")"; cat "$report"; }
   done
 done
-done_count=$(ls $reports | grep -vc '\.part$')
+done_count=$(ls $reports | grep -v '\.part$' | while read -r name; do selected "$name" && echo; done | wc -l)
 echo "$done_count of $sections sections done$([ "$done_count" -lt $sections ] && echo "; run again for the rest")"
