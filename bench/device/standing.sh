@@ -23,9 +23,10 @@ if ! [ -x /tmp/llama-build/bin/llama-bench ] && ! pgrep -f build_llama_cpp.sh > 
 fi
 q=qwen2.5-0.5b l=llama3-8b
 selected() { [[ -z ${ONLY-} || $1 =~ $ONLY ]]; }  # selected NAME: whether section NAME is to run
+kinds=("pp512 tg128" batched "depths to 8192" "depth 32768")  # each section's name is KIND FILE
 wanted=()
 for f in $q:F16 $q:Q8_0 $q:Q4_K_M $l:Q4_0 $l:Q4_K_M $l:F16; do
-  for kind in "pp512 tg128" batched "depths to 8192" "depth 32768"; do
+  for kind in "${kinds[@]}"; do
     selected "$kind ${f/:/-}" && { wanted+=("$f"); break; }
   done
 done
@@ -60,8 +61,8 @@ for f in $q-F16 $l-F16; do
   run_section "depth 32768 $f" 150 $f bench/peers/llama_depth_bench.sh /tmp/llama-build /tmp/$f.gguf 512 0,32768
 done
 section "reports so far"
-for name in "pp512 tg128" batched "depths to 8192" "depth 32768"; do
-  for report in "$reports/$name "*; do
+for kind in "${kinds[@]}"; do
+  for report in "$reports/$kind "*; do
     [[ $report == *.part ]] && continue
     [ -s "$report" ] && { echo "--- $(basename "$report")"; cat "$report"; }
   done
