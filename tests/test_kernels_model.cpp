@@ -78,14 +78,29 @@ TEST(ModelKernels, FlashBlocksAtEveryBlocking) {
   test::expect_check_passes(h200, model_kernel_checks(test::cpu_adapter(h200)), "flash_attention");
 }
 
-// flash_attention_block.wgsl stages a K / V tile as cache words, at most 32 a thread: at head_dim 144 a 32-key tile
-// is 36 f32 words a thread, 18 f16 and 9 q8 ones, so an f32 cache takes 16-key tiles where f16 and q8 take 32
-// (2 rows per thread, in lavapipe's 32 KiB of workgroup memory).
-TEST(ModelKernels, FlashBlockTilesFitTheStageInCacheWords) {
-  FlashAttentionParams p{64, 64, 4, 1, 144, 0, 0, 0};
-  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::F32), 16u);
-  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::F16), 32u);
-  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::Q8), 32u);
+// flash_attention_block.wgsl's key tiles by cache type (f32, f16, q8), in lavapipe's 32 KiB of workgroup memory:
+// - it stages a K / V tile as cache words, at most 32 a thread: at head_dim 144 a 32-key tile is 36 f32 words a
+//   thread, 18 f16 and 9 q8 ones, so an f32 cache takes 16-key tiles where f16 and q8 take 32 (2 rows a thread:
+//   with an H200's tuning these prompts' blocks are too few for 4);
+// - an f16 cache's tile stays in its words, half the bytes of f32 values, so at head_dim 128 a 64-key tile (4 keys
+//   a thread) fits beside 2 rows a thread (30.0 KiB), while f32 and q8 keep 32 keys, and so do heads under 128
+//   dims (kFlashFourKeysMinHeadDim: slower there on an H100);
+// - with lavapipe's own tuning (4 rows a thread) 4 x 4 needs 43.5 KiB, so f16 takes 4 x 2 (31.3 KiB) where f32
+//   values and q8's f32 tile take 4 x 1.
+TEST(ModelKernels, FlashBlockTilesByCacheType) {
+  ASSERT_EQ(device().limits().maxComputeWorkgroupStorageSize, 32768u);
+  gpu::Device h200;
+  h200.set_tuning(kH200);
+  auto tiles = [](const gpu::Device& d, uint32_t head_dim) {
+    FlashAttentionParams p{64, 64, 4, 1, head_dim, 0, 0, 0};
+    std::vector<uint32_t> keys;
+    for (KvType kv : {KvType::F32, KvType::F16, KvType::Q8}) keys.push_back(flash_attention_key_tile(d, p, kv));
+    return keys;
+  };
+  EXPECT_THAT(tiles(h200, 144), testing::ElementsAre(16u, 32u, 32u));
+  EXPECT_THAT(tiles(h200, 128), testing::ElementsAre(32u, 64u, 32u));
+  EXPECT_THAT(tiles(h200, 64), testing::ElementsAre(32u, 32u, 32u));
+  EXPECT_THAT(tiles(device(), 128), testing::ElementsAre(16u, 32u, 16u));
 }
 
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the

@@ -962,13 +962,16 @@ KernelCheck flash_attention_check(bool quick) {
       {1, 700, 2, 1, 8, 699, 100, 0, 800, KV16},
       {23, 60, 14, 2, 72, 37, 0, 0, 8192, KV16},
       // an f16 cache in the block kernel, which stages two elements a word: rows of an odd number of words (9,
-      // 5), head_dim 128 and 144 (32-key tiles, where an f32 cache's stage takes 16), windows whose tiles start
-      // inside a KV block and span two, split
+      // 5), head_dim 128 and 144 (64-key tiles at 2 rows a thread with an H200's tuning, 32 at 4 rows on
+      // lavapipe; 144: 32-key tiles or 16, where an f32 cache's stage takes 16), windows whose tiles start inside
+      // a KV block and span two, split
       {20, 23, 2, 1, 18, 0, 3, 0, 0, KV16},
       {33, 70, 4, 2, 10, 37, 9, 0, 0, KV16},
       {50, 120, 8, 2, 128, 70, 20, 0, 0, KV16},
       {37, 90, 8, 2, 144, 53, 40, 0, 0, KV16},
       {41, 100, 4, 2, 144, 59, 77, 0, 3000, KV16},
+      // an f16 cache's 64-key tiles (heads of 128 dims; 2 rows per thread where blocks are few), whole and split
+      {50, 120, 8, 2, 128, 70, 20, 0, 4096, KV16},
       // decoding past 1,000 positions at Qwen2.5-0.5B's and Llama-3-8B's heads, split as a model step with a
       // context of 8,448 (64 chunks) or 2,048 takes them, each cache type
       {1, 2100, 14, 2, 64, 2099, 0, 0, 8448},
@@ -980,6 +983,10 @@ KernelCheck flash_attention_check(bool quick) {
     shapes.push_back({1, 3001, 4, 1, 128, 3000, 0, 0, 3001});
     shapes.push_back({2, 3000, 4, 1, 128, 2998, 1024, 0, 4096});
     shapes.push_back({4, 9000, 2, 1, 64, 8996, 0, 0, 9000});  // 64 chunks of 256 keys
+    // Llama-3-8B's heads in blocks enough to fill an H100's or H200's resident tiles: 4 x 4 over an f16 cache's
+    // 64-key tiles of words, 43.5 KiB of workgroup memory (more than lavapipe's 32)
+    shapes.push_back({1100, 1100, 32, 8, 128, 0, 0, 0, 0, KV16});
+    shapes.push_back({512, 4096, 32, 8, 128, 3584, 0, 0, 8192, KV16});  // and split, as a chunk deep in a prompt
   }
   constexpr double bound = 1e-5;
   return make_check<FlashShape>(

@@ -1196,10 +1196,13 @@ struct FlashBlock {
 
 uint32_t flash_block_rows(FlashBlock b) { return 8 * b.rows_per_thread; }
 
-uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim) {
+// The shader's workgroup memory: queries, the K / V tile (f32 values, or an f16 cache's words: half the floats;
+// the other array keeps one element), the softmax weights and the row reductions.
+uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim, KvType kv) {
   uint64_t row = 4 * ceil_div(head_dim, 4) + 4;  // floats per staged Q / K / V row
   uint64_t rows = flash_block_rows(b), keys = 16 * b.keys_per_thread;
-  return 4 * ((rows + keys) * row + rows * (keys + 4) + rows * 16);
+  uint64_t tile = kv == KvType::F16 ? keys * row / 2 + 4 : keys * row + 4;  // + the other's element, 16 bytes
+  return 4 * (rows * row + tile + rows * (keys + 4) + rows * 16);
 }
 
 constexpr uint64_t kFlashMaxStage = 32;  // flash_attention_block.wgsl MAX_STAGE
@@ -1211,21 +1214,33 @@ uint64_t flash_block_stage_words(FlashBlock b, uint32_t head_dim, KvType kv) {
   return ceil_div(16 * b.keys_per_thread * row_words, 128);
 }
 
-// The first blocking, most reuse first, whose workgroup memory fits the device: at head_dim 64, 4 x 2 needs
-// 23.5 KiB; at 128, 4 x 2 needs 39.5 KiB (H200: 48 KiB) and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and
-// 1 x 1 25.5 KiB. Four rows per thread are taken only where their blocks fill a wave of the adapter's resident
-// workgroups (tuning().resident_tiles, as many as of the tiled products, which hold as many registers); a
-// prompt with fewer (Qwen2.5-0.5B at T = 512 on an H200: 224 of 264) takes 2 rows per thread for more
-// workgroups in flight. Each thread's share of a tile must fit the shader's stage of kFlashMaxStage cache words:
-// 32-key tiles of an f32 cache up to head_dim 128 (16 keys past it), of an f16 or q8 cache at every head_dim.
+// 4 keys a thread (64-key tiles) only for an f16 cache's tiles of words and heads of at least 128 dims (in effect
+// 128 alone: past it, a 64-key tile is more than kFlashMaxStage words a thread). On an H100
+// (2026-12-07, bench/device/session53_sweep.sh) Llama-3-8B's heads (128) gained with 4 x 4 over 4 x 2 (pp8192
+// 2,143.6 -> 2,245.8 tok/s, its attention about 14 % faster); at Qwen2.5-0.5B's 64 every cache type lost (f16
+// 0.5435 -> 0.6373 ms at T = S = 2,048; pp8192 23,216.6 -> 22,088.2), and f32 and q8 tiles of 64 keys (f32 values,
+// twice the bytes) lost more.
+constexpr uint32_t kFlashFourKeysMinHeadDim = 128;
+
+// The first blocking, most reuse first, whose workgroup memory fits the device: an f16 cache's 4 x 4 needs 43.5
+// KiB at head_dim 128 (H100 and H200: 48 KiB) and its 4 x 2 31.3 KiB; an f32 cache's (f32 or q8 tiles) at 64,
+// 4 x 2 23.5 KiB; at 128, 4 x 2 39.5 KiB and 4 x 1 29.3 KiB; at 256, 2 x 1 34.8 KiB and 1 x 1 25.5 KiB. Four
+// rows per thread are taken only where their blocks fill a wave of the adapter's resident workgroups
+// (tuning().resident_tiles, as many as of the tiled products, which hold as many registers); a prompt with fewer
+// (Qwen2.5-0.5B at T = 512 on an H200: 224 of 264) takes 2 rows per thread for more workgroups in flight. Each
+// thread's share of a tile must fit the shader's stage of kFlashMaxStage cache words: 32-key tiles of an f32 cache
+// up to head_dim 128 (16 keys past it), of an f16 or q8 cache at every head_dim (an f16 cache's 64-key tiles up
+// to 128).
 // Returns {0, 0} when none fits.
 FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
   bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= tuning(device).resident_tiles;
-  for (FlashBlock b : {FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 2}, FlashBlock{2, 1}, FlashBlock{1, 1}}) {
+  for (FlashBlock b : {FlashBlock{4, 4}, FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 4}, FlashBlock{2, 2},
+                       FlashBlock{2, 1}, FlashBlock{1, 1}}) {
     if (b.rows_per_thread == 4 && !fill) continue;
+    if (b.keys_per_thread == 4 && (kv != KvType::F16 || p.head_dim < kFlashFourKeysMinHeadDim)) continue;
     if (flash_block_stage_words(b, p.head_dim, kv) > kFlashMaxStage) continue;
-    if (flash_block_bytes(b, p.head_dim) <= device.limits().maxComputeWorkgroupStorageSize) return b;
+    if (flash_block_bytes(b, p.head_dim, kv) <= device.limits().maxComputeWorkgroupStorageSize) return b;
   }
   return {0, 0};
 }

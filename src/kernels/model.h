@@ -114,7 +114,7 @@ void check_kv_type(std::string_view kernel, const std::string& shapes, KvType kv
 // (kernels/batched.h) bind every sequence's tables and find each one's first entry in the row table.
 // kKvBlockTokens = 256: the attention kernels read the table once per tile of keys and need a tile's keys in at
 // most two blocks, so a block is at least (and, for whole tiles, a multiple of) every key tile: flash_attention.wgsl
-// and attention_rows.wgsl walk 256 keys a tile, flash_attention_block.wgsl 16 or 32, flash_attention_sg.wgsl 4 per
+// and attention_rows.wgsl walk 256 keys a tile, flash_attention_block.wgsl 16, 32 or 64, flash_attention_sg.wgsl 4 per
 // row group, and split-KV chunks are multiples of 128 keys (so at 256 a chunk's tiles cross at most one block edge).
 // Larger blocks waste more of a short sequence's last block (at most 255 tokens).
 constexpr uint32_t kKvBlockTokens = 256;

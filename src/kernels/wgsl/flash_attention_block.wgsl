@@ -2,8 +2,8 @@
 // attention as flash_attention.wgsl. Query t (position p = position_offset + t) attends keys j with
 // first_key(p) <= j <= p (first_key: max(0, p - window + 1), window 0: no window), scores scaled by scale.
 // Q [T, Hq * D], K / V [S, Hkv * D], out [T, Hq * D], f32 but K / V in the cache's KV_TYPE (kv_cache.wgsl:
-// f16 is widened to f32 and q8 times its row's scale as a tile is staged); D = HEAD_DIM = params.head_dim (any
-// 1..256; even for f16, a multiple of 4 for q8).
+// q8 times its row's scale as a tile is staged, f16 staged as it is and widened as it is read); D = HEAD_DIM =
+// params.head_dim (any 1..256; even for f16, a multiple of 4 for q8).
 //
 // Work split. The rows of one kv head are the (query t, q head of its group) pairs, row = t * G + h % G with
 // G = Hq / Hkv; a workgroup takes BLOCK_ROWS consecutive rows of one kv head, so all q heads sharing a K/V
@@ -12,9 +12,12 @@
 // latest first: the longest ones start first and the short ones fill the tail.
 // Per tile, the 128 threads, as 8 row threads ty x 16 key threads tx:
 //  1. score: thread (ty, tx) computes the scores of rows ty + 8i (i < ROWS_PER_THREAD) against keys
-//     tx + 16j (j < KEYS_PER_THREAD) as vec4 dot products over D, its Q and K rows read as vec4 from
-//     workgroup memory (Q is staged once per block, pre-scaled; rows are DIM4 + 1 vec4 apart, so the 16 key
-//     threads of a half-warp read 16 different bank groups and the 2 row threads of a warp are broadcasts);
+//     tx + 16j (j < KEYS_PER_THREAD) as dot products over D, its Q and K rows read 4 dims at a time from
+//     workgroup memory (Q is staged once per block, pre-scaled; rows are DIM4 + 1 vec4 (an f16 tile's vec2)
+//     apart, so the 16 key threads of a half-warp read 16 different bank groups and the 2 row threads of a warp
+//     are broadcasts);
+//     each read of 4 dims of Q serves KEYS_PER_THREAD keys and each of K ROWS_PER_THREAD rows, so 4 x 4 blocks
+//     do twice the arithmetic per read of 4 x 2 (workgroup memory is what bounds this loop on an H100);
 //  2. each thread writes its rows' max over its visible keys to `red`; after a barrier every thread reads
 //     the 16 partial maxima of its rows (the same for all 16 key threads of a row), rescales its output and
 //     its partial denominator by exp(old max - new max) and writes its weights exp(score - max) (0 where
@@ -25,9 +28,11 @@
 // computed and stored over the K rows once the scores are done; the next tile's K rows are loaded into
 // registers during P V. So global latency hides behind arithmetic and there are 4 barriers per tile.
 // A tile is staged a cache word at a time, as the cache holds it (load_tile): each thread loads one u32 a step,
-// consecutive threads consecutive words of a row, and decodes it only when storing it to workgroup memory
-// (store_tile), so an f16 cache takes one load and one unpack per two elements and a q8 cache one load, one
-// unpack and one scale load per four (where staging by element loaded and decoded a word per element).
+// consecutive threads consecutive words of a row, and stores it to workgroup memory only after the arithmetic
+// it hides behind (store_tile): an f32 or q8 cache decoded there, q8 one load, one unpack and one scale load per
+// four elements (where staging by element loaded and decoded a word per element); an f16 cache's words as they
+// are (kv_h), half the bytes of f32, so 64-key tiles of head_dim 128 fit beside the queries and a read of 8 bytes
+// gives 4 dims, each widened where it is read (by each of the 8 row threads that read it).
 // A row's denominator is summed over its 16 key threads only at the end.
 // Loops over D and over a tile's keys have run-time bounds (params) so compilers do not unroll them fully
 // (lavapipe's LLVM takes minutes on big unrolled loops); loops over a thread's register blocks are small
@@ -36,9 +41,11 @@
 // visible key yet keeps max LOWEST_F32 and rescales its zero sums by exp(0) = 1. Rows past T * G (last
 // block) read zero queries and are never written.
 // Workgroup memory (floats): (BLOCK_ROWS + TILE_KEYS) * 4 (DIM4 + 1) + BLOCK_ROWS * (TILE_KEYS + 4) +
-// 16 BLOCK_ROWS, BLOCK_ROWS = 8 ROWS_PER_THREAD, TILE_KEYS = 16 KEYS_PER_THREAD; registers: STAGE cache words
-// per thread (at most MAX_STAGE; twice as many elements for f16, four times for q8); kernels/model.cpp
-// (flash_block_bytes, flash_block_stage_words, flash_block_shape) picks the blocking that fits the device.
+// 16 BLOCK_ROWS (an f16 cache: TILE_KEYS * 2 (DIM4 + 1) for the tile), and the one element of the tile array
+// not used (16 bytes), BLOCK_ROWS = 8 ROWS_PER_THREAD,
+// TILE_KEYS = 16 KEYS_PER_THREAD; registers: STAGE cache words per thread (at most MAX_STAGE; twice as many
+// elements for f16, four times for q8); kernels/model.cpp (flash_block_bytes, flash_block_stage_words,
+// flash_block_shape) picks the blocking that fits the device.
 // Split mode (SPLITS > 1, prompts deep in a long cache, whose blocks alone are too few to fill the GPU): the
 // block's keys are cut into SPLITS chunks of whole tiles, chunk wid.z, and each row writes its unnormalised
 // record [max, denominator, acc[head_dim]] for its keys in the chunk where flash_attention_combine.wgsl reads
@@ -64,16 +71,17 @@
 
 override HEAD_DIM: u32 = 64u;
 override ROWS_PER_THREAD: u32 = 4u;  // 1, 2 or 4
-override KEYS_PER_THREAD: u32 = 2u;  // 1 or 2
+override KEYS_PER_THREAD: u32 = 2u;  // 1, 2 or 4
 override SPLITS: u32 = 1u;
 
 const WORKGROUP_SIZE: u32 = 128u;
 const ROW_THREADS: u32 = 8u;
 const KEY_THREADS: u32 = 16u;
 const MAX_ROWS: u32 = 4u;    // ROWS_PER_THREAD at most
-const MAX_KEYS: u32 = 2u;    // KEYS_PER_THREAD at most
+const MAX_KEYS: u32 = 4u;    // KEYS_PER_THREAD at most
 const MAX_COLS: u32 = 4u;    // vec4 output columns per thread: D <= 256
-const MAX_STAGE: u32 = 32u;  // staged K / V cache words per thread: 32 keys x 128 f32 dims or 16 x 256, / 128
+const MAX_STAGE: u32 = 32u;  // staged K / V cache words per thread: 32 keys x 128 f32 dims, 16 x 256 or 64 x 128
+                             // f16, / 128
 
 // Derived, not set by the host.
 override DIM4: u32 = (HEAD_DIM + 3u) / 4u;     // vec4s per head row
@@ -86,14 +94,20 @@ override COLS: u32 = (DIM4 + KEY_THREADS - 1u) / KEY_THREADS;
 override ROW_WORDS: u32 = DPAD / KV_PER_WORD;     // staged cache words per K / V row, zeros past HEAD_DIM
 override STAGE: u32 = (TILE_KEYS * ROW_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;  // words per thread
 
+// The staged K rows, then V rows, [key][d4]: f32 values (kv_s) of an f32 or q8 cache; an f16 cache's own words
+// (kv_h, a vec2<u32> holding 4 dims, widened as they are read), half the bytes, so a tile of twice the keys fits
+// and each read of workgroup memory serves twice the dims. The other one is a single unused element.
+override KV_F32_SLOTS: u32 = select(TILE_KEYS * ROW4, 1u, KV_TYPE == 1u);
+override KV_F16_SLOTS: u32 = select(1u, TILE_KEYS * ROW4, KV_TYPE == 1u);
 var<workgroup> q_s: array<vec4<f32>, BLOCK_ROWS * ROW4>;   // [row][d4], scaled queries
-var<workgroup> kv_s: array<vec4<f32>, TILE_KEYS * ROW4>;   // [key][d4], K rows, then V rows
+var<workgroup> kv_s: array<vec4<f32>, KV_F32_SLOTS>;
+var<workgroup> kv_h: array<vec2<u32>, KV_F16_SLOTS>;
 var<workgroup> p_s: array<vec4<f32>, BLOCK_ROWS * P_ROW4>; // [row][key / 4], softmax weights
 var<workgroup> red: array<vec4<f32>, BLOCK_ROWS * 4u>;     // [row][key thread]: partial maxima, then sums
 
 // A K or V tile in flight in a thread's registers, as the cache holds it: word n is the tile's word
 // lid + WORKGROUP_SIZE n (zero past the tile's keys and HEAD_DIM) and, q8, scales[n] the scale of its row.
-// Decoded only as it is stored (store_tile), so the loads stay in flight until then whatever the cache type.
+// Not used until it is stored (store_tile), so the loads stay in flight until then whatever the cache type.
 struct Stage {
   words: array<u32, MAX_STAGE>,
   scales: array<f32, MAX_STAGE>,
@@ -135,14 +149,18 @@ fn load_tile(stage: ptr<function, Stage>, lid: u32, is_value: bool, start: u32, 
   }
 }
 
-// Stores the staged words' elements into kv_s as f32 (q8 times their row's scale): a q8 word fills a vec4 of a
-// row, an f16 word two of its floats, an f32 word one.
+// Stores the staged words into workgroup memory: an f16 word as it is into kv_h (half a vec2), else its elements
+// as f32 into kv_s (q8 times their row's scale): a q8 word fills a vec4 of a row, an f32 word one float.
 fn store_tile(stage: ptr<function, Stage>, lid: u32) {
   for (var n: u32 = 0u; n < STAGE; n++) {
     let w = lid + n * WORKGROUP_SIZE;
     if (w < TILE_KEYS * ROW_WORDS) {
       let d = (w % ROW_WORDS) * KV_PER_WORD;
       let slot = (w / ROW_WORDS) * ROW4 + d / 4u;
+      if (KV_TYPE == 1u) {
+        kv_h[slot][(d / 2u) % 2u] = (*stage).words[n];
+        continue;
+      }
       let values = kv_unpack((*stage).words[n]);
       if (KV_TYPE == 2u) {
         kv_s[slot] = values * (*stage).scales[n];
@@ -153,6 +171,15 @@ fn store_tile(stage: ptr<function, Stage>, lid: u32) {
       }
     }
   }
+}
+
+// Dims 4 d4 .. 4 d4 + 3 of a staged row, slot = key * ROW4 + d4.
+fn staged(slot: u32) -> vec4<f32> {
+  if (KV_TYPE == 1u) {
+    let words = kv_h[slot];
+    return vec4<f32>(unpack2x16float(words.x), unpack2x16float(words.y));
+  }
+  return kv_s[slot];
 }
 
 fn max4(v: vec4<f32>) -> f32 {
@@ -224,17 +251,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
     load_tile(&stage, lid, true, start, keys, kv_offset);  // V rows, in flight during the scores
 
-    // Zeroed explicitly: a plain `var dots: ...;` here kept the previous tile's sums on lavapipe.
-    var dots = array<array<vec4<f32>, MAX_KEYS>, MAX_ROWS>();
+    // Zeroed explicitly: a plain `var dots: ...;` here kept the previous tile's sums on lavapipe. Two partial
+    // sums a pair (vec2), not four: 4 x 4 pairs of vec4 sums held 64 registers.
+    var dots = array<array<vec2<f32>, MAX_KEYS>, MAX_ROWS>();
     for (var d4: u32 = 0u; d4 < dim4; d4++) {
       var k: array<vec4<f32>, MAX_KEYS>;
       for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
-        k[j] = kv_s[(tx + KEY_THREADS * j) * ROW4 + d4];
+        k[j] = staged((tx + KEY_THREADS * j) * ROW4 + d4);
       }
       for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
         let q = q_s[(ty + ROW_THREADS * i) * ROW4 + d4];
         for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
-          dots[i][j] = fma(q, k[j], dots[i][j]);
+          dots[i][j] = fma(q.zw, k[j].zw, fma(q.xy, k[j].xy, dots[i][j]));
         }
       }
     }
@@ -244,7 +272,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var j: u32 = 0u; j < KEYS_PER_THREAD; j++) {
         let key = start + tx + KEY_THREADS * j;
         let d = dots[i][j];
-        scores[i][j] = (d.x + d.y) + (d.z + d.w);
+        scores[i][j] = d.x + d.y;
         if (key >= first[i] && key <= last[i]) {
           m = max(m, scores[i][j]);
         }
@@ -289,10 +317,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let v_base = 4u * k4 * ROW4;
       for (var c: u32 = 0u; c < COLS; c++) {
         let col = min(tx + KEY_THREADS * c, DIM4 - 1u);  // columns past DIM4 are computed, never stored
-        let v0 = kv_s[v_base + col];
-        let v1 = kv_s[v_base + ROW4 + col];
-        let v2 = kv_s[v_base + 2u * ROW4 + col];
-        let v3 = kv_s[v_base + 3u * ROW4 + col];
+        let v0 = staged(v_base + col);
+        let v1 = staged(v_base + ROW4 + col);
+        let v2 = staged(v_base + 2u * ROW4 + col);
+        let v3 = staged(v_base + 3u * ROW4 + col);
         for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
           var a = acc[i][c];
           a = fma(vec4<f32>(w[i].x), v0, a);
@@ -303,7 +331,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
       }
     }
-    workgroupBarrier();  // everyone is done with kv_s, p_s and red before the next tile
+    workgroupBarrier();  // everyone is done with the tile (kv_s or kv_h), p_s and red before the next one
   }
 
   for (var i: u32 = 0u; i < ROWS_PER_THREAD; i++) {
