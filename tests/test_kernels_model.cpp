@@ -103,6 +103,25 @@ TEST(ModelKernels, FlashBlockTilesByCacheType) {
   EXPECT_THAT(tiles(device(), 128), testing::ElementsAre(16u, 32u, 16u));
 }
 
+// A requested attention blocking is kept where it fits (the float64 check runs such shapes); one the kernel cannot
+// take is refused, naming the blocking and why.
+TEST(ModelKernels, FlashBlockingRequestedIsKeptOrRefused) {
+  ASSERT_EQ(device().limits().maxComputeWorkgroupStorageSize, 32768u);
+  FlashAttentionParams p{64, 64, 4, 1, 64, 0, 0, 0};
+  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::F16, {4, 4}), 64u);
+  EXPECT_EQ(flash_attention_key_tile(device(), p, KvType::F32, {2, 1}), 16u);
+  EXPECT_THAT([&] { flash_attention_key_tile(device(), p, KvType::F16, {3, 2}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("blocking 3 x 2"), HasSubstr("must each be 1, 2 or 4"))));
+  EXPECT_THAT([&] { flash_attention_key_tile(device(), p, KvType::F32, {4, 4}); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("blocking 4 x 4"), HasSubstr("more than the device's 32768"))));
+  p.head_dim = 256;
+  EXPECT_THAT([&] { flash_attention_key_tile(device(), p, KvType::F16, {1, 4}); },
+              ThrowsMessage<Error>(HasSubstr("64 cache words a thread, more than the shader's 32")));
+  p.T = 8;
+  EXPECT_THAT([&] { flash_attention_key_tile(device(), p, KvType::F16, {1, 1}); },
+              ThrowsMessage<Error>(HasSubstr("the block kernel runs from 16 queries, not 8")));
+}
+
 // f16 arithmetic is a choice for adapters with shader-f16: elsewhere the dispatcher refuses it, naming the
 // feature, instead of compiling a shader the device cannot run; products the f16 kernel does not take
 // (decoding, batched decode steps, K % 8 != 0) stay f32 and run anywhere.

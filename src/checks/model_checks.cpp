@@ -879,11 +879,15 @@ struct FlashShape {
   float scale = 0;        // 0: 1 / sqrt(D)
   uint32_t capacity = 0;  // 0: the single-dispatch flash_attention(); else the overload with scratch
   KvType kv = KV32;
+  FlashBlocking blocking = {};  // zeros: the dispatcher's
 };
 
 std::string describe_flash(const FlashShape& s) {
-  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={} capacity={} kv={}", s.T, s.S,
-                     s.Hq, s.Hkv, s.D, s.offset, s.window, s.scale, s.capacity, kv_type_name(s.kv));
+  std::string blocking = s.blocking.rows_per_thread
+                             ? fmt::format(" blocking={}x{}", s.blocking.rows_per_thread, s.blocking.keys_per_thread)
+                             : "";
+  return fmt::format("T={} S={} heads={}/{} head_dim={} offset={} window={} scale={} capacity={} kv={}{}", s.T, s.S,
+                     s.Hq, s.Hkv, s.D, s.offset, s.window, s.scale, s.capacity, kv_type_name(s.kv), blocking);
 }
 
 KernelCheck flash_attention_check(bool quick) {
@@ -972,6 +976,13 @@ KernelCheck flash_attention_check(bool quick) {
       {41, 100, 4, 2, 144, 59, 77, 0, 3000, KV16},
       // an f16 cache's 64-key tiles (heads of 128 dims; 2 rows per thread where blocks are few), whole and split
       {50, 120, 8, 2, 128, 70, 20, 0, 4096, KV16},
+      // 4 x 4 blocks, which the dispatcher takes only where 43.5 KiB of workgroup memory fit (head_dim 128 on
+      // an H100 or H200), requested at head dims whose tiles fit lavapipe's 32 KiB: windows of more than a
+      // 64-key tile starting inside one (every key a thread holds sees visible keys), partial last blocks, GQA 7,
+      // split where the tuning calls for it (an H200's)
+      {50, 120, 8, 2, 64, 70, 90, 0, 0, KV16, {4, 4}},
+      {40, 100, 14, 2, 32, 60, 0, 0, 4096, KV16, {4, 4}},
+      {33, 90, 4, 2, 40, 57, 70, 0, 0, KV16, {2, 4}},
       // decoding past 1,000 positions at Qwen2.5-0.5B's and Llama-3-8B's heads, split as a model step with a
       // context of 8,448 (64 chunks) or 2,048 takes them, each cache type
       {1, 2100, 14, 2, 64, 2099, 0, 0, 8448},
@@ -1003,17 +1014,19 @@ KernelCheck flash_attention_check(bool quick) {
         FlashAttentionParams p{s.T, s.S, s.Hq, s.Hkv, s.D, s.offset, s.window, float_bits(scale)};
         Buffers b{device};
         auto& out = b.poisoned("out", Q.size());
-        ScrambledBlocks blocks = scrambled_blocks(rng, {rows}, flash_attention_key_tile(device, p, s.kv));
+        ScrambledBlocks blocks =
+            scrambled_blocks(rng, {rows}, flash_attention_key_tile(device, p, s.kv, s.blocking));
         PagedCache k_pool = paged_cache(b, rng, blocks, K, rows, row, s.kv, true, "K");
         PagedCache v_pool = paged_cache(b, rng, blocks, V, rows, row, s.kv, true, "V");
         KvBlocks kv_blocks{{&b.input("kv_table", blocks.table)}, blocks.pool_blocks, blocks.block_tokens};
         BufferBinding q{&b.input("Q", Q)}, k{k_pool.buffer}, v{v_pool.buffer};
         if (s.capacity) {
           auto& scratch = b.poisoned("scratch", flash_attention_scratch_bytes(device, p, s.capacity) / 4);
-          for (const Dispatch& d : flash_attention(device, q, k, v, {&out}, kv_blocks, p, {&scratch}, s.capacity, s.kv))
+          for (const Dispatch& d :
+               flash_attention(device, q, k, v, {&out}, kv_blocks, p, {&scratch}, s.capacity, s.kv, s.blocking))
             run(device, d);
         } else {
-          run(device, flash_attention(device, q, k, v, {&out}, kv_blocks, p, s.kv));
+          run(device, flash_attention(device, q, k, v, {&out}, kv_blocks, p, s.kv, s.blocking));
         }
         std::vector<double> Kd(K.values.begin(), K.values.begin() + s.S * row);
         std::vector<double> Vd(V.values.begin(), V.values.begin() + s.S * row);

@@ -1186,13 +1186,9 @@ void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvTyp
          uint64_t(p.position_offset) + p.T - 1, p.S);
 }
 
-// flash_attention_block.wgsl's register blocking: each of its 128 threads (8 row threads x 16 key threads)
-// owns rows_per_thread rows (query, q head) of a block of 8 * rows_per_thread and keys_per_thread keys of a
-// tile of 16 * keys_per_thread. More of either means more arithmetic per workgroup-memory read but more
-// workgroup memory (flash_block_bytes) and, for rows, fewer workgroups.
-struct FlashBlock {
-  uint32_t rows_per_thread, keys_per_thread;
-};
+// flash_attention_block.wgsl's blocking (FlashBlocking). More rows or keys a thread mean more arithmetic per
+// workgroup-memory read but more workgroup memory (flash_block_bytes) and, for rows, fewer workgroups.
+using FlashBlock = FlashBlocking;
 
 uint32_t flash_block_rows(FlashBlock b) { return 8 * b.rows_per_thread; }
 
@@ -1231,8 +1227,25 @@ constexpr uint32_t kFlashFourKeysMinHeadDim = 128;
 // thread's share of a tile must fit the shader's stage of kFlashMaxStage cache words: 32-key tiles of an f32 cache
 // up to head_dim 128 (16 keys past it), of an f16 or q8 cache at every head_dim (an f16 cache's 64-key tiles up
 // to 128).
-// Returns {0, 0} when none fits.
-FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+// Returns {0, 0} when none fits. A requested blocking (not both zero) is returned as it is, or refused.
+FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv,
+                             FlashBlocking requested = {}) {
+  if (requested.rows_per_thread || requested.keys_per_thread) {
+    auto one_of_124 = [](uint32_t n) { return n == 1 || n == 2 || n == 4; };
+    std::string what = fmt::format("kernel 'flash_attention' (T={} head_dim={} kv={}): blocking {} x {}", p.T,
+                                   p.head_dim, kv_type_name(kv), requested.rows_per_thread, requested.keys_per_thread);
+    if (!one_of_124(requested.rows_per_thread) || !one_of_124(requested.keys_per_thread))
+      fail("{}: rows and keys a thread must each be 1, 2 or 4", what);
+    if (p.T < kFlashBlockMinQueries)
+      fail("{}: the block kernel runs from {} queries, not {}", what, kFlashBlockMinQueries, p.T);
+    if (flash_block_stage_words(requested, p.head_dim, kv) > kFlashMaxStage)
+      fail("{}: a tile is {} cache words a thread, more than the shader's {}", what,
+           flash_block_stage_words(requested, p.head_dim, kv), kFlashMaxStage);
+    if (flash_block_bytes(requested, p.head_dim, kv) > device.limits().maxComputeWorkgroupStorageSize)
+      fail("{}: needs {} bytes of workgroup memory, more than the device's {}", what,
+           flash_block_bytes(requested, p.head_dim, kv), device.limits().maxComputeWorkgroupStorageSize);
+    return requested;
+  }
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
   bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= tuning(device).resident_tiles;
   for (FlashBlock b : {FlashBlock{4, 4}, FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 4}, FlashBlock{2, 2},
@@ -1245,7 +1258,10 @@ FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionPara
   return {0, 0};
 }
 
-bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
+bool use_flash_block(const gpu::Device& device, const FlashAttentionParams& p, KvType kv,
+                     FlashBlocking requested = {}) {
+  if (requested.rows_per_thread || requested.keys_per_thread)
+    return flash_block_shape(device, p, kv, requested).rows_per_thread != 0;  // or throws
   return p.T >= kFlashBlockMinQueries && flash_block_shape(device, p, kv).rows_per_thread != 0;
 }
 
@@ -1270,8 +1286,9 @@ uint32_t flash_block_splits(const gpu::Device& device, const FlashAttentionParam
 
 // The query-block kernel (use_flash_block), whole (splits 1) or in split mode writing partial records.
 Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
-                         const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks) {
-  FlashBlock block = flash_block_shape(device, p, kv);
+                         const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks,
+                         FlashBlocking requested) {
+  FlashBlock block = flash_block_shape(device, p, kv, requested);
   uint64_t pool = kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
                                    uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
@@ -1339,20 +1356,24 @@ uint64_t flash_partials(const FlashAttentionParams& p, uint32_t splits) {
 }  // namespace
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
-                         BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv) {
+                         BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv,
+                         FlashBlocking requested) {
   auto shapes = flash_shapes(p, kv, blocks);
   check_flash(shapes, p, kv);
   uint64_t q = count_of(p.T, p.num_q_heads) * p.head_dim;
   // The tile rules are checked by the variant; 1 here checks the pool's size.
   uint64_t pool = kv_pool_elements("flash_attention", shapes, blocks, 1, uint64_t(p.num_kv_heads) * p.head_dim);
   auto operands = flash_operands(Q, K, V, {"out", out, q}, blocks, pool, q, p.S, kv, p.head_dim);
-  if (use_flash_block(device, p, kv)) return block_attention(device, shapes, operands, p, 1, kv, blocks);
+  if (use_flash_block(device, p, kv, requested))
+    return block_attention(device, shapes, operands, p, 1, kv, blocks, requested);
   Grid queries = fold(p.T);
   return per_query_attention(device, shapes, operands, p, Grid{queries.x, p.num_q_heads, queries.y}, 1, kv, blocks);
 }
 
-uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv) {
-  if (use_flash_block(device, p, kv)) return 16 * flash_block_shape(device, p, kv).keys_per_thread;
+uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv,
+                                  FlashBlocking requested) {
+  if (use_flash_block(device, p, kv, requested))
+    return 16 * flash_block_shape(device, p, kv, requested).keys_per_thread;
   return use_flash_sg(device, p, kv) ? kFlashSgKeys : kFlashTile;
 }
 
@@ -1382,21 +1403,23 @@ bool flash_attention_split_serves(const FlashAttentionParams& p, uint32_t keys) 
 
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
                                       BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,
-                                      BufferBinding scratch, uint32_t capacity, KvType kv) {
+                                      BufferBinding scratch, uint32_t capacity, KvType kv,
+                                      FlashBlocking requested) {
   std::vector<Dispatch> dispatches;
   check_flash(flash_shapes(p, kv, blocks), p, kv);  // before the heads' ratio is taken below
   bool prompt = p.T > kFlashSplitMaxQueries;
+  bool block = use_flash_block(device, p, kv, requested);  // throws for a requested blocking that cannot run
   uint32_t splits = 1;
   if (!prompt) {
     splits = flash_attention_splits(capacity);
-  } else if (use_flash_block(device, p, kv) && capacity >= kFlashBlockSplitKeys) {
+  } else if (block && capacity >= kFlashBlockSplitKeys) {
     uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
     // Split grids do not fold: the blocks and the combine's queries must fit in one dimension.
-    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p, kv))) <= 65535 && p.T <= 65535)
+    if (ceil_div(rows, flash_block_rows(flash_block_shape(device, p, kv, requested))) <= 65535 && p.T <= 65535)
       splits = flash_block_splits(device, p, capacity);
   }
   if (splits < 2) {
-    dispatches.push_back(flash_attention(device, Q, K, V, out, blocks, p, kv));
+    dispatches.push_back(flash_attention(device, Q, K, V, out, blocks, p, kv, requested));
     return dispatches;
   }
   auto shapes = fmt::format("{} capacity={} splits={}", flash_shapes(p, kv, blocks), capacity, splits);
@@ -1407,7 +1430,7 @@ std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, Buff
   uint64_t partials = flash_partials(p, splits);
   // Later runs may see up to capacity keys: the table must cover them.
   auto operands = flash_operands(Q, K, V, {"partials", scratch, partials}, blocks, pool, q, capacity, kv, p.head_dim);
-  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv, blocks)
+  dispatches.push_back(prompt ? block_attention(device, shapes, operands, p, splits, kv, blocks, requested)
                               : per_query_attention(device, shapes, operands, p, Grid{p.T, p.num_q_heads, splits},
                                                     splits, kv, blocks));
   dispatches.push_back(prepare(device, "flash_attention_combine", shapes,

@@ -351,9 +351,18 @@ struct FlashAttentionParams {
 };
 constexpr uint32_t kFlashBlockMinQueries = 16;
 constexpr uint32_t kFlashSplitMaxQueries = 4;
+// flash_attention_block.wgsl's register blocking: each of its 128 threads (8 row threads x 16 key threads) owns
+// rows_per_thread rows (query, q head) of a block of 8 * rows_per_thread and keys_per_thread keys of a tile of
+// 16 * keys_per_thread, each 1, 2 or 4. Both zero leave it to the dispatcher; a requested one (checks and
+// benchmarks compare blockings, including those the dispatcher takes only on larger GPUs) must fit the device and
+// needs T >= kFlashBlockMinQueries, else the call throws naming it.
+struct FlashBlocking {
+  uint32_t rows_per_thread = 0, keys_per_thread = 0;
+};
 
 Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V, BufferBinding out,
-                         const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv = KvType::F32);
+                         const KvBlocks& blocks, const FlashAttentionParams& p, KvType kv = KvType::F32,
+                         FlashBlocking requested = {});
 
 // The same attention, with the split-KV variant where it applies: T <= kFlashSplitMaxQueries and a
 // `capacity` (the most keys S will ever be while the dispatches are reused) of more than one key chunk, or a
@@ -364,10 +373,11 @@ Dispatch flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, 
 std::vector<Dispatch> flash_attention(gpu::Device& device, BufferBinding Q, BufferBinding K, BufferBinding V,
                                       BufferBinding out, const KvBlocks& blocks, const FlashAttentionParams& p,
                                       BufferBinding scratch,
-                                      uint32_t capacity, KvType kv = KvType::F32);
+                                      uint32_t capacity, KvType kv = KvType::F32, FlashBlocking requested = {});
 
 // The keys per tile of the variant flash_attention() runs for `p` on this device: KV blocks must hold whole tiles.
-uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv = KvType::F32);
+uint32_t flash_attention_key_tile(const gpu::Device& device, const FlashAttentionParams& p, KvType kv = KvType::F32,
+                                  FlashBlocking requested = {});
 
 // The key chunks the decoding split variant uses for up to `capacity` keys (1: the split variant is not used).
 uint32_t flash_attention_splits(uint32_t capacity);
