@@ -1186,15 +1186,14 @@ void check_flash(const std::string& shapes, const FlashAttentionParams& p, KvTyp
          uint64_t(p.position_offset) + p.T - 1, p.S);
 }
 
-// flash_attention_block.wgsl's blocking (FlashBlocking). More rows or keys a thread mean more arithmetic per
+// flash_attention_block.wgsl's blocking (FlashBlocking): more rows or keys a thread mean more arithmetic per
 // workgroup-memory read but more workgroup memory (flash_block_bytes) and, for rows, fewer workgroups.
-using FlashBlock = FlashBlocking;
 
-uint32_t flash_block_rows(FlashBlock b) { return 8 * b.rows_per_thread; }
+uint32_t flash_block_rows(FlashBlocking b) { return 8 * b.rows_per_thread; }
 
 // The shader's workgroup memory: queries, the K / V tile (f32 values, or an f16 cache's words: half the floats;
 // the other array keeps one element), the softmax weights and the row reductions.
-uint64_t flash_block_bytes(FlashBlock b, uint32_t head_dim, KvType kv) {
+uint64_t flash_block_bytes(FlashBlocking b, uint32_t head_dim, KvType kv) {
   uint64_t row = 4 * ceil_div(head_dim, 4) + 4;  // floats per staged Q / K / V row
   uint64_t rows = flash_block_rows(b), keys = 16 * b.keys_per_thread;
   uint64_t tile = kv == KvType::F16 ? keys * row / 2 + 4 : keys * row + 4;  // + the other's element, 16 bytes
@@ -1205,7 +1204,7 @@ constexpr uint64_t kFlashMaxStage = 32;  // flash_attention_block.wgsl MAX_STAGE
 
 // The cache words each of the shader's 128 threads stages in registers of a K / V tile (its STAGE): rows padded
 // to whole vec4s, 1, 2 or 4 elements a word (f32, f16, q8).
-uint64_t flash_block_stage_words(FlashBlock b, uint32_t head_dim, KvType kv) {
+uint64_t flash_block_stage_words(FlashBlocking b, uint32_t head_dim, KvType kv) {
   uint64_t row_words = 4 * ceil_div(head_dim, 4) / (4 / kv_bytes(kv));
   return ceil_div(16 * b.keys_per_thread * row_words, 128);
 }
@@ -1228,7 +1227,7 @@ constexpr uint32_t kFlashFourKeysMinHeadDim = 128;
 // up to head_dim 128 (16 keys past it), of an f16 or q8 cache at every head_dim (an f16 cache's 64-key tiles up
 // to 128).
 // Returns {0, 0} when none fits. A requested blocking (not both zero) is returned as it is, or refused.
-FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv,
+FlashBlocking flash_block_shape(const gpu::Device& device, const FlashAttentionParams& p, KvType kv,
                              FlashBlocking requested = {}) {
   if (requested.rows_per_thread || requested.keys_per_thread) {
     auto one_of_124 = [](uint32_t n) { return n == 1 || n == 2 || n == 4; };
@@ -1238,18 +1237,17 @@ FlashBlock flash_block_shape(const gpu::Device& device, const FlashAttentionPara
       fail("{}: rows and keys a thread must each be 1, 2 or 4", what);
     if (p.T < kFlashBlockMinQueries)
       fail("{}: the block kernel runs from {} queries, not {}", what, kFlashBlockMinQueries, p.T);
-    if (flash_block_stage_words(requested, p.head_dim, kv) > kFlashMaxStage)
-      fail("{}: a tile is {} cache words a thread, more than the shader's {}", what,
-           flash_block_stage_words(requested, p.head_dim, kv), kFlashMaxStage);
-    if (flash_block_bytes(requested, p.head_dim, kv) > device.limits().maxComputeWorkgroupStorageSize)
-      fail("{}: needs {} bytes of workgroup memory, more than the device's {}", what,
-           flash_block_bytes(requested, p.head_dim, kv), device.limits().maxComputeWorkgroupStorageSize);
+    if (uint64_t words = flash_block_stage_words(requested, p.head_dim, kv); words > kFlashMaxStage)
+      fail("{}: a tile is {} cache words a thread, more than the shader's {}", what, words, kFlashMaxStage);
+    if (uint64_t bytes = flash_block_bytes(requested, p.head_dim, kv);
+        bytes > device.limits().maxComputeWorkgroupStorageSize)
+      fail("{}: needs {} bytes of workgroup memory, more than the device's {}", what, bytes,
+           device.limits().maxComputeWorkgroupStorageSize);
     return requested;
   }
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / std::max(1u, p.num_kv_heads));
   bool fill = ceil_div(rows, flash_block_rows({4, 1})) * p.num_kv_heads >= tuning(device).resident_tiles;
-  for (FlashBlock b : {FlashBlock{4, 4}, FlashBlock{4, 2}, FlashBlock{4, 1}, FlashBlock{2, 4}, FlashBlock{2, 2},
-                       FlashBlock{2, 1}, FlashBlock{1, 1}}) {
+  for (FlashBlocking b : std::initializer_list<FlashBlocking>{{4, 4}, {4, 2}, {4, 1}, {2, 4}, {2, 2}, {2, 1}, {1, 1}}) {
     if (b.rows_per_thread == 4 && !fill) continue;
     if (b.keys_per_thread == 4 && (kv != KvType::F16 || p.head_dim < kFlashFourKeysMinHeadDim)) continue;
     if (flash_block_stage_words(b, p.head_dim, kv) > kFlashMaxStage) continue;
@@ -1288,7 +1286,7 @@ uint32_t flash_block_splits(const gpu::Device& device, const FlashAttentionParam
 Dispatch block_attention(gpu::Device& device, std::string shapes, const std::vector<Operand>& operands,
                          const FlashAttentionParams& p, uint32_t splits, KvType kv, const KvBlocks& kv_blocks,
                          FlashBlocking requested) {
-  FlashBlock block = flash_block_shape(device, p, kv, requested);
+  FlashBlocking block = flash_block_shape(device, p, kv, requested);
   uint64_t pool = kv_pool_elements("flash_attention_block", shapes, kv_blocks, 16 * block.keys_per_thread,
                                    uint64_t(p.num_kv_heads) * p.head_dim);
   uint64_t rows = uint64_t(p.T) * (p.num_q_heads / p.num_kv_heads);
